@@ -1,0 +1,121 @@
+/* SPDX-License-Identifier: MIT */
+/* A node: one LNet instance (process id, page size, NIs, portals) with its own loop thread. */
+#ifndef ULNET_NODE_H
+#define ULNET_NODE_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include "event.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+struct ulnet_node_opts {
+	uint32_t pid;        /* 0 = ULNET_PID_LUSTRE */
+	uint32_t page_size;  /* 0 = sysconf(_SC_PAGESIZE); else a power of two in [4096, 2 MiB] */
+};
+
+/* One "key: value" tunable for an NI (config file: tunables / lnd tunables). */
+struct ulnet_kv {
+	const char *key;
+	const char *value;
+};
+
+/* NI configuration, as lnetctl's "net" entries carry it. */
+struct ulnet_ni_conf {
+	const char *net;               /* "tcp", "tcp1", "o2ib", "lo" */
+	const char *nid;               /* "127.0.0.2@tcp"; or NULL and @interfaces */
+	const char *const *interfaces; /* NULL-terminated interface names (address taken from the first) */
+	const struct ulnet_kv *tunables;     /* peer_timeout, peer_credits, peer_buffer_credits, credits */
+	size_t n_tunables;
+	const struct ulnet_kv *lnd_tunables; /* LND specific (tcp: accept_port, timeout, ...) */
+	size_t n_lnd_tunables;
+};
+
+/* Create a node with the lo NI (0@lo) and the ping service running. -EINVAL bad options. */
+ULNET_EXPORT int ulnet_node_open(const struct ulnet_node_opts *opts, ulnet_node **out);
+/* Stop the loop, shut every NI down (pending messages complete with -ESHUTDOWN), free. Blocking;
+ * never call it from an event handler. */
+ULNET_EXPORT void ulnet_node_close(ulnet_node *node);
+/* Add an NI. 0; -EINVAL bad conf (logged with the key); -EEXIST net already has an NI;
+ * -EPROTONOSUPPORT LND not built; or the LND's startup error. */
+ULNET_EXPORT int ulnet_ni_add(ulnet_node *node, const struct ulnet_ni_conf *conf);
+ULNET_EXPORT uint32_t ulnet_node_pid(const ulnet_node *node);
+ULNET_EXPORT uint32_t ulnet_node_page_size(const ulnet_node *node);
+/* The first non-lo NID (or 0@lo when there is none). */
+ULNET_EXPORT void ulnet_node_primary_nid(ulnet_node *node, struct ulnet_nid *out);
+
+/* Send @md (its whole length) to @target's @portal. 0: a SEND event follows, and an ACK as well if
+ * @ack and the target MD allows; they may come in either order. -EINVAL, -ENOENT stale @md,
+ * -EHOSTUNREACH no NI reaches @target, -EMSGSIZE over ULNET_MTU; no event follows an error. */
+ULNET_EXPORT int ulnet_put(ulnet_node *node, struct ulnet_handle md, enum ulnet_ack_req ack,
+			   const struct ulnet_process_id *target, uint32_t portal, uint64_t match_bits,
+			   uint32_t offset, uint64_t hdr_data);
+/* Fetch into @md from @target's @portal. 0: SEND then REPLY events (REPLY with status on failure). */
+ULNET_EXPORT int ulnet_get(ulnet_node *node, struct ulnet_handle md, const struct ulnet_process_id *target,
+			   uint32_t portal, uint64_t match_bits, uint32_t offset);
+
+/* Ping (lnet-wire.md §2.4). */
+#define ULNET_PING_MAX_NIDS 64
+struct ulnet_ping_entry {
+	struct ulnet_nid nid;
+	uint32_t status; /* ULNET_NI_STATUS_UP / DOWN */
+};
+#define ULNET_NI_STATUS_UP 0x15aac0deu
+#define ULNET_NI_STATUS_DOWN 0xdeadfaceu
+struct ulnet_ping_result {
+	uint32_t pid;
+	uint32_t features;
+	uint32_t n_nids;     /* entries in nids[] (0@lo first) */
+	struct ulnet_ping_entry nids[ULNET_PING_MAX_NIDS];
+	uint64_t rtt_ns;
+};
+/* Blocking ping; never call from an event handler. 0; -ETIMEDOUT; -EPROTO bad reply (logged);
+ * -EHOSTUNREACH. */
+ULNET_EXPORT int ulnet_ping(ulnet_node *node, const struct ulnet_process_id *target, int timeout_ms,
+			    struct ulnet_ping_result *out);
+
+/* Counters, as lnetctl stats show. */
+struct ulnet_stats {
+	uint32_t msgs_alloc, msgs_max;
+	uint64_t errors;
+	uint64_t send_count, recv_count, route_count, drop_count;
+	uint64_t send_length, recv_length, route_length, drop_length;
+};
+ULNET_EXPORT void ulnet_stats_get(ulnet_node *node, struct ulnet_stats *out);
+
+struct ulnet_ni_info {
+	struct ulnet_nid nid;
+	char net[16];
+	char lnd[8];
+	uint32_t status;
+	int peer_credits, credits, peer_buffer_credits, peer_timeout;
+	int tx_credits, min_tx_credits; /* available now / lowest seen */
+	uint64_t send_count, recv_count, drop_count;
+	char lnd_tunables[512];         /* "key: value\n" lines, LND specific */
+	char interfaces[64];            /* interface name(s), "" when none */
+};
+/* Fill @out for the NI number @idx (0 = lo). -ENOENT past the last. */
+ULNET_EXPORT int ulnet_ni_info_get(ulnet_node *node, unsigned idx, struct ulnet_ni_info *out);
+
+struct ulnet_peer_info {
+	struct ulnet_nid nid;
+	char state[16];                 /* "up", "down", "connecting" */
+	int max_tx_credits, tx_credits, min_tx_credits, tx_queued;
+	uint64_t send_count, recv_count;
+};
+ULNET_EXPORT int ulnet_peer_info_get(ulnet_node *node, unsigned idx, struct ulnet_peer_info *out);
+
+/* Logging: one line per call to the sink (default: stderr). @level: 0 error, 1 warning, 2 info,
+ * 3 debug. Thread-safe. */
+typedef void (*ulnet_log_sink)(int level, const char *subsys, const char *line);
+ULNET_EXPORT void ulnet_log_set(ulnet_log_sink sink, int max_level);
+
+ULNET_EXPORT const char *ulnet_strerror(int err);
+ULNET_EXPORT const char *ulnet_version(void);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

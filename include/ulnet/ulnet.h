@@ -1,0 +1,9 @@
+/* SPDX-License-Identifier: MIT */
+/* ulnet: a user-space LNet. Umbrella header. */
+#ifndef ULNET_ULNET_H
+#define ULNET_ULNET_H
+#include "nid.h"
+#include "md.h"
+#include "event.h"
+#include "node.h"
+#endif
