@@ -18,7 +18,10 @@ struct ulnet_event;
 #define ULNET_MAX_PORTALS 64
 #define ULNET_RESERVED_PORTAL 0
 #define ULNET_MTU (1u << 20)      /* LNET_MTU: largest payload of one LNet message */
-#define ULNET_MAX_IOV 256         /* LNET_MAX_IOV: most fragment entries in one MD */
+#define ULNET_MAX_IOV 256         /* LNET_MAX_IOV: LNet's limit on MD fragment entries */
+/* ulnet accepts more entries than LNet: an unaligned 1 MiB on 4 KiB pages spans 257 pages (LU-15092),
+ * and a valid transfer must never fail for fragment reasons. */
+#define ULNET_MD_MAX_FRAGS 1024
 #define ULNET_MD_THRESH_INF (-1)
 
 /* MD options; values are LNet's. */
@@ -46,7 +49,7 @@ typedef void (*ulnet_event_handler)(const struct ulnet_event *ev);
  * event (or, for an MD that never sees traffic, until ulnet_md_unlink returns). */
 struct ulnet_md {
 	void *start;           /* buffer, struct iovec[] or struct ulnet_kiov[] */
-	uint32_t length;       /* bytes, or entries (<= ULNET_MAX_IOV) for IOVEC/KIOV */
+	uint32_t length;       /* bytes, or entries (<= ULNET_MD_MAX_FRAGS) for IOVEC/KIOV */
 	int threshold;         /* operations before auto-unlink; ULNET_MD_THRESH_INF never */
 	uint32_t max_size;     /* with ULNET_MD_MAX_SIZE */
 	uint32_t options;      /* enum ulnet_md_option bits */

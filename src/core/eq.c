@@ -1,1 +1,160 @@
 /* SPDX-License-Identifier: MIT */
+/* Event queues: unbounded FIFO of events with their own lock, so the core can push while holding the
+ * node lock and applications can wait without it. */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include "internal.h"
+
+struct ulnet_eq {
+	pthread_mutex_t lock;
+	pthread_cond_t cond;
+	struct ulnet_event *ring;
+	size_t cap, head, count;
+	int refs; /* MDs pointing at it */
+	bool doomed; /* free when refs reaches 0 */
+};
+
+static void eq_free(ulnet_eq *eq)
+{
+	pthread_cond_destroy(&eq->cond);
+	pthread_mutex_destroy(&eq->lock);
+	free(eq->ring);
+	free(eq);
+}
+
+int ulnet_eq_create(ulnet_eq **out)
+{
+	ulnet_eq *eq = calloc(1, sizeof(*eq));
+	pthread_condattr_t ca;
+
+	if (!eq)
+		return -ENOMEM;
+	pthread_mutex_init(&eq->lock, NULL);
+	pthread_condattr_init(&ca);
+	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+	pthread_cond_init(&eq->cond, &ca);
+	pthread_condattr_destroy(&ca);
+	*out = eq;
+	return 0;
+}
+
+int ulnet_eq_destroy(ulnet_eq *eq)
+{
+	if (!eq)
+		return -EINVAL;
+	pthread_mutex_lock(&eq->lock);
+	if (eq->refs > 0) {
+		pthread_mutex_unlock(&eq->lock);
+		return -EBUSY;
+	}
+	pthread_mutex_unlock(&eq->lock);
+	eq_free(eq);
+	return 0;
+}
+
+void ulnet__eq_ref(ulnet_eq *eq, int delta)
+{
+	bool gone;
+
+	pthread_mutex_lock(&eq->lock);
+	eq->refs += delta;
+	gone = eq->doomed && eq->refs == 0;
+	pthread_mutex_unlock(&eq->lock);
+	if (gone)
+		eq_free(eq);
+}
+
+void ulnet__eq_release(ulnet_eq *eq)
+{
+	bool gone;
+
+	pthread_mutex_lock(&eq->lock);
+	eq->doomed = true;
+	gone = eq->refs == 0;
+	pthread_mutex_unlock(&eq->lock);
+	if (gone)
+		eq_free(eq);
+}
+
+void ulnet__eq_push(ulnet_eq *eq, const struct ulnet_event *ev)
+{
+	pthread_mutex_lock(&eq->lock);
+	if (eq->count == eq->cap) {
+		size_t ncap = eq->cap ? eq->cap * 2 : 64;
+		struct ulnet_event *n = malloc(ncap * sizeof(*n));
+
+		if (!n) {
+			/* Keep the event rather than lose it: block-free fallback is impossible here, so
+			 * log loudly; this only happens when the process is out of memory. */
+			pthread_mutex_unlock(&eq->lock);
+			ULNET_LOG(CORE, ERR, "event queue: out of memory growing to %zu events; event lost", ncap);
+			return;
+		}
+		for (size_t i = 0; i < eq->count; i++)
+			n[i] = eq->ring[(eq->head + i) % eq->cap];
+		free(eq->ring);
+		eq->ring = n;
+		eq->cap = ncap;
+		eq->head = 0;
+	}
+	eq->ring[(eq->head + eq->count) % eq->cap] = *ev;
+	eq->count++;
+	pthread_cond_signal(&eq->cond);
+	pthread_mutex_unlock(&eq->lock);
+}
+
+int ulnet_eq_wait(ulnet_eq *eq, int timeout_ms, struct ulnet_event *ev)
+{
+	struct timespec dl;
+	int rc = 0;
+
+	if (!eq || !ev)
+		return -EINVAL;
+	if (timeout_ms > 0) {
+		clock_gettime(CLOCK_MONOTONIC, &dl);
+		dl.tv_sec += timeout_ms / 1000;
+		dl.tv_nsec += (long)(timeout_ms % 1000) * 1000000L;
+		if (dl.tv_nsec >= 1000000000L) {
+			dl.tv_sec++;
+			dl.tv_nsec -= 1000000000L;
+		}
+	}
+	pthread_mutex_lock(&eq->lock);
+	while (eq->count == 0 && timeout_ms != 0) {
+		if (timeout_ms < 0)
+			pthread_cond_wait(&eq->cond, &eq->lock);
+		else if (pthread_cond_timedwait(&eq->cond, &eq->lock, &dl) == ETIMEDOUT)
+			break;
+	}
+	if (eq->count > 0) {
+		*ev = eq->ring[eq->head];
+		eq->head = (eq->head + 1) % eq->cap;
+		eq->count--;
+		rc = 1;
+	}
+	pthread_mutex_unlock(&eq->lock);
+	return rc;
+}
+
+const char *ulnet_event_kind_name(enum ulnet_event_kind kind)
+{
+	switch (kind) {
+	case ULNET_EVENT_GET: return "GET";
+	case ULNET_EVENT_PUT: return "PUT";
+	case ULNET_EVENT_REPLY: return "REPLY";
+	case ULNET_EVENT_ACK: return "ACK";
+	case ULNET_EVENT_SEND: return "SEND";
+	case ULNET_EVENT_UNLINK: return "UNLINK";
+	}
+	return "?";
+}
+
+void ulnet__event_deliver(struct ulnet_node *node, const struct ulnet_md *umd, const struct ulnet_event *ev)
+{
+	if (umd->eq)
+		ulnet__eq_push(umd->eq, ev);
+	if (umd->handler)
+		ulnet__queue_cb(node, umd->handler, ev);
+}

@@ -1,1 +1,457 @@
 /* SPDX-License-Identifier: MIT */
+/* Handles, portals, match entries and memory descriptors: creation, matching of incoming PUT/GET,
+ * and the MD life cycle (threshold, MAX_SIZE, unlink while busy). */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include "internal.h"
+
+/* Cookies carry their kind in the low 2 bits so a handle of the wrong kind never resolves. */
+uint64_t ulnet__cookie_new(struct ulnet_node *node, enum ulnet_obj_kind kind)
+{
+	return (node->next_cookie++ << 2) | (uint64_t)kind;
+}
+
+static struct ulnet_list *bucket(struct ulnet_node *node, uint64_t cookie)
+{
+	return &node->handles[(cookie >> 2) % ULNET_HANDLE_BUCKETS];
+}
+
+void *ulnet__handle_lookup(struct ulnet_node *node, uint64_t cookie, enum ulnet_obj_kind kind)
+{
+	struct ulnet_list *h = bucket(node, cookie), *p;
+
+	if ((cookie & 3) != kind)
+		return NULL;
+	for (p = h->next; p != h; p = p->next) {
+		if (kind == ULNET_OBJ_MD) {
+			struct ulnet_libmd *md = ulnet_container_of(p, struct ulnet_libmd, hash_link);
+			if (md->cookie == cookie)
+				return md;
+		} else {
+			struct ulnet_me *me = ulnet_container_of(p, struct ulnet_me, hash_link);
+			if (me->cookie == cookie)
+				return me;
+		}
+	}
+	return NULL;
+}
+
+static int md_build_frags(struct ulnet_node *node, const struct ulnet_md *umd, struct ulnet_libmd *md)
+{
+	uint64_t total = 0;
+	unsigned n = 1;
+
+	if (umd->options & (ULNET_MD_IOVEC | ULNET_MD_KIOV)) {
+		if ((umd->options & ULNET_MD_IOVEC) && (umd->options & ULNET_MD_KIOV)) {
+			ULNET_LOG(CORE, ERR, "md: IOVEC and KIOV options together");
+			return -EINVAL;
+		}
+		if (umd->length > ULNET_MD_MAX_FRAGS || (umd->length && !umd->start)) {
+			ULNET_LOG(CORE, ERR, "md: %u fragments > ULNET_MD_MAX_FRAGS %u", umd->length,
+				  ULNET_MD_MAX_FRAGS);
+			return -EINVAL;
+		}
+		n = umd->length;
+	}
+	md->frags = calloc(n ? n : 1, sizeof(*md->frags));
+	if (!md->frags)
+		return -ENOMEM;
+	md->nfrags = n;
+	if (umd->options & ULNET_MD_KIOV) {
+		const struct ulnet_kiov *k = umd->start;
+		uint64_t pmask = node->page_size - 1;
+
+		for (unsigned i = 0; i < n; i++) {
+			uint64_t in_page = (uintptr_t)k[i].kiov_base & pmask;
+
+			if (k[i].kiov_len > node->page_size || in_page + k[i].kiov_len > node->page_size) {
+				ULNET_LOG(CORE, ERR,
+					  "md: kiov[%u] offset %llu + length %u crosses the node page size %u "
+					  "(node setting page_size)", i, (unsigned long long)in_page, k[i].kiov_len,
+					  node->page_size);
+				return -EINVAL;
+			}
+			md->frags[i].iov_base = k[i].kiov_base;
+			md->frags[i].iov_len = k[i].kiov_len;
+			total += k[i].kiov_len;
+		}
+	} else if (umd->options & ULNET_MD_IOVEC) {
+		const struct iovec *v = umd->start;
+
+		for (unsigned i = 0; i < n; i++) {
+			md->frags[i] = v[i];
+			total += v[i].iov_len;
+		}
+	} else {
+		md->frags[0].iov_base = umd->start;
+		md->frags[0].iov_len = umd->length;
+		total = umd->length;
+		if (umd->length && !umd->start)
+			return -EINVAL;
+	}
+	if (total > UINT32_MAX) {
+		ULNET_LOG(CORE, ERR, "md: total length %llu > 4 GiB", (unsigned long long)total);
+		return -EINVAL;
+	}
+	md->total = (uint32_t)total;
+	return 0;
+}
+
+int ulnet__md_create(struct ulnet_node *node, const struct ulnet_md *umd, struct ulnet_libmd **out)
+{
+	struct ulnet_libmd *md;
+	int rc;
+
+	if (!umd || umd->threshold < ULNET_MD_THRESH_INF)
+		return -EINVAL;
+	md = calloc(1, sizeof(*md));
+	if (!md)
+		return -ENOMEM;
+	rc = md_build_frags(node, umd, md);
+	if (rc) {
+		free(md->frags);
+		free(md);
+		return rc;
+	}
+	md->umd = *umd;
+	md->threshold = umd->threshold;
+	md->cookie = ulnet__cookie_new(node, ULNET_OBJ_MD);
+	ulnet_list_add_tail(&md->hash_link, bucket(node, md->cookie));
+	if (umd->eq)
+		ulnet__eq_ref(umd->eq, 1);
+	*out = md;
+	return 0;
+}
+
+void ulnet__md_event_init(struct ulnet_libmd *md, struct ulnet_event *ev)
+{
+	ev->md_handle.cookie = md->cookie;
+	ev->md_start = md->umd.start;
+	ev->md_user_ptr = md->umd.user_ptr;
+	ev->md_options = md->umd.options;
+}
+
+bool ulnet__md_active(const struct ulnet_libmd *md)
+{
+	return !md->zombie && md->threshold != 0;
+}
+
+void ulnet__md_use(struct ulnet_libmd *md)
+{
+	md->refcount++;
+	if (md->threshold > 0)
+		md->threshold--;
+}
+
+static bool md_exhausted(const struct ulnet_libmd *md)
+{
+	if (md->zombie || md->threshold == 0)
+		return true;
+	if ((md->umd.options & ULNET_MD_MAX_SIZE) && md->total - md->offset < md->umd.max_size)
+		return true;
+	return false;
+}
+
+static void md_free(struct ulnet_node *node, struct ulnet_libmd *md)
+{
+	if (md->me) {
+		struct ulnet_me *me = md->me;
+
+		me->md = NULL;
+		md->me = NULL;
+		if (me->unlink == ULNET_UNLINK || md->zombie) {
+			ulnet_list_del(&me->ptl_link);
+			ulnet_list_del(&me->hash_link);
+			free(me);
+		}
+	}
+	ulnet_list_del(&md->hash_link);
+	if (md->umd.eq)
+		ulnet__eq_ref(md->umd.eq, -1);
+	free(md->free_on_unlink);
+	free(md->frags);
+	free(md);
+	(void)node;
+}
+
+bool ulnet__md_release(struct ulnet_node *node, struct ulnet_libmd *md)
+{
+	md->refcount--;
+	if (md->refcount == 0 && md_exhausted(md)) {
+		md_free(node, md);
+		return true;
+	}
+	return false;
+}
+
+void ulnet__md_unlink_locked(struct ulnet_node *node, struct ulnet_libmd *md)
+{
+	md->zombie = true;
+	if (md->refcount == 0) {
+		struct ulnet_event ev = { .type = ULNET_EVENT_UNLINK, .unlinked = true };
+		struct ulnet_md umd = md->umd;
+
+		ulnet__md_event_init(md, &ev);
+		md_free(node, md);
+		ulnet__event_deliver(node, &umd, &ev);
+	}
+}
+
+static unsigned frag_index(const struct ulnet_libmd *md, uint32_t offset, uint32_t *in_frag)
+{
+	unsigned i = 0;
+
+	while (i < md->nfrags && offset >= md->frags[i].iov_len) {
+		offset -= (uint32_t)md->frags[i].iov_len;
+		i++;
+	}
+	*in_frag = offset;
+	return i;
+}
+
+unsigned ulnet__md_slice(const struct ulnet_libmd *md, uint32_t offset, uint32_t len, struct iovec *out)
+{
+	uint32_t skip;
+	unsigned i = frag_index(md, offset, &skip), n = 0;
+
+	while (len > 0 && i < md->nfrags) {
+		size_t take = md->frags[i].iov_len - skip;
+
+		if (take > len)
+			take = len;
+		if (take) {
+			out[n].iov_base = (char *)md->frags[i].iov_base + skip;
+			out[n].iov_len = take;
+			n++;
+		}
+		len -= (uint32_t)take;
+		skip = 0;
+		i++;
+	}
+	return n;
+}
+
+static bool id_matches(const struct ulnet_process_id *want, const struct ulnet_process_id *got)
+{
+	if (want->pid != ULNET_PID_ANY && want->pid != got->pid)
+		return false;
+	return ulnet_nid_is_any(&want->nid) || ulnet_nid_equal(&want->nid, &got->nid);
+}
+
+/* LNet's matching: walk the portal's MEs in order; the first whose bits, initiator and MD accept the
+ * operation wins. An MD with too little room and no TRUNCATE drops the message rather than passing it
+ * on, as LNet does, so a sizing bug shows up as a drop, not as data in the wrong buffer. */
+enum ulnet_match_rc ulnet__match_md(struct ulnet_node *node, struct ulnet_match *m)
+{
+	struct ulnet_list *h = &node->portals[m->portal], *p, *tmp;
+
+	ulnet_list_for_each_safe(p, tmp, h) {
+		struct ulnet_me *me = ulnet_container_of(p, struct ulnet_me, ptl_link);
+		struct ulnet_libmd *md = me->md;
+		uint32_t offset, room, mlen;
+
+		if (!md || !ulnet__md_active(md))
+			continue;
+		if (((me->match_bits ^ m->match_bits) & ~me->ignore_bits) != 0)
+			continue;
+		if (!id_matches(&me->match_id, &m->initiator))
+			continue;
+		if (!(md->umd.options & m->op))
+			continue;
+		offset = (md->umd.options & ULNET_MD_MANAGE_REMOTE) ? m->roffset : md->offset;
+		room = offset <= md->total ? md->total - offset : 0;
+		mlen = m->rlength;
+		if (mlen > room) {
+			if (!(md->umd.options & ULNET_MD_TRUNCATE)) {
+				ULNET_LOG(CORE, WARN,
+					  "portal %u: match bits 0x%llx: length %u too big: %u left at offset %u "
+					  "(MD has no TRUNCATE); dropping", m->portal,
+					  (unsigned long long)m->match_bits, m->rlength, room, offset);
+				return ULNET_MATCH_DROP;
+			}
+			mlen = room;
+		}
+		m->md = md;
+		m->offset = offset;
+		m->mlength = mlen;
+		ulnet__md_use(md);
+		if (!(md->umd.options & ULNET_MD_MANAGE_REMOTE))
+			md->offset = offset + mlen;
+		return ULNET_MATCH_OK;
+	}
+	return ULNET_MATCH_NONE;
+}
+
+int ulnet__me_unlink_locked(struct ulnet_node *node, struct ulnet_me *me)
+{
+	if (me->md) {
+		struct ulnet_libmd *md = me->md;
+
+		me->unlink = ULNET_UNLINK;
+		ulnet__md_unlink_locked(node, md);
+		if (md->refcount > 0) {
+			/* busy: detach the ME now so nothing new matches; the MD goes later */
+			md->me = NULL;
+			me->md = NULL;
+		} else {
+			return 0; /* md_free released the ME too */
+		}
+	}
+	ulnet_list_del(&me->ptl_link);
+	ulnet_list_del(&me->hash_link);
+	free(me);
+	return 0;
+}
+
+/* ---- public API ---- */
+
+int ulnet__me_attach_locked(struct ulnet_node *node, uint32_t portal, const struct ulnet_process_id *match_id,
+			    uint64_t match_bits, uint64_t ignore_bits, enum ulnet_unlink unlink,
+			    enum ulnet_ins_pos pos, struct ulnet_me **out)
+{
+	struct ulnet_me *me = calloc(1, sizeof(*me));
+
+	if (!me)
+		return -ENOMEM;
+	me->portal = portal;
+	me->match_id = *match_id;
+	me->match_bits = match_bits;
+	me->ignore_bits = ignore_bits;
+	me->unlink = unlink;
+	me->cookie = ulnet__cookie_new(node, ULNET_OBJ_ME);
+	ulnet_list_add_tail(&me->hash_link, bucket(node, me->cookie));
+	if (pos == ULNET_INS_BEFORE)
+		ulnet_list_add_head(&me->ptl_link, &node->portals[portal]);
+	else
+		ulnet_list_add_tail(&me->ptl_link, &node->portals[portal]);
+	*out = me;
+	return 0;
+}
+
+int ulnet__md_attach_locked(struct ulnet_node *node, struct ulnet_me *me, const struct ulnet_md *umd,
+			    enum ulnet_unlink unlink, struct ulnet_libmd **out)
+{
+	struct ulnet_libmd *md;
+	int rc;
+
+	if (me->md)
+		return -EBUSY;
+	rc = ulnet__md_create(node, umd, &md);
+	if (rc)
+		return rc;
+	md->me = me;
+	me->md = md;
+	if (unlink == ULNET_UNLINK)
+		me->unlink = ULNET_UNLINK;
+	*out = md;
+	return 0;
+}
+
+int ulnet_me_attach(ulnet_node *node, uint32_t portal, const struct ulnet_process_id *match_id,
+		    uint64_t match_bits, uint64_t ignore_bits, enum ulnet_unlink unlink, enum ulnet_ins_pos pos,
+		    struct ulnet_handle *me_out)
+{
+	struct ulnet_me *me;
+	int rc;
+
+	if (!node || !match_id || !me_out || portal >= ULNET_MAX_PORTALS)
+		return -EINVAL;
+	pthread_mutex_lock(&node->lock);
+	rc = ulnet__me_attach_locked(node, portal, match_id, match_bits, ignore_bits, unlink, pos, &me);
+	if (rc == 0)
+		me_out->cookie = me->cookie;
+	pthread_mutex_unlock(&node->lock);
+	return rc;
+}
+
+int ulnet_me_unlink(ulnet_node *node, struct ulnet_handle meh)
+{
+	struct ulnet_me *me;
+	int rc = -ENOENT;
+
+	if (!node)
+		return -EINVAL;
+	pthread_mutex_lock(&node->lock);
+	me = ulnet__handle_lookup(node, meh.cookie, ULNET_OBJ_ME);
+	if (me)
+		rc = ulnet__me_unlink_locked(node, me);
+	ulnet__unlock(node);
+	return rc;
+}
+
+int ulnet_md_attach(ulnet_node *node, struct ulnet_handle meh, const struct ulnet_md *umd,
+		    enum ulnet_unlink unlink, struct ulnet_handle *md_out)
+{
+	struct ulnet_libmd *md;
+	struct ulnet_me *me;
+	int rc = -ENOENT;
+
+	if (!node || !umd || !md_out)
+		return -EINVAL;
+	pthread_mutex_lock(&node->lock);
+	me = ulnet__handle_lookup(node, meh.cookie, ULNET_OBJ_ME);
+	if (me)
+		rc = ulnet__md_attach_locked(node, me, umd, unlink, &md);
+	if (rc == 0)
+		md_out->cookie = md->cookie;
+	pthread_mutex_unlock(&node->lock);
+	return rc;
+}
+
+int ulnet_md_bind(ulnet_node *node, const struct ulnet_md *umd, enum ulnet_unlink unlink,
+		  struct ulnet_handle *md_out)
+{
+	struct ulnet_libmd *md;
+	int rc;
+
+	(void)unlink; /* a bound MD goes when its threshold is used up, or on ulnet_md_unlink */
+	if (!node || !umd || !md_out)
+		return -EINVAL;
+	pthread_mutex_lock(&node->lock);
+	rc = ulnet__md_create(node, umd, &md);
+	if (rc == 0)
+		md_out->cookie = md->cookie;
+	pthread_mutex_unlock(&node->lock);
+	return rc;
+}
+
+int ulnet_md_unlink(ulnet_node *node, struct ulnet_handle mdh)
+{
+	struct ulnet_libmd *md;
+	int rc = -ENOENT;
+
+	if (!node)
+		return -EINVAL;
+	pthread_mutex_lock(&node->lock);
+	md = ulnet__handle_lookup(node, mdh.cookie, ULNET_OBJ_MD);
+	if (md) {
+		if (md->me) {
+			ulnet__me_unlink_locked(node, md->me);
+		} else {
+			ulnet__md_unlink_locked(node, md);
+		}
+		rc = 0;
+	}
+	ulnet__unlock(node);
+	return rc;
+}
+
+/* Node teardown: every LND is down, so no message holds an MD any more. */
+void ulnet__md_free_all(struct ulnet_node *node)
+{
+	for (unsigned p = 0; p < ULNET_MAX_PORTALS; p++)
+		while (!ulnet_list_empty(&node->portals[p]))
+			ulnet__me_unlink_locked(node, ulnet_list_first(&node->portals[p], struct ulnet_me, ptl_link));
+	for (unsigned b = 0; b < ULNET_HANDLE_BUCKETS; b++) {
+		struct ulnet_list *h = &node->handles[b];
+
+		while (!ulnet_list_empty(h)) {
+			struct ulnet_libmd *md = ulnet_container_of(h->next, struct ulnet_libmd, hash_link);
+
+			md->refcount = 0;
+			md->zombie = true;
+			md_free(node, md);
+		}
+	}
+}

@@ -1,1 +1,404 @@
 /* SPDX-License-Identifier: MIT */
+/* The data path: ulnet_put/ulnet_get build messages and hand them to the NI that reaches the target;
+ * ulnet__parse takes headers from LNDs, validates them against local state, matches them to MDs and
+ * starts the receive. Mirrors LNet's lib-move.c in behaviour, not in code. */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "internal.h"
+
+int ulnet__send(struct ulnet_node *node, struct ulnet_msg *msg, const struct ulnet_process_id *target,
+		void *rx_priv)
+{
+	char nid[ULNET_NID_STRLEN];
+	bool local = false;
+	struct ulnet_ni *ni = ulnet__ni_for_dest(node, &target->nid, &local);
+
+	if (!ni) {
+		ULNET_LOG(CORE, ERR, "no NI reaches %s (no local NI on its net and routing is not configured)",
+			  ulnet_nid_format(&target->nid, nid, sizeof(nid)));
+		return -EHOSTUNREACH;
+	}
+	msg->ni = ni;
+	msg->is_tx = true;
+	msg->rx_priv = rx_priv;
+	msg->v.target = *target;
+	msg->v.hdr.dest_nid = target->nid;
+	msg->v.hdr.dest_pid = target->pid;
+	msg->v.hdr.src_nid = local ? target->nid : ni->nid;
+	msg->v.hdr.src_pid = node->pid;
+	if (!local) {
+		msg->peer = ulnet__peer_find(node, ni, &target->nid, true);
+		if (!msg->peer)
+			return -ENOMEM;
+	}
+	ulnet__post_send(msg);
+	return 0;
+}
+
+static void prepare_initiator_event(struct ulnet_node *node, struct ulnet_msg *msg, struct ulnet_libmd *md,
+				    const struct ulnet_process_id *target, uint32_t portal, uint64_t bits,
+				    uint32_t offset, uint64_t hdr_data, int type)
+{
+	struct ulnet_event *ev = &msg->ev;
+
+	msg->md = md;
+	msg->has_event = true;
+	ev->type = ULNET_EVENT_SEND;
+	ev->target = *target;
+	ulnet_node_primary_nid_locked(node, &ev->initiator.nid);
+	ev->initiator.pid = node->pid;
+	ev->sender = ev->initiator.nid;
+	ev->pt_index = portal;
+	ev->match_bits = bits;
+	ev->rlength = ev->mlength = md->total;
+	ev->offset = offset;
+	ev->hdr_data = hdr_data;
+	ev->msg_type = type;
+	ulnet__md_event_init(md, ev);
+}
+
+static int start_op(ulnet_node *node, struct ulnet_handle mdh, const struct ulnet_process_id *target,
+		    uint32_t portal, struct ulnet_libmd **mdp, struct ulnet_msg **msgp)
+{
+	struct ulnet_libmd *md;
+
+	if (!node || !target || portal >= ULNET_MAX_PORTALS)
+		return -EINVAL;
+	md = ulnet__handle_lookup(node, mdh.cookie, ULNET_OBJ_MD);
+	if (!md || !ulnet__md_active(md))
+		return -ENOENT;
+	if (md->total > ULNET_MTU) {
+		ULNET_LOG(CORE, ERR, "message of %u bytes > LNET_MTU %u; split it into several MDs", md->total,
+			  ULNET_MTU);
+		return -EMSGSIZE;
+	}
+	*msgp = ulnet__msg_alloc(node, md->nfrags);
+	if (!*msgp)
+		return -ENOMEM;
+	*mdp = md;
+	return 0;
+}
+
+int ulnet_put(ulnet_node *node, struct ulnet_handle mdh, enum ulnet_ack_req ack,
+	      const struct ulnet_process_id *target, uint32_t portal, uint64_t match_bits, uint32_t offset,
+	      uint64_t hdr_data)
+{
+	struct ulnet_libmd *md;
+	struct ulnet_msg *msg;
+	struct ulnet_hdr *h;
+	int rc;
+
+	if (!node)
+		return -EINVAL;
+	pthread_mutex_lock(&node->lock);
+	rc = start_op(node, mdh, target, portal, &md, &msg);
+	if (rc)
+		goto out;
+	h = &msg->v.hdr;
+	h->type = ULNET_MSG_PUT;
+	h->payload_length = md->total;
+	if (ack == ULNET_ACK_REQ) {
+		h->msg.put.ack_wmd.wh_interface_cookie = node->iface_cookie;
+		h->msg.put.ack_wmd.wh_object_cookie = md->cookie;
+	} else {
+		h->msg.put.ack_wmd.wh_interface_cookie = ULNET_WIRE_COOKIE_NONE;
+		h->msg.put.ack_wmd.wh_object_cookie = ULNET_WIRE_COOKIE_NONE;
+	}
+	h->msg.put.match_bits = match_bits;
+	h->msg.put.hdr_data = hdr_data;
+	h->msg.put.ptl_index = portal;
+	h->msg.put.offset = offset;
+	msg->v.niov = ulnet__md_slice(md, 0, md->total, msg->iov_store);
+	ulnet__md_use(md);
+	prepare_initiator_event(node, msg, md, target, portal, match_bits, offset, hdr_data, ULNET_MSG_PUT);
+	rc = ulnet__send(node, msg, target, NULL);
+	if (rc) {
+		msg->has_event = false;
+		ulnet__finalize(msg, rc); /* releases the MD reference; no event for a refused call */
+	}
+out:
+	ulnet__unlock(node);
+	return rc;
+}
+
+int ulnet_get(ulnet_node *node, struct ulnet_handle mdh, const struct ulnet_process_id *target, uint32_t portal,
+	      uint64_t match_bits, uint32_t offset)
+{
+	struct ulnet_libmd *md;
+	struct ulnet_msg *msg;
+	struct ulnet_hdr *h;
+	int rc;
+
+	if (!node)
+		return -EINVAL;
+	pthread_mutex_lock(&node->lock);
+	rc = start_op(node, mdh, target, portal, &md, &msg);
+	if (rc)
+		goto out;
+	h = &msg->v.hdr;
+	h->type = ULNET_MSG_GET;
+	h->payload_length = 0;
+	h->msg.get.return_wmd.wh_interface_cookie = node->iface_cookie;
+	h->msg.get.return_wmd.wh_object_cookie = md->cookie;
+	h->msg.get.match_bits = match_bits;
+	h->msg.get.ptl_index = portal;
+	h->msg.get.src_offset = offset;
+	h->msg.get.sink_length = md->total;
+	msg->v.niov = 0;
+	ulnet__md_use(md);
+	prepare_initiator_event(node, msg, md, target, portal, match_bits, offset, 0, ULNET_MSG_GET);
+	rc = ulnet__send(node, msg, target, NULL);
+	if (rc) {
+		msg->has_event = false;
+		ulnet__finalize(msg, rc);
+	}
+out:
+	ulnet__unlock(node);
+	return rc;
+}
+
+/* ---- receive side ---- */
+
+static void drop(struct ulnet_ni *ni, void *rx_priv, const struct ulnet_hdr *hdr)
+{
+	struct ulnet_node *node = ni->node;
+
+	node->stats.drop_count++;
+	node->stats.drop_length += hdr->payload_length;
+	ni->drop_count++;
+	ni->ops->lnd_recv(ni, rx_priv, NULL, NULL, 0, 0, hdr->payload_length);
+}
+
+static void rx_event_init(struct ulnet_msg *msg, const struct ulnet_hdr *hdr, const struct ulnet_nid *from,
+			  enum ulnet_event_kind type)
+{
+	struct ulnet_event *ev = &msg->ev;
+
+	msg->has_event = true;
+	ev->type = type;
+	ev->target.nid = hdr->dest_nid;
+	ev->target.pid = hdr->dest_pid;
+	ev->initiator.nid = hdr->src_nid;
+	ev->initiator.pid = hdr->src_pid;
+	ev->sender = *from;
+	ev->msg_type = (int)hdr->type;
+	ulnet__md_event_init(msg->md, ev);
+}
+
+/* Start the LND receive of @mlen bytes at @offset of the message's MD. */
+static void start_recv(struct ulnet_ni *ni, void *rx_priv, struct ulnet_msg *msg, uint32_t offset, uint32_t mlen)
+{
+	int rc;
+
+	msg->v.niov = msg->md ? ulnet__md_slice(msg->md, offset, mlen, msg->iov_store) : 0;
+	rc = ni->ops->lnd_recv(ni, rx_priv, msg, msg->v.iov, msg->v.niov, mlen, msg->v.hdr.payload_length);
+	if (rc < 0)
+		ulnet__finalize(msg, rc);
+}
+
+static struct ulnet_msg *rx_msg_new(struct ulnet_ni *ni, const struct ulnet_hdr *hdr, struct ulnet_libmd *md,
+				    void *rx_priv)
+{
+	struct ulnet_msg *msg = ulnet__msg_alloc(ni->node, md ? md->nfrags : 0);
+
+	if (!msg)
+		return NULL;
+	msg->ni = ni;
+	msg->md = md;
+	msg->rx_priv = rx_priv;
+	msg->v.hdr = *hdr;
+	return msg;
+}
+
+static int parse_put(struct ulnet_ni *ni, const struct ulnet_hdr *hdr, const struct ulnet_nid *from, void *rx_priv)
+{
+	struct ulnet_match m = {
+		.portal = hdr->msg.put.ptl_index,
+		.initiator = { .nid = hdr->src_nid, .pid = hdr->src_pid },
+		.match_bits = hdr->msg.put.match_bits,
+		.rlength = hdr->payload_length,
+		.roffset = hdr->msg.put.offset,
+		.op = ULNET_MD_OP_PUT,
+	};
+	struct ulnet_msg *msg;
+
+	if (m.portal >= ULNET_MAX_PORTALS || ulnet__match_md(ni->node, &m) != ULNET_MATCH_OK) {
+		char src[ULNET_NID_STRLEN];
+
+		ULNET_LOG(CORE, DEBUG, "PUT from %s portal %u match bits 0x%llx length %u: no match; dropping",
+			  ulnet_nid_format(&hdr->src_nid, src, sizeof(src)), m.portal,
+			  (unsigned long long)m.match_bits, m.rlength);
+		drop(ni, rx_priv, hdr);
+		return 0;
+	}
+	msg = rx_msg_new(ni, hdr, m.md, rx_priv);
+	if (!msg) {
+		ulnet__md_release(ni->node, m.md);
+		drop(ni, rx_priv, hdr);
+		return 0;
+	}
+	rx_event_init(msg, hdr, from, ULNET_EVENT_PUT);
+	msg->ev.pt_index = m.portal;
+	msg->ev.match_bits = m.match_bits;
+	msg->ev.rlength = m.rlength;
+	msg->ev.mlength = m.mlength;
+	msg->ev.offset = m.offset;
+	msg->ev.hdr_data = hdr->msg.put.hdr_data;
+	msg->ack_wanted = hdr->msg.put.ack_wmd.wh_interface_cookie != ULNET_WIRE_COOKIE_NONE &&
+			  !(m.md->umd.options & ULNET_MD_ACK_DISABLE);
+	start_recv(ni, rx_priv, msg, m.offset, m.mlength);
+	return 0;
+}
+
+static int parse_get(struct ulnet_ni *ni, const struct ulnet_hdr *hdr, const struct ulnet_nid *from, void *rx_priv)
+{
+	struct ulnet_match m = {
+		.portal = hdr->msg.get.ptl_index,
+		.initiator = { .nid = hdr->src_nid, .pid = hdr->src_pid },
+		.match_bits = hdr->msg.get.match_bits,
+		.rlength = hdr->msg.get.sink_length,
+		.roffset = hdr->msg.get.src_offset,
+		.op = ULNET_MD_OP_GET,
+	};
+	struct ulnet_process_id to = { .nid = hdr->src_nid, .pid = hdr->src_pid };
+	struct ulnet_msg *reply;
+	int rc;
+
+	if (m.portal >= ULNET_MAX_PORTALS || ulnet__match_md(ni->node, &m) != ULNET_MATCH_OK) {
+		drop(ni, rx_priv, hdr);
+		return 0;
+	}
+	reply = rx_msg_new(ni, hdr, m.md, rx_priv);
+	if (!reply) {
+		ulnet__md_release(ni->node, m.md);
+		drop(ni, rx_priv, hdr);
+		return 0;
+	}
+	rx_event_init(reply, hdr, from, ULNET_EVENT_GET);
+	reply->ev.pt_index = m.portal;
+	reply->ev.match_bits = m.match_bits;
+	reply->ev.rlength = m.rlength;
+	reply->ev.mlength = m.mlength;
+	reply->ev.offset = m.offset;
+	/* the GET carries no payload: tell the LND it is consumed, then answer on the same NI */
+	ni->ops->lnd_recv(ni, rx_priv, NULL, NULL, 0, 0, 0);
+	ni->node->stats.recv_count++;
+	memset(&reply->v.hdr, 0, sizeof(reply->v.hdr));
+	reply->v.hdr.type = ULNET_MSG_REPLY;
+	reply->v.hdr.payload_length = m.mlength;
+	reply->v.hdr.msg.reply.dst_wmd = hdr->msg.get.return_wmd;
+	reply->v.niov = ulnet__md_slice(m.md, m.offset, m.mlength, reply->iov_store);
+	rc = ulnet__send(ni->node, reply, &to, rx_priv);
+	if (rc < 0)
+		ulnet__finalize(reply, rc);
+	return 0;
+}
+
+/* ACK and REPLY name their MD by the wire handle we sent; anything stale is dropped. */
+static struct ulnet_libmd *wmd_lookup(struct ulnet_node *node, const struct ulnet_wire_handle *wh)
+{
+	struct ulnet_libmd *md;
+
+	if (wh->wh_interface_cookie != node->iface_cookie)
+		return NULL;
+	md = ulnet__handle_lookup(node, wh->wh_object_cookie, ULNET_OBJ_MD);
+	return md && ulnet__md_active(md) ? md : NULL;
+}
+
+static int parse_reply_or_ack(struct ulnet_ni *ni, const struct ulnet_hdr *hdr, const struct ulnet_nid *from,
+			      void *rx_priv)
+{
+	bool is_ack = hdr->type == ULNET_MSG_ACK;
+	struct ulnet_libmd *md = wmd_lookup(ni->node, is_ack ? &hdr->msg.ack.dst_wmd : &hdr->msg.reply.dst_wmd);
+	struct ulnet_msg *msg;
+	uint32_t mlen = hdr->payload_length;
+	char src[ULNET_NID_STRLEN];
+
+	ulnet_nid_format(&hdr->src_nid, src, sizeof(src));
+	if (!md) {
+		ULNET_LOG(CORE, DEBUG, "%s from %s for an MD no longer active; dropping", is_ack ? "ACK" : "REPLY",
+			  src);
+		drop(ni, rx_priv, hdr);
+		return 0;
+	}
+	if (!is_ack && mlen > md->total) {
+		if (!(md->umd.options & ULNET_MD_TRUNCATE)) {
+			ULNET_LOG(CORE, WARN, "REPLY from %s: length %u > MD length %u (no TRUNCATE); dropping", src,
+				  mlen, md->total);
+			drop(ni, rx_priv, hdr);
+			return 0;
+		}
+		mlen = md->total;
+	}
+	ulnet__md_use(md);
+	msg = rx_msg_new(ni, hdr, md, rx_priv);
+	if (!msg) {
+		ulnet__md_release(ni->node, md);
+		drop(ni, rx_priv, hdr);
+		return 0;
+	}
+	rx_event_init(msg, hdr, from, is_ack ? ULNET_EVENT_ACK : ULNET_EVENT_REPLY);
+	msg->ev.rlength = hdr->payload_length;
+	msg->ev.mlength = is_ack ? hdr->msg.ack.mlength : mlen;
+	if (is_ack) {
+		msg->ev.match_bits = hdr->msg.ack.match_bits;
+		msg->ev.rlength = hdr->msg.ack.mlength;
+	}
+	start_recv(ni, rx_priv, msg, 0, is_ack ? 0 : mlen);
+	return 0;
+}
+
+int ulnet__parse(struct ulnet_ni *ni, const struct ulnet_hdr *hdr, const struct ulnet_nid *from, void *rx_priv)
+{
+	struct ulnet_node *node = ni->node;
+	char dst[ULNET_NID_STRLEN], src[ULNET_NID_STRLEN];
+	bool for_me = ni == node->lo_ni ? ulnet__nid_is_local(node, &hdr->dest_nid)
+					: ulnet_nid_equal(&hdr->dest_nid, &ni->nid);
+
+	if (ulnet_nid_is_any(&hdr->src_nid)) {
+		ULNET_LOG(CORE, ERR, "%s: message from %s with source NID ANY; closing", ni->ops->lnd_name,
+			  ulnet_nid_format(from, src, sizeof(src)));
+		return -EPROTO;
+	}
+	if (!for_me) {
+		ULNET_LOG(CORE, ERR, "%s: message from %s for %s arrived on NI %s (routing is not enabled)",
+			  ni->ops->lnd_name, ulnet_nid_format(&hdr->src_nid, src, sizeof(src)),
+			  ulnet_nid_format(&hdr->dest_nid, dst, sizeof(dst)),
+			  ulnet_nid_format(&ni->nid, dst, sizeof(dst)));
+		return -EPROTO;
+	}
+	if ((hdr->type == ULNET_MSG_PUT || hdr->type == ULNET_MSG_REPLY) && hdr->payload_length > ULNET_MTU) {
+		ULNET_LOG(CORE, ERR, "%s: message from %s: payload_length %u > LNET_MTU %u; closing",
+			  ni->ops->lnd_name, ulnet_nid_format(&hdr->src_nid, src, sizeof(src)), hdr->payload_length,
+			  ULNET_MTU);
+		return -EPROTO;
+	}
+	if ((hdr->type == ULNET_MSG_ACK || hdr->type == ULNET_MSG_GET) && hdr->payload_length != 0) {
+		ULNET_LOG(CORE, ERR, "%s: %s from %s with payload_length %u (must be 0); closing",
+			  ni->ops->lnd_name, hdr->type == ULNET_MSG_ACK ? "ACK" : "GET",
+			  ulnet_nid_format(&hdr->src_nid, src, sizeof(src)), hdr->payload_length);
+		return -EPROTO;
+	}
+	if (ni != node->lo_ni) {
+		struct ulnet_peer *lp = ulnet__peer_find(node, ni, &hdr->src_nid, false);
+
+		if (lp)
+			lp->recv_count++;
+	}
+	ni->recv_count++;
+	switch (hdr->type) {
+	case ULNET_MSG_PUT:
+		return parse_put(ni, hdr, from, rx_priv);
+	case ULNET_MSG_GET:
+		return parse_get(ni, hdr, from, rx_priv);
+	case ULNET_MSG_ACK:
+	case ULNET_MSG_REPLY:
+		return parse_reply_or_ack(ni, hdr, from, rx_priv);
+	default:
+		ULNET_LOG(CORE, ERR, "%s: message from %s of unknown type %u; closing", ni->ops->lnd_name,
+			  ulnet_nid_format(&hdr->src_nid, src, sizeof(src)), hdr->type);
+		return -EPROTO;
+	}
+}

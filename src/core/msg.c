@@ -1,1 +1,98 @@
 /* SPDX-License-Identifier: MIT */
+/* Message allocation and completion: every message is finalized exactly once, which returns its
+ * credits, releases its MD and delivers the event prepared for it. */
+#include <stdlib.h>
+#include <string.h>
+#include "internal.h"
+
+struct ulnet_msg *ulnet__msg_alloc(struct ulnet_node *node, unsigned niov)
+{
+	struct ulnet_msg *msg = calloc(1, sizeof(*msg) + (size_t)(niov ? niov : 1) * sizeof(struct iovec));
+
+	if (!msg)
+		return NULL;
+	msg->node = node;
+	msg->v.iov = msg->iov_store;
+	ulnet_list_init(&msg->link);
+	node->stats.msgs_alloc++;
+	if (node->stats.msgs_alloc > node->stats.msgs_max)
+		node->stats.msgs_max = node->stats.msgs_alloc;
+	return msg;
+}
+
+void ulnet__msg_free(struct ulnet_msg *msg)
+{
+	msg->node->stats.msgs_alloc--;
+	free(msg);
+}
+
+const struct ulnet_msg_lnd_view *ulnet__msg_view(const struct ulnet_msg *msg)
+{
+	return &msg->v;
+}
+
+/* An ACK goes back to the PUT's initiator once the data is in place. */
+static void send_ack(struct ulnet_msg *put)
+{
+	struct ulnet_node *node = put->node;
+	struct ulnet_msg *ack = ulnet__msg_alloc(node, 0);
+	struct ulnet_process_id to = { .nid = put->v.hdr.src_nid, .pid = put->v.hdr.src_pid };
+	int rc;
+
+	if (!ack) {
+		ULNET_LOG(CORE, ERR, "no memory for an ACK; the initiator will not see it");
+		return;
+	}
+	ack->v.hdr.type = ULNET_MSG_ACK;
+	ack->v.hdr.msg.ack.dst_wmd = put->v.hdr.msg.put.ack_wmd;
+	ack->v.hdr.msg.ack.match_bits = put->v.hdr.msg.put.match_bits;
+	ack->v.hdr.msg.ack.mlength = put->ev.mlength;
+	rc = ulnet__send(node, ack, &to, put->rx_priv);
+	if (rc < 0)
+		ulnet__msg_free(ack);
+}
+
+void ulnet__finalize(struct ulnet_msg *msg, int status)
+{
+	struct ulnet_node *node = msg->node;
+	struct ulnet_ni *ni = msg->ni;
+	uint32_t len = msg->v.hdr.payload_length;
+
+	if (msg->finalized) {
+		ULNET_LOG(CORE, ERR, "message finalized twice (status %d); ignoring", status);
+		return;
+	}
+	msg->finalized = true;
+	if (msg->is_tx) {
+		ulnet__credits_return(msg);
+		if (status == 0) {
+			node->stats.send_count++;
+			node->stats.send_length += len;
+			if (ni)
+				ni->send_count++;
+			if (msg->peer)
+				msg->peer->send_count++;
+		} else {
+			node->stats.errors++;
+		}
+	} else {
+		if (status == 0) {
+			node->stats.recv_count++;
+			node->stats.recv_length += len;
+		} else {
+			node->stats.errors++;
+		}
+		if (status == 0 && msg->ack_wanted)
+			send_ack(msg);
+	}
+	if (msg->md) {
+		struct ulnet_md umd = msg->md->umd;
+
+		msg->ev.unlinked = ulnet__md_release(node, msg->md);
+		if (msg->has_event) {
+			msg->ev.status = status;
+			ulnet__event_deliver(node, &umd, &msg->ev);
+		}
+	}
+	ulnet__msg_free(msg);
+}

@@ -1,1 +1,338 @@
 /* SPDX-License-Identifier: MIT */
+/* Network interfaces: creation from a struct ulnet_ni_conf (deep-copied), generic tunables, NI
+ * selection for a destination, and the accessors LNDs use. */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "internal.h"
+
+void *ulnet__ni_priv(struct ulnet_ni *ni) { return ni->priv; }
+struct ulnet_node *ulnet__ni_node(struct ulnet_ni *ni) { return ni->node; }
+const struct ulnet_nid *ulnet__ni_nid(const struct ulnet_ni *ni) { return &ni->nid; }
+const struct ulnet_ni_conf *ulnet__ni_conf(const struct ulnet_ni *ni) { return &ni->conf; }
+uint32_t ulnet__ni_peer_timeout(const struct ulnet_ni *ni) { return (uint32_t)ni->peer_timeout; }
+uint32_t ulnet__node_page_size(const struct ulnet_node *node) { return node->page_size; }
+
+void ulnet__ni_set_nid(struct ulnet_ni *ni, const struct ulnet_nid *nid)
+{
+	ni->nid = *nid;
+}
+
+bool ulnet__nid_is_local(struct ulnet_node *node, const struct ulnet_nid *nid)
+{
+	struct ulnet_list *p;
+
+	for (p = node->nis.next; p != &node->nis; p = p->next) {
+		struct ulnet_ni *ni = ulnet_container_of(p, struct ulnet_ni, link);
+
+		if (ulnet_nid_equal(&ni->nid, nid))
+			return true;
+	}
+	return false;
+}
+
+struct ulnet_ni *ulnet__ni_for_dest(struct ulnet_node *node, const struct ulnet_nid *dest, bool *local)
+{
+	uint32_t net = ulnet_nid_net(dest);
+	struct ulnet_list *p;
+
+	*local = ulnet__nid_is_local(node, dest);
+	if (*local)
+		return node->lo_ni;
+	for (p = node->nis.next; p != &node->nis; p = p->next) {
+		struct ulnet_ni *ni = ulnet_container_of(p, struct ulnet_ni, link);
+
+		if (ni != node->lo_ni && ni->net == net && ni->started)
+			return ni;
+	}
+	return NULL;
+}
+
+void ulnet_node_primary_nid_locked(struct ulnet_node *node, struct ulnet_nid *out)
+{
+	struct ulnet_list *p;
+
+	for (p = node->nis.next; p != &node->nis; p = p->next) {
+		struct ulnet_ni *ni = ulnet_container_of(p, struct ulnet_ni, link);
+
+		if (ni != node->lo_ni) {
+			*out = ni->nid;
+			return;
+		}
+	}
+	*out = node->lo_ni->nid;
+}
+
+void ulnet_node_primary_nid(ulnet_node *node, struct ulnet_nid *out)
+{
+	pthread_mutex_lock(&node->lock);
+	ulnet_node_primary_nid_locked(node, out);
+	pthread_mutex_unlock(&node->lock);
+}
+
+int ulnet__kv_int(const char *subsys, const struct ulnet_kv *kv, long min, long max, long *out)
+{
+	char *end;
+	long v;
+
+	errno = 0;
+	v = kv->value ? strtol(kv->value, &end, 0) : 0;
+	if (!kv->value || end == kv->value || *end || errno) {
+		ULNET_LOG(CORE, ERR, "%s: %s '%s': not an integer (allowed %ld..%ld)", subsys, kv->key,
+			  kv->value ? kv->value : "", min, max);
+		return -EINVAL;
+	}
+	if (v < min || v > max) {
+		ULNET_LOG(CORE, ERR, "%s: %s %ld out of range (allowed %ld..%ld)", subsys, kv->key, v, min, max);
+		return -EINVAL;
+	}
+	*out = v;
+	return 0;
+}
+
+/* Copy the caller's configuration so LNDs may read it for the NI's lifetime. */
+static int conf_copy(struct ulnet_ni *ni, const struct ulnet_ni_conf *c)
+{
+	size_t nif = 0, bytes = 0, nkv = c->n_tunables + c->n_lnd_tunables;
+	char *arena, *s;
+	const char **ifs;
+	struct ulnet_kv *kvs;
+
+#define STRSZ(x) ((x) ? strlen(x) + 1 : 0)
+	bytes += STRSZ(c->net) + STRSZ(c->nid);
+	for (; c->interfaces && c->interfaces[nif]; nif++)
+		bytes += STRSZ(c->interfaces[nif]);
+	for (size_t i = 0; i < c->n_tunables; i++)
+		bytes += STRSZ(c->tunables[i].key) + STRSZ(c->tunables[i].value);
+	for (size_t i = 0; i < c->n_lnd_tunables; i++)
+		bytes += STRSZ(c->lnd_tunables[i].key) + STRSZ(c->lnd_tunables[i].value);
+#undef STRSZ
+	arena = calloc(1, (nif + 1) * sizeof(char *) + nkv * sizeof(struct ulnet_kv) + bytes + 1);
+	if (!arena)
+		return -ENOMEM;
+	ifs = (const char **)(void *)arena;
+	kvs = (struct ulnet_kv *)(void *)(arena + (nif + 1) * sizeof(char *));
+	s = (char *)(kvs + nkv);
+#define DUP(dst, src)                                    \
+	do {                                             \
+		if (src) {                               \
+			size_t l_ = strlen(src) + 1;     \
+			memcpy(s, src, l_);              \
+			(dst) = s;                       \
+			s += l_;                         \
+		} else {                                 \
+			(dst) = NULL;                    \
+		}                                        \
+	} while (0)
+	DUP(ni->conf.net, c->net);
+	DUP(ni->conf.nid, c->nid);
+	for (size_t i = 0; i < nif; i++)
+		DUP(ifs[i], c->interfaces[i]);
+	ifs[nif] = NULL;
+	ni->conf.interfaces = nif ? ifs : NULL;
+	for (size_t i = 0; i < nkv; i++) {
+		const struct ulnet_kv *src = i < c->n_tunables ? &c->tunables[i] : &c->lnd_tunables[i - c->n_tunables];
+
+		DUP(kvs[i].key, src->key);
+		DUP(kvs[i].value, src->value);
+	}
+#undef DUP
+	ni->conf.tunables = kvs;
+	ni->conf.n_tunables = c->n_tunables;
+	ni->conf.lnd_tunables = kvs + c->n_tunables;
+	ni->conf.n_lnd_tunables = c->n_lnd_tunables;
+	ni->conf_arena = arena;
+	return 0;
+}
+
+static int apply_tunables(struct ulnet_ni *ni)
+{
+	for (size_t i = 0; i < ni->conf.n_tunables; i++) {
+		const struct ulnet_kv *kv = &ni->conf.tunables[i];
+		long v;
+		int rc;
+
+		if (!kv->key) {
+			return -EINVAL;
+		} else if (!strcmp(kv->key, "peer_timeout")) {
+			rc = ulnet__kv_int("tunables", kv, 0, 3600, &v);
+			ni->peer_timeout = (int)v;
+		} else if (!strcmp(kv->key, "peer_credits")) {
+			rc = ulnet__kv_int("tunables", kv, 1, 255, &v);
+			ni->peer_credits = (int)v;
+		} else if (!strcmp(kv->key, "peer_buffer_credits")) {
+			rc = ulnet__kv_int("tunables", kv, 0, 65535, &v);
+			ni->peer_buffer_credits = (int)v;
+		} else if (!strcmp(kv->key, "credits")) {
+			rc = ulnet__kv_int("tunables", kv, 1, 65535, &v);
+			ni->credits = (int)v;
+		} else {
+			ULNET_LOG(CORE, ERR, "tunables: unknown key '%s' (known: peer_timeout, peer_credits, "
+				  "peer_buffer_credits, credits)", kv->key);
+			return -EINVAL;
+		}
+		if (rc)
+			return rc;
+	}
+	return 0;
+}
+
+int ulnet__ni_create(struct ulnet_node *node, const struct ulnet_ni_conf *conf, struct ulnet_ni **out)
+{
+	const struct ulnet_lnd_ops *ops;
+	struct ulnet_ni *ni;
+	const char *why = NULL;
+	uint32_t net;
+	int rc;
+
+	if (!conf || !conf->net) {
+		ULNET_LOG(CORE, ERR, "net: missing 'net type'");
+		return -EINVAL;
+	}
+	rc = ulnet_net_parse(conf->net, &net, &why);
+	if (rc) {
+		ULNET_LOG(CORE, ERR, "net type '%s': %s", conf->net, why ? why : "invalid");
+		return -EINVAL;
+	}
+	ops = ulnet__lnd_find(ulnet_lnd_type_name(net >> 16));
+	if (!ops) {
+		ULNET_LOG(CORE, ERR, "net type '%s': LND '%s' is not built into this ulnet", conf->net,
+			  ulnet_lnd_type_name(net >> 16) ? ulnet_lnd_type_name(net >> 16) : "?");
+		return -EPROTONOSUPPORT;
+	}
+	ni = calloc(1, sizeof(*ni));
+	if (!ni)
+		return -ENOMEM;
+	ni->node = node;
+	ni->ops = ops;
+	ni->net = net;
+	ni->nid = ulnet_nid_any();
+	ni->peer_timeout = 180;
+	ni->peer_credits = 8;
+	ni->credits = 256;
+	ulnet_list_init(&ni->txq);
+	ni->status = ULNET_NI_STATUS_UP;
+	rc = conf_copy(ni, conf);
+	if (rc == 0)
+		rc = apply_tunables(ni);
+	if (rc == 0 && conf->nid) {
+		rc = ulnet_nid_parse(conf->nid, &ni->nid, &why);
+		if (rc) {
+			ULNET_LOG(CORE, ERR, "nid '%s': %s", conf->nid, why ? why : "invalid");
+		} else if (ulnet_nid_net(&ni->nid) != net) {
+			ULNET_LOG(CORE, ERR, "nid '%s' is not on net '%s'", conf->nid, conf->net);
+			rc = -EINVAL;
+		}
+	}
+	ni->tx_credits = ni->min_tx_credits = ni->credits;
+	if (rc == 0 && ops->lnd_ni_size) {
+		ni->priv = calloc(1, ops->lnd_ni_size);
+		if (!ni->priv)
+			rc = -ENOMEM;
+	}
+	if (rc) {
+		free(ni->conf_arena);
+		free(ni);
+		return rc;
+	}
+	*out = ni;
+	return 0;
+}
+
+void ulnet__ni_destroy(struct ulnet_ni *ni)
+{
+	free(ni->priv);
+	free(ni->conf_arena);
+	free(ni);
+}
+
+int ulnet_ni_add(ulnet_node *node, const struct ulnet_ni_conf *conf)
+{
+	struct ulnet_ni *ni;
+	struct ulnet_list *p;
+	int rc;
+
+	if (!node || !conf)
+		return -EINVAL;
+	pthread_mutex_lock(&node->lock);
+	rc = ulnet__ni_create(node, conf, &ni);
+	if (rc)
+		goto out;
+	for (p = node->nis.next; p != &node->nis; p = p->next) {
+		struct ulnet_ni *o = ulnet_container_of(p, struct ulnet_ni, link);
+
+		if (o->net == ni->net) {
+			char net[32];
+
+			ULNET_LOG(CORE, ERR, "net %s already has an NI (one NI per net)",
+				  ulnet_net_format(ni->net, net, sizeof(net)));
+			ulnet__ni_destroy(ni);
+			rc = -EEXIST;
+			goto out;
+		}
+	}
+	rc = ni->ops->lnd_startup(ni);
+	if (rc) {
+		ulnet__ni_destroy(ni);
+		goto out;
+	}
+	if (ulnet_nid_is_any(&ni->nid)) {
+		ULNET_LOG(CORE, ERR, "net %s: no nid and no usable interface", conf->net);
+		ni->ops->lnd_shutdown(ni);
+		ulnet__ni_destroy(ni);
+		rc = -EINVAL;
+		goto out;
+	}
+	ni->started = true;
+	ulnet_list_add_tail(&ni->link, &node->nis);
+	rc = ulnet__ping_service_refresh(node);
+out:
+	pthread_mutex_unlock(&node->lock);
+	return rc;
+}
+
+int ulnet_ni_info_get(ulnet_node *node, unsigned idx, struct ulnet_ni_info *out)
+{
+	struct ulnet_list *p;
+	unsigned i = 0;
+	int rc = -ENOENT;
+
+	if (!node || !out)
+		return -EINVAL;
+	pthread_mutex_lock(&node->lock);
+	for (p = node->nis.next; p != &node->nis; p = p->next, i++) {
+		struct ulnet_ni *ni = ulnet_container_of(p, struct ulnet_ni, link);
+		size_t off = 0;
+
+		if (i != idx)
+			continue;
+		memset(out, 0, sizeof(*out));
+		out->nid = ni->nid;
+		ulnet_net_format(ni->net, out->net, sizeof(out->net));
+		snprintf(out->lnd, sizeof(out->lnd), "%s", ni->ops->lnd_name);
+		out->status = ni->status;
+		out->peer_credits = ni->peer_credits;
+		out->credits = ni->credits;
+		out->peer_buffer_credits = ni->peer_buffer_credits;
+		out->peer_timeout = ni->peer_timeout;
+		out->tx_credits = ni->tx_credits;
+		out->min_tx_credits = ni->min_tx_credits;
+		out->send_count = ni->send_count;
+		out->recv_count = ni->recv_count;
+		out->drop_count = ni->drop_count;
+		if (ni->ops->lnd_tunables_show)
+			ni->ops->lnd_tunables_show(ni, out->lnd_tunables, sizeof(out->lnd_tunables));
+		for (size_t k = 0; ni->conf.interfaces && ni->conf.interfaces[k]; k++) {
+			int n = snprintf(out->interfaces + off, sizeof(out->interfaces) - off, "%s%s", k ? "," : "",
+					 ni->conf.interfaces[k]);
+			if (n < 0 || (size_t)n >= sizeof(out->interfaces) - off)
+				break;
+			off += (size_t)n;
+		}
+		rc = 0;
+		break;
+	}
+	pthread_mutex_unlock(&node->lock);
+	return rc;
+}

@@ -1,1 +1,128 @@
 /* SPDX-License-Identifier: MIT */
+/* Node life cycle: options, the lo NI, the ping service and the loop thread; counters. */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include "internal.h"
+
+static int check_page_size(uint32_t ps)
+{
+	if (ps < 4096 || ps > (2u << 20) || (ps & (ps - 1))) {
+		ULNET_LOG(CORE, ERR, "node: page_size %u is not a power of two in 4096..2097152 (setting page_size)",
+			  ps);
+		return -EINVAL;
+	}
+	return 0;
+}
+
+int ulnet_node_open(const struct ulnet_node_opts *opts, ulnet_node **out)
+{
+	struct ulnet_ni_conf lo_conf = { .net = "lo", .nid = "0@lo" };
+	struct ulnet_node *node;
+	long sys_ps = sysconf(_SC_PAGESIZE);
+	int rc;
+
+	if (!out)
+		return -EINVAL;
+	node = calloc(1, sizeof(*node));
+	if (!node)
+		return -ENOMEM;
+	node->pid = opts && opts->pid ? opts->pid : ULNET_PID_LUSTRE;
+	node->page_size = opts && opts->page_size ? opts->page_size : (uint32_t)(sys_ps > 0 ? sys_ps : 4096);
+	rc = check_page_size(node->page_size);
+	if (rc) {
+		free(node);
+		return rc;
+	}
+	pthread_mutex_init(&node->lock, NULL);
+	/* the interface cookie names this incarnation in wire MD handles: a restarted node must not
+	 * accept ACKs and REPLYs meant for its previous life */
+	node->iface_cookie = ulnet__now_ns() ^ ((uint64_t)getpid() << 32);
+	node->next_cookie = 1;
+	for (unsigned i = 0; i < ULNET_HANDLE_BUCKETS; i++)
+		ulnet_list_init(&node->handles[i]);
+	for (unsigned i = 0; i < ULNET_MAX_PORTALS; i++)
+		ulnet_list_init(&node->portals[i]);
+	for (unsigned i = 0; i < ULNET_PEER_BUCKETS; i++)
+		ulnet_list_init(&node->peers[i]);
+	ulnet_list_init(&node->nis);
+	rc = ulnet__loop_init(node);
+	if (rc) {
+		pthread_mutex_destroy(&node->lock);
+		free(node);
+		return rc;
+	}
+	pthread_mutex_lock(&node->lock);
+	rc = ulnet__ni_create(node, &lo_conf, &node->lo_ni);
+	if (rc == 0)
+		rc = node->lo_ni->ops->lnd_startup(node->lo_ni);
+	if (rc == 0) {
+		node->lo_ni->started = true;
+		ulnet_list_add_tail(&node->lo_ni->link, &node->nis);
+		rc = ulnet__ping_service_refresh(node);
+	}
+	pthread_mutex_unlock(&node->lock);
+	if (rc == 0)
+		rc = ulnet__loop_start(node);
+	if (rc) {
+		ULNET_LOG(CORE, ERR, "node: cannot start: %s", ulnet_strerror(rc));
+		ulnet_node_close(node);
+		return rc;
+	}
+	*out = node;
+	return 0;
+}
+
+void ulnet_node_close(ulnet_node *node)
+{
+	if (!node)
+		return;
+	if (node->thread)
+		ulnet__loop_stop(node);
+	pthread_mutex_lock(&node->lock);
+	/* LNDs first (they finalize what they own with -ESHUTDOWN), lo last */
+	while (!ulnet_list_empty(&node->nis)) {
+		struct ulnet_ni *ni = ulnet_container_of(node->nis.prev, struct ulnet_ni, link);
+
+		ulnet_list_del(&ni->link);
+		if (ni->started)
+			ni->ops->lnd_shutdown(ni);
+		while (!ulnet_list_empty(&ni->txq)) {
+			struct ulnet_msg *m = ulnet_list_first(&ni->txq, struct ulnet_msg, link);
+
+			ulnet_list_del(&m->link);
+			m->ni_credit = m->peer_credit = false;
+			ulnet__finalize(m, -ESHUTDOWN);
+		}
+		if (ni == node->lo_ni)
+			node->lo_ni = NULL;
+		ulnet__ni_destroy(ni);
+	}
+	ulnet__peers_free(node);
+	ulnet__md_free_all(node);
+	pthread_mutex_unlock(&node->lock);
+	/* handlers queued by the shutdown itself are not run: the node is gone */
+	free(node->cbs);
+	close(node->epfd);
+	close(node->wakefd);
+	pthread_mutex_destroy(&node->lock);
+	free(node);
+}
+
+uint32_t ulnet_node_pid(const ulnet_node *node)
+{
+	return node->pid;
+}
+
+uint32_t ulnet_node_page_size(const ulnet_node *node)
+{
+	return node->page_size;
+}
+
+void ulnet_stats_get(ulnet_node *node, struct ulnet_stats *out)
+{
+	pthread_mutex_lock(&node->lock);
+	*out = node->stats;
+	pthread_mutex_unlock(&node->lock);
+}

@@ -1,1 +1,693 @@
 /* SPDX-License-Identifier: MIT */
+/* Parse ulnetd's YAML configuration (config.h) with libyaml's document API, keeping each node's mark so
+ * every message names the line. Checks keys and value types only; the core validates the rest when
+ * ulnetd adds the NIs. */
+#include "ulnetd_config.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include <yaml.h>
+
+#define CFG_MAX_INTERFACES 16
+#define CFG_MAX_FILE (16u << 20)
+
+struct cfgp {
+	const char *file;
+	yaml_document_t *doc;
+	char *err;
+	size_t errlen;
+	struct ulnetd_config *cfg;
+};
+
+static void xfree(const void *p)
+{
+	free((void *)(uintptr_t)p);
+}
+
+static unsigned node_line(const yaml_node_t *n)
+{
+	return n ? (unsigned)n->start_mark.line + 1 : 0;
+}
+
+__attribute__((format(printf, 3, 4))) static int fail(struct cfgp *p, const yaml_node_t *n,
+						      const char *fmt, ...)
+{
+	char msg[256];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	if (p->errlen)
+		snprintf(p->err, p->errlen, "%s:%u: %s", p->file, node_line(n), msg);
+	return -EINVAL;
+}
+
+static int oom(struct cfgp *p)
+{
+	if (p->errlen)
+		snprintf(p->err, p->errlen, "%s: out of memory", p->file);
+	return -ENOMEM;
+}
+
+static yaml_node_t *get_node(struct cfgp *p, yaml_node_item_t id)
+{
+	return yaml_document_get_node(p->doc, id);
+}
+
+static const char *scalar(const yaml_node_t *n)
+{
+	return n->type == YAML_SCALAR_NODE ? (const char *)n->data.scalar.value : NULL;
+}
+
+/* A plain "", "~" or "null": an empty value ("lnd tunables:" with nothing under it). */
+static bool is_null(const yaml_node_t *n)
+{
+	const char *s = scalar(n);
+
+	if (!s || n->data.scalar.style != YAML_PLAIN_SCALAR_STYLE)
+		return false;
+	return !*s || !strcmp(s, "~") || !strcmp(s, "null") || !strcmp(s, "Null") || !strcmp(s, "NULL");
+}
+
+static const char *node_kind(const yaml_node_t *n)
+{
+	switch (n->type) {
+	case YAML_MAPPING_NODE: return "a mapping";
+	case YAML_SEQUENCE_NODE: return "a list";
+	default: return is_null(n) ? "an empty value" : "a scalar";
+	}
+}
+
+/* Check @n is a mapping (an empty value counts as an empty one) with unique scalar keys.
+ * *empty is set for the empty-value case; iterate pairs only when it is false. */
+static int want_map(struct cfgp *p, const yaml_node_t *n, const char *what, bool *empty)
+{
+	*empty = false;
+	if (is_null(n)) {
+		*empty = true;
+		return 0;
+	}
+	if (n->type != YAML_MAPPING_NODE)
+		return fail(p, n, "expected a mapping for '%s', got %s", what, node_kind(n));
+	for (yaml_node_pair_t *a = n->data.mapping.pairs.start; a < n->data.mapping.pairs.top; a++) {
+		yaml_node_t *k = get_node(p, a->key);
+		const char *ks = scalar(k);
+
+		if (!ks)
+			return fail(p, k, "expected a scalar key in %s, got %s", what, node_kind(k));
+		for (yaml_node_pair_t *b = n->data.mapping.pairs.start; b < a; b++) {
+			if (!strcmp(scalar(get_node(p, b->key)), ks))
+				return fail(p, k, "duplicate key '%s' in %s", ks, what);
+		}
+	}
+	return 0;
+}
+
+static int want_seq(struct cfgp *p, const yaml_node_t *n, const char *what, bool *empty)
+{
+	*empty = false;
+	if (is_null(n)) {
+		*empty = true;
+		return 0;
+	}
+	if (n->type != YAML_SEQUENCE_NODE)
+		return fail(p, n, "expected a list for '%s', got %s", what, node_kind(n));
+	return 0;
+}
+
+static int get_int(struct cfgp *p, const yaml_node_t *v, const char *key, long long min, long long max,
+		   long long *out)
+{
+	const char *s = scalar(v);
+	char *end;
+	long long x;
+
+	if (!s || is_null(v))
+		return fail(p, v, "expected an integer for '%s', got %s", key, s ? "an empty value" : node_kind(v));
+	if (v->data.scalar.style != YAML_PLAIN_SCALAR_STYLE)
+		return fail(p, v, "expected an integer for '%s', got the string \"%s\"", key, s);
+	errno = 0;
+	x = strtoll(s, &end, (s[0] == '0' && (s[1] == 'x' || s[1] == 'X')) ? 16 : 10);
+	if (end == s || *end || (s[0] == '0' && s[1] && s[1] != 'x' && s[1] != 'X'))
+		return fail(p, v, "expected an integer for '%s', got '%s'", key, s);
+	if (errno == ERANGE || x < min || x > max)
+		return fail(p, v, "'%s' out of range [%lld, %lld]: %s", key, min, max, s);
+	*out = x;
+	return 0;
+}
+
+/* A non-empty scalar; *out borrows from the document. */
+static int get_str(struct cfgp *p, const yaml_node_t *v, const char *key, const char **out)
+{
+	const char *s = scalar(v);
+
+	if (!s)
+		return fail(p, v, "expected a string for '%s', got %s", key, node_kind(v));
+	if (is_null(v) || !*s)
+		return fail(p, v, "empty value for '%s'", key);
+	*out = s;
+	return 0;
+}
+
+#define FOREACH_PAIR(p, n, k, ks, v)                                                               \
+	for (yaml_node_pair_t *pair_ = (n)->data.mapping.pairs.start;                              \
+	     pair_ < (n)->data.mapping.pairs.top && ((k) = get_node((p), pair_->key)) &&           \
+	     ((ks) = scalar(k)) && ((v) = get_node((p), pair_->value));                            \
+	     pair_++)
+
+/* ---- node: ---- */
+
+static int parse_node(struct cfgp *p, const yaml_node_t *n)
+{
+	yaml_node_t *k, *v;
+	const char *ks;
+	bool empty;
+	int rc;
+
+	if ((rc = want_map(p, n, "node", &empty)) || empty)
+		return rc;
+	FOREACH_PAIR(p, n, k, ks, v) {
+		long long x;
+
+		if (!strcmp(ks, "pid")) {
+			if ((rc = get_int(p, v, ks, 0, UINT32_MAX, &x)))
+				return rc;
+			p->cfg->opts.pid = (uint32_t)x;
+		} else if (!strcmp(ks, "page_size")) {
+			if ((rc = get_int(p, v, ks, 0, LLONG_MAX, &x)))
+				return rc;
+			if (x < 4096 || x > 2097152 || (x & (x - 1)))
+				return fail(p, v, "bad page_size %lld: must be a power of two from 4096 to 2097152", x);
+			p->cfg->opts.page_size = (uint32_t)x;
+		} else if (!strcmp(ks, "control")) {
+			const char *s;
+
+			if ((rc = get_str(p, v, ks, &s)))
+				return rc;
+			if (strlen(s) > ULNETD_CONTROL_PATH_MAX)
+				return fail(p, v, "control socket path too long (%zu > %d bytes)", strlen(s),
+					    ULNETD_CONTROL_PATH_MAX);
+			free(p->cfg->control);
+			if (!(p->cfg->control = strdup(s)))
+				return oom(p);
+		} else {
+			return fail(p, k, "unknown key '%s' in node", ks);
+		}
+	}
+	return 0;
+}
+
+/* ---- global: ---- */
+
+static const char *const global_keys[] = {
+	"numa_range", "max_intf", "discovery", "drop_asym_route", "retry_count", "transaction_timeout",
+	"health_sensitivity", "recovery_interval", "router_sensitivity", "lnd_timeout",
+	"response_tracking", "recovery_limit", "max_recovery_ping_interval",
+};
+
+static int parse_global(struct cfgp *p, const yaml_node_t *n)
+{
+	yaml_node_t *k, *v;
+	const char *ks;
+	bool empty;
+	int rc;
+
+	if ((rc = want_map(p, n, "global", &empty)) || empty)
+		return rc;
+	FOREACH_PAIR(p, n, k, ks, v) {
+		const char *known = NULL;
+		struct ulnetd_global *g;
+		long long x;
+
+		for (size_t i = 0; i < sizeof(global_keys) / sizeof(global_keys[0]); i++)
+			if (!strcmp(ks, global_keys[i]))
+				known = global_keys[i];
+		if (!known)
+			return fail(p, k, "unknown key '%s' in global", ks);
+		if ((rc = get_int(p, v, ks, INT32_MIN, INT32_MAX, &x)))
+			return rc;
+		g = realloc(p->cfg->globals, (p->cfg->n_globals + 1) * sizeof(*g));
+		if (!g)
+			return oom(p);
+		p->cfg->globals = g;
+		g[p->cfg->n_globals++] = (struct ulnetd_global){ .key = known, .value = x, .line = node_line(k) };
+	}
+	return 0;
+}
+
+/* ---- net: ---- */
+
+static int kv_add(struct cfgp *p, struct ulnet_kv **arr, size_t *n, const char *key, const char *value)
+{
+	struct ulnet_kv *a = realloc(*arr, (*n + 1) * sizeof(**arr));
+	char *k, *v;
+
+	if (!a)
+		return oom(p);
+	*arr = a;
+	k = strdup(key);
+	v = strdup(value);
+	if (!k || !v) {
+		free(k);
+		free(v);
+		return oom(p);
+	}
+	a[(*n)++] = (struct ulnet_kv){ .key = k, .value = v };
+	return 0;
+}
+
+static const char *const tunable_keys[] = { "peer_timeout", "peer_credits", "peer_buffer_credits", "credits" };
+
+static int parse_tunables(struct cfgp *p, const yaml_node_t *n, struct ulnet_ni_conf *c)
+{
+	struct ulnet_kv *arr = NULL;
+	yaml_node_t *k, *v;
+	const char *ks;
+	size_t cnt = 0;
+	bool empty;
+	int rc;
+
+	if ((rc = want_map(p, n, "tunables", &empty)) || empty)
+		return rc;
+	FOREACH_PAIR(p, n, k, ks, v) {
+		bool known = false;
+		long long x;
+
+		for (size_t i = 0; i < sizeof(tunable_keys) / sizeof(tunable_keys[0]); i++)
+			known |= !strcmp(ks, tunable_keys[i]);
+		if (!known) {
+			rc = fail(p, k, "unknown key '%s' in tunables", ks);
+			break;
+		}
+		if ((rc = get_int(p, v, ks, 0, INT32_MAX, &x)))
+			break;
+		if ((rc = kv_add(p, &arr, &cnt, ks, scalar(v))))
+			break;
+	}
+	c->tunables = arr;
+	c->n_tunables = cnt;
+	return rc;
+}
+
+/* LND tunables pass through as strings: only the LND knows their names and ranges. */
+static int parse_lnd_tunables(struct cfgp *p, const yaml_node_t *n, struct ulnet_ni_conf *c)
+{
+	struct ulnet_kv *arr = NULL;
+	yaml_node_t *k, *v;
+	const char *ks;
+	size_t cnt = 0;
+	bool empty;
+	int rc;
+
+	if ((rc = want_map(p, n, "lnd tunables", &empty)) || empty)
+		return rc;
+	FOREACH_PAIR(p, n, k, ks, v) {
+		const char *s;
+
+		if (!*ks) {
+			rc = fail(p, k, "empty key in lnd tunables");
+			break;
+		}
+		if ((rc = get_str(p, v, ks, &s)))
+			break;
+		if ((rc = kv_add(p, &arr, &cnt, ks, s)))
+			break;
+	}
+	c->lnd_tunables = arr;
+	c->n_lnd_tunables = cnt;
+	return rc;
+}
+
+/* `interfaces: {0: eth0, 1: eth1}` as lnetctl prints it, or a plain list `[eth0, eth1]`. */
+static int parse_interfaces(struct cfgp *p, const yaml_node_t *n, struct ulnet_ni_conf *c)
+{
+	const yaml_node_t *names[CFG_MAX_INTERFACES];
+	size_t cnt = 0;
+	char **arr;
+	int rc;
+
+	if (n->type == YAML_SEQUENCE_NODE) {
+		for (yaml_node_item_t *it = n->data.sequence.items.start; it < n->data.sequence.items.top; it++) {
+			if (cnt == CFG_MAX_INTERFACES)
+				return fail(p, n, "more than %d interfaces", CFG_MAX_INTERFACES);
+			names[cnt++] = get_node(p, *it);
+		}
+	} else {
+		yaml_node_t *k, *v;
+		const char *ks;
+		bool empty;
+
+		if ((rc = want_map(p, n, "interfaces", &empty)))
+			return rc;
+		if (empty)
+			return fail(p, n, "empty value for 'interfaces'");
+		FOREACH_PAIR(p, n, k, ks, v) {
+			long long idx;
+
+			if ((rc = get_int(p, k, "interfaces index", 0, CFG_MAX_INTERFACES - 1, &idx)))
+				return rc;
+			if (cnt == CFG_MAX_INTERFACES)
+				return fail(p, n, "more than %d interfaces", CFG_MAX_INTERFACES);
+			names[cnt++] = v;
+		}
+	}
+	if (!cnt)
+		return fail(p, n, "empty value for 'interfaces'");
+	for (size_t i = 0; i < cnt; i++) {
+		const char *s;
+
+		if ((rc = get_str(p, names[i], "interfaces", &s)))
+			return rc;
+	}
+	if (!(arr = calloc(cnt + 1, sizeof(*arr))))
+		return oom(p);
+	c->interfaces = (const char *const *)arr;
+	for (size_t i = 0; i < cnt; i++)
+		if (!(arr[i] = strdup(scalar(names[i]))))
+			return oom(p);
+	return 0;
+}
+
+static void ni_conf_free(struct ulnet_ni_conf *c)
+{
+	xfree(c->net);
+	xfree(c->nid);
+	if (c->interfaces)
+		for (const char *const *i = c->interfaces; *i; i++)
+			xfree(*i);
+	xfree(c->interfaces);
+	for (size_t i = 0; i < c->n_tunables; i++) {
+		xfree(c->tunables[i].key);
+		xfree(c->tunables[i].value);
+	}
+	xfree(c->tunables);
+	for (size_t i = 0; i < c->n_lnd_tunables; i++) {
+		xfree(c->lnd_tunables[i].key);
+		xfree(c->lnd_tunables[i].value);
+	}
+	xfree(c->lnd_tunables);
+	memset(c, 0, sizeof(*c));
+}
+
+/* Parse one `local NI(s)` entry of net @net_name (number @net) into @c (partly filled on error). */
+static int parse_ni(struct cfgp *p, const yaml_node_t *n, const char *net_name, uint32_t net,
+		    struct ulnet_ni_conf *c)
+{
+	yaml_node_t *k, *v;
+	const char *ks;
+	bool empty;
+	int rc;
+
+	if ((rc = want_map(p, n, "local NI(s)", &empty)))
+		return rc;
+	if (empty)
+		return fail(p, n, "NI of net '%s' needs 'nid' or 'interfaces'", net_name);
+	if (!(c->net = strdup(net_name)))
+		return oom(p);
+	FOREACH_PAIR(p, n, k, ks, v) {
+		if (!strcmp(ks, "nid")) {
+			struct ulnet_nid nid;
+			const char *s, *why = NULL;
+
+			if ((rc = get_str(p, v, ks, &s)))
+				return rc;
+			if (ulnet_nid_parse(s, &nid, &why))
+				return fail(p, v, "bad nid '%s': %s", s, why ? why : "invalid");
+			if (ulnet_nid_net(&nid) != net)
+				return fail(p, v, "nid '%s' is not on net '%s'", s, net_name);
+			if (!(c->nid = strdup(s)))
+				return oom(p);
+		} else if (!strcmp(ks, "status")) {
+			const char *s;
+
+			if ((rc = get_str(p, v, ks, &s)))
+				return rc;
+			if (strcmp(s, "up") && strcmp(s, "down"))
+				return fail(p, v, "bad status '%s': must be up or down", s);
+		} else if (!strcmp(ks, "interfaces")) {
+			if ((rc = parse_interfaces(p, v, c)))
+				return rc;
+		} else if (!strcmp(ks, "tunables")) {
+			if ((rc = parse_tunables(p, v, c)))
+				return rc;
+		} else if (!strcmp(ks, "lnd tunables")) {
+			if ((rc = parse_lnd_tunables(p, v, c)))
+				return rc;
+		} else if (!strcmp(ks, "CPT")) {
+			if (!scalar(v))
+				return fail(p, v, "expected a string for 'CPT', got %s", node_kind(v));
+		} else if (!strcmp(ks, "dev cpt")) {
+			long long x;
+
+			if ((rc = get_int(p, v, ks, -1, INT32_MAX, &x)))
+				return rc;
+		} else {
+			return fail(p, k, "unknown key '%s' in local NI(s)", ks);
+		}
+	}
+	if (!c->nid && !c->interfaces)
+		return fail(p, n, "NI of net '%s' needs 'nid' or 'interfaces'", net_name);
+	return 0;
+}
+
+static int parse_net_entry(struct cfgp *p, const yaml_node_t *n)
+{
+	const yaml_node_t *type_node = NULL, *nis = NULL;
+	const char *type = NULL, *why = NULL;
+	yaml_node_t *k, *v;
+	const char *ks;
+	uint32_t net;
+	bool empty, is_lo;
+	int rc;
+
+	if ((rc = want_map(p, n, "net", &empty)))
+		return rc;
+	if (empty)
+		return fail(p, n, "missing 'net type' in net entry");
+	FOREACH_PAIR(p, n, k, ks, v) {
+		if (!strcmp(ks, "net type"))
+			type_node = v;
+		else if (!strcmp(ks, "local NI(s)"))
+			nis = v;
+		else
+			return fail(p, k, "unknown key '%s' in net entry", ks);
+	}
+	if (!type_node)
+		return fail(p, n, "missing 'net type' in net entry");
+	if ((rc = get_str(p, type_node, "net type", &type)))
+		return rc;
+	if (ulnet_net_parse(type, &net, &why))
+		return fail(p, type_node, "bad net type '%s': %s", type, why ? why : "invalid");
+	is_lo = (net >> 16) == ULNET_LND_LO;
+	if (!nis) {
+		if (is_lo)
+			return 0;
+		return fail(p, n, "net '%s' has no 'local NI(s)'", type);
+	}
+	if ((rc = want_seq(p, nis, "local NI(s)", &empty)))
+		return rc;
+	if (empty) {
+		if (is_lo)
+			return 0;
+		return fail(p, nis, "net '%s' has no 'local NI(s)'", type);
+	}
+	for (yaml_node_item_t *it = nis->data.sequence.items.start; it < nis->data.sequence.items.top; it++) {
+		const yaml_node_t *ni = get_node(p, *it);
+		struct ulnetd_ni_entry *e;
+
+		if (is_lo) { /* lo always exists: check the entry, keep nothing */
+			struct ulnet_ni_conf tmp = { 0 };
+
+			rc = parse_ni(p, ni, type, net, &tmp);
+			ni_conf_free(&tmp);
+			if (rc)
+				return rc;
+			continue;
+		}
+		e = realloc(p->cfg->nis, (p->cfg->n_nis + 1) * sizeof(*e));
+		if (!e)
+			return oom(p);
+		p->cfg->nis = e;
+		e = &e[p->cfg->n_nis++];
+		memset(e, 0, sizeof(*e));
+		e->line = node_line(ni);
+		if ((rc = parse_ni(p, ni, type, net, &e->conf)))
+			return rc;
+	}
+	return 0;
+}
+
+static int parse_net(struct cfgp *p, const yaml_node_t *n)
+{
+	bool empty;
+	int rc;
+
+	if ((rc = want_seq(p, n, "net", &empty)) || empty)
+		return rc;
+	for (yaml_node_item_t *it = n->data.sequence.items.start; it < n->data.sequence.items.top; it++)
+		if ((rc = parse_net_entry(p, get_node(p, *it))))
+			return rc;
+	return 0;
+}
+
+static int parse_root(struct cfgp *p, const yaml_node_t *root)
+{
+	yaml_node_t *k, *v;
+	const char *ks;
+	bool empty;
+	int rc;
+
+	if (!root)
+		return 0; /* empty file: defaults, lo only */
+	if (root->type != YAML_MAPPING_NODE && !is_null(root))
+		return fail(p, root, "expected a mapping at top level, got %s", node_kind(root));
+	if ((rc = want_map(p, root, "top level", &empty)) || empty)
+		return rc;
+	FOREACH_PAIR(p, root, k, ks, v) {
+		if (!strcmp(ks, "node"))
+			rc = parse_node(p, v);
+		else if (!strcmp(ks, "net"))
+			rc = parse_net(p, v);
+		else if (!strcmp(ks, "global"))
+			rc = parse_global(p, v);
+		else
+			rc = fail(p, k, "unknown key '%s' at top level", ks);
+		if (rc)
+			return rc;
+	}
+	return 0;
+}
+
+static int yaml_fail(struct cfgp *p, const yaml_parser_t *parser)
+{
+	if (parser->error == YAML_MEMORY_ERROR)
+		return oom(p);
+	if (p->errlen) {
+		const yaml_mark_t *m = parser->problem ? &parser->problem_mark : &parser->context_mark;
+
+		snprintf(p->err, p->errlen, "%s:%zu: YAML syntax error: %s%s%s%s", p->file, m->line + 1,
+			 parser->problem ? parser->problem : "unknown problem",
+			 parser->context ? " (" : "", parser->context ? parser->context : "",
+			 parser->context ? ")" : "");
+	}
+	return -EINVAL;
+}
+
+int ulnetd_config_parse(const char *file, const char *text, size_t len, struct ulnetd_config **out,
+			char *err, size_t errlen)
+{
+	struct cfgp p = { .file = file, .err = err, .errlen = errlen };
+	yaml_parser_t parser;
+	yaml_document_t doc, extra;
+	int rc;
+
+	*out = NULL;
+	if (errlen)
+		err[0] = '\0';
+	if (!(p.cfg = calloc(1, sizeof(*p.cfg))) || !(p.cfg->file = strdup(file))) {
+		free(p.cfg);
+		return oom(&p);
+	}
+	if (!yaml_parser_initialize(&parser)) {
+		ulnetd_config_free(p.cfg);
+		return oom(&p);
+	}
+	yaml_parser_set_input_string(&parser, (const unsigned char *)text, len);
+	if (!yaml_parser_load(&parser, &doc)) {
+		rc = yaml_fail(&p, &parser);
+		yaml_parser_delete(&parser);
+		ulnetd_config_free(p.cfg);
+		return rc;
+	}
+	p.doc = &doc;
+	rc = parse_root(&p, yaml_document_get_root_node(&doc));
+	if (!rc) {
+		/* A second document would be silently ignored; refuse it. */
+		if (!yaml_parser_load(&parser, &extra)) {
+			rc = yaml_fail(&p, &parser);
+		} else {
+			yaml_node_t *r = yaml_document_get_root_node(&extra);
+
+			if (r)
+				rc = fail(&p, r, "more than one YAML document");
+			yaml_document_delete(&extra);
+		}
+	}
+	yaml_document_delete(&doc);
+	yaml_parser_delete(&parser);
+	if (rc) {
+		ulnetd_config_free(p.cfg);
+		return rc;
+	}
+	*out = p.cfg;
+	return 0;
+}
+
+int ulnetd_config_load(const char *path, struct ulnetd_config **out, char *err, size_t errlen)
+{
+	struct stat st;
+	char *buf;
+	size_t got = 0;
+	int fd, rc;
+
+	*out = NULL;
+	if ((fd = open(path, O_RDONLY | O_CLOEXEC)) < 0 || fstat(fd, &st) < 0) {
+		rc = -errno;
+		if (fd >= 0)
+			close(fd);
+		snprintf(err, errlen, "%s: cannot open: %s", path, strerror(-rc));
+		return rc;
+	}
+	if (!S_ISREG(st.st_mode) || (uint64_t)st.st_size > CFG_MAX_FILE) {
+		close(fd);
+		snprintf(err, errlen, "%s: not a regular file of at most %u bytes", path, CFG_MAX_FILE);
+		return -EINVAL;
+	}
+	if (!(buf = malloc((size_t)st.st_size + 1))) {
+		close(fd);
+		snprintf(err, errlen, "%s: out of memory", path);
+		return -ENOMEM;
+	}
+	while (got < (size_t)st.st_size) {
+		ssize_t r = read(fd, buf + got, (size_t)st.st_size - got);
+
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r <= 0) {
+			rc = r < 0 ? -errno : -EIO;
+			close(fd);
+			free(buf);
+			snprintf(err, errlen, "%s: cannot read: %s", path, strerror(-rc));
+			return rc;
+		}
+		got += (size_t)r;
+	}
+	close(fd);
+	buf[got] = '\0';
+	rc = ulnetd_config_parse(path, buf, got, out, err, errlen);
+	free(buf);
+	return rc;
+}
+
+void ulnetd_config_free(struct ulnetd_config *cfg)
+{
+	if (!cfg)
+		return;
+	for (size_t i = 0; i < cfg->n_nis; i++)
+		ni_conf_free(&cfg->nis[i].conf);
+	free(cfg->nis);
+	free(cfg->globals);
+	free(cfg->control);
+	free(cfg->file);
+	free(cfg);
+}

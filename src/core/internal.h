@@ -1,0 +1,213 @@
+/* SPDX-License-Identifier: MIT */
+/* Core objects shared by the files of src/core. Never installed.
+ *
+ * Locking: one mutex per node (node->lock) guards every object below except event queues, which
+ * have their own leaf lock. API calls take it; the loop thread holds it while it runs io callbacks
+ * and ticks. User handlers run on the loop thread without it (see docs/progress.md). */
+#ifndef ULNET_INTERNAL_H
+#define ULNET_INTERNAL_H
+
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/epoll.h>
+#include <sys/uio.h>
+#include "ulnet/ulnet.h"
+#include "hdr.h"
+#include "list.h"
+#include "lnd.h"
+#include "log.h"
+
+#define ULNET_HANDLE_BUCKETS 1024
+#define ULNET_PEER_BUCKETS 256
+
+enum ulnet_obj_kind { ULNET_OBJ_MD = 1, ULNET_OBJ_ME = 2 };
+
+/* A live MD. Its fragments are normalised to an iovec array whatever the user's form was. */
+struct ulnet_libmd {
+	uint64_t cookie;
+	struct ulnet_list hash_link;
+	struct ulnet_me *me;         /* NULL for a bound MD */
+	struct ulnet_md umd;         /* as the user gave it */
+	struct iovec *frags;
+	unsigned nfrags;
+	uint32_t total;              /* bytes */
+	uint32_t offset;             /* local offset (without MANAGE_REMOTE) */
+	int threshold;
+	int refcount;                /* messages using it */
+	bool zombie;                 /* unlink requested */
+	void *free_on_unlink;        /* internal buffers (ping) */
+};
+
+struct ulnet_me {
+	uint64_t cookie;
+	struct ulnet_list hash_link;
+	struct ulnet_list ptl_link;
+	uint32_t portal;
+	struct ulnet_process_id match_id;
+	uint64_t match_bits, ignore_bits;
+	enum ulnet_unlink unlink;
+	struct ulnet_libmd *md;
+};
+
+struct ulnet_peer {
+	struct ulnet_list hash_link;
+	struct ulnet_nid nid;
+	struct ulnet_ni *ni;
+	int max_tx_credits, tx_credits, min_tx_credits;
+	struct ulnet_list txq;       /* messages waiting for a peer credit */
+	uint64_t send_count, recv_count;
+};
+
+struct ulnet_ni {
+	struct ulnet_list link;
+	struct ulnet_node *node;
+	const struct ulnet_lnd_ops *ops;
+	struct ulnet_nid nid;
+	uint32_t net;
+	struct ulnet_ni_conf conf;   /* deep copy, owned */
+	void *conf_arena;
+	int peer_credits, credits, peer_buffer_credits, peer_timeout;
+	int tx_credits, min_tx_credits;
+	struct ulnet_list txq;       /* messages waiting for an NI credit */
+	uint32_t status;
+	bool started;
+	uint64_t send_count, recv_count, drop_count;
+	void *priv;
+};
+
+struct ulnet_msg {
+	struct ulnet_msg_lnd_view v; /* first: what the LND sees */
+	struct ulnet_list link;      /* credit queues */
+	struct ulnet_node *node;
+	struct ulnet_ni *ni;
+	struct ulnet_peer *peer;     /* tx peer (NULL on lo) */
+	struct ulnet_libmd *md;      /* NULL when dropped */
+	void *rx_priv;               /* LND context of the received message this answers */
+	bool is_tx;
+	bool finalized;
+	bool peer_credit, ni_credit; /* held */
+	bool ack_wanted;             /* rx PUT: send an ACK after the data is in */
+	bool has_event;
+	struct ulnet_event ev;       /* prepared at match/send time, delivered at finalize */
+	struct iovec iov_store[];    /* v.iov points here */
+};
+
+struct ulnet_pending_cb {
+	ulnet_event_handler handler;
+	struct ulnet_event ev;
+};
+
+struct ulnet_node {
+	pthread_mutex_t lock;
+	uint32_t pid;
+	uint32_t page_size;
+	uint64_t iface_cookie;       /* wire MD handle interface cookie: our incarnation */
+	uint64_t next_cookie;
+	struct ulnet_list handles[ULNET_HANDLE_BUCKETS];
+	struct ulnet_list portals[ULNET_MAX_PORTALS];
+	struct ulnet_list nis;
+	struct ulnet_ni *lo_ni;
+	struct ulnet_list peers[ULNET_PEER_BUCKETS];
+	unsigned n_peers;
+	struct ulnet_stats stats;
+	/* ping service */
+	struct ulnet_handle ping_me;
+	uint32_t ping_seq;
+	/* loop */
+	int epfd, wakefd;
+	pthread_t thread;
+	bool stopping;
+	struct epoll_event *cur_evs; /* batch being dispatched (io_stop clears stale entries) */
+	int cur_nevs;
+	uint64_t last_tick_ns;
+	struct ulnet_pending_cb *cbs;
+	size_t n_cbs, cap_cbs;
+};
+
+/* handles (md.c) */
+uint64_t ulnet__cookie_new(struct ulnet_node *node, enum ulnet_obj_kind kind);
+void *ulnet__handle_lookup(struct ulnet_node *node, uint64_t cookie, enum ulnet_obj_kind kind);
+
+/* md.c: matching and MD life cycle */
+struct ulnet_match {
+	uint32_t portal;
+	struct ulnet_process_id initiator;
+	uint64_t match_bits;
+	uint32_t rlength;
+	uint32_t roffset;
+	uint32_t op;                 /* ULNET_MD_OP_PUT or ULNET_MD_OP_GET */
+	/* out */
+	struct ulnet_libmd *md;
+	uint32_t offset, mlength;
+};
+enum ulnet_match_rc { ULNET_MATCH_NONE, ULNET_MATCH_OK, ULNET_MATCH_DROP };
+enum ulnet_match_rc ulnet__match_md(struct ulnet_node *node, struct ulnet_match *m);
+int ulnet__md_create(struct ulnet_node *node, const struct ulnet_md *umd, struct ulnet_libmd **out);
+/* One operation uses @md: take a reference and consume the threshold. */
+void ulnet__md_use(struct ulnet_libmd *md);
+bool ulnet__md_active(const struct ulnet_libmd *md);
+/* Drop a reference; frees the MD when it is finished. Returns true if it was unlinked now. */
+bool ulnet__md_release(struct ulnet_node *node, struct ulnet_libmd *md);
+void ulnet__md_unlink_locked(struct ulnet_node *node, struct ulnet_libmd *md);
+/* Fill @out with the iovecs covering [offset, offset+len) of @md; returns the count. */
+unsigned ulnet__md_slice(const struct ulnet_libmd *md, uint32_t offset, uint32_t len, struct iovec *out);
+void ulnet__md_event_init(struct ulnet_libmd *md, struct ulnet_event *ev);
+int ulnet__me_unlink_locked(struct ulnet_node *node, struct ulnet_me *me);
+int ulnet__me_attach_locked(struct ulnet_node *node, uint32_t portal, const struct ulnet_process_id *match_id,
+			    uint64_t match_bits, uint64_t ignore_bits, enum ulnet_unlink unlink,
+			    enum ulnet_ins_pos pos, struct ulnet_me **out);
+int ulnet__md_attach_locked(struct ulnet_node *node, struct ulnet_me *me, const struct ulnet_md *umd,
+			    enum ulnet_unlink unlink, struct ulnet_libmd **out);
+void ulnet__md_free_all(struct ulnet_node *node);
+
+/* eq.c */
+void ulnet__eq_push(ulnet_eq *eq, const struct ulnet_event *ev);
+void ulnet__eq_ref(ulnet_eq *eq, int delta);
+/* Free @eq once no MD refers to it any more (now, if none does). */
+void ulnet__eq_release(ulnet_eq *eq);
+/* Deliver @ev to the MD's eq now and queue its handler for the loop thread. */
+void ulnet__event_deliver(struct ulnet_node *node, const struct ulnet_md *umd, const struct ulnet_event *ev);
+
+/* msg.c */
+struct ulnet_msg *ulnet__msg_alloc(struct ulnet_node *node, unsigned niov);
+void ulnet__msg_free(struct ulnet_msg *msg);
+
+/* move.c */
+int ulnet__send(struct ulnet_node *node, struct ulnet_msg *msg, const struct ulnet_process_id *target,
+		void *rx_priv);
+
+/* peer.c: credits */
+struct ulnet_peer *ulnet__peer_find(struct ulnet_node *node, struct ulnet_ni *ni, const struct ulnet_nid *nid,
+				    bool create);
+void ulnet__peers_free(struct ulnet_node *node);
+/* 0: credits taken, send now; 1: queued. */
+int ulnet__credits_take(struct ulnet_msg *msg);
+/* Return the credits @msg holds and launch the messages they unblock. */
+void ulnet__credits_return(struct ulnet_msg *msg);
+void ulnet__post_send(struct ulnet_msg *msg);
+
+/* ni.c */
+struct ulnet_ni *ulnet__ni_for_dest(struct ulnet_node *node, const struct ulnet_nid *dest, bool *local);
+bool ulnet__nid_is_local(struct ulnet_node *node, const struct ulnet_nid *nid);
+void ulnet_node_primary_nid_locked(struct ulnet_node *node, struct ulnet_nid *out);
+int ulnet__ni_create(struct ulnet_node *node, const struct ulnet_ni_conf *conf, struct ulnet_ni **out);
+void ulnet__ni_destroy(struct ulnet_ni *ni);
+
+/* lnd_registry.c */
+const struct ulnet_lnd_ops *ulnet__lnd_find(const char *name);
+int ulnet__lnd_register(const struct ulnet_lnd_ops *ops);
+extern const struct ulnet_lnd_ops ulnet__lolnd_ops;
+
+/* loop.c */
+int ulnet__loop_init(struct ulnet_node *node);
+int ulnet__loop_start(struct ulnet_node *node);
+void ulnet__loop_stop(struct ulnet_node *node);
+void ulnet__loop_wake(struct ulnet_node *node);
+void ulnet__unlock(struct ulnet_node *node);
+void ulnet__queue_cb(struct ulnet_node *node, ulnet_event_handler h, const struct ulnet_event *ev);
+
+/* ping.c */
+int ulnet__ping_service_refresh(struct ulnet_node *node);
+
+#endif

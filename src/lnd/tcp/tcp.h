@@ -1,0 +1,227 @@
+/* SPDX-License-Identifier: MIT */
+/* The tcp LND (socklnd wire compatible, lnet-wire.md §2.6): what its files share. Never installed.
+ *
+ * Files:
+ *   tcp_wire.c      pure codecs: acceptor request, HELLO V1..V4, ksock_msg_hdr, CRC32
+ *   tcp_fsm.c       pure, sans-I/O: the handshake reader, the rx machine, ZC-ACK packing
+ *   tcp_conn.c      one socket: non-blocking I/O on the node's epoll loop, tx queue, close
+ *   tcp_acceptor.c  the listening socket of an NI (accept_port, accept=secure|all|none)
+ *   tcp_lnd.c       ops table, tunables, peers, connection policy, timers
+ *
+ * Policy choices (documented here once, see docs/tcp.md):
+ *   - Bad input closes only the connection it arrived on (one log line); sibling connections to the
+ *     same peer stay up. Lustre closes the siblings too; we do not, so one corrupt stream never costs
+ *     the other types their queued messages.
+ *   - We never request zero-copy ACKs (ksh_zc_cookies[0] is always 0 on what we send), so any ZC-ACK
+ *     we receive other than a V3+ keepalive ping is an unknown cookie and closes the connection.
+ *   - ZC-ACKs we owe go back on the connection the request arrived on (piggybacked on a queued LNET
+ *     message when one has not started yet, else in a NOOP; V3 NOOPs carry pairs and ranges). */
+#ifndef ULNET_TCP_H
+#define ULNET_TCP_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/uio.h>
+#include "hdr.h"
+#include "wire.h"
+#include "ulnet/event.h"
+#include "ulnet/md.h"
+
+/* ---- wire constants (lnet-wire.md §2.6, §2.7) ---- */
+#define TCPLND_ACCEPTOR_MAGIC 0xacce7100u   /* LNET_PROTO_ACCEPTOR_MAGIC */
+#define TCPLND_ACCEPTOR_V1 1u               /* acr_nid is a nid4 */
+#define TCPLND_ACCEPTOR_V2 2u               /* LNET_PROTO_ACCEPTOR_VERSION_16: struct lnet_nid */
+#define TCPLND_ACCEPTOR_V1_SIZE 16
+#define TCPLND_ACCEPTOR_V2_SIZE 28          /* 4 + 4 + 20 */
+#define TCPLND_ACCEPTOR_PEEK 8              /* magic + version decide the rest */
+#define TCPLND_PROTO_MAGIC 0x45726963u      /* LNET_PROTO_MAGIC ("unified", HELLO V2+) */
+#define TCPLND_TCP_MAGIC 0xeebc0dedu        /* LNET_PROTO_TCP_MAGIC (HELLO V1, always LE) */
+#define TCPLND_PROTO_V1 1u
+#define TCPLND_PROTO_V2 2u
+#define TCPLND_PROTO_V3 3u
+#define TCPLND_PROTO_V4 4u
+#define TCPLND_HELLO_V1_SIZE 72             /* an LNet nid4 header */
+#define TCPLND_HELLO_NID4_SIZE 56           /* struct ksock_hello_msg_nid4 without IPs */
+#define TCPLND_HELLO_NID16_SIZE 80          /* struct ksock_hello_msg without IPs */
+#define TCPLND_HELLO_PEEK 8                 /* magic + version decide the rest */
+#define TCPLND_HELLO_MAX_NIPS 16            /* LNET_INTERFACES_NUM */
+#define TCPLND_HELLO_MAX_SIZE (TCPLND_HELLO_NID16_SIZE + 4 * TCPLND_HELLO_MAX_NIPS)
+#define TCPLND_MSG_HDR_SIZE 24              /* struct ksock_msg_hdr */
+#define TCPLND_MSG_NOOP 0xc0u
+#define TCPLND_MSG_LNET 0xc1u
+#define TCPLND_KEEPALIVE_PING 1u            /* SOCKNAL_KEEPALIVE_PING cookie */
+#define TCPLND_TX_HDR_MAX (TCPLND_MSG_HDR_SIZE + ULNET_HDR_NID16_SIZE)
+#define TCPLND_MIN_RESERVED_PORT 512
+#define TCPLND_MAX_RESERVED_PORT 1023
+
+/* Connection types (socklnd.h); the HELLO carries the sender's view. */
+enum tcplnd_ctype {
+	TCPLND_CONN_NONE = -1,
+	TCPLND_CONN_ANY = 0,
+	TCPLND_CONN_CONTROL = 1,
+	TCPLND_CONN_BULK_IN = 2,
+	TCPLND_CONN_BULK_OUT = 3,
+};
+#define TCPLND_CONN_NTYPES 4
+const char *tcplnd_ctype_name(int ctype);
+/* BULK_IN <-> BULK_OUT; ANY and CONTROL unchanged; anything else NONE. */
+int tcplnd_ctype_invert(int ctype);
+
+/* ---- codecs (tcp_wire.c): pure; every unpack returns 0 or -EPROTO with @err filled ---- */
+
+/* struct lnet_acceptor_connreq (v1, nid4) or _v2 (v2, struct lnet_nid). */
+struct tcplnd_connreq {
+	uint32_t version;
+	bool swab;               /* magic read byte-swapped */
+	struct ulnet_nid nid;    /* the target NI */
+};
+/* Writes v1 when @nid fits nid4, else v2. Returns bytes written (16 or 28); -ENOSPC if @cap is short. */
+int tcplnd_connreq_pack(const struct ulnet_nid *nid, uint8_t *out, size_t cap);
+/* The reply an acceptor gives to an unknown version or to LNET_PROTO_MAGIC: {magic, 1, nid 0}. */
+void tcplnd_connreq_pack_version(uint8_t out[TCPLND_ACCEPTOR_V1_SIZE]);
+/* First 8 bytes: 0 with *size (16 or 28) and *swab; -EPROTO bad magic (err.field "acr_magic"; the
+ * caller answers with tcplnd_connreq_pack_version() when err.got is LNET_PROTO_MAGIC either way);
+ * -EPROTONOSUPPORT unknown version (err.field "acr_version"; answer with our version). */
+int tcplnd_connreq_peek(const uint8_t *buf, size_t len, size_t *size, bool *swab, struct ulnet_wire_err *err);
+int tcplnd_connreq_unpack(const uint8_t *buf, size_t len, struct tcplnd_connreq *out, struct ulnet_wire_err *err);
+
+/* The HELLO in host form. V1 carries nid4 values only; dst_nid, dst_pid and dst_incarnation do not
+ * exist in V1 (unpacked as zero / ANY). */
+struct tcplnd_hello {
+	uint32_t version;        /* TCPLND_PROTO_V1..V4 */
+	bool swab;
+	struct ulnet_nid src_nid, dst_nid;
+	uint32_t src_pid, dst_pid;
+	uint64_t src_incarnation, dst_incarnation;
+	int32_t ctype;           /* enum tcplnd_ctype; any wire value is kept for the caller to judge */
+	uint32_t nips;
+	uint32_t ips[TCPLND_HELLO_MAX_NIPS];
+};
+/* Native order, nips sent as 0. Returns bytes written; -EINVAL a NID that V1..V3 cannot carry, or
+ * an unknown version; -ENOSPC. */
+int tcplnd_hello_pack(const struct tcplnd_hello *h, uint8_t *out, size_t cap);
+/* First 8 bytes: 0 with *version, *swab and *fixed (bytes of the fixed part: 72, 56 or 80).
+ * -EPROTO bad magic (err "kshm_magic"); -EPROTONOSUPPORT good magic, unknown version (err
+ * "kshm_version"); the passive side then replies with its own HELLO and closes. */
+int tcplnd_hello_peek(const uint8_t *buf, size_t len, uint32_t *version, bool *swab, size_t *fixed,
+		      struct ulnet_wire_err *err);
+/* The fixed part; *tail = 4 * nips bytes of IP addresses that follow. Checks: V1 type == HELLO,
+ * nips <= 16, src_nid not ANY. */
+int tcplnd_hello_unpack(const uint8_t *buf, size_t len, struct tcplnd_hello *out, size_t *tail,
+			struct ulnet_wire_err *err);
+/* The IP tail (h->nips entries); every IP must be non-zero. */
+int tcplnd_hello_unpack_ips(const uint8_t *buf, size_t len, struct tcplnd_hello *h, struct ulnet_wire_err *err);
+
+/* struct ksock_msg_hdr. */
+struct tcplnd_msg_hdr {
+	uint32_t type;           /* TCPLND_MSG_NOOP / _LNET */
+	uint32_t csum;           /* 0 = none */
+	uint64_t zc_cookies[2];  /* [0] ZC request (LNET) or range start (NOOP), [1] ACK */
+};
+void tcplnd_msg_hdr_pack(const struct tcplnd_msg_hdr *h, uint8_t out[TCPLND_MSG_HDR_SIZE]);
+/* Checks the type (NOOP or LNET). */
+int tcplnd_msg_hdr_unpack(const uint8_t *buf, size_t len, bool swab, struct tcplnd_msg_hdr *out,
+			  struct ulnet_wire_err *err);
+
+/* Linux crc32_le: reflected 0xEDB88320; start with ~0, no final inversion (socklnd V2 checksum). */
+uint32_t tcplnd_crc32(uint32_t crc, const void *buf, size_t len);
+
+/* Incoming ZC-ACK check (handle_zcack): we never request ACKs, so only the V3+ keepalive ping
+ * ({0,1} in a NOOP, {_,1} piggybacked) is acceptable. 0 ok; -EPROTO (err "ksh_zc_cookies"). */
+int tcplnd_zcack_check(uint32_t proto, const struct tcplnd_msg_hdr *h, struct ulnet_wire_err *err);
+
+/* ---- ZC-ACKs we owe (tcp_fsm.c) ---- */
+#define TCPLND_ZCACK_MAX 64
+struct tcplnd_zcacks {
+	uint64_t c[TCPLND_ZCACK_MAX];
+	unsigned n;
+};
+/* Remember @cookie (>= 2). -ENOSPC when full (the caller sends a NOOP first, then retries). */
+int tcplnd_zcack_add(struct tcplnd_zcacks *q, uint64_t cookie);
+/* Take what one NOOP carries into @out: V3+ a range {lo, hi} (lo < hi) of a contiguous run, or a
+ * pair {hi, lo} (hi > lo), or {0, c}; V2 {0, c} only. Returns how many cookies were taken (0 when
+ * empty). */
+unsigned tcplnd_zcack_take(struct tcplnd_zcacks *q, uint32_t proto, uint64_t out[2]);
+
+/* ---- handshake reader (tcp_fsm.c): acceptor request (passive only) then the HELLO ---- */
+enum tcplnd_hs_state {
+	TCPLND_HS_CONNREQ_PEEK,
+	TCPLND_HS_CONNREQ,
+	TCPLND_HS_HELLO_PEEK,
+	TCPLND_HS_HELLO,
+	TCPLND_HS_HELLO_IPS,
+	TCPLND_HS_DONE,
+};
+enum tcplnd_hs_event {
+	TCPLND_HS_EV_MORE = 0,      /* consumed; nothing to report */
+	TCPLND_HS_EV_CONNREQ,       /* hs->connreq decoded; the reader moved on to the HELLO */
+	TCPLND_HS_EV_HELLO,         /* hs->hello decoded; the reader is DONE */
+};
+struct tcplnd_hs {
+	enum tcplnd_hs_state state;
+	size_t want, done;
+	size_t fixed;               /* HELLO fixed part, once peeked */
+	uint8_t buf[TCPLND_HELLO_MAX_SIZE];
+	struct tcplnd_connreq connreq;
+	struct tcplnd_hello hello;
+	struct ulnet_wire_err err;
+};
+void tcplnd_hs_init(struct tcplnd_hs *hs, bool passive);
+/* Where the next bytes go: never more than the current step needs, so nothing past the HELLO is
+ * read into it. 0 when DONE. */
+size_t tcplnd_hs_buf(struct tcplnd_hs *hs, uint8_t **buf);
+/* @n bytes were written at tcplnd_hs_buf(). Returns an enum tcplnd_hs_event, or -EPROTO /
+ * -EPROTONOSUPPORT from the codecs (hs->err filled; hs->state says which step failed). */
+int tcplnd_hs_advance(struct tcplnd_hs *hs, size_t n);
+
+/* ---- rx machine (tcp_fsm.c): everything after the HELLO ---- */
+enum tcplnd_rx_state {
+	TCPLND_RX_MSG_HDR,     /* ksock_msg_hdr (V2+) */
+	TCPLND_RX_LNET_HDR,    /* 72 (V1..V3) or 96 (V4) bytes */
+	TCPLND_RX_PARSE_WAIT,  /* header handed up; waiting for tcplnd_rx_deliver() */
+	TCPLND_RX_PAYLOAD,     /* straight into the receiver's iovecs */
+	TCPLND_RX_SLOP,        /* the part of the payload nobody wants */
+};
+const char *tcplnd_rx_state_name(enum tcplnd_rx_state s);
+enum tcplnd_rx_event {
+	TCPLND_RX_EV_MORE = 0,  /* consumed; nothing to report */
+	TCPLND_RX_EV_NOOP,      /* a NOOP (keepalive or ZC-ACK) arrived */
+	TCPLND_RX_EV_HDR,       /* rx->lhdr decoded: hand it up, then call tcplnd_rx_deliver() */
+	TCPLND_RX_EV_DONE,      /* the message is in: finalize rx->msg with rx->status; ACK rx->zc_cookie */
+};
+#define TCPLND_RX_IOV_MAX (ULNET_MAX_IOV + 1)
+#define TCPLND_SLOP_SIZE 4096
+struct tcplnd_rx {
+	enum tcplnd_rx_state state;
+	uint32_t proto;
+	bool swab;
+	bool csum;                  /* V2: verify a non-zero ksh_csum */
+	uint8_t hbuf[TCPLND_TX_HDR_MAX];
+	size_t hwant, hdone;
+	struct tcplnd_msg_hdr kh;
+	struct ulnet_hdr lhdr;
+	/* payload */
+	void *msg;                  /* the core's message (NULL: discard) */
+	struct iovec iov[TCPLND_RX_IOV_MAX];
+	unsigned iov_first, iov_n;  /* unread window of iov[] */
+	uint32_t mlen_left, slop_left;
+	uint32_t crc;
+	int status;                 /* for EV_DONE: 0 or -EIO (checksum) */
+	uint64_t zc_cookie;         /* for EV_DONE: ZC request to acknowledge (0: none) */
+	bool started;               /* inside a message (for the rx timeout) */
+	uint8_t *slop;              /* TCPLND_SLOP_SIZE scratch, shared, never read */
+	struct ulnet_wire_err err;
+};
+/* After the HELLO: @proto and @swab from it; @csum = verify checksums (V2 only). */
+void tcplnd_rx_init(struct tcplnd_rx *rx, uint32_t proto, bool swab, bool csum, uint8_t *slop);
+/* Where the next bytes go: *iov points into rx; returns the count (0 in PARSE_WAIT). */
+unsigned tcplnd_rx_bufs(struct tcplnd_rx *rx, struct iovec **iov);
+/* @n bytes were written at tcplnd_rx_bufs(). Returns an enum tcplnd_rx_event, or -EPROTO (rx->err). */
+int tcplnd_rx_advance(struct tcplnd_rx *rx, size_t n);
+/* In PARSE_WAIT: deliver @mlen bytes into @iov (copied), discard up to @rlen; @msg NULL discards all.
+ * The next tcplnd_rx_advance(rx, 0) reports DONE at once when there is no payload. */
+void tcplnd_rx_deliver(struct tcplnd_rx *rx, void *msg, const struct iovec *iov, unsigned niov, uint32_t mlen,
+		       uint32_t rlen);
+
+#endif

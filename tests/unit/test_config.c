@@ -1,0 +1,362 @@
+/* SPDX-License-Identifier: MIT */
+/* ulnetd configuration parser (tools/ulnetd/config.c): good files mapped field by field onto
+ * ulnet_node_opts / ulnet_ni_conf, and one table row per malformed form with the exact line and a
+ * message substring. */
+#include <errno.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <cmocka.h>
+
+#include "ulnetd_config.h"
+
+static struct ulnetd_config *parse_ok(const char *yaml)
+{
+	struct ulnetd_config *cfg = NULL;
+	char err[512];
+	int rc = ulnetd_config_parse("node.yaml", yaml, strlen(yaml), &cfg, err, sizeof(err));
+
+	if (rc)
+		print_error("unexpected error %d: %s\n", rc, err);
+	assert_int_equal(rc, 0);
+	assert_non_null(cfg);
+	return cfg;
+}
+
+static const char *kv_get(const struct ulnet_kv *kv, size_t n, const char *key)
+{
+	for (size_t i = 0; i < n; i++)
+		if (!strcmp(kv[i].key, key))
+			return kv[i].value;
+	return NULL;
+}
+
+/* The layout of the brief / `lnetctl export`, every key present. */
+static const char full_yaml[] =
+	"node:\n"
+	"    pid: 4242\n"
+	"    page_size: 65536\n"
+	"    control: /tmp/n1/ctl.sock\n"
+	"net:\n"
+	"    - net type: lo\n"
+	"      local NI(s):\n"
+	"        - nid: 0@lo\n"
+	"          status: up\n"
+	"          tunables:\n"
+	"              peer_timeout: 0\n"
+	"              peer_credits: 0\n"
+	"              peer_buffer_credits: 0\n"
+	"              credits: 0\n"
+	"          lnd tunables:\n"
+	"          CPT: \"[0]\"\n"
+	"    - net type: tcp\n"
+	"      local NI(s):\n"
+	"        - nid: 127.0.0.2@tcp\n"
+	"          status: up\n"
+	"          interfaces:\n"
+	"              0: lo\n"
+	"          tunables:\n"
+	"              peer_timeout: 180\n"
+	"              peer_credits: 8\n"
+	"              peer_buffer_credits: 0\n"
+	"              credits: 256\n"
+	"          lnd tunables:\n"
+	"              accept_port: 988\n"
+	"              nagle: \"off\"\n"
+	"          dev cpt: -1\n"
+	"          CPT: \"[0]\"\n"
+	"    - net type: tcp1\n"
+	"      local NI(s):\n"
+	"        - interfaces: {0: eth0, 1: eth1}\n"
+	"        - interfaces: [ib0]\n"
+	"global:\n"
+	"    discovery: 1\n"
+	"    retry_count: 2\n"
+	"    transaction_timeout: 50\n";
+
+static void test_full(void **state)
+{
+	struct ulnetd_config *cfg = parse_ok(full_yaml);
+	const struct ulnet_ni_conf *c;
+
+	(void)state;
+	assert_string_equal(cfg->file, "node.yaml");
+	assert_int_equal(cfg->opts.pid, 4242);
+	assert_int_equal(cfg->opts.page_size, 65536);
+	assert_string_equal(cfg->control, "/tmp/n1/ctl.sock");
+	assert_int_equal(cfg->n_nis, 3); /* lo is ignored */
+
+	c = &cfg->nis[0].conf;
+	assert_int_equal(cfg->nis[0].line, 19);
+	assert_string_equal(c->net, "tcp");
+	assert_string_equal(c->nid, "127.0.0.2@tcp");
+	assert_non_null(c->interfaces);
+	assert_string_equal(c->interfaces[0], "lo");
+	assert_null(c->interfaces[1]);
+	assert_int_equal(c->n_tunables, 4);
+	assert_string_equal(c->tunables[0].key, "peer_timeout");
+	assert_string_equal(kv_get(c->tunables, c->n_tunables, "peer_timeout"), "180");
+	assert_string_equal(kv_get(c->tunables, c->n_tunables, "peer_credits"), "8");
+	assert_string_equal(kv_get(c->tunables, c->n_tunables, "peer_buffer_credits"), "0");
+	assert_string_equal(kv_get(c->tunables, c->n_tunables, "credits"), "256");
+	assert_int_equal(c->n_lnd_tunables, 2);
+	assert_string_equal(kv_get(c->lnd_tunables, c->n_lnd_tunables, "accept_port"), "988");
+	assert_string_equal(kv_get(c->lnd_tunables, c->n_lnd_tunables, "nagle"), "off");
+
+	c = &cfg->nis[1].conf;
+	assert_int_equal(cfg->nis[1].line, 35);
+	assert_string_equal(c->net, "tcp1");
+	assert_null(c->nid);
+	assert_string_equal(c->interfaces[0], "eth0");
+	assert_string_equal(c->interfaces[1], "eth1");
+	assert_null(c->interfaces[2]);
+	assert_int_equal(c->n_tunables, 0);
+	assert_null(c->tunables);
+	assert_int_equal(c->n_lnd_tunables, 0);
+
+	c = &cfg->nis[2].conf;
+	assert_int_equal(cfg->nis[2].line, 36);
+	assert_string_equal(c->interfaces[0], "ib0");
+	assert_null(c->interfaces[1]);
+
+	assert_int_equal(cfg->n_globals, 3);
+	assert_string_equal(cfg->globals[0].key, "discovery");
+	assert_int_equal(cfg->globals[0].value, 1);
+	assert_int_equal(cfg->globals[2].value, 50);
+	ulnetd_config_free(cfg);
+}
+
+static void test_minimal(void **state)
+{
+	static const char *const docs[] = { "", "# only a comment\n", "---\n", "net:\n", "node:\nnet: []\nglobal: {}\n",
+					    "net:\n    - net type: lo\n" };
+
+	(void)state;
+	for (size_t i = 0; i < sizeof(docs) / sizeof(docs[0]); i++) {
+		struct ulnetd_config *cfg = parse_ok(docs[i]);
+
+		assert_int_equal(cfg->opts.pid, 0);
+		assert_int_equal(cfg->opts.page_size, 0);
+		assert_null(cfg->control);
+		assert_int_equal(cfg->n_nis, 0);
+		ulnetd_config_free(cfg);
+	}
+}
+
+static void test_page_sizes(void **state)
+{
+	(void)state;
+	for (uint32_t ps = 4096; ps <= 2097152; ps <<= 1) {
+		char yaml[64];
+		struct ulnetd_config *cfg;
+
+		snprintf(yaml, sizeof(yaml), "node:\n  page_size: %u\n", ps);
+		cfg = parse_ok(yaml);
+		assert_int_equal(cfg->opts.page_size, ps);
+		ulnetd_config_free(cfg);
+	}
+}
+
+/* Anchors and flow style are plain YAML; the parser must not care. */
+static void test_flow_and_anchors(void **state)
+{
+	struct ulnetd_config *cfg = parse_ok(
+		"node: {pid: 0x3039, control: \"/tmp/a b/s\"}\n"
+		"net:\n"
+		"  - {net type: tcp, local NI(s): [{nid: 10.0.0.1@tcp, tunables: &t {credits: 64}},\n"
+		"                                 {nid: 10.0.0.2@tcp, tunables: *t}]}\n");
+
+	(void)state;
+	assert_int_equal(cfg->opts.pid, 12345);
+	assert_string_equal(cfg->control, "/tmp/a b/s");
+	assert_int_equal(cfg->n_nis, 2);
+	assert_string_equal(cfg->nis[1].conf.nid, "10.0.0.2@tcp");
+	assert_int_equal(cfg->nis[1].conf.n_tunables, 1);
+	assert_string_equal(cfg->nis[1].conf.tunables[0].value, "64");
+	ulnetd_config_free(cfg);
+}
+
+static void test_load_file(void **state)
+{
+	char path[] = "/tmp/test_config_XXXXXX";
+	struct ulnetd_config *cfg = NULL;
+	char err[512];
+	int fd = mkstemp(path);
+
+	(void)state;
+	assert_true(fd >= 0);
+	assert_int_equal(write(fd, full_yaml, strlen(full_yaml)), (ssize_t)strlen(full_yaml));
+	close(fd);
+	assert_int_equal(ulnetd_config_load(path, &cfg, err, sizeof(err)), 0);
+	assert_string_equal(cfg->file, path);
+	assert_int_equal(cfg->n_nis, 3);
+	ulnetd_config_free(cfg);
+	unlink(path);
+
+	assert_int_equal(ulnetd_config_load(path, &cfg, err, sizeof(err)), -ENOENT);
+	assert_null(cfg);
+	assert_non_null(strstr(err, path));
+	assert_non_null(strstr(err, "No such file"));
+	ulnetd_config_free(NULL);
+}
+
+struct bad_case {
+	const char *name;
+	const char *yaml;
+	unsigned line;   /* expected "node.yaml:LINE: " prefix */
+	const char *msg; /* expected substring of the reason */
+};
+
+static const struct bad_case bad_cases[] = {
+	/* YAML syntax */
+	{ "syntax: unclosed flow", "node:\n  pid: [1, 2\n", 3, "YAML syntax error" },
+	{ "syntax: bad indentation", "node:\n    pid: 1\n  page_size: 4096\n", 3, "YAML syntax error" },
+	{ "syntax: tab", "node:\n\tpid: 1\n", 2, "YAML syntax error" },
+	{ "syntax: unterminated quote", "net:\n  - net type: \"tcp\n", 3, "YAML syntax error" },
+	{ "syntax: undefined alias", "node:\n  pid: *nope\n", 2, "YAML syntax error" },
+	{ "two documents", "node: {}\n---\nnet: []\n", 3, "more than one YAML document" },
+	/* unknown keys, one per level */
+	{ "unknown: top level", "node: {}\nroute: []\n", 2, "unknown key 'route' at top level" },
+	{ "unknown: node", "node:\n  pid: 1\n  pagesize: 4096\n", 3, "unknown key 'pagesize' in node" },
+	{ "unknown: global", "global:\n  discovery: 1\n  discover: 1\n", 3, "unknown key 'discover' in global" },
+	{ "unknown: net entry", "net:\n  - net type: tcp\n    local NI: []\n", 3, "unknown key 'local NI' in net entry" },
+	{ "unknown: NI", "net:\n  - net type: tcp\n    local NI(s):\n      - nid: 1.2.3.4@tcp\n        nids: x\n", 5,
+	  "unknown key 'nids' in local NI(s)" },
+	{ "unknown: tunables",
+	  "node:\n    pid: 12345\nnet:\n    - net type: tcp\n      local NI(s):\n        - nid: 127.0.0.2@tcp\n"
+	  "          tunables:\n              peer_credit: 8\n",
+	  8, "unknown key 'peer_credit' in tunables" },
+	{ "unknown: lo NI is checked too", "net:\n  - net type: lo\n    local NI(s):\n      - nid: 0@lo\n        foo: 1\n", 5,
+	  "unknown key 'foo' in local NI(s)" },
+	{ "duplicate key", "node:\n  pid: 1\n  pid: 2\n", 3, "duplicate key 'pid' in node" },
+	{ "duplicate tunable", "net:\n - net type: tcp\n   local NI(s):\n    - nid: 1.2.3.4@tcp\n      tunables: {credits: 1, credits: 2}\n",
+	  5, "duplicate key 'credits' in tunables" },
+	/* wrong types */
+	{ "type: root is a list", "- node\n", 1, "expected a mapping at top level" },
+	{ "type: root is a scalar", "hello\n", 1, "expected a mapping at top level" },
+	{ "type: node is a list", "node:\n  - pid: 1\n", 2, "expected a mapping for 'node', got a list" },
+	{ "type: net is a mapping", "net:\n  net type: tcp\n", 2, "expected a list for 'net', got a mapping" },
+	{ "type: pid is a word", "node:\n  pid: twelve\n", 2, "expected an integer for 'pid', got 'twelve'" },
+	{ "type: pid is quoted", "node:\n  pid: \"12\"\n", 2, "expected an integer for 'pid', got the string" },
+	{ "type: pid empty", "node:\n  pid:\n  control: /x\n", 2, "expected an integer for 'pid', got an empty value" },
+	{ "type: pid negative", "node:\n  pid: -1\n", 2, "'pid' out of range" },
+	{ "type: pid too big", "node:\n  pid: 4294967296\n", 2, "'pid' out of range" },
+	{ "type: pid octal-looking", "node:\n  pid: 0123\n", 2, "expected an integer for 'pid'" },
+	{ "type: control is a list", "node:\n  control: [a]\n", 2, "expected a string for 'control', got a list" },
+	{ "type: control empty", "node:\n  control: \"\"\n", 2, "empty value for 'control'" },
+	{ "control too long",
+	  "node:\n  control: /aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa\n",
+	  2, "control socket path too long" },
+	{ "type: tunable is a word", "net:\n - net type: tcp\n   local NI(s):\n    - nid: 1.2.3.4@tcp\n      tunables:\n        credits: many\n",
+	  6, "expected an integer for 'credits'" },
+	{ "type: tunable negative", "net:\n - net type: tcp\n   local NI(s):\n    - nid: 1.2.3.4@tcp\n      tunables:\n        credits: -8\n",
+	  6, "'credits' out of range" },
+	{ "type: tunables is a list", "net:\n - net type: tcp\n   local NI(s):\n    - nid: 1.2.3.4@tcp\n      tunables: [1]\n",
+	  5, "expected a mapping for 'tunables', got a list" },
+	{ "type: lnd tunable is a map", "net:\n - net type: tcp\n   local NI(s):\n    - nid: 1.2.3.4@tcp\n      lnd tunables:\n        accept_port: {a: 1}\n",
+	  6, "expected a string for 'accept_port', got a mapping" },
+	{ "type: lnd tunable empty", "net:\n - net type: tcp\n   local NI(s):\n    - nid: 1.2.3.4@tcp\n      lnd tunables:\n        accept_port:\n",
+	  6, "empty value for 'accept_port'" },
+	{ "type: local NI(s) is a mapping", "net:\n - net type: tcp\n   local NI(s):\n     nid: 1.2.3.4@tcp\n", 4,
+	  "expected a list for 'local NI(s)', got a mapping" },
+	{ "type: NI is a scalar", "net:\n - net type: tcp\n   local NI(s):\n     - 1.2.3.4@tcp\n", 4,
+	  "expected a mapping for 'local NI(s)', got a scalar" },
+	{ "type: nid is a list", "net:\n - net type: tcp\n   local NI(s):\n     - nid: [1.2.3.4@tcp]\n", 4,
+	  "expected a string for 'nid', got a list" },
+	{ "type: interfaces index", "net:\n - net type: tcp\n   local NI(s):\n     - interfaces:\n         first: eth0\n", 5,
+	  "expected an integer for 'interfaces index'" },
+	{ "type: interfaces empty", "net:\n - net type: tcp\n   local NI(s):\n     - interfaces: []\n", 4,
+	  "empty value for 'interfaces'" },
+	{ "type: interface name is a map", "net:\n - net type: tcp\n   local NI(s):\n     - interfaces: {0: {a: b}}\n", 4,
+	  "expected a string for 'interfaces', got a mapping" },
+	{ "type: global is a word", "global:\n  discovery: yes\n", 2, "expected an integer for 'discovery'" },
+	{ "type: key is a mapping", "node:\n  ? {a: 1}\n  : 2\n", 2, "expected a scalar key in node" },
+	{ "bad status", "net:\n - net type: tcp\n   local NI(s):\n     - nid: 1.2.3.4@tcp\n       status: sideways\n", 5,
+	  "bad status 'sideways'" },
+	/* page_size */
+	{ "page_size 3000", "node:\n    page_size: 3000\n", 2, "bad page_size 3000" },
+	{ "page_size 4097", "node:\n    page_size: 4097\n", 2, "bad page_size 4097" },
+	{ "page_size 4 MiB", "node:\n    page_size: 4194304\n", 2, "bad page_size 4194304" },
+	{ "page_size 2048", "node:\n    page_size: 2048\n", 2, "bad page_size 2048" },
+	{ "page_size 0", "node:\n    page_size: 0\n", 2, "bad page_size 0" },
+	{ "page_size 64k", "node:\n    page_size: 64k\n", 2, "expected an integer for 'page_size', got '64k'" },
+	/* NIDs and nets */
+	{ "bad nid: no @", "net:\n - net type: tcp\n   local NI(s):\n     - nid: 127.0.0.2\n", 4, "bad nid '127.0.0.2'" },
+	{ "bad nid: address", "net:\n - net type: tcp\n   local NI(s):\n     - nid: 127.0.0.300@tcp\n", 4,
+	  "bad nid '127.0.0.300@tcp'" },
+	{ "bad nid: lnd", "net:\n - net type: tcp\n   local NI(s):\n     - nid: 1.2.3.4@tcpx\n", 4, "bad nid '1.2.3.4@tcpx'" },
+	{ "nid on another net", "net:\n - net type: tcp\n   local NI(s):\n     - nid: 1.2.3.4@tcp1\n", 4,
+	  "nid '1.2.3.4@tcp1' is not on net 'tcp'" },
+	{ "nid empty", "net:\n - net type: tcp\n   local NI(s):\n     - nid: \"\"\n", 4, "empty value for 'nid'" },
+	{ "missing net type", "net:\n  - local NI(s):\n      - nid: 1.2.3.4@tcp\n", 2, "missing 'net type' in net entry" },
+	{ "missing net type: empty entry", "net:\n  - net type: tcp\n    local NI(s): [{nid: 1.2.3.4@tcp}]\n  -\n", 4,
+	  "missing 'net type' in net entry" },
+	{ "bad net type", "net:\n  - net type: ethernet\n    local NI(s): [{nid: 1.2.3.4@tcp}]\n", 2,
+	  "bad net type 'ethernet'" },
+	{ "net without NIs", "net:\n  - net type: tcp\n", 2, "net 'tcp' has no 'local NI(s)'" },
+	{ "NI without nid or interfaces", "net:\n  - net type: tcp\n    local NI(s):\n      - status: up\n", 4,
+	  "needs 'nid' or 'interfaces'" },
+};
+
+static void run_bad_case(void **state)
+{
+	const struct bad_case *bc = *state;
+	struct ulnetd_config *cfg = (struct ulnetd_config *)(uintptr_t)1;
+	char err[512], prefix[64];
+	int rc = ulnetd_config_parse("node.yaml", bc->yaml, strlen(bc->yaml), &cfg, err, sizeof(err));
+
+	assert_int_equal(rc, -EINVAL);
+	assert_null(cfg);
+	snprintf(prefix, sizeof(prefix), "node.yaml:%u: ", bc->line);
+	if (strncmp(err, prefix, strlen(prefix)) || !strstr(err, bc->msg)) {
+		print_error("case '%s'\n  got:  %s\n  want: %s...%s\n", bc->name, err, prefix, bc->msg);
+		fail();
+	}
+	/* The message is one line. */
+	assert_null(strchr(err, '\n'));
+}
+
+/* A short error buffer is cut, never overrun. */
+static void test_short_errbuf(void **state)
+{
+	struct ulnetd_config *cfg;
+	char err[12];
+
+	(void)state;
+	memset(err, 'x', sizeof(err));
+	assert_int_equal(ulnetd_config_parse("node.yaml", "node:\n  pid: x\n", 15, &cfg, err, 8), -EINVAL);
+	assert_int_equal(strlen(err), 7);
+	assert_int_equal(err[8], 'x');
+	assert_int_equal(ulnetd_config_parse("node.yaml", "node:\n  pid: x\n", 15, &cfg, NULL, 0), -EINVAL);
+}
+
+int main(void)
+{
+	static const struct CMUnitTest fixed[] = {
+		cmocka_unit_test(test_full),
+		cmocka_unit_test(test_minimal),
+		cmocka_unit_test(test_page_sizes),
+		cmocka_unit_test(test_flow_and_anchors),
+		cmocka_unit_test(test_load_file),
+		cmocka_unit_test(test_short_errbuf),
+	};
+	size_t nfixed = sizeof(fixed) / sizeof(fixed[0]);
+	size_t nbad = sizeof(bad_cases) / sizeof(bad_cases[0]);
+	struct CMUnitTest *tests = calloc(nfixed + nbad, sizeof(*tests));
+	int rc;
+
+	if (!tests)
+		return 1;
+	memcpy(tests, fixed, sizeof(fixed));
+	for (size_t i = 0; i < nbad; i++)
+		tests[nfixed + i] = (struct CMUnitTest){ .name = bad_cases[i].name, .test_func = run_bad_case,
+							 .initial_state = (void *)(uintptr_t)&bad_cases[i] };
+	rc = _cmocka_run_group_tests("config", tests, nfixed + nbad, NULL, NULL);
+	free(tests);
+	return rc;
+}
