@@ -281,8 +281,8 @@ int ulnet_hdr_unpack_nid16(const uint8_t *buf, size_t len, struct ulnet_hdr *out
 	rc = nid16_decode(buf, 0, "dest_nid", "dest_nid", &h.dest_nid, err);
 	if (rc)
 		return rc;
-	rc = nid16_decode(buf + ULNET_NID16_WIRE_SIZE, ULNET_NID16_WIRE_SIZE, "src_nid", "src_nid", &h.src_nid,
-			  err);
+	rc = nid16_decode(buf + ULNET_NID16_WIRE_SIZE, ULNET_NID16_WIRE_SIZE, "src_nid", "src_nid",
+			  &h.src_nid, err);
 	if (rc)
 		return rc;
 	*out = h;

@@ -35,7 +35,7 @@ int ulnet_ping_info_pack(const struct ulnet_ping_info *pi, uint8_t *out, size_t 
 			total += PING_NI4_SIZE;
 		} else {
 			if (nid->size != 12)
-				return -EINVAL; /* the only large size our decoder (and struct ulnet_nid) takes */
+				return -EINVAL; /* the only large size our decoder takes */
 			total += large_entry_size(nid->size);
 		}
 	}

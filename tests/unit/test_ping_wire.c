@@ -168,7 +168,8 @@ static const struct ping_case ping_cases[] = {
 	  .bad_field = "lnet_ni_large_status", .bad_off = 48,
 	  .hex = LE_MAGIC "3b000000" LE_PID "02000000" LE_LO "2a000000" "44000000"
 		 LE_TCP1 LE_UP "00100000" LE_UP N16_V6 },
-	{ .name = "bad ping: large entry with nid_size 8", .rc = -EPROTO, .bad_field = "ns_nid", .bad_off = 52,
+	{ .name = "bad ping: large entry with nid_size 8", .rc = -EPROTO, .bad_field = "ns_nid",
+	  .bad_off = 52,
 	  .hex = LE_MAGIC "3b000000" LE_PID "02000000" LE_LO "2a000000" "44000000"
 		 LE_TCP1 LE_UP "00100000" LE_UP "08020000" "20010db8" "00000000" "00000001" },
 };
@@ -274,6 +275,7 @@ static void test_unpack_keeps_max_nids(void **state)
 	const uint32_t nnis = ULNET_PING_INFO_MAX_NIDS + 2;
 	static uint8_t buf[16 + 16 * (ULNET_PING_INFO_MAX_NIDS + 2)];
 	struct ulnet_ping_info got;
+	const struct ulnet_ping_ni *last = &got.ni[ULNET_PING_INFO_MAX_NIDS - 1];
 	struct ulnet_wire_err err = { 0 };
 	size_t off;
 
@@ -289,8 +291,8 @@ static void test_unpack_keeps_max_nids(void **state)
 	assert_int_equal(ulnet_ping_info_unpack(buf, sizeof(buf), &got, &err), 0);
 	assert_int_equal(got.n_ni, ULNET_PING_INFO_MAX_NIDS);
 	assert_int_equal(got.ni[0].status, 9);
-	assert_int_equal(got.ni[ULNET_PING_INFO_MAX_NIDS - 1].nid.addr[0], 0x0a000000u | (ULNET_PING_INFO_MAX_NIDS - 1));
-	assert_int_equal(got.ni[ULNET_PING_INFO_MAX_NIDS - 1].msg_size, ULNET_PING_INFO_MAX_NIDS - 1);
+	assert_int_equal(last->nid.addr[0], 0x0a000000u | (ULNET_PING_INFO_MAX_NIDS - 1));
+	assert_int_equal(last->msg_size, ULNET_PING_INFO_MAX_NIDS - 1);
 }
 
 /* pi_nnis 4096 is the largest accepted count; the limit is on the wire count, not on what we keep. */
@@ -307,8 +309,8 @@ static void test_unpack_nnis_4096(void **state)
 	assert_non_null(got);
 	assert_int_equal(hex_decode(LE_MAGIC "1b000000" LE_PID "00100000", buf, 16), 16);
 	off = 16;
-	for (uint32_t i = 0; i < nnis; i++)
-		off += put_entry_le(buf + off, i == 0 ? ULNET_NID_LO_0 : UINT64_C(0x0005000000000000) | i, UP, 0);
+	for (uint32_t i = 0; i < nnis; i++) /* 0@lo, then 0.0.<i>@o2ib */
+		off += put_entry_le(buf + off, i ? UINT64_C(0x0005000000000000) | i : ULNET_NID_LO_0, UP, 0);
 	assert_int_equal(ulnet_ping_info_unpack(buf, off, got, &err), 0);
 	assert_int_equal(got->n_ni, ULNET_PING_INFO_MAX_NIDS);
 	assert_int_equal(got->ni[1].nid.type, ULNET_LND_O2IB);
