@@ -285,18 +285,18 @@ enum ulnet_match_rc ulnet__match_md(struct ulnet_node *node, struct ulnet_match 
 
 int ulnet__me_unlink_locked(struct ulnet_node *node, struct ulnet_me *me)
 {
-	if (me->md) {
-		struct ulnet_libmd *md = me->md;
+	struct ulnet_libmd *md = me->md;
 
+	if (md && md->refcount == 0) {
 		me->unlink = ULNET_UNLINK;
+		ulnet__md_unlink_locked(node, md); /* frees the MD and, with it, this ME */
+		return 0;
+	}
+	if (md) {
+		/* busy: detach the ME now so nothing new matches; the MD goes with its last message */
 		ulnet__md_unlink_locked(node, md);
-		if (md->refcount > 0) {
-			/* busy: detach the ME now so nothing new matches; the MD goes later */
-			md->me = NULL;
-			me->md = NULL;
-		} else {
-			return 0; /* md_free released the ME too */
-		}
+		md->me = NULL;
+		me->md = NULL;
 	}
 	ulnet_list_del(&me->ptl_link);
 	ulnet_list_del(&me->hash_link);
