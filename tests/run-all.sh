@@ -5,8 +5,8 @@ set -uo pipefail
 cd "$(dirname "$0")/.."
 passed=0 failed=0
 
-run_build() { # name, meson options...
-	local dir=$1; shift
+run_build() { # dir, "meson test args", meson setup options...
+	local dir=$1 targs=$2; shift 2
 	if [ ! -d "$dir" ]; then
 		meson setup "$dir" "$@" >"$dir.setup.log" 2>&1 || { cat "$dir.setup.log"; failed=$((failed + 1)); return; }
 	fi
@@ -15,7 +15,7 @@ run_build() { # name, meson options...
 		failed=$((failed + 1))
 		return
 	fi
-	meson test -C "$dir" --print-errorlogs --num-processes 2 2>&1 | tee "$dir.test.log" | grep -E '^ *[0-9]+/[0-9]+ ' || true
+	meson test -C "$dir" --print-errorlogs --num-processes 2 $targs 2>&1 | tee "$dir.test.log" | grep -E '^ *[0-9]+/[0-9]+ ' || true
 	local ok fail to
 	ok=$(sed -n 's/^Ok: *\([0-9]*\).*/\1/p' "$dir.test.log" | tail -1)
 	fail=$(sed -n 's/^Fail: *\([0-9]*\).*/\1/p' "$dir.test.log" | tail -1)
@@ -25,7 +25,9 @@ run_build() { # name, meson options...
 	if [ -z "$ok" ]; then failed=$((failed + 1)); fi
 }
 
-run_build build-gcc -Dbuildtype=debugoptimized
-CC=clang run_build build-asan -Dbuildtype=debug -Db_sanitize=address,undefined -Db_lundef=false
+run_build build-gcc "" -Dbuildtype=debugoptimized
+CC=clang run_build build-asan "" -Dbuildtype=debug -Db_sanitize=address,undefined -Db_lundef=false
+# ThreadSanitizer on the in-process suites (the loop thread against API callers)
+TSAN_OPTIONS=halt_on_error=1 CC=clang run_build build-tsan "--suite unit" -Dbuildtype=debug -Db_sanitize=thread -Db_lundef=false
 echo "${passed} passed, ${failed} failed"
 [ "$failed" -eq 0 ]

@@ -68,7 +68,7 @@ int ulnet_hdr_unpack_nid16(const uint8_t *buf, size_t len, struct ulnet_hdr *out
 
 /* struct lnet_nid, 20 bytes: size u8, type u8, num BE16, addr[4] BE32. Never swapped. */
 void ulnet_nid16_pack(const struct ulnet_nid *nid, uint8_t out[ULNET_NID16_WIRE_SIZE]);
-/* -EPROTO if nid_size is not 0 or 12 (any type) or the unused address words are not zero. */
+/* -EPROTO if nid_size is not 0 or 12 or the unused address words are not zero; type 0xff is ANY. */
 int ulnet_nid16_unpack(const uint8_t *buf, struct ulnet_nid *out, struct ulnet_wire_err *err);
 
 /* Ping info (struct lnet_ping_info). */
