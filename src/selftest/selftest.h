@@ -16,6 +16,7 @@
 #include "sst.h"
 
 struct ulnet_sst;
+struct ulnet_sst_result;
 
 /* Start the services on @node. 0, -ENOMEM, or the first ME/MD error. */
 int ulnet__sst_start(ulnet_node *node, struct ulnet_sst **out);

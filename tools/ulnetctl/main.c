@@ -1,2 +1,251 @@
 /* SPDX-License-Identifier: MIT */
-int main(void) { return 0; }
+/* ulnetctl: the command line client of a running ulnetd. It checks what it can without the node
+ * (command names, NIDs), forwards the command words over the control socket (ctl_proto.h) and prints
+ * what the daemon renders; the daemon owns every output format.
+ *
+ * Exit status: 0 success; 1 the node is unreachable or the operation failed; 2 usage error (unknown
+ * command or option, bad NID or argument), whether found here or by the daemon. Every failure is one
+ * line on stderr starting with "ulnetctl: ". */
+#include <errno.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <ulnet/ulnet.h>
+
+#include "config.h" /* Meson's: ULNET_VERSION */
+#include "ctl_proto.h"
+
+enum { EXIT_FAIL = 1, EXIT_USAGE = 2 };
+
+struct cmd {
+	const char *name;   /* words, as the daemon registers them */
+	const char *usage;
+	const char *help;
+	bool takes_nid;     /* first positional is [PID-]NID: check it here */
+};
+
+static const struct cmd cmds[] = {
+	{ "net show", "[-v] [--net NET] [--json]", "show the local NIs (-v: counters, tunables, credits)", false },
+	{ "export", "[--json]", "print the running configuration, usable as ulnetd -c input", false },
+	{ "ping", "[PID-]NID [--count N] [--timeout MS] [--json]",
+	  "ping NID: per reply the time and the target's NIDs", true },
+	{ "stats show", "[--json]", "show the node's message counters", false },
+	{ "peer show", "[-v] [--nid NID] [--json]", "show the peers (-v: credits, counters)", false },
+	{ "call", "WORD...", "send any command the daemon serves (`call help` lists them)", false },
+};
+#define N_CMDS (sizeof(cmds) / sizeof(cmds[0]))
+
+static void usage(FILE *f)
+{
+	fprintf(f, "usage: ulnetctl [--node PATH] COMMAND [ARGS]\n"
+		   "Talk to a running ulnetd over its control socket.\n\n"
+		   "  --node PATH     control socket of the node (default: $ULNET_NODE)\n"
+		   "  -h, --help      this text; COMMAND --help for one command\n"
+		   "  -V, --version   print the version\n\ncommands:\n");
+	for (size_t i = 0; i < N_CMDS; i++)
+		fprintf(f, "  %s %s\n      %s\n", cmds[i].name, cmds[i].usage, cmds[i].help);
+	fprintf(f, "\nOutput is YAML in lnetctl's layout, or JSON with --json.\n"
+		   "Exit status: 0 ok, 1 failure or unreachable node, 2 usage error.\n");
+}
+
+__attribute__((format(printf, 1, 2))) static void err(const char *fmt, ...)
+{
+	va_list ap;
+
+	fputs("ulnetctl: ", stderr);
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	fputc('\n', stderr);
+}
+
+/* Number of words of cmds[i].name matched by argv, 0 if none. */
+static size_t match(const char *name, int argc, char **argv)
+{
+	size_t n = 0;
+
+	for (const char *p = name;; n++) {
+		const char *sp = strchr(p, ' ');
+		size_t l = sp ? (size_t)(sp - p) : strlen(p);
+
+		if ((int)n >= argc || strlen(argv[n]) != l || strncmp(argv[n], p, l))
+			return 0;
+		if (!sp)
+			return n + 1;
+		p = sp + 1;
+	}
+}
+
+/* The first argument that is not an option or an option's value. */
+static const char *first_positional(int argc, char **argv)
+{
+	static const char *const with_value[] = { "--count", "-c", "--timeout", "--net", "--nid" };
+
+	for (int i = 0; i < argc; i++) {
+		bool takes = false;
+
+		if (argv[i][0] != '-' || !argv[i][1])
+			return argv[i];
+		for (size_t k = 0; k < sizeof(with_value) / sizeof(with_value[0]); k++)
+			takes |= !strcmp(argv[i], with_value[k]);
+		if (takes)
+			i++;
+	}
+	return NULL;
+}
+
+static int check_nid_arg(const char *s)
+{
+	const char *nid = s, *dash = strchr(s, '-'), *why = NULL;
+	struct ulnet_nid n;
+
+	if (dash && dash > s && strspn(s, "0123456789") == (size_t)(dash - s))
+		nid = dash + 1;
+	if (ulnet_nid_parse(nid, &n, &why)) {
+		err("bad NID '%s': %s", nid, why ? why : "invalid");
+		return -EINVAL;
+	}
+	return 0;
+}
+
+/* Send argv, print every frame. Returns the exit status. */
+static int run(const char *node, int argc, char **argv)
+{
+	const char *bad = NULL;
+	int fd, rc, status = EXIT_FAIL;
+
+	if ((rc = ulnetd_proto_connect(node, &fd))) {
+		err("cannot reach node at %s: %s", node, strerror(-rc));
+		return EXIT_FAIL;
+	}
+	if ((rc = ulnetd_proto_send_request(fd, argc, argv, &bad))) {
+		if (rc == -EINVAL && bad)
+			err("argument '%s' is empty or holds spaces or control characters", bad);
+		else if (rc == -E2BIG)
+			err("command line too long");
+		else
+			err("cannot talk to node at %s: %s", node, strerror(-rc));
+		close(fd);
+		return rc == -EINVAL || rc == -E2BIG ? EXIT_USAGE : EXIT_FAIL;
+	}
+	for (;;) {
+		int final, code;
+		char *body;
+		size_t len;
+
+		if ((rc = ulnetd_proto_recv_frame(fd, &final, &code, &body, &len))) {
+			if (rc == -ECONNRESET)
+				err("node at %s closed the connection", node);
+			else if (rc == -EPROTO)
+				err("node at %s sent a malformed answer", node);
+			else
+				err("cannot talk to node at %s: %s", node, strerror(-rc));
+			break;
+		}
+		if (!final || !code) {
+			fwrite(body, 1, len, stdout);
+			fflush(stdout);
+		}
+		if (final) {
+			if (code) {
+				/* the daemon's one-line reason; strip any newline it might hold */
+				body[strcspn(body, "\n")] = '\0';
+				err("%s", len ? body : strerror(-code));
+				status = code == -EINVAL ? EXIT_USAGE : EXIT_FAIL;
+			} else {
+				status = 0;
+			}
+			free(body);
+			break;
+		}
+		free(body);
+	}
+	close(fd);
+	return status;
+}
+
+int main(int argc, char **argv)
+{
+	const char *node = getenv("ULNET_NODE");
+	const struct cmd *c = NULL;
+	size_t words = 0;
+	int i;
+
+	for (i = 1; i < argc && argv[i][0] == '-'; i++) {
+		if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) {
+			usage(stdout);
+			return 0;
+		} else if (!strcmp(argv[i], "-V") || !strcmp(argv[i], "--version")) {
+			printf("ulnetctl %s\n", ULNET_VERSION);
+			return 0;
+		} else if (!strcmp(argv[i], "--node")) {
+			if (++i == argc) {
+				err("option '--node' needs a value");
+				return EXIT_USAGE;
+			}
+			node = argv[i];
+		} else if (!strncmp(argv[i], "--node=", 7)) {
+			node = argv[i] + 7;
+		} else {
+			err("unknown option '%s' (try 'ulnetctl --help')", argv[i]);
+			return EXIT_USAGE;
+		}
+	}
+	argc -= i;
+	argv += i;
+	if (!argc) {
+		usage(stderr);
+		return EXIT_USAGE;
+	}
+	if (!strcmp(argv[0], "help")) {
+		usage(stdout);
+		return 0;
+	}
+	for (size_t k = 0; k < N_CMDS; k++) {
+		size_t w = match(cmds[k].name, argc, argv);
+
+		if (w > words) {
+			c = &cmds[k];
+			words = w;
+		}
+	}
+	if (!c) {
+		err("unknown command '%s%s%s' (try 'ulnetctl --help')", argv[0], argc > 1 ? " " : "",
+		    argc > 1 ? argv[1] : "");
+		return EXIT_USAGE;
+	}
+	for (int k = (int)words; k < argc; k++) {
+		if (!strcmp(argv[k], "--help") || !strcmp(argv[k], "-h")) {
+			if (strcmp(c->name, "call")) {
+				printf("usage: ulnetctl [--node PATH] %s %s\n  %s\n", c->name, c->usage, c->help);
+				return 0;
+			}
+		}
+	}
+	if (!strcmp(c->name, "call")) {
+		argc--;
+		argv++;
+		if (!argc) {
+			err("call: missing command words");
+			return EXIT_USAGE;
+		}
+	} else if (c->takes_nid) {
+		const char *nid = first_positional(argc - (int)words, argv + words);
+
+		if (!nid) {
+			err("%s: missing NID", c->name);
+			return EXIT_USAGE;
+		}
+		if (check_nid_arg(nid))
+			return EXIT_USAGE;
+	}
+	if (!node || !*node) {
+		err("no node given (use --node PATH or set ULNET_NODE)");
+		return EXIT_USAGE;
+	}
+	return run(node, argc, argv);
+}

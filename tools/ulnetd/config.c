@@ -574,11 +574,16 @@ static int yaml_fail(struct cfgp *p, const yaml_parser_t *parser)
 		return oom(p);
 	if (p->errlen) {
 		const yaml_mark_t *m = parser->problem ? &parser->problem_mark : &parser->context_mark;
+		char ctx[160] = "";
 
-		snprintf(p->err, p->errlen, "%s:%zu: YAML syntax error: %s%s%s%s", p->file, m->line + 1,
-			 parser->problem ? parser->problem : "unknown problem",
-			 parser->context ? " (" : "", parser->context ? parser->context : "",
-			 parser->context ? ")" : "");
+		/* libyaml finds an unclosed construct where the file ends; say where it began */
+		if (parser->context && parser->context_mark.line != m->line)
+			snprintf(ctx, sizeof(ctx), " (%s started at line %zu)", parser->context,
+				 parser->context_mark.line + 1);
+		else if (parser->context)
+			snprintf(ctx, sizeof(ctx), " (%s)", parser->context);
+		snprintf(p->err, p->errlen, "%s:%zu: YAML syntax error: %s%s", p->file, m->line + 1,
+			 parser->problem ? parser->problem : "unknown problem", ctx);
 	}
 	return -EINVAL;
 }

@@ -172,8 +172,8 @@ static int dispatch(struct ulnetd *d, int argc, char **argv, struct ulnetd_out *
 			best = pv->cmds[i];
 			best_words = w;
 		}
-		first_word_known |= name_match(pv->cmds[i]->name, 1, argv) == 0 &&
-				    !strncmp(pv->cmds[i]->name, argv[0], strlen(argv[0])) &&
+		/* "net bogus": say which word is wrong */
+		first_word_known |= !strncmp(pv->cmds[i]->name, argv[0], strlen(argv[0])) &&
 				    pv->cmds[i]->name[strlen(argv[0])] == ' ';
 	}
 	if (!best) {

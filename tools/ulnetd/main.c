@@ -1,2 +1,154 @@
 /* SPDX-License-Identifier: MIT */
-int main(void) { return 0; }
+/* ulnetd: run one ulnet node in the foreground from a YAML file until SIGTERM/SIGINT, serving the
+ * control socket (control.c) that ulnetctl talks to. Startup order: config, signals blocked (so every
+ * thread the core starts inherits the mask), node, NIs, commands, control socket. Shutdown runs it
+ * backwards. Exit status: 0 after a signal, 1 on any startup error (one line on stderr), 2 on usage. */
+#include <errno.h>
+#include <getopt.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/signalfd.h>
+#include <unistd.h>
+
+#include "config.h" /* Meson's: ULNET_VERSION */
+#include "ulnetd.h"
+
+static void usage(FILE *f)
+{
+	fprintf(f,
+		"usage: ulnetd -c FILE [--control PATH] [-v]...\n"
+		"Run one ulnet node in the foreground until SIGTERM or SIGINT.\n"
+		"\n"
+		"  -c, --config FILE     node configuration (YAML, lnetctl export layout + node: section)\n"
+		"      --control PATH    control socket (overrides node: control in FILE)\n"
+		"  -v, --verbose         more log output (-v info, -vv debug and control requests)\n"
+		"  -h, --help            this text\n"
+		"  -V, --version         print the version\n");
+}
+
+static const char *const level_names[] = { "error", "warning", "info", "debug" };
+
+static void log_sink(int level, const char *subsys, const char *line)
+{
+	const char *lv = level >= 0 && level <= 3 ? level_names[level] : "?";
+
+	/* one fprintf = one locked write, so lines from threads do not interleave */
+	fprintf(stderr, "ulnetd: %s: %s: %s\n", lv, subsys ? subsys : "-", line);
+}
+
+int main(int argc, char **argv)
+{
+	static const struct option lopts[] = {
+		{ "config", required_argument, NULL, 'c' },
+		{ "control", required_argument, NULL, 'C' },
+		{ "verbose", no_argument, NULL, 'v' },
+		{ "help", no_argument, NULL, 'h' },
+		{ "version", no_argument, NULL, 'V' },
+		{ NULL, 0, NULL, 0 },
+	};
+	struct ulnetd d = { 0 };
+	struct ulnetd_config *cfg = NULL;
+	const char *config = NULL, *control = NULL;
+	char err[512];
+	sigset_t set;
+	int opt, rc, sigfd = -1, status = 1;
+
+	while ((opt = getopt_long(argc, argv, "c:vhV", lopts, NULL)) != -1) {
+		switch (opt) {
+		case 'c': config = optarg; break;
+		case 'C': control = optarg; break;
+		case 'v': d.verbose++; break;
+		case 'h': usage(stdout); return 0;
+		case 'V': printf("ulnetd %s (ulnet %s)\n", ULNET_VERSION, ulnet_version()); return 0;
+		default: usage(stderr); return 2;
+		}
+	}
+	if (optind < argc) {
+		fprintf(stderr, "ulnetd: unexpected argument '%s'\n", argv[optind]);
+		usage(stderr);
+		return 2;
+	}
+	if (!config) {
+		fprintf(stderr, "ulnetd: no configuration file (-c FILE)\n");
+		usage(stderr);
+		return 2;
+	}
+	if ((rc = ulnetd_config_load(config, &cfg, err, sizeof(err)))) {
+		fprintf(stderr, "ulnetd: %s\n", err);
+		return 1;
+	}
+	d.cfg = cfg;
+	d.config_path = config;
+	d.control_path = control ? control : cfg->control;
+	if (!d.control_path) {
+		fprintf(stderr, "ulnetd: %s: no control socket (set node: control, or --control PATH)\n", config);
+		goto out_cfg;
+	}
+	ulnet_log_set(log_sink, d.verbose >= 2 ? 3 : d.verbose ? 2 : 1);
+
+	/* Before any thread exists: the signals are only ever read from sigfd. */
+	sigemptyset(&set);
+	sigaddset(&set, SIGTERM);
+	sigaddset(&set, SIGINT);
+	pthread_sigmask(SIG_BLOCK, &set, NULL);
+	signal(SIGPIPE, SIG_IGN);
+	if ((sigfd = signalfd(-1, &set, SFD_CLOEXEC)) < 0) {
+		fprintf(stderr, "ulnetd: signalfd: %s\n", strerror(errno));
+		goto out_cfg;
+	}
+
+	if ((rc = ulnet_node_open(&cfg->opts, &d.node))) {
+		fprintf(stderr, "ulnetd: %s: cannot open the node: %s\n", config, ulnet_strerror(rc));
+		goto out_sig;
+	}
+	for (size_t i = 0; i < cfg->n_nis; i++) {
+		const struct ulnetd_ni_entry *ni = &cfg->nis[i];
+
+		if ((rc = ulnet_ni_add(d.node, &ni->conf))) {
+			fprintf(stderr, "ulnetd: %s:%u: cannot add NI %s: %s\n", config, ni->line,
+				ni->conf.nid ? ni->conf.nid : ni->conf.net, ulnet_strerror(rc));
+			goto out_node;
+		}
+	}
+
+	if ((rc = ulnetd_control_init(&d)) || (rc = ulnetd_lnet_register(&d))) {
+		fprintf(stderr, "ulnetd: cannot register commands: %s\n", strerror(-rc));
+		goto out_ctl;
+	}
+#ifdef ULNETD_HAVE_SELFTEST
+	if ((rc = ulnetd_selftest_register(&d))) {
+		fprintf(stderr, "ulnetd: cannot register selftest commands: %s\n", strerror(-rc));
+		goto out_ctl;
+	}
+#endif
+	if ((rc = ulnetd_control_open(&d, err, sizeof(err)))) {
+		fprintf(stderr, "ulnetd: %s\n", err);
+		goto out_ctl;
+	}
+	if (d.verbose) {
+		struct ulnet_nid nid;
+		char nb[ULNET_NID_STRLEN];
+
+		ulnet_node_primary_nid(d.node, &nid);
+		fprintf(stderr, "ulnetd: node %s pid %u page_size %u ready on %s\n",
+			ulnet_nid_format(&nid, nb, sizeof(nb)), ulnet_node_pid(d.node), ulnet_node_page_size(d.node),
+			d.control_path);
+	}
+	rc = ulnetd_control_run(&d, sigfd);
+	if (rc)
+		fprintf(stderr, "ulnetd: control: %s\n", strerror(-rc));
+	else
+		status = 0;
+out_ctl:
+	ulnetd_control_fini(&d); /* joins every handler before the node goes away */
+out_node:
+	ulnet_node_close(d.node);
+out_sig:
+	close(sigfd);
+out_cfg:
+	ulnetd_config_free(cfg);
+	return status;
+}

@@ -224,4 +224,183 @@ int tcplnd_rx_advance(struct tcplnd_rx *rx, size_t n);
 void tcplnd_rx_deliver(struct tcplnd_rx *rx, void *msg, const struct iovec *iov, unsigned niov, uint32_t mlen,
 		       uint32_t rlen);
 
+/* ---- the LND proper (tcp_conn.c, tcp_acceptor.c, tcp_lnd.c) ---- */
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include "lnd.h"
+#include "list.h"
+
+#define TCPLND_PEER_BUCKETS 256
+#define TCPLND_MAX_HELLO_CONNS 64        /* passive conns still in the handshake, per NI */
+#define TCPLND_ACCEPT_TIMEOUT_S 5        /* acceptor and passive HELLO deadline (accept_timeout) */
+#define TCPLND_KEEPALIVE_RETRY_S 10      /* at most one keepalive NOOP per peer this often */
+#define TCPLND_PEER_IDLE_S 60            /* forget a peer with nothing left this long */
+#define TCPLND_TX_BATCH_IOV 256          /* iovecs per writev */
+
+enum tcplnd_accept { TCPLND_ACCEPT_NONE, TCPLND_ACCEPT_ALL, TCPLND_ACCEPT_SECURE };
+
+struct tcplnd_tunables {
+	int accept_port;
+	int accept;            /* enum tcplnd_accept */
+	int timeout;           /* s: no progress on a started rx or a queued tx closes the conn */
+	int keepalive;         /* s: silence before a keepalive NOOP (V3+); 0 off */
+	int keepalive_idle, keepalive_intvl, keepalive_count; /* TCP keepalive */
+	int typed_conns;
+	int conns_per_peer;
+	int min_bulk;
+	int enable_csum;
+	int min_reconnectms, max_reconnectms;
+	int nagle;
+	int tx_buffer_size, rx_buffer_size;
+	int protocol;          /* 0: V3 (V4 for IPv6); 1..4 force what the active side offers first */
+	int zc_min_payload, nonblk_zcack; /* accepted for compatibility; we never request ZC */
+};
+
+enum tcplnd_conn_state {
+	TCPLND_CONN_CONNECTING,  /* non-blocking connect(); first POLLOUT -> read SO_ERROR */
+	TCPLND_CONN_HELLO_TX,    /* our connreq + HELLO (active) or HELLO reply (passive) going out */
+	TCPLND_CONN_HELLO_RX,    /* the peer's connreq (passive) and HELLO */
+	TCPLND_CONN_UP,          /* rx machine runs; tx queue drains on POLLOUT */
+	TCPLND_CONN_CLOSING,     /* no more I/O; freed by the next tick once the core is done with it */
+};
+const char *tcplnd_conn_state_name(enum tcplnd_conn_state s);
+
+struct tcplnd_net;
+struct tcplnd_peer;
+
+struct tcplnd_tx {
+	struct ulnet_list link;
+	struct ulnet_msg *msg;          /* NULL: a NOOP */
+	struct tcplnd_msg_hdr kh;
+	uint8_t hdr[TCPLND_TX_HDR_MAX];
+	uint32_t nob;                   /* header + payload on the wire (0 until prepared) */
+	uint32_t payload;               /* payload bytes */
+	uint64_t deadline;              /* while queued on the peer */
+	bool started;                   /* went into a writev: the header is frozen */
+	bool raw;                       /* hdr holds pre-packed bytes (our HELLO reply) */
+	bool carrier;                   /* a NOOP that takes pending ZC-ACKs when it goes out */
+	unsigned iov_first, niov;       /* unsent window of iov[] */
+	struct iovec *piov;             /* the message's payload fragments (borrowed) */
+	unsigned npiov;
+	struct iovec iov[];             /* [0] header, then payload */
+};
+
+struct tcplnd_conn {
+	struct ulnet_list link;         /* net->conns, then net->zombies */
+	struct ulnet_list plink;        /* peer->conns or net->hello_conns */
+	struct tcplnd_net *net;
+	struct tcplnd_peer *peer;       /* NULL until the HELLO (passive) */
+	struct ulnet_io io;
+	enum tcplnd_conn_state state;
+	bool passive;
+	bool up_after_tx;               /* HELLO_TX of a passive reply: go UP when it is out */
+	bool close_after_tx;            /* a NONE / version reply: close once it is out */
+	bool in_rx, in_flush;
+	bool parse_pending;             /* the core holds a header of ours and owes lnd_recv */
+	bool noop_queued;               /* a carrier NOOP is queued */
+	bool in_hello_list;             /* on net->hello_conns */
+	int ctype;                      /* our view */
+	uint32_t proto;
+	bool swab;
+	struct sockaddr_storage raddr;
+	socklen_t raddrlen;
+	uint16_t rport;
+	char name[96];                  /* for log lines */
+	struct tcplnd_hs hs;
+	uint8_t hello_out[TCPLND_ACCEPTOR_V2_SIZE + TCPLND_HELLO_NID16_SIZE];
+	size_t hello_len, hello_done;
+	struct tcplnd_rx *rx;           /* from UP on */
+	struct ulnet_list txq;
+	uint64_t tx_queued_nob;
+	struct tcplnd_zcacks zcacks;
+	uint64_t deadline;              /* handshake deadline */
+	uint64_t rx_progress, tx_progress;
+	int close_rc;                   /* an error seen where closing was not safe */
+};
+
+struct tcplnd_peer {
+	struct ulnet_list link;         /* hash bucket */
+	struct tcplnd_net *net;
+	struct ulnet_nid nid;
+	uint32_t pid;
+	bool userflag;                  /* connected from an unprivileged port: pid = port | USERFLAG */
+	uint32_t proto;                 /* of the live conns; 0 none */
+	uint32_t proto_hint;            /* what to offer next (after a version reply) */
+	uint64_t incarnation;
+	struct ulnet_list conns;        /* UP conns */
+	unsigned n_up[TCPLND_CONN_NTYPES], n_connecting[TCPLND_CONN_NTYPES];
+	struct ulnet_list txq;          /* waiting for a conn */
+	uint64_t retry_at, retry_ms;
+	uint64_t last_alive, keepalive_at, idle_since;
+	int last_error;
+};
+
+struct tcplnd_net {
+	struct ulnet_ni *ni;
+	struct ulnet_node *node;
+	struct ulnet_nid nid;
+	struct sockaddr_storage addr;   /* the NI's IP, port 0 */
+	socklen_t addrlen;
+	struct tcplnd_tunables tun;
+	uint64_t incarnation;
+	int lfd;
+	struct ulnet_io lio;
+	bool listen_paused;
+	struct ulnet_list peers[TCPLND_PEER_BUCKETS];
+	struct ulnet_list conns;
+	struct ulnet_list zombies;
+	struct ulnet_list hello_conns;  /* passive, in the handshake, oldest first */
+	unsigned n_hello, n_conns;
+	int next_port;                  /* connector's next privileged port */
+	bool no_priv_ports;             /* binding them is not permitted here */
+	bool shutting_down;
+	uint8_t slop[TCPLND_SLOP_SIZE];
+};
+
+/* tcp_conn.c */
+struct tcplnd_conn *tcplnd_conn_new(struct tcplnd_net *net, int fd, bool passive);
+/* Active: open a socket to @peer for @ctype. 0 or -errno (nothing left behind). */
+int tcplnd_conn_connect(struct tcplnd_peer *peer, int ctype);
+/* Close: no new I/O, fail queued messages with @rc, unhook from the peer. Idempotent. @why, when
+ * non-NULL, is logged at error level (one line); NULL closes quietly. */
+void tcplnd_conn_close(struct tcplnd_conn *conn, int rc, const char *why);
+void tcplnd_conn_free(struct tcplnd_conn *conn);
+/* Queue @tx (prepared for this conn here) and push what the socket takes. */
+void tcplnd_conn_queue(struct tcplnd_conn *conn, struct tcplnd_tx *tx);
+void tcplnd_conn_queue_noop(struct tcplnd_conn *conn, uint64_t c0, uint64_t c1);
+void tcplnd_conn_zcack(struct tcplnd_conn *conn, uint64_t cookie);
+/* After a delayed lnd_recv: go on receiving. */
+void tcplnd_conn_rx_resume(struct tcplnd_conn *conn);
+void tcplnd_conn_tick(struct tcplnd_conn *conn, uint64_t now);
+/* Passive: reply with our HELLO (ctype NONE) in @proto and close once it is out. */
+void tcplnd_conn_reply_none(struct tcplnd_conn *conn, uint32_t proto, const struct ulnet_nid *dst);
+/* Passive, accepted: queue our HELLO reply ahead of any message; @conn must be UP. */
+void tcplnd_conn_queue_hello(struct tcplnd_conn *conn, const struct tcplnd_hello *h);
+void tcplnd_conn_hello_list_del(struct tcplnd_conn *conn);
+/* Socket options of every conn (nagle, buffers, TCP keepalive). */
+void tcplnd_sock_setup(struct tcplnd_net *net, int fd);
+/* Arm the watcher for what the state needs. */
+void tcplnd_conn_update_io(struct tcplnd_conn *conn);
+void tcplnd_conn_name(struct tcplnd_conn *conn);
+void tcplnd_log_bad(struct tcplnd_conn *conn, const char *what, const struct ulnet_wire_err *err);
+
+/* tcp_acceptor.c */
+int tcplnd_acceptor_start(struct tcplnd_net *net);
+void tcplnd_acceptor_stop(struct tcplnd_net *net);
+void tcplnd_acceptor_tick(struct tcplnd_net *net);
+
+/* tcp_lnd.c: peers and policy */
+struct tcplnd_peer *tcplnd_peer_find(struct tcplnd_net *net, const struct ulnet_nid *nid, bool create);
+/* The HELLO is in: decide (race, incarnation, duplicates) and bring @conn UP, reply, or close. */
+void tcplnd_hello_done(struct tcplnd_conn *conn);
+/* @conn (active) ended before UP with @rc; @retry: lost a race or must renegotiate (not a failure). */
+void tcplnd_peer_connect_failed(struct tcplnd_peer *peer, int rc, bool retry, bool now);
+/* A conn of @peer went UP: hand it the messages it can carry. */
+void tcplnd_peer_conn_up(struct tcplnd_peer *peer, struct tcplnd_conn *conn);
+/* A conn of @peer closed (it was UP). */
+void tcplnd_peer_conn_down(struct tcplnd_peer *peer, struct tcplnd_conn *conn);
+void tcplnd_fill_hello(struct tcplnd_net *net, struct tcplnd_hello *h, uint32_t proto, const struct ulnet_nid *dst,
+		       int ctype);
+extern const struct ulnet_lnd_ops ulnet__tcplnd_ops;
+
 #endif

@@ -1,0 +1,965 @@
+/* SPDX-License-Identifier: MIT */
+/* One tcp LND connection: the socket adapter around the sans-I/O machines of tcp_fsm.c. It owns the
+ * fd, the io watcher, the tx queue and the close path; it does not decide which connections should
+ * exist (tcp_lnd.c does).
+ *
+ * Re-entrancy: ulnet__finalize() and ulnet__parse() may call lnd_send()/lnd_recv() back, which may
+ * queue on this very conn or close it. So: txs are unlinked before their messages are finalized,
+ * flushing never nests (in_flush), and every loop re-checks conn->state after such a call. A closed
+ * conn stays allocated (net->zombies) until the next tick, and longer while the core owes it an
+ * lnd_recv (parse_pending). */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <limits.h>
+#include <netinet/tcp.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/socket.h>
+#include <unistd.h>
+#include "tcp.h"
+
+#define RX_BUDGET (8u << 20) /* bytes per io callback before yielding to other fds */
+
+const char *tcplnd_conn_state_name(enum tcplnd_conn_state s)
+{
+	switch (s) {
+	case TCPLND_CONN_CONNECTING: return "CONNECTING";
+	case TCPLND_CONN_HELLO_TX: return "HELLO_TX";
+	case TCPLND_CONN_HELLO_RX: return "HELLO_RX";
+	case TCPLND_CONN_UP: return "UP";
+	case TCPLND_CONN_CLOSING: return "CLOSING";
+	}
+	return "?";
+}
+
+static void conn_set_state(struct tcplnd_conn *conn, enum tcplnd_conn_state next)
+{
+	ULNET_LOG(TCP, DEBUG, "%s: %s -> %s", conn->name, tcplnd_conn_state_name(conn->state),
+		  tcplnd_conn_state_name(next));
+	conn->state = next;
+}
+
+static void addr_str(const struct sockaddr_storage *ss, char *buf, size_t len, uint16_t *port)
+{
+	char ip[INET6_ADDRSTRLEN] = "?";
+
+	if (ss->ss_family == AF_INET) {
+		const struct sockaddr_in *in = (const struct sockaddr_in *)(const void *)ss;
+
+		inet_ntop(AF_INET, &in->sin_addr, ip, sizeof(ip));
+		*port = ntohs(in->sin_port);
+		snprintf(buf, len, "%s:%u", ip, *port);
+	} else if (ss->ss_family == AF_INET6) {
+		const struct sockaddr_in6 *in6 = (const struct sockaddr_in6 *)(const void *)ss;
+
+		inet_ntop(AF_INET6, &in6->sin6_addr, ip, sizeof(ip));
+		*port = ntohs(in6->sin6_port);
+		snprintf(buf, len, "[%s]:%u", ip, *port);
+	} else {
+		*port = 0;
+		snprintf(buf, len, "?");
+	}
+}
+
+void tcplnd_conn_name(struct tcplnd_conn *conn)
+{
+	char a[64], n[ULNET_NID_STRLEN];
+
+	addr_str(&conn->raddr, a, sizeof(a), &conn->rport);
+	if (conn->peer)
+		snprintf(conn->name, sizeof(conn->name), "%s(%s %s%s)", ulnet_nid_format(&conn->peer->nid, n, sizeof(n)),
+			 a, conn->passive ? "<-" : "->", tcplnd_ctype_name(conn->ctype));
+	else
+		snprintf(conn->name, sizeof(conn->name), "%s", a);
+}
+
+void tcplnd_log_bad(struct tcplnd_conn *conn, const char *what, const struct ulnet_wire_err *err)
+{
+	ULNET_LOG(TCP, ERR, "%s: %s: bad %s %llu (0x%llx) at byte %zu, limit %llu; closing", conn->name, what,
+		  err->field ? err->field : "?", (unsigned long long)err->got, (unsigned long long)err->got,
+		  err->offset, (unsigned long long)err->limit);
+}
+
+static void conn_io_cb(struct ulnet_io *io, uint32_t revents);
+
+struct tcplnd_conn *tcplnd_conn_new(struct tcplnd_net *net, int fd, bool passive)
+{
+	struct tcplnd_conn *conn = calloc(1, sizeof(*conn));
+
+	if (!conn)
+		return NULL;
+	conn->net = net;
+	conn->passive = passive;
+	conn->io.fd = fd;
+	conn->io.cb = conn_io_cb;
+	conn->io.data = conn;
+	conn->ctype = TCPLND_CONN_NONE;
+	ulnet_list_init(&conn->plink);
+	ulnet_list_init(&conn->txq);
+	conn->raddrlen = sizeof(conn->raddr);
+	if (passive && getpeername(fd, (struct sockaddr *)&conn->raddr, &conn->raddrlen) < 0)
+		conn->raddr.ss_family = AF_UNSPEC;
+	tcplnd_conn_name(conn);
+	ulnet_list_add_tail(&conn->link, &net->conns);
+	net->n_conns++;
+	conn->rx_progress = conn->tx_progress = ulnet__now_ns();
+	return conn;
+}
+
+void tcplnd_conn_free(struct tcplnd_conn *conn)
+{
+	ulnet_list_del(&conn->link);
+	free(conn->rx);
+	free(conn);
+}
+
+/* What the watcher listens for follows from the state; no interest at all removes it. */
+void tcplnd_conn_update_io(struct tcplnd_conn *conn)
+{
+	uint32_t ev = 0;
+	int rc;
+
+	switch (conn->state) {
+	case TCPLND_CONN_CONNECTING:
+	case TCPLND_CONN_HELLO_TX:
+		ev = EPOLLOUT;
+		break;
+	case TCPLND_CONN_HELLO_RX:
+		ev = EPOLLIN;
+		break;
+	case TCPLND_CONN_UP:
+		if (conn->rx->state != TCPLND_RX_PARSE_WAIT)
+			ev |= EPOLLIN;
+		if (!ulnet_list_empty(&conn->txq))
+			ev |= EPOLLOUT;
+		break;
+	case TCPLND_CONN_CLOSING:
+		return;
+	}
+	if (!ev) {
+		ulnet__io_stop(conn->net->node, &conn->io);
+		return;
+	}
+	rc = ulnet__io_start(conn->net->node, &conn->io, ev);
+	if (rc)
+		ULNET_LOG(TCP, ERR, "%s: epoll: %s", conn->name, strerror(-rc));
+}
+
+void tcplnd_conn_close(struct tcplnd_conn *conn, int rc, const char *why)
+{
+	struct tcplnd_net *net = conn->net;
+	enum tcplnd_conn_state prev = conn->state;
+	struct ulnet_list done, *p, *tmp;
+
+	if (prev == TCPLND_CONN_CLOSING)
+		return;
+	if (why)
+		ULNET_LOG(TCP, ERR, "%s: %s; closing", conn->name, why);
+	else
+		ULNET_LOG(TCP, DEBUG, "%s: closing (%s)", conn->name, strerror(rc < 0 ? -rc : rc));
+	conn_set_state(conn, TCPLND_CONN_CLOSING);
+	ulnet__io_stop(net->node, &conn->io);
+	if (conn->io.fd >= 0)
+		close(conn->io.fd);
+	conn->io.fd = -1;
+
+	/* unhook first, so what the finalizations below send cannot land here */
+	tcplnd_conn_hello_list_del(conn);
+	if (conn->peer) {
+		if (prev == TCPLND_CONN_UP)
+			tcplnd_peer_conn_down(conn->peer, conn);
+		else if (!conn->passive)
+			tcplnd_peer_connect_failed(conn->peer, rc, false, false);
+	}
+	ulnet_list_del(&conn->link);
+	ulnet_list_add_tail(&conn->link, &net->zombies);
+	net->n_conns--;
+
+	ulnet_list_init(&done);
+	ulnet_list_for_each_safe(p, tmp, &conn->txq) {
+		ulnet_list_del(p);
+		ulnet_list_add_tail(p, &done);
+	}
+	conn->tx_queued_nob = 0;
+	if (conn->rx && conn->rx->msg) {
+		void *msg = conn->rx->msg;
+
+		conn->rx->msg = NULL;
+		ulnet__finalize(msg, rc);
+	}
+	ulnet_list_for_each_safe(p, tmp, &done) {
+		struct tcplnd_tx *tx = ulnet_container_of(p, struct tcplnd_tx, link);
+
+		ulnet_list_del(p);
+		if (tx->msg)
+			ulnet__finalize(tx->msg, rc);
+		free(tx);
+	}
+}
+
+/* ---- handshake ---- */
+
+static void conn_hello_flush(struct tcplnd_conn *conn)
+{
+	while (conn->hello_done < conn->hello_len) {
+		ssize_t r = send(conn->io.fd, conn->hello_out + conn->hello_done, conn->hello_len - conn->hello_done,
+				 MSG_NOSIGNAL | MSG_DONTWAIT);
+
+		if (r < 0) {
+			char why[160];
+
+			if (errno == EAGAIN || errno == EWOULDBLOCK)
+				return;
+			if (errno == EINTR)
+				continue;
+			snprintf(why, sizeof(why), "sending the handshake: %s", strerror(errno));
+			tcplnd_conn_close(conn, -errno, conn->close_after_tx ? NULL : why);
+			return;
+		}
+		conn->hello_done += (size_t)r;
+	}
+	if (conn->close_after_tx) {
+		/* a NONE or version reply: the peer retries or gives up */
+		tcplnd_conn_close(conn, -ECONNABORTED, NULL);
+		return;
+	}
+	conn_set_state(conn, TCPLND_CONN_HELLO_RX);
+	tcplnd_hs_init(&conn->hs, false);
+	tcplnd_conn_update_io(conn);
+}
+
+/* Reply with @len bytes of @buf and close once they are out. */
+void tcplnd_conn_hello_list_del(struct tcplnd_conn *conn)
+{
+	if (conn->in_hello_list) {
+		ulnet_list_del(&conn->plink);
+		conn->net->n_hello--;
+		conn->in_hello_list = false;
+	}
+}
+
+static void conn_reply_close(struct tcplnd_conn *conn, const uint8_t *buf, size_t len)
+{
+	tcplnd_conn_hello_list_del(conn);
+	memcpy(conn->hello_out, buf, len);
+	conn->hello_len = len;
+	conn->hello_done = 0;
+	conn->close_after_tx = true;
+	conn_set_state(conn, TCPLND_CONN_HELLO_TX);
+	conn_hello_flush(conn);
+	if (conn->state == TCPLND_CONN_HELLO_TX)
+		tcplnd_conn_update_io(conn);
+}
+
+/* Our own HELLO with ctype NONE, in @proto: "lost the race / duplicate / retry". */
+static void conn_reply_none(struct tcplnd_conn *conn, uint32_t proto, const struct ulnet_nid *dst)
+{
+	struct tcplnd_hello h;
+	uint8_t buf[TCPLND_HELLO_NID16_SIZE];
+	int n;
+
+	tcplnd_fill_hello(conn->net, &h, proto, dst, TCPLND_CONN_NONE);
+	n = tcplnd_hello_pack(&h, buf, sizeof(buf));
+	if (n < 0) {
+		tcplnd_conn_close(conn, -EPROTO, NULL);
+		return;
+	}
+	conn_reply_close(conn, buf, (size_t)n);
+}
+
+void tcplnd_conn_reply_none(struct tcplnd_conn *conn, uint32_t proto, const struct ulnet_nid *dst)
+{
+	conn_reply_none(conn, proto, dst);
+}
+
+static void conn_hs_error(struct tcplnd_conn *conn, int rc)
+{
+	struct tcplnd_hs *hs = &conn->hs;
+	uint8_t buf[TCPLND_ACCEPTOR_V1_SIZE];
+
+	switch (hs->state) {
+	case TCPLND_HS_CONNREQ_PEEK:
+	case TCPLND_HS_CONNREQ:
+		if (rc == -EPROTONOSUPPORT ||
+		    (hs->err.got == TCPLND_PROTO_MAGIC || hs->err.got == ulnet_swab32(TCPLND_PROTO_MAGIC))) {
+			/* a newer acceptor protocol (or a unified-magic query): tell it ours */
+			tcplnd_log_bad(conn, "acceptor request (answering with version 1)", &hs->err);
+			tcplnd_connreq_pack_version(buf);
+			conn_reply_close(conn, buf, sizeof(buf));
+			return;
+		}
+		tcplnd_log_bad(conn, "acceptor request", &hs->err);
+		break;
+	default:
+		if (rc == -EPROTONOSUPPORT && conn->passive) {
+			/* unknown HELLO version: send ours (it tells the peer what we speak) and close */
+			tcplnd_log_bad(conn, "HELLO (answering with ours)", &hs->err);
+			conn_reply_none(conn, conn->net->nid.size ? TCPLND_PROTO_V4 : TCPLND_PROTO_V3, &conn->net->nid);
+			return;
+		}
+		tcplnd_log_bad(conn, "HELLO", &hs->err);
+		break;
+	}
+	tcplnd_conn_close(conn, -EPROTO, NULL);
+}
+
+static void conn_hello_rx(struct tcplnd_conn *conn)
+{
+	while (conn->state == TCPLND_CONN_HELLO_RX) {
+		uint8_t *buf;
+		size_t want = tcplnd_hs_buf(&conn->hs, &buf);
+		ssize_t r;
+		int ev;
+
+		if (!want)
+			return;
+		r = recv(conn->io.fd, buf, want, MSG_DONTWAIT);
+		if (r < 0) {
+			char why[160];
+
+			if (errno == EAGAIN || errno == EWOULDBLOCK)
+				return;
+			if (errno == EINTR)
+				continue;
+			snprintf(why, sizeof(why), "handshake read: %s", strerror(errno));
+			tcplnd_conn_close(conn, -errno, why);
+			return;
+		}
+		if (r == 0) {
+			char why[160];
+
+			snprintf(why, sizeof(why), "peer closed the connection during the handshake (%zu of %zu bytes of "
+				 "%s)", conn->hs.done, conn->hs.want,
+				 conn->hs.state <= TCPLND_HS_CONNREQ ? "the acceptor request" : "the HELLO");
+			tcplnd_conn_close(conn, -ECONNRESET, why);
+			return;
+		}
+		ev = tcplnd_hs_advance(&conn->hs, (size_t)r);
+		if (ev < 0) {
+			conn_hs_error(conn, ev);
+			return;
+		}
+		if (ev == TCPLND_HS_EV_CONNREQ && !ulnet_nid_equal(&conn->hs.connreq.nid, &conn->net->nid)) {
+			char why[200], a[ULNET_NID_STRLEN], b[ULNET_NID_STRLEN];
+
+			snprintf(why, sizeof(why), "acceptor request for %s: no matching NI (this one is %s)",
+				 ulnet_nid_format(&conn->hs.connreq.nid, a, sizeof(a)),
+				 ulnet_nid_format(&conn->net->nid, b, sizeof(b)));
+			tcplnd_conn_close(conn, -EPERM, why);
+			return;
+		}
+		if (ev == TCPLND_HS_EV_HELLO) {
+			tcplnd_hello_done(conn);
+			return;
+		}
+	}
+}
+
+/* ---- tx ---- */
+
+/* Prepare @tx for this conn's protocol: the header it carries and its iovec window. */
+static int tx_prep(struct tcplnd_conn *conn, struct tcplnd_tx *tx)
+{
+	const struct ulnet_msg_lnd_view *v;
+	size_t hlen = 0;
+	unsigned i;
+
+	tx->niov = 1;
+	tx->iov_first = 0;
+	if (tx->raw) {
+		tx->iov[0].iov_base = tx->hdr;
+		tx->iov[0].iov_len = tx->nob;
+		return 0;
+	}
+	if (!tx->msg) { /* NOOP (V2+) */
+		tx->iov[0].iov_base = tx->hdr;
+		tx->iov[0].iov_len = TCPLND_MSG_HDR_SIZE;
+		tx->nob = TCPLND_MSG_HDR_SIZE;
+		return 0;
+	}
+	v = ulnet__msg_view(tx->msg);
+	if (conn->proto == TCPLND_PROTO_V1) {
+		if (ulnet_hdr_pack_nid4(&v->hdr, tx->hdr))
+			return -EPROTO;
+		hlen = ULNET_HDR_NID4_SIZE;
+	} else if (conn->proto >= TCPLND_PROTO_V4) {
+		ulnet_hdr_pack_nid16(&v->hdr, tx->hdr + TCPLND_MSG_HDR_SIZE);
+		hlen = TCPLND_MSG_HDR_SIZE + ULNET_HDR_NID16_SIZE;
+	} else {
+		if (ulnet_hdr_pack_nid4(&v->hdr, tx->hdr + TCPLND_MSG_HDR_SIZE))
+			return -EPROTO;
+		hlen = TCPLND_MSG_HDR_SIZE + ULNET_HDR_NID4_SIZE;
+	}
+	tx->iov[0].iov_base = tx->hdr;
+	tx->iov[0].iov_len = hlen;
+	tx->nob = (uint32_t)hlen;
+	for (i = 0; i < tx->npiov; i++) {
+		if (!tx->piov[i].iov_len)
+			continue;
+		tx->iov[tx->niov++] = tx->piov[i];
+		tx->nob += (uint32_t)tx->piov[i].iov_len;
+	}
+	return 0;
+}
+
+/* First time @tx goes into a writev: settle its ksock header (piggybacked ZC-ACK, checksum). */
+static void tx_freeze(struct tcplnd_conn *conn, struct tcplnd_tx *tx)
+{
+	uint64_t c[2];
+
+	tx->started = true;
+	if (conn->proto == TCPLND_PROTO_V1 || tx->raw)
+		return;
+	if (!tx->msg) {
+		if (tx->kh.zc_cookies[1] == 0 && tcplnd_zcack_take(&conn->zcacks, conn->proto, c)) {
+			tx->kh.zc_cookies[0] = c[0];
+			tx->kh.zc_cookies[1] = c[1];
+		}
+	} else if (tx->kh.zc_cookies[1] == 0 && tcplnd_zcack_take(&conn->zcacks, TCPLND_PROTO_V2, c)) {
+		tx->kh.zc_cookies[1] = c[1];
+	}
+	tx->kh.csum = 0;
+	tcplnd_msg_hdr_pack(&tx->kh, tx->hdr);
+	if (conn->proto == TCPLND_PROTO_V2 && conn->net->tun.enable_csum) {
+		uint32_t crc = ~0u;
+		unsigned i;
+
+		for (i = 0; i < tx->niov; i++)
+			crc = tcplnd_crc32(crc, tx->iov[i].iov_base, tx->iov[i].iov_len);
+		tx->kh.csum = crc;
+		tcplnd_msg_hdr_pack(&tx->kh, tx->hdr);
+	}
+}
+
+static void conn_flush(struct tcplnd_conn *conn)
+{
+	struct iovec v[TCPLND_TX_BATCH_IOV];
+	struct ulnet_list done, *p, *tmp;
+
+	if (conn->in_flush || conn->state != TCPLND_CONN_UP)
+		return;
+	conn->in_flush = true;
+	while (conn->state == TCPLND_CONN_UP && !ulnet_list_empty(&conn->txq)) {
+		struct msghdr mh = { .msg_iov = v };
+		size_t total = 0, left;
+		unsigned n = 0, i;
+		ssize_t r;
+
+		for (p = conn->txq.next; p != &conn->txq && n < TCPLND_TX_BATCH_IOV; p = p->next) {
+			struct tcplnd_tx *tx = ulnet_container_of(p, struct tcplnd_tx, link);
+			bool raw = tx->raw;
+
+			if (!tx->started)
+				tx_freeze(conn, tx);
+			for (i = 0; i < tx->niov && n < TCPLND_TX_BATCH_IOV; i++) {
+				v[n++] = tx->iov[tx->iov_first + i];
+				total += tx->iov[tx->iov_first + i].iov_len;
+			}
+			/* the HELLO reply goes out on its own, so the first message starts a segment (tshark) */
+			if (raw)
+				break;
+		}
+		mh.msg_iovlen = n;
+		r = sendmsg(conn->io.fd, &mh, MSG_NOSIGNAL | MSG_DONTWAIT);
+		if (r < 0) {
+			char why[160];
+
+			if (errno == EAGAIN || errno == EWOULDBLOCK)
+				break;
+			if (errno == EINTR)
+				continue;
+			snprintf(why, sizeof(why), "write: %s", strerror(errno));
+			conn->in_flush = false;
+			tcplnd_conn_close(conn, errno == EPIPE ? -ECONNRESET : -errno, why);
+			return;
+		}
+		conn->tx_progress = ulnet__now_ns();
+		ulnet_list_init(&done);
+		for (left = (size_t)r; left;) {
+			struct tcplnd_tx *tx = ulnet_list_first(&conn->txq, struct tcplnd_tx, link);
+			struct iovec *iv = &tx->iov[tx->iov_first];
+
+			if (left >= iv->iov_len) {
+				left -= iv->iov_len;
+				tx->iov_first++;
+				tx->niov--;
+			} else {
+				iv->iov_base = (uint8_t *)iv->iov_base + left;
+				iv->iov_len -= left;
+				left = 0;
+			}
+			if (!tx->niov) {
+				ulnet_list_del(&tx->link);
+				ulnet_list_add_tail(&tx->link, &done);
+				conn->tx_queued_nob -= tx->nob;
+			}
+		}
+		ulnet_list_for_each_safe(p, tmp, &done) {
+			struct tcplnd_tx *tx = ulnet_container_of(p, struct tcplnd_tx, link);
+
+			ulnet_list_del(p);
+			if (tx->msg) {
+				ulnet__finalize(tx->msg, 0);
+			} else if (tx->carrier) {
+				conn->noop_queued = false;
+			}
+			free(tx);
+		}
+		if (conn->state == TCPLND_CONN_UP && conn->zcacks.n && !conn->noop_queued)
+			tcplnd_conn_queue_noop(conn, 0, 0);
+		if ((size_t)r < total)
+			break;
+	}
+	conn->in_flush = false;
+	if (conn->state == TCPLND_CONN_UP)
+		tcplnd_conn_update_io(conn);
+}
+
+void tcplnd_conn_queue_hello(struct tcplnd_conn *conn, const struct tcplnd_hello *h)
+{
+	struct tcplnd_tx *tx = calloc(1, sizeof(*tx) + sizeof(struct iovec));
+	int n;
+
+	if (!tx) {
+		tcplnd_conn_close(conn, -ENOMEM, "no memory for the HELLO reply");
+		return;
+	}
+	n = tcplnd_hello_pack(h, tx->hdr, sizeof(tx->hdr));
+	if (n < 0) {
+		free(tx);
+		tcplnd_conn_close(conn, -EPROTO, "cannot encode our HELLO reply");
+		return;
+	}
+	tx->raw = true;
+	tx->nob = (uint32_t)n;
+	/* ahead of everything: nothing may precede our HELLO on the wire */
+	tx_prep(conn, tx);
+	ulnet_list_add_head(&tx->link, &conn->txq);
+	conn->tx_queued_nob += tx->nob;
+	conn->tx_progress = ulnet__now_ns();
+	conn_flush(conn);
+}
+
+void tcplnd_conn_queue(struct tcplnd_conn *conn, struct tcplnd_tx *tx)
+{
+	if (tx_prep(conn, tx)) {
+		char n[ULNET_NID_STRLEN];
+
+		ULNET_LOG(TCP, ERR, "%s: a NID of the message does not fit protocol V%u (dest %s); dropping it",
+			  conn->name, conn->proto, ulnet_nid_format(&ulnet__msg_view(tx->msg)->hdr.dest_nid, n, sizeof(n)));
+		ulnet__finalize(tx->msg, -EPROTO);
+		free(tx);
+		return;
+	}
+	if (ulnet_list_empty(&conn->txq))
+		conn->tx_progress = ulnet__now_ns();
+	ulnet_list_add_tail(&tx->link, &conn->txq);
+	conn->tx_queued_nob += tx->nob;
+	conn_flush(conn);
+}
+
+void tcplnd_conn_queue_noop(struct tcplnd_conn *conn, uint64_t c0, uint64_t c1)
+{
+	struct tcplnd_tx *tx;
+
+	if (conn->proto == TCPLND_PROTO_V1 || conn->state != TCPLND_CONN_UP)
+		return;
+	tx = calloc(1, sizeof(*tx) + sizeof(struct iovec));
+	if (!tx) {
+		ULNET_LOG(TCP, ERR, "%s: no memory for a NOOP", conn->name);
+		return;
+	}
+	tx->kh.type = TCPLND_MSG_NOOP;
+	tx->kh.zc_cookies[0] = c0;
+	tx->kh.zc_cookies[1] = c1;
+	if (c1 == 0) {
+		tx->carrier = true; /* the ZC-ACK carrier: cookies are taken when it goes out */
+		conn->noop_queued = true;
+	}
+	tcplnd_conn_queue(conn, tx);
+}
+
+void tcplnd_conn_zcack(struct tcplnd_conn *conn, uint64_t cookie)
+{
+	struct ulnet_list *p;
+
+	if (conn->state != TCPLND_CONN_UP)
+		return;
+	/* piggyback on a queued message whose header is not settled yet */
+	for (p = conn->txq.next; p != &conn->txq; p = p->next) {
+		struct tcplnd_tx *tx = ulnet_container_of(p, struct tcplnd_tx, link);
+
+		if (!tx->started && tx->msg && tx->kh.zc_cookies[1] == 0) {
+			tx->kh.zc_cookies[1] = cookie;
+			return;
+		}
+	}
+	while (tcplnd_zcack_add(&conn->zcacks, cookie) == -ENOSPC) {
+		uint64_t c[2];
+
+		/* full: settle a NOOP now */
+		tcplnd_zcack_take(&conn->zcacks, conn->proto, c);
+		tcplnd_conn_queue_noop(conn, c[0], c[1]);
+		if (conn->state != TCPLND_CONN_UP)
+			return;
+	}
+	if (!conn->noop_queued)
+		tcplnd_conn_queue_noop(conn, 0, 0);
+}
+
+/* ---- rx ---- */
+
+static void conn_rx_event(struct tcplnd_conn *conn, int ev)
+{
+	struct tcplnd_rx *rx = conn->rx;
+	struct tcplnd_peer *peer = conn->peer;
+
+	for (;;) {
+		struct ulnet_hdr hdr;
+		void *msg;
+		int rc;
+
+		if (ev < 0) {
+			char what[64];
+
+			snprintf(what, sizeof(what), "rx %s", tcplnd_rx_state_name(rx->state));
+			tcplnd_log_bad(conn, what, &rx->err);
+			tcplnd_conn_close(conn, -EPROTO, NULL);
+			return;
+		}
+		switch (ev) {
+		case TCPLND_RX_EV_HDR:
+			hdr = rx->lhdr;
+			if (peer->userflag) {
+				/* a user-space peer is known by the address it connected from */
+				hdr.src_nid = peer->nid;
+				hdr.src_pid = peer->pid;
+			}
+			conn->parse_pending = true;
+			rc = ulnet__parse(conn->net->ni, &hdr, &peer->nid, conn);
+			if (rc < 0) {
+				/* the core logged why */
+				conn->parse_pending = false;
+				tcplnd_conn_close(conn, -EPROTO, NULL);
+				return;
+			}
+			if (conn->state != TCPLND_CONN_UP || rx->state == TCPLND_RX_PARSE_WAIT)
+				return; /* closed meanwhile, or the receive was delayed */
+			ev = tcplnd_rx_advance(rx, 0);
+			continue;
+		case TCPLND_RX_EV_DONE:
+			msg = rx->msg;
+			rx->msg = NULL;
+			if (rx->status) {
+				ULNET_LOG(TCP, ERR, "%s: checksum mismatch: wire 0x%08x, data 0x%08x; closing", conn->name,
+					  rx->kh.csum, rx->crc);
+				if (msg)
+					ulnet__finalize(msg, rx->status);
+				tcplnd_conn_close(conn, -EIO, NULL);
+				return;
+			}
+			if (rx->zc_cookie)
+				tcplnd_conn_zcack(conn, rx->zc_cookie);
+			if (msg)
+				ulnet__finalize(msg, 0);
+			return;
+		default: /* MORE, NOOP */
+			return;
+		}
+	}
+}
+
+static void conn_rx(struct tcplnd_conn *conn, uint32_t revents)
+{
+	size_t budget = RX_BUDGET;
+
+	conn->in_rx = true;
+	while (conn->state == TCPLND_CONN_UP && budget) {
+		struct tcplnd_rx *rx = conn->rx;
+		struct iovec *iov;
+		unsigned n = tcplnd_rx_bufs(rx, &iov);
+		ssize_t r;
+		uint64_t now;
+
+		if (!n) {
+			if (revents & EPOLLHUP)
+				tcplnd_conn_close(conn, -ECONNRESET, NULL);
+			break;
+		}
+		r = readv(conn->io.fd, iov, (int)(n < IOV_MAX ? n : IOV_MAX));
+		if (r < 0) {
+			char why[160];
+
+			if (errno == EAGAIN || errno == EWOULDBLOCK)
+				break;
+			if (errno == EINTR)
+				continue;
+			snprintf(why, sizeof(why), "read: %s (rx %s)", strerror(errno), tcplnd_rx_state_name(rx->state));
+			tcplnd_conn_close(conn, errno == ECONNRESET ? -ECONNRESET : -errno, why);
+			break;
+		}
+		if (r == 0) {
+			char why[200];
+
+			if (rx->started) {
+				snprintf(why, sizeof(why), "peer closed the connection mid-message (rx %s, %u payload bytes "
+					 "missing)", tcplnd_rx_state_name(rx->state), rx->mlen_left + rx->slop_left);
+				tcplnd_conn_close(conn, -ECONNRESET, why);
+			} else {
+				ULNET_LOG(TCP, INFO, "%s: closed by the peer", conn->name);
+				tcplnd_conn_close(conn, -ECONNRESET, NULL);
+			}
+			break;
+		}
+		now = ulnet__now_ns();
+		conn->rx_progress = now;
+		conn->peer->last_alive = now;
+		budget = (size_t)r >= budget ? 0 : budget - (size_t)r;
+		conn_rx_event(conn, tcplnd_rx_advance(rx, (size_t)r));
+	}
+	conn->in_rx = false;
+	if (conn->state == TCPLND_CONN_UP)
+		tcplnd_conn_update_io(conn);
+}
+
+void tcplnd_conn_rx_resume(struct tcplnd_conn *conn)
+{
+	conn->in_rx = true;
+	conn_rx_event(conn, tcplnd_rx_advance(conn->rx, 0));
+	conn->in_rx = false;
+	if (conn->state == TCPLND_CONN_UP)
+		tcplnd_conn_update_io(conn);
+}
+
+/* ---- io callback ---- */
+
+static void conn_io_cb(struct ulnet_io *io, uint32_t revents)
+{
+	struct tcplnd_conn *conn = io->data;
+	int err = 0;
+	socklen_t len = sizeof(err);
+	char why[200];
+
+	switch (conn->state) {
+	case TCPLND_CONN_CONNECTING:
+		if (getsockopt(conn->io.fd, SOL_SOCKET, SO_ERROR, &err, &len) < 0)
+			err = errno;
+		if (err) {
+			snprintf(why, sizeof(why), "connect: %s", strerror(err));
+			/* refusals are routine while a peer restarts: say so once, at warning level */
+			ULNET_LOG(TCP, WARN, "%s: %s", conn->name, why);
+			tcplnd_conn_close(conn, err == ETIMEDOUT ? -ETIMEDOUT : -EHOSTUNREACH, NULL);
+			return;
+		}
+		conn_set_state(conn, TCPLND_CONN_HELLO_TX);
+		conn_hello_flush(conn);
+		if (conn->state == TCPLND_CONN_HELLO_TX)
+			tcplnd_conn_update_io(conn);
+		return;
+	case TCPLND_CONN_HELLO_TX:
+		conn_hello_flush(conn);
+		return;
+	case TCPLND_CONN_HELLO_RX:
+		conn_hello_rx(conn);
+		return;
+	case TCPLND_CONN_UP:
+		if (revents & EPOLLERR) {
+			if (getsockopt(conn->io.fd, SOL_SOCKET, SO_ERROR, &err, &len) < 0)
+				err = errno;
+			snprintf(why, sizeof(why), "socket error: %s", strerror(err ? err : EIO));
+			tcplnd_conn_close(conn, err == ECONNRESET || !err ? -ECONNRESET : -err, why);
+			return;
+		}
+		if (revents & (EPOLLIN | EPOLLHUP))
+			conn_rx(conn, revents);
+		if (conn->state == TCPLND_CONN_UP && (revents & EPOLLOUT))
+			conn_flush(conn);
+		return;
+	case TCPLND_CONN_CLOSING:
+		return;
+	}
+}
+
+/* ---- active open ---- */
+
+void tcplnd_sock_setup(struct tcplnd_net *net, int fd)
+{
+	const struct tcplnd_tunables *t = &net->tun;
+	int one = 1, v;
+
+	if (!t->nagle)
+		setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+	if (t->tx_buffer_size > 0)
+		setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &t->tx_buffer_size, sizeof(int));
+	if (t->rx_buffer_size > 0)
+		setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &t->rx_buffer_size, sizeof(int));
+	if (t->keepalive_idle > 0 && t->keepalive_intvl > 0 && t->keepalive_count > 0) {
+		setsockopt(fd, SOL_SOCKET, SO_KEEPALIVE, &one, sizeof(one));
+		v = t->keepalive_idle;
+		setsockopt(fd, IPPROTO_TCP, TCP_KEEPIDLE, &v, sizeof(v));
+		v = t->keepalive_intvl;
+		setsockopt(fd, IPPROTO_TCP, TCP_KEEPINTVL, &v, sizeof(v));
+		v = t->keepalive_count;
+		setsockopt(fd, IPPROTO_TCP, TCP_KEEPCNT, &v, sizeof(v));
+	}
+}
+
+static void set_port(struct sockaddr_storage *ss, uint16_t port)
+{
+	if (ss->ss_family == AF_INET)
+		((struct sockaddr_in *)(void *)ss)->sin_port = htons(port);
+	else
+		((struct sockaddr_in6 *)(void *)ss)->sin6_port = htons(port);
+}
+
+/* A non-blocking socket bound to the NI's address, privileged port if we may, connecting to @to. */
+static int open_connect(struct tcplnd_net *net, const struct sockaddr_storage *to, socklen_t tolen, int *fdp)
+{
+	struct sockaddr_storage local = net->addr;
+	int tries = TCPLND_MAX_RESERVED_PORT - TCPLND_MIN_RESERVED_PORT + 1;
+	int one = 1;
+
+	for (;;) {
+		int fd = socket(to->ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0), rc;
+		int port = 0;
+
+		if (fd < 0)
+			return -errno;
+		setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+		if (!net->no_priv_ports) {
+			port = net->next_port;
+			net->next_port = port > TCPLND_MIN_RESERVED_PORT ? port - 1 : TCPLND_MAX_RESERVED_PORT;
+		}
+		set_port(&local, (uint16_t)port);
+		if (bind(fd, (struct sockaddr *)&local, net->addrlen) < 0) {
+			rc = -errno;
+			close(fd);
+			if (port && (rc == -EACCES || rc == -EPERM)) {
+				ULNET_LOG(TCP, INFO, "binding privileged source ports is not permitted; connecting from "
+					  "any port (peers with accept=secure will refuse us)");
+				net->no_priv_ports = true;
+				continue;
+			}
+			if (port && rc == -EADDRINUSE && --tries > 0)
+				continue;
+			return rc == -EADDRINUSE && port ? -EADDRINUSE : rc;
+		}
+		tcplnd_sock_setup(net, fd);
+		if (connect(fd, (const struct sockaddr *)to, tolen) == 0 || errno == EINPROGRESS) {
+			*fdp = fd;
+			return 0;
+		}
+		rc = -errno;
+		close(fd);
+		/* this 4-tuple is taken: try the next port */
+		if (port && (rc == -EADDRNOTAVAIL || rc == -EADDRINUSE) && --tries > 0)
+			continue;
+		return rc;
+	}
+}
+
+int tcplnd_conn_connect(struct tcplnd_peer *peer, int ctype)
+{
+	struct tcplnd_net *net = peer->net;
+	struct sockaddr_storage to;
+	socklen_t tolen;
+	struct tcplnd_conn *conn;
+	struct tcplnd_hello h;
+	uint32_t proto;
+	int fd, n, m, rc;
+
+	memset(&to, 0, sizeof(to));
+	if (peer->nid.size == 0) {
+		struct sockaddr_in *in = (struct sockaddr_in *)(void *)&to;
+
+		in->sin_family = AF_INET;
+		in->sin_addr.s_addr = htonl(peer->nid.addr[0]);
+		in->sin_port = htons((uint16_t)net->tun.accept_port);
+		tolen = sizeof(*in);
+	} else {
+		struct sockaddr_in6 *in6 = (struct sockaddr_in6 *)(void *)&to;
+		int i;
+
+		in6->sin6_family = AF_INET6;
+		for (i = 0; i < 4; i++) {
+			uint32_t w = htonl(peer->nid.addr[i]);
+
+			memcpy(&in6->sin6_addr.s6_addr[4 * i], &w, 4);
+		}
+		in6->sin6_port = htons((uint16_t)net->tun.accept_port);
+		tolen = sizeof(*in6);
+	}
+	if (to.ss_family != net->addr.ss_family)
+		return -EAFNOSUPPORT;
+	rc = open_connect(net, &to, tolen, &fd);
+	if (rc)
+		return rc;
+	conn = tcplnd_conn_new(net, fd, false);
+	if (!conn) {
+		close(fd);
+		return -ENOMEM;
+	}
+	memcpy(&conn->raddr, &to, tolen);
+	conn->raddrlen = tolen;
+	conn->peer = peer;
+	conn->ctype = ctype;
+	proto = peer->proto_hint ? peer->proto_hint
+		: net->tun.protocol ? (uint32_t)net->tun.protocol
+		: peer->nid.size ? TCPLND_PROTO_V4 : TCPLND_PROTO_V3;
+	conn->proto = proto;
+	tcplnd_conn_name(conn);
+	n = tcplnd_connreq_pack(&peer->nid, conn->hello_out, sizeof(conn->hello_out));
+	tcplnd_fill_hello(net, &h, proto, &peer->nid, ctype);
+	m = n < 0 ? n : tcplnd_hello_pack(&h, conn->hello_out + n, sizeof(conn->hello_out) - (size_t)n);
+	if (m < 0) {
+		/* e.g. a forced V1..V3 towards an IPv6 NID */
+		conn->peer = NULL;
+		tcplnd_conn_close(conn, -EPROTO, NULL);
+		return -EPROTONOSUPPORT;
+	}
+	conn->hello_len = (size_t)(n + m);
+	peer->n_connecting[ctype]++;
+	conn->deadline = ulnet__now_ns() + (uint64_t)net->tun.timeout * 1000000000ull;
+	conn->state = TCPLND_CONN_CONNECTING;
+	ULNET_LOG(TCP, DEBUG, "%s: connecting, protocol V%u", conn->name, proto);
+	tcplnd_conn_update_io(conn);
+	return 0;
+}
+
+void tcplnd_conn_tick(struct tcplnd_conn *conn, uint64_t now)
+{
+	uint64_t tmo = (uint64_t)conn->net->tun.timeout * 1000000000ull;
+	char why[200];
+
+	switch (conn->state) {
+	case TCPLND_CONN_CONNECTING:
+	case TCPLND_CONN_HELLO_TX:
+	case TCPLND_CONN_HELLO_RX:
+		if (now > conn->deadline) {
+			snprintf(why, sizeof(why), "handshake timed out in %s (%zu of %zu bytes)",
+				 tcplnd_conn_state_name(conn->state),
+				 conn->state == TCPLND_CONN_HELLO_RX ? conn->hs.done : conn->hello_done,
+				 conn->state == TCPLND_CONN_HELLO_RX ? conn->hs.want : conn->hello_len);
+			tcplnd_conn_close(conn, -ETIMEDOUT, why);
+		}
+		return;
+	case TCPLND_CONN_UP:
+		if (conn->rx->started && now - conn->rx_progress > tmo) {
+			snprintf(why, sizeof(why), "no data for %d s in the middle of a message (rx %s, %u bytes missing; "
+				 "lnd tunable timeout)", conn->net->tun.timeout, tcplnd_rx_state_name(conn->rx->state),
+				 conn->rx->mlen_left + conn->rx->slop_left);
+			tcplnd_conn_close(conn, -ETIMEDOUT, why);
+			return;
+		}
+		if (!ulnet_list_empty(&conn->txq) && now - conn->tx_progress > tmo) {
+			snprintf(why, sizeof(why), "could not send for %d s (%llu bytes queued; lnd tunable timeout)",
+				 conn->net->tun.timeout, (unsigned long long)conn->tx_queued_nob);
+			tcplnd_conn_close(conn, -ETIMEDOUT, why);
+		}
+		return;
+	case TCPLND_CONN_CLOSING:
+		return;
+	}
+}

@@ -1,0 +1,221 @@
+# SPDX-License-Identifier: MIT
+# shellcheck shell=bash
+# Shared helpers for ulnet integration scenarios (tests/integration/test_*.sh). Source it, call
+# ul_init, then start nodes from YAML heredocs:
+#
+#     source "${SRC:-$(dirname "$0")/../..}/tests/integration/lib.sh"
+#     ul_init
+#     ul_start_node n1 <<EOF
+#     net:
+#         - net type: tcp
+#           local NI(s):
+#             - nid: $(ul_addr 7 1)@tcp
+#               interfaces: {0: lo}
+#     EOF
+#     ul_ctl n1 ping "$(ul_addr 7 1)@tcp" || ul_fail "ping failed"
+#
+# Environment: BUILD (build dir) and SRC (source dir), passed by tests/integration/meson.build; when
+# unset they default to $SRC/build and the repository holding this file. UL_KEEP=1 keeps the temp dir.
+# UL_PYTHON picks the python3 for ul_json (default /usr/bin/python3). Scripts may call "$UL_PYTHON",
+# "$ULNETD" and "$ULNETCTL" directly; $UL_TMP is the scratch directory.
+#
+# Functions (all fail the test through ul_fail unless noted):
+#   ul_init                  make the temp dir $UL_TMP, find $ULNETD / $ULNETCTL, install the EXIT
+#                            trap: it SIGTERMs (then SIGKILLs after 5 s) only the ulnetd processes
+#                            this script started, and prints every node's log if the script fails.
+#   ul_addr T N              echo 127.T.0.N: give each test its own T (the loopback block), each
+#                            node its own N, so nodes keep the real LNet port (988).
+#   ul_start_node NAME [ULNETD_ARGS...] < YAML
+#                            write stdin to $UL_TMP/NAME/node.yaml, start
+#                            `ulnetd -c node.yaml --control $UL_TMP/NAME/ctl.sock ARGS` in the
+#                            background (output in $UL_TMP/NAME/ulnetd.log), then ul_wait_ready.
+#                            The YAML needs no node: control (--control overrides it).
+#   ul_wait_ready NAME [SECONDS]
+#                            poll `ulnetctl --node SOCK net show` until it succeeds (default 10 s);
+#                            fails at the deadline or as soon as ulnetd exits.
+#   ul_stop_node NAME [SIGNAL] [SECONDS]
+#                            send SIGNAL (default TERM), wait up to SECONDS (default 10) for the exit;
+#                            sets UL_STATUS to ulnetd's exit status. Does not judge the status.
+#   ul_dir NAME / ul_sock NAME / ul_pid NAME / ul_log NAME
+#                            echo the node's directory, control socket, PID, log file.
+#   ul_ctl NAME ARGS...      run `ulnetctl --node SOCK ARGS...`; returns its status (no ul_fail).
+#   ul_run OUT ERR CMD...    run CMD with stdout in file OUT and stderr in file ERR; sets UL_STATUS;
+#                            always returns 0 (for commands that are expected to fail).
+#   ul_json FILE PYEXPR      load JSON from FILE as `j` in python3 and fail unless PYEXPR is true:
+#                            ul_json out.json 'j["net"][0]["net type"] == "lo"'
+#   ul_one_line FILE REGEX   fail unless FILE has exactly one line and it matches REGEX (grep -E).
+#   ul_diff WANT_FILE GOT_FILE WHAT
+#                            fail with a unified diff unless the files are equal.
+#   ul_step MSG / ul_fail MSG
+#                            progress line on stderr / "FAIL: MSG" and exit 1 (the trap prints logs).
+
+UL_TMP=
+UL_STATUS=0
+declare -gA UL_PID=()
+declare -ga UL_NODES=()
+
+ul_step() { printf '== %s\n' "$*" >&2; }
+
+ul_fail()
+{
+	printf 'FAIL: %s\n' "$*" >&2
+	exit 1
+}
+
+ul_addr() { printf '127.%d.0.%d' "$1" "$2"; }
+ul_dir() { printf '%s/%s' "$UL_TMP" "$1"; }
+ul_sock() { printf '%s/%s/ctl.sock' "$UL_TMP" "$1"; }
+ul_log() { printf '%s/%s/ulnetd.log' "$UL_TMP" "$1"; }
+ul_pid() { printf '%s' "${UL_PID[$1]:-}"; }
+
+# true while PID runs (a zombie counts as gone: it is our child and exited).
+ul__alive()
+{
+	local pid=$1 state
+	[[ -r /proc/$pid/stat ]] || return 1
+	read -r _ _ state _ < "/proc/$pid/stat" 2>/dev/null || return 1
+	[[ $state != Z && $state != X ]]
+}
+
+ul__now_ms() { date +%s%3N; }
+
+ul__cleanup()
+{
+	local rc=$? name pid deadline
+	trap - EXIT
+	set +e # cleanup goes on whatever fails
+	for name in "${UL_NODES[@]}"; do
+		pid=${UL_PID[$name]:-}
+		[[ -n $pid ]] && ul__alive "$pid" && kill -TERM "$pid" 2>/dev/null
+	done
+	deadline=$(( $(ul__now_ms) + 5000 ))
+	for name in "${UL_NODES[@]}"; do
+		pid=${UL_PID[$name]:-}
+		[[ -n $pid ]] || continue
+		while ul__alive "$pid" && (( $(ul__now_ms) < deadline )); do sleep 0.05; done
+		if ul__alive "$pid"; then
+			printf 'cleanup: ulnetd %s (pid %s) ignored SIGTERM; killing it\n' "$name" "$pid" >&2
+			kill -KILL "$pid" 2>/dev/null
+		fi
+		wait "$pid" 2>/dev/null
+	done
+	if (( rc != 0 )); then
+		for name in "${UL_NODES[@]}"; do
+			printf -- '---- %s: %s ----\n' "$name" "$(ul_log "$name")" >&2
+			cat "$(ul_log "$name")" >&2 2>/dev/null
+		done
+		printf -- '---- end of logs (temp dir %s) ----\n' "$UL_TMP" >&2
+	fi
+	if [[ -n $UL_TMP && ${UL_KEEP:-0} != 1 ]]; then
+		rm -rf "$UL_TMP"
+	fi
+	exit "$rc"
+}
+
+ul_init()
+{
+	local here
+	here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+	SRC=${SRC:-$(cd "$here/../.." && pwd)}
+	BUILD=${BUILD:-$SRC/build}
+	ULNETD=$BUILD/tools/ulnetd/ulnetd
+	ULNETCTL=$BUILD/tools/ulnetctl/ulnetctl
+	[[ -x $ULNETD ]] || ul_fail "no ulnetd at $ULNETD (BUILD=$BUILD)"
+	[[ -x $ULNETCTL ]] || ul_fail "no ulnetctl at $ULNETCTL (BUILD=$BUILD)"
+	# the system python starts in 40 ms; version-manager shims can take ten times that
+	UL_PYTHON=${UL_PYTHON:-$(command -v /usr/bin/python3 || command -v python3)} || ul_fail "no python3"
+	# short: a unix socket path holds at most 107 bytes
+	UL_TMP=$(mktemp -d "${TMPDIR:-/tmp}/ulnet.XXXXXX") || ul_fail "mktemp"
+	unset ULNET_NODE
+	trap ul__cleanup EXIT
+}
+
+ul_ctl()
+{
+	local name=$1
+	shift
+	"$ULNETCTL" --node "$(ul_sock "$name")" "$@"
+}
+
+ul_run()
+{
+	local out=$1 err=$2
+	shift 2
+	UL_STATUS=0
+	"$@" >"$out" 2>"$err" || UL_STATUS=$?
+	return 0
+}
+
+ul_wait_ready()
+{
+	local name=$1 secs=${2:-10} pid deadline
+	pid=${UL_PID[$name]:-}
+	[[ -n $pid ]] || ul_fail "ul_wait_ready: no node '$name'"
+	deadline=$(( $(ul__now_ms) + secs * 1000 ))
+	while :; do
+		if ! ul__alive "$pid"; then
+			UL_STATUS=0
+			wait "$pid" 2>/dev/null || UL_STATUS=$?
+			ul_fail "ulnetd $name exited during startup (status $UL_STATUS)"
+		fi
+		if "$ULNETCTL" --node "$(ul_sock "$name")" net show >/dev/null 2>&1; then
+			return 0
+		fi
+		(( $(ul__now_ms) < deadline )) || ul_fail "ulnetd $name not ready after ${secs}s"
+		sleep 0.05
+	done
+}
+
+ul_start_node()
+{
+	local name=$1 dir
+	shift
+	[[ -z ${UL_PID[$name]:-} ]] || ul_fail "ul_start_node: node '$name' already started"
+	dir=$(ul_dir "$name")
+	mkdir -p "$dir"
+	cat > "$dir/node.yaml"
+	"$ULNETD" -c "$dir/node.yaml" --control "$dir/ctl.sock" "$@" >"$dir/ulnetd.log" 2>&1 &
+	UL_PID[$name]=$!
+	UL_NODES+=("$name")
+	ul_wait_ready "$name"
+}
+
+ul_stop_node()
+{
+	local name=$1 sig=${2:-TERM} secs=${3:-10} pid deadline
+	pid=${UL_PID[$name]:-}
+	[[ -n $pid ]] || ul_fail "ul_stop_node: no node '$name'"
+	kill -"$sig" "$pid" 2>/dev/null
+	deadline=$(( $(ul__now_ms) + secs * 1000 ))
+	while ul__alive "$pid"; do
+		(( $(ul__now_ms) < deadline )) || ul_fail "ulnetd $name still running ${secs}s after SIG$sig"
+		sleep 0.05
+	done
+	UL_STATUS=0
+	wait "$pid" 2>/dev/null || UL_STATUS=$?
+	UL_PID[$name]=
+}
+
+ul_json()
+{
+	"$UL_PYTHON" - "$1" "$2" <<'PY' || ul_fail "JSON check failed: $2 (file $1: $(head -c 400 "$1"))"
+import json, sys
+with open(sys.argv[1]) as f:
+    j = json.load(f)
+if not eval(sys.argv[2], {"j": j}):
+    sys.exit(1)
+PY
+}
+
+ul_one_line()
+{
+	local file=$1 re=$2 n
+	n=$(wc -l < "$file")
+	(( n == 1 )) || ul_fail "expected one line in $file, got $n: $(cat "$file")"
+	grep -Eq -- "$re" "$file" || ul_fail "'$(cat "$file")' does not match /$re/"
+}
+
+ul_diff()
+{
+	diff -u "$1" "$2" >&2 || ul_fail "$3 differs from the expected text (diff above: - want, + got)"
+}

@@ -1,0 +1,51 @@
+# SPDX-License-Identifier: MIT
+# shellcheck shell=bash
+# Shared by test_selftest_*.sh: two ulnetd nodes on tcp (loopback block 127.T.0.x), one with 4 KiB
+# and one with 64 KiB pages, and the ulnet-selftest console. Source after lib.sh.
+
+SST=${BUILD:-$SRC/build}/tools/ulnet-selftest/ulnet-selftest
+
+# Exit 77 (skipped) when this build has no working tcp LND yet; anything else must start.
+sst_require_tcp()
+{
+	local t=$1 dir="$UL_TMP/probe" pid i
+	mkdir -p "$dir"
+	printf 'net:\n    - net type: tcp\n      local NI(s):\n        - nid: %s@tcp\n          interfaces: {0: lo}\n' \
+		"$(ul_addr "$t" 99)" > "$dir/node.yaml"
+	"$ULNETD" -c "$dir/node.yaml" --control "$dir/ctl.sock" >"$dir/log" 2>&1 &
+	pid=$!
+	for i in $(seq 100); do
+		"$ULNETCTL" --node "$dir/ctl.sock" net show >/dev/null 2>&1 && break
+		kill -0 "$pid" 2>/dev/null || break
+		sleep 0.05
+	done
+	if ! kill -0 "$pid" 2>/dev/null; then
+		wait "$pid" 2>/dev/null
+		if grep -Eqi 'not built|not supported|no such lnd|unknown lnd|EPROTONOSUPPORT' "$dir/log"; then
+			echo "SKIP: no tcp LND in this build: $(head -c 300 "$dir/log")" >&2
+			exit 77
+		fi
+		ul_fail "probe ulnetd with a tcp NI did not start: $(cat "$dir/log")"
+	fi
+	kill -TERM "$pid"; wait "$pid" 2>/dev/null || true
+}
+
+# sst_two_nodes T: n1 = 127.T.0.1 (page 4096), n2 = 127.T.0.2 (page 65536).
+sst_two_nodes()
+{
+	local t=$1 n ps
+	for n in 1 2; do
+		ps=$(( n == 1 ? 4096 : 65536 ))
+		ul_start_node "n$n" <<YAML
+node:
+    page_size: $ps
+net:
+    - net type: tcp
+      local NI(s):
+        - nid: $(ul_addr "$t" "$n")@tcp
+          interfaces: {0: lo}
+YAML
+	done
+	N1=$(ul_addr "$t" 1)@tcp
+	N2=$(ul_addr "$t" 2)@tcp
+}

@@ -1,0 +1,59 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
+# brw read and write between two ulnetd (4 KiB and 64 KiB pages), both directions, sizes 1, 4095,
+# 4097, 65535 and 1 MiB at offsets 0, 1, 4095, 4097 and 65537 (where offset + size <= 1 MiB),
+# check=full: every run must report zero errors. Then ping, and a one-shot demo table.
+set -u
+source "${SRC:-$(dirname "$0")/../..}/tests/integration/lib.sh"
+source "${SRC:-$(dirname "$0")/../..}/tests/integration/sst_common.sh"
+ul_init
+[[ -x $SST ]] || ul_fail "no ulnet-selftest at $SST"
+sst_require_tcp 40
+sst_two_nodes 40
+
+runs=0
+for dir in "n1 $N1 $N2" "n2 $N2 $N1"; do
+	read -r node from to <<<"$dir"
+	for rw in write read; do
+		for size in 1 4095 4097 65535 1048576; do
+			for off in 0 1 4095 4097 65537; do
+				(( off + size <= 1048576 )) || continue
+				out=$UL_TMP/brw.json
+				ul_run "$out" "$UL_TMP/brw.err" "$SST" --node "$(ul_sock "$node")" --json brw "$rw" \
+					--from "$from" --to "$to" --size "$size" --offset "$off" --check full \
+					--concurrency 2 --count 4 --timeout 10
+				[[ $UL_STATUS == 0 ]] || ul_fail "brw $rw $from->$to size $size off $off: status $UL_STATUS: $(cat "$out" "$UL_TMP/brw.err")"
+				ul_json "$out" "j['ok'] and j['rpcs'] == 4 and j['bytes'] == 4 * $size and j['errors'] == {'timeout': 0, 'mismatch': 0, 'refused': 0, 'peer_gone': 0}"
+				runs=$((runs + 1))
+			done
+		done
+	done
+done
+ul_step "$runs brw runs clean"
+
+ul_step "json keys and direction"
+ul_run "$UL_TMP/w.json" "$UL_TMP/w.err" "$SST" --node "$(ul_sock n1)" --json brw write --from "$N1" --to "$N2" \
+	--size 1M --offset 4097 --concurrency 8 --duration 1 --check full
+[[ $UL_STATUS == 0 ]] || ul_fail "1 s write: $(cat "$UL_TMP/w.json" "$UL_TMP/w.err")"
+ul_json "$UL_TMP/w.json" "j['test'] == 'brw write' and j['direction'] == 'client\u2192server' and set(j['latency_us']) == {'p50', 'p99', 'max'} and j['MBps'] > 0 and abs(j['MiBps'] * 1048576 - j['MBps'] * 1e6) < 1e6 and j['rate'] > 0"
+ul_run "$UL_TMP/r.txt" "$UL_TMP/r.err" "$SST" --node "$(ul_sock n2)" brw read --from "$N2" --to "$N1" \
+	--size 65535 --offset 1 --duration 1
+[[ $UL_STATUS == 0 ]] || ul_fail "1 s read: $(cat "$UL_TMP/r.txt" "$UL_TMP/r.err")"
+ul_one_line "$UL_TMP/r.txt" 'server→client.*MB/s \(.*MiB/s\).*msg/s.*p50.*p99.*max.*timeout 0, mismatch 0, refused 0, peer gone 0: ok$'
+grep -q $'\r' "$UL_TMP/r.txt" && ul_fail "progress line written to a non-terminal"
+
+ul_step "ping"
+ul_run "$UL_TMP/p.json" "$UL_TMP/p.err" "$SST" --node "$(ul_sock n1)" --json ping --from "$N1" --to "$N2" --count 50
+[[ $UL_STATUS == 0 ]] || ul_fail "ping: $(cat "$UL_TMP/p.json" "$UL_TMP/p.err")"
+ul_json "$UL_TMP/p.json" "j['ok'] and j['rpcs'] == 50"
+
+ul_step "bad arguments: usage and exit 2, never a crash"
+for args in "" "brw" "brw sideways" "brw write" "brw write --from $N1" "brw write --from $N1 --to $N2 --size 0" \
+	"brw write --from $N1 --to $N2 --size 2M" "brw write --from $N1 --to nonsense" \
+	"brw write --from $N1 --to $N2 --check maybe" "brw write --from $N1 --to $N2 --concurrency 0" \
+	"brw write --from $N2 --to $N1" "ping --from $N1 --to $N2 --duration -1" "frobnicate"; do
+	# shellcheck disable=SC2086
+	ul_run "$UL_TMP/u.out" "$UL_TMP/u.err" "$SST" --node "$(ul_sock n1)" $args
+	[[ $UL_STATUS == 2 ]] || ul_fail "'$args': status $UL_STATUS, want 2: $(cat "$UL_TMP/u.err")"
+done
+exit 0

@@ -1,0 +1,42 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
+# Faults: a corrupted transfer is a data mismatch with its byte offset (server-side hook for read,
+# client-side hook for write); a server killed mid-test is "peer gone" within the RPC timeout and
+# the console exits non-zero without hanging.
+set -u
+source "${SRC:-$(dirname "$0")/../..}/tests/integration/lib.sh"
+source "${SRC:-$(dirname "$0")/../..}/tests/integration/sst_common.sh"
+ul_init
+[[ -x $SST ]] || ul_fail "no ulnet-selftest at $SST"
+sst_require_tcp 41
+sst_two_nodes 41
+
+ul_step "read: server corrupts byte 12345"
+"$SST" --node "$(ul_sock n2)" inject --count 1 --at 12345 >/dev/null || ul_fail "inject"
+ul_run "$UL_TMP/r.json" "$UL_TMP/r.err" "$SST" --node "$(ul_sock n1)" --json brw read --from "$N1" --to "$N2" \
+	--size 65535 --offset 4097 --count 5
+[[ $UL_STATUS == 1 ]] || ul_fail "corrupted read: status $UL_STATUS: $(cat "$UL_TMP/r.json" "$UL_TMP/r.err")"
+ul_json "$UL_TMP/r.json" "not j['ok'] and j['errors']['mismatch'] == 1 and j['mismatch_offset'] == 12345 and j['rpcs'] == 4"
+
+ul_step "write: client corrupts byte 4096, the server finds it"
+ul_run "$UL_TMP/w.txt" "$UL_TMP/w.err" "$SST" --node "$(ul_sock n2)" brw write --from "$N2" --to "$N1" \
+	--size 1M --corrupt-at 4096 --corrupt-count 1 --count 3
+[[ $UL_STATUS == 1 ]] || ul_fail "corrupted write: status $UL_STATUS: $(cat "$UL_TMP/w.txt" "$UL_TMP/w.err")"
+grep -q 'mismatch 1,.*FAILED' "$UL_TMP/w.txt" || ul_fail "no mismatch: $(cat "$UL_TMP/w.txt")"
+grep -q 'first data mismatch at byte 4096 of the transfer' "$UL_TMP/w.txt" || ul_fail "no offset: $(cat "$UL_TMP/w.txt")"
+
+ul_step "server killed mid-test: peer gone, non-zero exit, no hang"
+start=$(date +%s)
+"$SST" --node "$(ul_sock n1)" --json brw write --from "$N1" --to "$N2" --size 1M --concurrency 4 \
+	--duration 60 --timeout 5 >"$UL_TMP/k.json" 2>"$UL_TMP/k.err" &
+cpid=$!
+sleep 2
+ul_stop_node n2 KILL
+st=0
+for _ in $(seq 300); do kill -0 "$cpid" 2>/dev/null || break; sleep 0.1; done
+kill -0 "$cpid" 2>/dev/null && { kill "$cpid"; ul_fail "console still running 30 s after the kill"; }
+wait "$cpid" || st=$?
+(( st != 0 )) || ul_fail "console exited 0 after its server died"
+(( $(date +%s) - start < 25 )) || ul_fail "took $(( $(date +%s) - start )) s"
+ul_json "$UL_TMP/k.json" "not j['ok'] and j['errors']['peer_gone'] >= 1 and j['rpcs'] > 0"
+exit 0

@@ -1,0 +1,541 @@
+/* SPDX-License-Identifier: MIT */
+/* ulnet-selftest: the selftest console (docs/selftest.md). It drives a local ulnetd over its control
+ * socket; that node is the test client (--from must be one of its NIDs) and --to is any node that
+ * serves lnet_selftest RPCs (another ulnetd or a kernel node with lnet_selftest loaded).
+ *
+ * Every result line names the direction of the data, MB/s and MiB/s, the RPC rate, latency
+ * percentiles and classified errors; --json prints one object per test instead. Exit status: 0 when
+ * every test is ok, 1 when a test saw errors, 2 for bad arguments, 3 when the node cannot run it. */
+#include <errno.h>
+#include <math.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <ulnet/ulnet.h>
+
+#include "ctl_proto.h"
+
+#define EXIT_TESTFAIL 1
+#define EXIT_USAGE 2
+#define EXIT_NODE 3
+
+static const char usage_text[] =
+	"usage: ulnet-selftest [--node PATH] [--json] brw read|write --from NID --to NID [--size N[k|M]]\n"
+	"                      [--offset N] [--check none|simple|full] [--concurrency N] [--duration SEC]\n"
+	"                      [--count N] [--timeout SEC] [--corrupt-at N --corrupt-count N]\n"
+	"       ulnet-selftest [--node PATH] [--json] ping --from NID --to NID [--concurrency N] [--duration SEC]\n"
+	"       ulnet-selftest [--node PATH] inject [--count N] [--at N]\n"
+	"       ulnet-selftest [--node PATH] stat [--json]\n"
+	"       ulnet-selftest [--node PATH] [--json] batch FILE   (one test per line: brw ...|ping ...)\n"
+	"--node defaults to $ULNET_NODE; --from must be a NID of that node.\n";
+
+static int usage(const char *fmt, const char *arg)
+{
+	if (fmt) {
+		fprintf(stderr, "ulnet-selftest: ");
+		fprintf(stderr, fmt, arg ? arg : "");
+		fprintf(stderr, "\n");
+	}
+	fputs(usage_text, stderr);
+	return EXIT_USAGE;
+}
+
+/* "4097", "1M", "64k" -> bytes. */
+static int parse_size(const char *s, unsigned long long max, unsigned long long *out)
+{
+	char *end;
+	unsigned long long v;
+
+	if (!s || !*s || *s == '-')
+		return -EINVAL;
+	errno = 0;
+	v = strtoull(s, &end, 10);
+	if (errno || end == s)
+		return -EINVAL;
+	if (*end == 'k' || *end == 'K')
+		v *= 1024, end++;
+	else if (*end == 'm' || *end == 'M')
+		v *= 1024 * 1024, end++;
+	if (*end || v > max)
+		return -EINVAL;
+	*out = v;
+	return 0;
+}
+
+static int parse_secs(const char *s, double *out)
+{
+	char *end;
+	double v;
+
+	if (!s || !*s)
+		return -EINVAL;
+	v = strtod(s, &end);
+	if (*end || !(v > 0) || v > 86400)
+		return -EINVAL;
+	*out = v;
+	return 0;
+}
+
+/* ---- control connection ---- */
+
+struct conn {
+	int fd;
+	const char *path;
+};
+
+/* Send @argv; deliver partial frames to @on_partial; return the final rc and body. */
+static int request(struct conn *c, int argc, char **argv, void (*on_partial)(const char *, void *), void *arg,
+		   char **body)
+{
+	const char *bad = NULL;
+	int rc = ulnetd_proto_send_request(c->fd, argc, argv, &bad);
+
+	*body = NULL;
+	if (rc)
+		return rc;
+	for (;;) {
+		int final = 0, frc = 0;
+		size_t len;
+		char *b = NULL;
+		rc = ulnetd_proto_recv_frame(c->fd, &final, &frc, &b, &len);
+		if (rc)
+			return rc;
+		if (final) {
+			*body = b;
+			return frc;
+		}
+		if (on_partial)
+			on_partial(b, arg);
+		free(b);
+	}
+}
+
+/* ---- tiny JSON field reader for the daemon's flat result object ---- */
+
+static double jnum(const char *j, const char *key)
+{
+	char pat[64];
+	const char *p;
+
+	snprintf(pat, sizeof(pat), "\"%s\":", key);
+	p = strstr(j, pat);
+	return p ? strtod(p + strlen(pat), NULL) : 0;
+}
+
+static void jstr(const char *j, const char *key, char *out, size_t cap)
+{
+	char pat[64];
+	const char *p;
+	size_t n = 0;
+
+	snprintf(pat, sizeof(pat), "\"%s\":\"", key);
+	p = strstr(j, pat);
+	out[0] = '\0';
+	if (!p)
+		return;
+	for (p += strlen(pat); *p && *p != '"' && n + 1 < cap; p++) {
+		if (*p == '\\' && p[1])
+			p++;
+		out[n++] = *p;
+	}
+	out[n] = '\0';
+}
+
+/* ---- one test ---- */
+
+struct test {
+	bool brw, write;
+	const char *from, *to;
+	unsigned long long size, offset, count, concurrency, corrupt_at, corrupt_count;
+	const char *check;
+	double duration, timeout;
+	bool json, tty;
+};
+
+struct result {
+	double seconds, bytes, rpcs, p50, p99, max;
+	unsigned long long timeout, mismatch, refused, peer_gone;
+	long long mismatch_offset;
+	char first_error[200];
+};
+
+static void result_parse(const char *j, struct result *r)
+{
+	r->seconds = jnum(j, "seconds");
+	r->bytes = jnum(j, "bytes");
+	r->rpcs = jnum(j, "rpcs_ok");
+	r->p50 = jnum(j, "lat_p50_us");
+	r->p99 = jnum(j, "lat_p99_us");
+	r->max = jnum(j, "lat_max_us");
+	r->timeout = (unsigned long long)jnum(j, "timeout");
+	r->mismatch = (unsigned long long)jnum(j, "mismatch");
+	r->refused = (unsigned long long)jnum(j, "refused");
+	r->peer_gone = (unsigned long long)jnum(j, "peer_gone");
+	r->mismatch_offset = (long long)jnum(j, "mismatch_offset");
+	jstr(j, "first_error", r->first_error, sizeof(r->first_error));
+}
+
+static const char *direction(const struct test *t)
+{
+	if (!t->brw)
+		return "client\u2194server";
+	return t->write ? "client\u2192server" : "server\u2192client";
+}
+
+static void on_progress(const char *body, void *arg)
+{
+	const struct test *t = arg;
+	struct result r;
+	double s;
+
+	memset(&r, 0, sizeof(r));
+	result_parse(body, &r);
+	s = r.seconds > 0 ? r.seconds : 1;
+	printf("\r\033[K  %s %.0fs: %.2f MB/s (%.2f MiB/s), %.0f msg/s, errors %llu", direction(t), r.seconds,
+	       r.bytes / s / 1e6, r.bytes / s / 1048576.0, r.rpcs / s,
+	       r.timeout + r.mismatch + r.refused + r.peer_gone);
+	fflush(stdout);
+}
+
+static bool print_result(const struct test *t, const struct result *r)
+{
+	double s = r->seconds > 0 ? r->seconds : 1e-9;
+	double mbps = r->bytes / s / 1e6, mibps = r->bytes / s / 1048576.0, rate = r->rpcs / s;
+	bool ok = !r->timeout && !r->mismatch && !r->refused && !r->peer_gone;
+	char name[32];
+
+	snprintf(name, sizeof(name), "%s", t->brw ? (t->write ? "brw write" : "brw read") : "ping");
+	if (t->json) {
+		printf("{\"test\":\"%s\",\"direction\":\"%s\",\"from\":\"%s\",\"to\":\"%s\",", name, direction(t),
+		       t->from, t->to);
+		if (t->brw)
+			printf("\"size\":%llu,\"offset\":%llu,\"check\":\"%s\",", t->size, t->offset, t->check);
+		printf("\"concurrency\":%llu,\"seconds\":%.3f,\"rpcs\":%.0f,\"bytes\":%.0f,\"MBps\":%.3f,"
+		       "\"MiBps\":%.3f,\"rate\":%.1f,\"latency_us\":{\"p50\":%.0f,\"p99\":%.0f,\"max\":%.0f},"
+		       "\"errors\":{\"timeout\":%llu,\"mismatch\":%llu,\"refused\":%llu,\"peer_gone\":%llu},",
+		       t->concurrency, r->seconds, r->rpcs, r->bytes, mbps, mibps, rate, r->p50, r->p99, r->max,
+		       r->timeout, r->mismatch, r->refused, r->peer_gone);
+		if (r->mismatch_offset >= 0)
+			printf("\"mismatch_offset\":%lld,", r->mismatch_offset);
+		else
+			printf("\"mismatch_offset\":null,");
+		printf("\"first_error\":\"");
+		for (const char *p = r->first_error; *p; p++)
+			printf(*p == '"' || *p == '\\' ? "\\%c" : "%c", *p);
+		printf("\",\"ok\":%s}\n", ok ? "true" : "false");
+		return ok;
+	}
+	printf("%s %s \u2192 %s (%s)", name, t->from, t->to, direction(t));
+	if (t->brw)
+		printf(" size %llu offset %llu check %s", t->size, t->offset, t->check);
+	printf(" concurrency %llu: %.2f MB/s (%.2f MiB/s), %.1f msg/s, latency p50 %.3f ms p99 %.3f ms max %.3f ms,"
+	       " errors: timeout %llu, mismatch %llu, refused %llu, peer gone %llu: %s\n",
+	       t->concurrency, mbps, mibps, rate, r->p50 / 1e3, r->p99 / 1e3, r->max / 1e3, r->timeout, r->mismatch,
+	       r->refused, r->peer_gone, ok ? "ok" : "FAILED");
+	if (!ok && r->mismatch_offset >= 0)
+		printf("  first data mismatch at byte %lld of the transfer\n", r->mismatch_offset);
+	if (!ok && r->first_error[0])
+		printf("  first error: %s\n", r->first_error);
+	return ok;
+}
+
+/* Is @nid one of the node's NIDs? Also fetches the list for the error message. */
+static int check_from(struct conn *c, const char *from, char *list, size_t cap)
+{
+	char *argv[] = { "selftest", "nids" }, *body = NULL, *line, *save = NULL;
+	struct ulnet_nid want, got;
+	const char *why;
+	int rc = request(c, 2, argv, NULL, NULL, &body), found = 0;
+
+	list[0] = '\0';
+	if (rc) {
+		fprintf(stderr, "ulnet-selftest: %s: %s\n", c->path, body && *body ? body : strerror(-rc));
+		free(body);
+		return -1;
+	}
+	if (ulnet_nid_parse(from, &want, &why)) {
+		free(body);
+		return -2;
+	}
+	for (line = strtok_r(body, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
+		if (!strncmp(line, "page_size", 9))
+			continue;
+		if (strlen(list) + strlen(line) + 3 < cap) {
+			strcat(list, *list ? ", " : "");
+			strcat(list, line);
+		}
+		if (!ulnet_nid_parse(line, &got, &why) && ulnet_nid_equal(&got, &want))
+			found = 1;
+	}
+	free(body);
+	return found;
+}
+
+static int run_test(struct conn *c, struct test *t)
+{
+	char a[16][48], *argv[40], list[512], *body = NULL;
+	int argc = 0, rc, n = 0;
+	struct ulnet_nid nid;
+	const char *why;
+	struct result r;
+
+#define ARG(...) (snprintf(a[n], sizeof(a[n]), __VA_ARGS__), argv[argc++] = a[n++])
+	if (ulnet_nid_parse(t->from, &nid, &why))
+		return usage("bad --from NID '%s'", t->from);
+	if (ulnet_nid_parse(t->to, &nid, &why))
+		return usage("bad --to NID '%s'", t->to);
+	rc = check_from(c, t->from, list, sizeof(list));
+	if (rc < 0)
+		return EXIT_NODE;
+	if (rc == 0) {
+		fprintf(stderr, "ulnet-selftest: --from %s is not a NID of the node at %s (its NIDs: %s); "
+			"point --node (or ULNET_NODE) at the --from node's ulnetd\n", t->from, c->path, list);
+		return EXIT_USAGE;
+	}
+	argv[argc++] = "selftest";
+	argv[argc++] = "run";
+	if (t->brw) {
+		argv[argc++] = "brw";
+		argv[argc++] = t->write ? "write" : "read";
+		argv[argc++] = "--size";
+		ARG("%llu", t->size);
+		argv[argc++] = "--offset";
+		ARG("%llu", t->offset);
+		argv[argc++] = "--check";
+		argv[argc++] = (char *)t->check;
+		if (t->corrupt_count) {
+			argv[argc++] = "--corrupt-at";
+			ARG("%llu", t->corrupt_at);
+			argv[argc++] = "--corrupt-count";
+			ARG("%llu", t->corrupt_count);
+		}
+	} else {
+		argv[argc++] = "ping";
+	}
+	argv[argc++] = "--to";
+	argv[argc++] = (char *)t->to;
+	argv[argc++] = "--concurrency";
+	ARG("%llu", t->concurrency);
+	argv[argc++] = "--duration-ms";
+	ARG("%llu", t->count && !t->duration ? 0ULL : (unsigned long long)llround(t->duration * 1000));
+	argv[argc++] = "--timeout-ms";
+	ARG("%llu", (unsigned long long)llround(t->timeout * 1000));
+	if (t->count) {
+		argv[argc++] = "--count";
+		ARG("%llu", t->count);
+	}
+	if (t->tty && !t->json)
+		argv[argc++] = "--progress";
+#undef ARG
+	rc = request(c, argc, argv, t->tty && !t->json ? on_progress : NULL, t, &body);
+	if (t->tty && !t->json) {
+		printf("\r\033[K");
+		fflush(stdout);
+	}
+	if (rc) {
+		fprintf(stderr, "ulnet-selftest: %s\n", body && *body ? body : strerror(-rc));
+		free(body);
+		return rc == -EINVAL ? EXIT_USAGE : EXIT_NODE;
+	}
+	memset(&r, 0, sizeof(r));
+	result_parse(body, &r);
+	free(body);
+	return print_result(t, &r) ? 0 : EXIT_TESTFAIL;
+}
+
+/* Parse one test's words (after the global options). */
+static int parse_test(int argc, char **argv, struct test *t)
+{
+	int i = 1;
+
+	if (!strcmp(argv[0], "brw")) {
+		t->brw = true;
+		if (argc < 2 || (strcmp(argv[1], "read") && strcmp(argv[1], "write")))
+			return usage("brw needs read or write", NULL);
+		t->write = !strcmp(argv[1], "write");
+		i = 2;
+	} else if (strcmp(argv[0], "ping")) {
+		return usage("unknown command '%s'", argv[0]);
+	}
+	for (; i < argc; i++) {
+		const char *o = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
+		bool takes = true;
+		if (!strcmp(o, "--from"))
+			t->from = v;
+		else if (!strcmp(o, "--to"))
+			t->to = v;
+		else if (!strcmp(o, "--size") && t->brw) {
+			if (parse_size(v, ULNET_MTU, &t->size) || !t->size)
+				return usage("--size must be 1..1M bytes, not '%s'", v);
+		} else if (!strcmp(o, "--offset") && t->brw) {
+			if (parse_size(v, ULNET_MTU - 1, &t->offset))
+				return usage("--offset must be 0..1048575, not '%s'", v);
+		} else if (!strcmp(o, "--check") && t->brw) {
+			if (!v || (strcmp(v, "none") && strcmp(v, "simple") && strcmp(v, "full")))
+				return usage("--check must be none, simple or full, not '%s'", v);
+			t->check = v;
+		} else if (!strcmp(o, "--concurrency")) {
+			if (parse_size(v, 1024, &t->concurrency) || !t->concurrency)
+				return usage("--concurrency must be 1..1024, not '%s'", v);
+		} else if (!strcmp(o, "--duration")) {
+			if (parse_secs(v, &t->duration))
+				return usage("--duration must be seconds > 0, not '%s'", v);
+		} else if (!strcmp(o, "--timeout")) {
+			if (parse_secs(v, &t->timeout))
+				return usage("--timeout must be seconds > 0, not '%s'", v);
+		} else if (!strcmp(o, "--count")) {
+			if (parse_size(v, UINT32_MAX, &t->count) || !t->count)
+				return usage("--count must be a positive number, not '%s'", v);
+		} else if (!strcmp(o, "--corrupt-at") && t->brw) {
+			if (parse_size(v, ULNET_MTU - 1, &t->corrupt_at))
+				return usage("--corrupt-at must be 0..1048575, not '%s'", v);
+		} else if (!strcmp(o, "--corrupt-count") && t->brw) {
+			if (parse_size(v, UINT32_MAX, &t->corrupt_count))
+				return usage("bad --corrupt-count '%s'", v);
+		} else if (!strcmp(o, "--json")) {
+			t->json = true;
+			takes = false;
+		} else {
+			return usage("unknown option '%s'", o);
+		}
+		if (takes) {
+			if (!v)
+				return usage("%s needs a value", o);
+			i++;
+		}
+	}
+	if (!t->from || !t->to)
+		return usage("--from and --to are required", NULL);
+	if (t->count && !t->duration)
+		t->duration = 0;
+	else if (!t->duration)
+		t->duration = 10;
+	return 0;
+}
+
+static void test_defaults(struct test *t, bool json, bool tty)
+{
+	memset(t, 0, sizeof(*t));
+	t->size = 1 << 20;
+	t->check = "full";
+	t->concurrency = 1;
+	t->timeout = 10;
+	t->json = json;
+	t->tty = tty;
+}
+
+static int connect_node(const char *path, struct conn *c)
+{
+	int rc;
+
+	c->path = path;
+	if (!path || !*path) {
+		usage("no node: give --node PATH or set ULNET_NODE", NULL);
+		return EXIT_USAGE;
+	}
+	rc = ulnetd_proto_connect(path, &c->fd);
+	if (rc) {
+		fprintf(stderr, "ulnet-selftest: cannot reach ulnetd at %s: %s\n", path, strerror(-rc));
+		return EXIT_NODE;
+	}
+	return 0;
+}
+
+static int run_batch(struct conn *c, const char *file, bool json, bool tty)
+{
+	FILE *f = strcmp(file, "-") ? fopen(file, "r") : stdin;
+	char line[1024];
+	int worst = 0, lineno = 0;
+
+	if (!f) {
+		fprintf(stderr, "ulnet-selftest: %s: %s\n", file, strerror(errno));
+		return EXIT_USAGE;
+	}
+	while (fgets(line, sizeof(line), f)) {
+		char *words[64], *save = NULL, *w;
+		int n = 0, rc;
+		struct test t;
+		lineno++;
+		for (w = strtok_r(line, " \t\r\n", &save); w && n < 64; w = strtok_r(NULL, " \t\r\n", &save))
+			words[n++] = w;
+		if (!n || words[0][0] == '#')
+			continue;
+		test_defaults(&t, json, tty);
+		rc = parse_test(n, words, &t);
+		if (!rc)
+			rc = run_test(c, &t);
+		if (rc == EXIT_USAGE)
+			fprintf(stderr, "ulnet-selftest: %s:%d: test not run\n", file, lineno);
+		if (rc > worst)
+			worst = rc;
+	}
+	if (f != stdin)
+		fclose(f);
+	return worst;
+}
+
+int main(int argc, char **argv)
+{
+	const char *node = getenv("ULNET_NODE");
+	bool json = false, tty = isatty(STDOUT_FILENO);
+	struct conn c = { -1, NULL };
+	int i = 1, rc;
+
+	ulnet_log_set(NULL, 0);
+	for (; i < argc && argv[i][0] == '-'; i++) {
+		if (!strcmp(argv[i], "--node")) {
+			if (i + 1 >= argc)
+				return usage("--node needs a path", NULL);
+			node = argv[++i];
+		} else if (!strcmp(argv[i], "--json")) {
+			json = true;
+		} else if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) {
+			fputs(usage_text, stdout);
+			return 0;
+		} else {
+			return usage("unknown option '%s'", argv[i]);
+		}
+	}
+	if (i >= argc)
+		return usage("no command", NULL);
+	if (!strcmp(argv[i], "brw") || !strcmp(argv[i], "ping")) {
+		struct test t;
+		test_defaults(&t, json, tty);
+		if ((rc = parse_test(argc - i, argv + i, &t)))
+			return rc;
+		if ((rc = connect_node(node, &c)))
+			return rc;
+		rc = run_test(&c, &t);
+	} else if (!strcmp(argv[i], "batch")) {
+		if (i + 2 != argc)
+			return usage("batch needs one FILE", NULL);
+		if ((rc = connect_node(node, &c)))
+			return rc;
+		rc = run_batch(&c, argv[i + 1], json, tty);
+	} else if (!strcmp(argv[i], "inject") || !strcmp(argv[i], "stat")) {
+		char *fwd[16], *body = NULL;
+		int n = 0;
+		fwd[n++] = "selftest";
+		for (int k = i; k < argc && n < 15; k++)
+			fwd[n++] = argv[k];
+		if (json && !strcmp(argv[i], "stat") && n < 15)
+			fwd[n++] = "--json";
+		if ((rc = connect_node(node, &c)))
+			return rc;
+		rc = request(&c, n, fwd, NULL, NULL, &body);
+		if (rc) {
+			fprintf(stderr, "ulnet-selftest: %s\n", body && *body ? body : strerror(-rc));
+			rc = rc == -EINVAL ? EXIT_USAGE : EXIT_NODE;
+		} else {
+			fputs(body ? body : "", stdout);
+		}
+		free(body);
+	} else {
+		return usage("unknown command '%s'", argv[i]);
+	}
+	if (c.fd >= 0)
+		close(c.fd);
+	return rc;
+}

@@ -1,0 +1,390 @@
+/* SPDX-License-Identifier: MIT */
+/* ulnetd's built-in control commands, the ones `lnetctl` has: net show, export, ping, stats show,
+ * peer show. Each renders lnetctl's YAML layout or JSON with the same keys (ulnetd_emit). */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ulnetd.h"
+
+#define MAX_NIS 256
+#define PING_MAX_COUNT 1000
+#define PING_MAX_TIMEOUT_MS 60000
+
+static const char *ni_status_name(uint32_t status)
+{
+	return status == ULNET_NI_STATUS_UP ? "up" : "down";
+}
+
+/* Parse "NID" or "PID-NID" (lnetctl's "12345-10.0.0.1@tcp"). */
+static int parse_target(struct ulnetd_out *out, const char *s, struct ulnet_process_id *id)
+{
+	const char *why = NULL, *nid = s, *dash = strchr(s, '-');
+
+	id->pid = ULNET_PID_ANY;
+	if (dash && dash > s && strspn(s, "0123456789") == (size_t)(dash - s)) {
+		char *end;
+		unsigned long long pid = strtoull(s, &end, 10);
+
+		if (end != dash || pid > UINT32_MAX)
+			return ulnetd_errorf(out, -EINVAL, "bad process id in '%s'", s);
+		id->pid = (uint32_t)pid;
+		nid = dash + 1;
+	}
+	if (ulnet_nid_parse(nid, &id->nid, &why))
+		return ulnetd_errorf(out, -EINVAL, "bad NID '%s': %s", nid, why ? why : "invalid");
+	return 0;
+}
+
+/* Every NI, in the core's order (0@lo first). */
+static int collect_nis(ulnet_node *node, struct ulnet_ni_info **out, unsigned *n)
+{
+	struct ulnet_ni_info *a = calloc(MAX_NIS, sizeof(*a));
+	unsigned i;
+
+	if (!a)
+		return -ENOMEM;
+	for (i = 0; i < MAX_NIS && ulnet_ni_info_get(node, i, &a[i]) == 0; i++)
+		;
+	*out = a;
+	*n = i;
+	return 0;
+}
+
+/* "key: value\n" lines (ulnet_ni_info.lnd_tunables) as a mapping. */
+static void emit_kv_lines(struct ulnetd_emit *e, const char *key, const char *text)
+{
+	char buf[sizeof(((struct ulnet_ni_info *)0)->lnd_tunables)], *line, *save = NULL;
+
+	snprintf(buf, sizeof(buf), "%s", text);
+	ulnetd_emit_map(e, key);
+	for (line = strtok_r(buf, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
+		char *colon = strchr(line, ':'), *v;
+
+		if (!colon)
+			continue;
+		*colon = '\0';
+		for (v = colon + 1; *v == ' '; v++)
+			;
+		ulnetd_emit_auto(e, line, v);
+	}
+	ulnetd_emit_end(e);
+}
+
+/* interfaces: "lo" or "eth0,eth1" / "eth0 eth1" -> {0: eth0, 1: eth1} */
+static void emit_interfaces(struct ulnetd_emit *e, const char *text)
+{
+	char buf[sizeof(((struct ulnet_ni_info *)0)->interfaces)], *w, *save = NULL;
+	unsigned i = 0;
+
+	if (!text[0])
+		return;
+	snprintf(buf, sizeof(buf), "%s", text);
+	ulnetd_emit_map(e, "interfaces");
+	for (w = strtok_r(buf, ", ", &save); w; w = strtok_r(NULL, ", ", &save)) {
+		char k[12];
+
+		snprintf(k, sizeof(k), "%u", i++);
+		ulnetd_emit_str(e, k, w);
+	}
+	ulnetd_emit_end(e);
+}
+
+enum ni_detail { NI_SHOW, NI_SHOW_VERBOSE, NI_EXPORT };
+
+static void emit_ni(struct ulnetd_emit *e, const struct ulnet_ni_info *ni, enum ni_detail detail)
+{
+	char nid[ULNET_NID_STRLEN];
+
+	ulnetd_emit_map(e, NULL);
+	ulnetd_emit_str(e, "nid", ulnet_nid_format(&ni->nid, nid, sizeof(nid)));
+	ulnetd_emit_str(e, "status", ni_status_name(ni->status));
+	emit_interfaces(e, ni->interfaces);
+	if (detail == NI_SHOW_VERBOSE) {
+		ulnetd_emit_map(e, "statistics");
+		ulnetd_emit_uint(e, "send_count", ni->send_count);
+		ulnetd_emit_uint(e, "recv_count", ni->recv_count);
+		ulnetd_emit_uint(e, "drop_count", ni->drop_count);
+		ulnetd_emit_end(e);
+	}
+	if (detail != NI_SHOW) {
+		ulnetd_emit_map(e, "tunables");
+		ulnetd_emit_int(e, "peer_timeout", ni->peer_timeout);
+		ulnetd_emit_int(e, "peer_credits", ni->peer_credits);
+		ulnetd_emit_int(e, "peer_buffer_credits", ni->peer_buffer_credits);
+		ulnetd_emit_int(e, "credits", ni->credits);
+		ulnetd_emit_end(e);
+		emit_kv_lines(e, "lnd tunables", ni->lnd_tunables);
+	}
+	if (detail == NI_SHOW_VERBOSE) {
+		ulnetd_emit_int(e, "available_tx_credits", ni->tx_credits);
+		ulnetd_emit_int(e, "min_tx_credits", ni->min_tx_credits);
+	}
+	if (detail != NI_SHOW)
+		ulnetd_emit_str(e, "CPT", "[0]");
+	ulnetd_emit_end(e);
+}
+
+/* The `net:` list, NIs grouped by net in order of first appearance. @only: a net name or NULL. */
+static void emit_nets(struct ulnetd_emit *e, const struct ulnet_ni_info *nis, unsigned n, const char *only,
+		      enum ni_detail detail)
+{
+	ulnetd_emit_list(e, "net");
+	for (unsigned i = 0; i < n; i++) {
+		bool seen = false;
+
+		for (unsigned k = 0; k < i && !seen; k++)
+			seen = !strcmp(nis[k].net, nis[i].net);
+		if (seen || (only && strcmp(only, nis[i].net)))
+			continue;
+		ulnetd_emit_map(e, NULL);
+		ulnetd_emit_str(e, "net type", nis[i].net);
+		ulnetd_emit_list(e, "local NI(s)");
+		for (unsigned k = i; k < n; k++)
+			if (!strcmp(nis[k].net, nis[i].net))
+				emit_ni(e, &nis[k], detail);
+		ulnetd_emit_end(e);
+		ulnetd_emit_end(e);
+	}
+	ulnetd_emit_end(e);
+}
+
+static int cmd_net_show(struct ulnetd *d, int argc, char **argv, struct ulnetd_out *out)
+{
+	bool json = false, verbose = false;
+	const char *net = NULL;
+	const struct ulnetd_opt opts[] = {
+		{ "--json", NULL, ULNETD_OPT_FLAG, 0, 0, &json },
+		{ "--verbose", "-v", ULNETD_OPT_FLAG, 0, 0, &verbose },
+		{ "--net", NULL, ULNETD_OPT_STR, 0, 0, &net },
+	};
+	struct ulnet_ni_info *nis;
+	struct ulnetd_emit e;
+	unsigned n;
+	int npos, rc;
+
+	if ((rc = ulnetd_parse_args(out, "net show", argc, argv, opts, 3, NULL, 0, &npos)))
+		return rc;
+	if (net) {
+		uint32_t num;
+		const char *why = NULL;
+
+		if (ulnet_net_parse(net, &num, &why))
+			return ulnetd_errorf(out, -EINVAL, "bad net '%s': %s", net, why ? why : "invalid");
+	}
+	if ((rc = collect_nis(d->node, &nis, &n)))
+		return rc;
+	ulnetd_emit_init(&e, out, json);
+	ulnetd_emit_map(&e, NULL);
+	emit_nets(&e, nis, n, net, verbose ? NI_SHOW_VERBOSE : NI_SHOW);
+	ulnetd_emit_end(&e);
+	free(nis);
+	return 0;
+}
+
+static int cmd_export(struct ulnetd *d, int argc, char **argv, struct ulnetd_out *out)
+{
+	bool json = false;
+	const struct ulnetd_opt opts[] = { { "--json", NULL, ULNETD_OPT_FLAG, 0, 0, &json } };
+	struct ulnet_ni_info *nis;
+	struct ulnetd_emit e;
+	unsigned n;
+	int npos, rc;
+
+	if ((rc = ulnetd_parse_args(out, "export", argc, argv, opts, 1, NULL, 0, &npos)))
+		return rc;
+	if ((rc = collect_nis(d->node, &nis, &n)))
+		return rc;
+	ulnetd_emit_init(&e, out, json);
+	ulnetd_emit_map(&e, NULL);
+	ulnetd_emit_map(&e, "node");
+	ulnetd_emit_uint(&e, "pid", ulnet_node_pid(d->node));
+	ulnetd_emit_uint(&e, "page_size", ulnet_node_page_size(d->node));
+	ulnetd_emit_str(&e, "control", d->control_path);
+	ulnetd_emit_end(&e);
+	emit_nets(&e, nis, n, NULL, NI_EXPORT);
+	ulnetd_emit_end(&e);
+	free(nis);
+	return 0;
+}
+
+static int cmd_ping(struct ulnetd *d, int argc, char **argv, struct ulnetd_out *out)
+{
+	bool json = false;
+	long long count = 1, timeout = 1000;
+	const struct ulnetd_opt opts[] = {
+		{ "--json", NULL, ULNETD_OPT_FLAG, 0, 0, &json },
+		{ "--count", "-c", ULNETD_OPT_INT, 1, PING_MAX_COUNT, &count },
+		{ "--timeout", NULL, ULNETD_OPT_INT, 1, PING_MAX_TIMEOUT_MS, &timeout },
+	};
+	struct ulnet_ping_result *res;
+	struct ulnet_process_id id;
+	struct ulnetd_emit e;
+	char *pos[1], failmsg[256] = "";
+	int npos, rc, first_err = 0;
+	long long failed = 0, i;
+	bool started = false;
+
+	if ((rc = ulnetd_parse_args(out, "ping", argc, argv, opts, 3, pos, 1, &npos)))
+		return rc;
+	if (npos != 1)
+		return ulnetd_errorf(out, -EINVAL, "ping: missing NID");
+	if ((rc = parse_target(out, pos[0], &id)))
+		return rc;
+	if (!(res = malloc(sizeof(*res))))
+		return -ENOMEM;
+	ulnetd_emit_init(&e, out, json);
+	for (i = 0; i < count && !ulnetd_stopping(d); i++) {
+		char nid[ULNET_NID_STRLEN], ms[32];
+		const struct ulnet_nid *primary;
+
+		rc = ulnet_ping(d->node, &id, (int)timeout, res);
+		if (rc) {
+			if (!failed++) {
+				first_err = rc;
+				snprintf(failmsg, sizeof(failmsg), "%s", ulnet_strerror(rc));
+			}
+			continue;
+		}
+		if (!started) {
+			ulnetd_emit_map(&e, NULL);
+			ulnetd_emit_list(&e, "ping");
+			started = true;
+		}
+		/* The primary NID is the first one that is not 0@lo (entry 0), as lnetctl shows it. */
+		primary = res->n_nids ? &res->nids[0].nid : &id.nid;
+		if (res->n_nids > 1)
+			primary = &res->nids[1].nid;
+		ulnetd_emit_map(&e, NULL);
+		ulnetd_emit_str(&e, "primary nid", ulnet_nid_format(primary, nid, sizeof(nid)));
+		ulnetd_emit_bool(&e, "Multi-Rail", res->features & 0x08);
+		snprintf(ms, sizeof(ms), "%.3f", (double)res->rtt_ns / 1e6);
+		ulnetd_emit_raw(&e, "time (ms)", ms);
+		ulnetd_emit_list(&e, "peer ni");
+		for (uint32_t k = 0; k < res->n_nids && k < ULNET_PING_MAX_NIDS; k++) {
+			ulnetd_emit_map(&e, NULL);
+			ulnetd_emit_str(&e, "nid", ulnet_nid_format(&res->nids[k].nid, nid, sizeof(nid)));
+			ulnetd_emit_end(&e);
+		}
+		ulnetd_emit_end(&e);
+		ulnetd_emit_end(&e);
+		if (count > 1 && ulnetd_out_flush(out))
+			break; /* the client left */
+	}
+	free(res);
+	if (started) {
+		ulnetd_emit_end(&e);
+		ulnetd_emit_end(&e);
+	}
+	if (failed)
+		return ulnetd_errorf(out, first_err, "ping %s: %s%s", pos[0], failmsg,
+				     count > 1 ? " (some replies missing)" : "");
+	if (i < count)
+		return ulnetd_errorf(out, -ESHUTDOWN, "ping %s: node shutting down", pos[0]);
+	return 0;
+}
+
+static int cmd_stats_show(struct ulnetd *d, int argc, char **argv, struct ulnetd_out *out)
+{
+	bool json = false;
+	const struct ulnetd_opt opts[] = { { "--json", NULL, ULNETD_OPT_FLAG, 0, 0, &json } };
+	struct ulnet_stats st;
+	struct ulnetd_emit e;
+	int npos, rc;
+
+	if ((rc = ulnetd_parse_args(out, "stats show", argc, argv, opts, 1, NULL, 0, &npos)))
+		return rc;
+	memset(&st, 0, sizeof(st));
+	ulnet_stats_get(d->node, &st);
+	ulnetd_emit_init(&e, out, json);
+	ulnetd_emit_map(&e, NULL);
+	ulnetd_emit_map(&e, "statistics");
+	ulnetd_emit_uint(&e, "msgs_alloc", st.msgs_alloc);
+	ulnetd_emit_uint(&e, "msgs_max", st.msgs_max);
+	ulnetd_emit_uint(&e, "errors", st.errors);
+	ulnetd_emit_uint(&e, "send_count", st.send_count);
+	ulnetd_emit_uint(&e, "recv_count", st.recv_count);
+	ulnetd_emit_uint(&e, "route_count", st.route_count);
+	ulnetd_emit_uint(&e, "drop_count", st.drop_count);
+	ulnetd_emit_uint(&e, "send_length", st.send_length);
+	ulnetd_emit_uint(&e, "recv_length", st.recv_length);
+	ulnetd_emit_uint(&e, "route_length", st.route_length);
+	ulnetd_emit_uint(&e, "drop_length", st.drop_length);
+	ulnetd_emit_end(&e);
+	ulnetd_emit_end(&e);
+	return 0;
+}
+
+static int cmd_peer_show(struct ulnetd *d, int argc, char **argv, struct ulnetd_out *out)
+{
+	bool json = false, verbose = false;
+	const char *only = NULL;
+	const struct ulnetd_opt opts[] = {
+		{ "--json", NULL, ULNETD_OPT_FLAG, 0, 0, &json },
+		{ "--verbose", "-v", ULNETD_OPT_FLAG, 0, 0, &verbose },
+		{ "--nid", NULL, ULNETD_OPT_STR, 0, 0, &only },
+	};
+	struct ulnet_nid want;
+	struct ulnetd_emit e;
+	int npos, rc;
+
+	if ((rc = ulnetd_parse_args(out, "peer show", argc, argv, opts, 3, NULL, 0, &npos)))
+		return rc;
+	if (only) {
+		const char *why = NULL;
+
+		if (ulnet_nid_parse(only, &want, &why))
+			return ulnetd_errorf(out, -EINVAL, "bad NID '%s': %s", only, why ? why : "invalid");
+	}
+	ulnetd_emit_init(&e, out, json);
+	ulnetd_emit_map(&e, NULL);
+	ulnetd_emit_list(&e, "peer");
+	for (unsigned i = 0;; i++) {
+		struct ulnet_peer_info p;
+		char nid[ULNET_NID_STRLEN];
+
+		memset(&p, 0, sizeof(p));
+		if (ulnet_peer_info_get(d->node, i, &p))
+			break;
+		if (only && !ulnet_nid_equal(&want, &p.nid))
+			continue;
+		ulnet_nid_format(&p.nid, nid, sizeof(nid));
+		ulnetd_emit_map(&e, NULL);
+		ulnetd_emit_str(&e, "primary nid", nid);
+		ulnetd_emit_bool(&e, "Multi-Rail", false);
+		ulnetd_emit_list(&e, "peer ni");
+		ulnetd_emit_map(&e, NULL);
+		ulnetd_emit_str(&e, "nid", nid);
+		ulnetd_emit_str(&e, "state", p.state[0] ? p.state : "NA");
+		if (verbose) {
+			ulnetd_emit_int(&e, "max_ni_tx_credits", p.max_tx_credits);
+			ulnetd_emit_int(&e, "available_tx_credits", p.tx_credits);
+			ulnetd_emit_int(&e, "min_tx_credits", p.min_tx_credits);
+			ulnetd_emit_int(&e, "tx_q_num_of_buf", p.tx_queued);
+			ulnetd_emit_map(&e, "statistics");
+			ulnetd_emit_uint(&e, "send_count", p.send_count);
+			ulnetd_emit_uint(&e, "recv_count", p.recv_count);
+			ulnetd_emit_end(&e);
+		}
+		ulnetd_emit_end(&e);
+		ulnetd_emit_end(&e);
+		ulnetd_emit_end(&e);
+	}
+	ulnetd_emit_end(&e);
+	ulnetd_emit_end(&e);
+	return 0;
+}
+
+static const struct ulnetd_cmd lnet_cmds[] = {
+	{ "net show", "[-v] [--net NET] [--json]", "show the local NIs", cmd_net_show },
+	{ "export", "[--json]", "print the running configuration (input for ulnetd -c)", cmd_export },
+	{ "ping", "[PID-]NID [--count N] [--timeout MS] [--json]", "ping a NID and list its NIDs", cmd_ping },
+	{ "stats show", "[--json]", "show the node's message counters", cmd_stats_show },
+	{ "peer show", "[-v] [--nid NID] [--json]", "show the peers", cmd_peer_show },
+};
+
+int ulnetd_lnet_register(struct ulnetd *d)
+{
+	return ulnetd_cmd_register(d, lnet_cmds, sizeof(lnet_cmds) / sizeof(lnet_cmds[0]));
+}
