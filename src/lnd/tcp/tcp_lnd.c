@@ -1,0 +1,815 @@
+/* SPDX-License-Identifier: MIT */
+/* The tcp LND: its ops table, tunables, peers and connection policy (which conns a peer gets, which
+ * conn a message takes, what a HELLO decides, keepalives, reconnect backoff). Socket I/O is
+ * tcp_conn.c's and tcp_acceptor.c's.
+ *
+ * Policy facts borrowed from socklnd: typed conns (CONTROL, BULK_IN, BULK_OUT; conns_per_peer bulk
+ * conns each way), messages under min_bulk bytes on CONTROL; a passive connection from a peer with a
+ * lower NID while we are connecting to it is answered with ctype NONE (the higher NID wins the race);
+ * a changed incarnation or protocol closes all the peer's conns; reconnect backoff doubles from
+ * min_reconnectms to max_reconnectms. */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <ifaddrs.h>
+#include <net/if.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include "tcp.h"
+
+#define NS_PER_MS 1000000ull
+#define NS_PER_S 1000000000ull
+
+static struct tcplnd_net *net_of(struct ulnet_ni *ni) { return ulnet__ni_priv(ni); }
+
+/* ---- tunables ---- */
+
+struct tunable {
+	const char *key;
+	size_t off;
+	long min, max;
+};
+#define T(k, lo, hi) { #k, offsetof(struct tcplnd_tunables, k), lo, hi }
+static const struct tunable tunables[] = {
+	T(accept_port, 1, 65535),
+	T(timeout, 1, 3600),
+	T(keepalive, 0, 3600),
+	T(keepalive_idle, 0, 3600),
+	T(keepalive_intvl, 0, 3600),
+	T(keepalive_count, 0, 100),
+	T(typed_conns, 0, 1),
+	T(conns_per_peer, 1, 16),
+	T(min_bulk, 0, 1 << 20),
+	T(enable_csum, 0, 1),
+	T(min_reconnectms, 1, 3600000),
+	T(max_reconnectms, 1, 3600000),
+	T(nagle, 0, 1),
+	T(tx_buffer_size, 0, 1 << 30),
+	T(rx_buffer_size, 0, 1 << 30),
+	T(protocol, 0, 4),
+	T(zc_min_payload, 0, 1 << 30),
+	T(nonblk_zcack, 0, 1),
+};
+#undef T
+#define N_TUNABLES (sizeof(tunables) / sizeof(tunables[0]))
+
+static void tunables_default(struct tcplnd_tunables *t)
+{
+	t->accept_port = 988;
+	t->accept = TCPLND_ACCEPT_SECURE;
+	t->timeout = 50;
+	t->keepalive = 30;
+	t->keepalive_idle = 30;
+	t->keepalive_intvl = 5;
+	t->keepalive_count = 5;
+	t->typed_conns = 1;
+	t->conns_per_peer = 1;
+	t->min_bulk = 1024;
+	t->enable_csum = 0;
+	t->min_reconnectms = 1000;
+	t->max_reconnectms = 60000;
+	t->nagle = 0;
+	t->tx_buffer_size = 0;
+	t->rx_buffer_size = 0;
+	t->protocol = 0;
+	t->zc_min_payload = 16 << 10;
+	t->nonblk_zcack = 1;
+}
+
+static int tunables_parse(struct tcplnd_net *net, const struct ulnet_ni_conf *conf)
+{
+	size_t i, k;
+
+	tunables_default(&net->tun);
+	for (i = 0; i < conf->n_lnd_tunables; i++) {
+		const struct ulnet_kv *kv = &conf->lnd_tunables[i];
+		long v;
+
+		if (kv->key && !strcmp(kv->key, "accept")) {
+			if (kv->value && !strcmp(kv->value, "secure"))
+				net->tun.accept = TCPLND_ACCEPT_SECURE;
+			else if (kv->value && !strcmp(kv->value, "all"))
+				net->tun.accept = TCPLND_ACCEPT_ALL;
+			else if (kv->value && !strcmp(kv->value, "none"))
+				net->tun.accept = TCPLND_ACCEPT_NONE;
+			else {
+				ULNET_LOG(TCP, ERR, "lnd tunables: accept '%s': expected secure, all or none",
+					  kv->value ? kv->value : "");
+				return -EINVAL;
+			}
+			continue;
+		}
+		for (k = 0; k < N_TUNABLES; k++)
+			if (kv->key && !strcmp(kv->key, tunables[k].key))
+				break;
+		if (k == N_TUNABLES) {
+			char known[512];
+			size_t off = 0;
+
+			for (k = 0; k < N_TUNABLES && off < sizeof(known); k++)
+				off += (size_t)snprintf(known + off, sizeof(known) - off, "%s, ", tunables[k].key);
+			ULNET_LOG(TCP, ERR, "lnd tunables: unknown key '%s' (known: accept, %.*s)", kv->key ? kv->key : "",
+				  off >= 2 ? (int)off - 2 : 0, known);
+			return -EINVAL;
+		}
+		if (ulnet__kv_int("tcp lnd tunables", kv, tunables[k].min, tunables[k].max, &v))
+			return -EINVAL;
+		*(int *)(void *)((char *)&net->tun + tunables[k].off) = (int)v;
+	}
+	if (net->tun.max_reconnectms < net->tun.min_reconnectms) {
+		ULNET_LOG(TCP, ERR, "lnd tunables: max_reconnectms %d < min_reconnectms %d", net->tun.max_reconnectms,
+			  net->tun.min_reconnectms);
+		return -EINVAL;
+	}
+	return 0;
+}
+
+static void tcplnd_tunables_show(struct ulnet_ni *ni, char *buf, size_t len)
+{
+	struct tcplnd_net *net = net_of(ni);
+	static const char *const accept_names[] = { "none", "all", "secure" };
+	size_t off = 0, k;
+	int n;
+
+	n = snprintf(buf, len, "accept: %s\n", accept_names[net->tun.accept]);
+	off = n > 0 ? (size_t)n : 0;
+	for (k = 0; k < N_TUNABLES && off < len; k++) {
+		n = snprintf(buf + off, len - off, "%s: %d\n", tunables[k].key,
+			     *(const int *)(const void *)((const char *)&net->tun + tunables[k].off));
+		if (n < 0)
+			break;
+		off += (size_t)n;
+	}
+}
+
+/* ---- peers ---- */
+
+static unsigned nid_hash(const struct ulnet_nid *nid)
+{
+	uint32_t h = nid->addr[0] ^ nid->addr[1] ^ nid->addr[2] ^ nid->addr[3] ^ ((uint32_t)nid->num << 8);
+
+	h ^= h >> 16;
+	h *= 0x45d9f3bu;
+	h ^= h >> 16;
+	return h % TCPLND_PEER_BUCKETS;
+}
+
+struct tcplnd_peer *tcplnd_peer_find(struct tcplnd_net *net, const struct ulnet_nid *nid, bool create)
+{
+	struct ulnet_list *head = &net->peers[nid_hash(nid)], *p;
+	struct tcplnd_peer *peer;
+
+	for (p = head->next; p != head; p = p->next) {
+		peer = ulnet_container_of(p, struct tcplnd_peer, link);
+		if (ulnet_nid_equal(&peer->nid, nid))
+			return peer;
+	}
+	if (!create)
+		return NULL;
+	peer = calloc(1, sizeof(*peer));
+	if (!peer)
+		return NULL;
+	peer->net = net;
+	peer->nid = *nid;
+	ulnet_list_init(&peer->conns);
+	ulnet_list_init(&peer->txq);
+	peer->last_alive = peer->idle_since = ulnet__now_ns();
+	ulnet_list_add_tail(&peer->link, head);
+	return peer;
+}
+
+static unsigned type_limit(const struct tcplnd_net *net, int ctype)
+{
+	return ctype == TCPLND_CONN_CONTROL ? 1u : (unsigned)net->tun.conns_per_peer;
+}
+
+static bool peer_connecting(const struct tcplnd_peer *peer)
+{
+	unsigned t;
+
+	for (t = 0; t < TCPLND_CONN_NTYPES; t++)
+		if (peer->n_connecting[t])
+			return true;
+	return false;
+}
+
+/* The conn a message of @nob wire bytes takes (socklnd's match_tx, simplified): small ones on
+ * CONTROL, bulk on BULK_OUT, either on the other when its own is missing; BULK_IN (the peer's
+ * sending side) only for V1/V2 peers. The least loaded of the chosen type. */
+static struct tcplnd_conn *peer_select(struct tcplnd_peer *peer, uint32_t nob)
+{
+	static const int small[] = { TCPLND_CONN_CONTROL, TCPLND_CONN_ANY, TCPLND_CONN_BULK_OUT, TCPLND_CONN_BULK_IN };
+	static const int bulk[] = { TCPLND_CONN_BULK_OUT, TCPLND_CONN_ANY, TCPLND_CONN_CONTROL, TCPLND_CONN_BULK_IN };
+	const int *order = nob < (uint32_t)peer->net->tun.min_bulk ? small : bulk;
+	unsigned i, ntypes = peer->proto >= TCPLND_PROTO_V3 ? 3 : 4;
+
+	for (i = 0; i < ntypes; i++) {
+		struct tcplnd_conn *best = NULL;
+		struct ulnet_list *p;
+
+		if (!peer->n_up[order[i]])
+			continue;
+		for (p = peer->conns.next; p != &peer->conns; p = p->next) {
+			struct tcplnd_conn *c = ulnet_container_of(p, struct tcplnd_conn, plink);
+
+			if (c->ctype == order[i] && (!best || c->tx_queued_nob < best->tx_queued_nob))
+				best = c;
+		}
+		if (best)
+			return best;
+	}
+	return NULL;
+}
+
+static void peer_fail_txq(struct tcplnd_peer *peer, int rc)
+{
+	struct ulnet_list q, *p, *tmp;
+
+	ulnet_list_init(&q);
+	ulnet_list_for_each_safe(p, tmp, &peer->txq) {
+		ulnet_list_del(p);
+		ulnet_list_add_tail(p, &q);
+	}
+	ulnet_list_for_each_safe(p, tmp, &q) {
+		struct tcplnd_tx *tx = ulnet_container_of(p, struct tcplnd_tx, link);
+
+		ulnet_list_del(p);
+		ulnet__finalize(tx->msg, rc);
+		free(tx);
+	}
+}
+
+/* Open the conns @peer is missing, if its backoff allows. */
+static void peer_launch(struct tcplnd_peer *peer)
+{
+	struct tcplnd_net *net = peer->net;
+	static const int typed[] = { TCPLND_CONN_CONTROL, TCPLND_CONN_BULK_IN, TCPLND_CONN_BULK_OUT };
+	static const int untyped[] = { TCPLND_CONN_ANY };
+	const int *types = net->tun.typed_conns ? typed : untyped;
+	unsigned nt = net->tun.typed_conns ? 3 : 1, i;
+
+	if (net->shutting_down || peer->userflag || ulnet__now_ns() < peer->retry_at)
+		return;
+	for (i = 0; i < nt; i++) {
+		int t = types[i];
+
+		while (peer->n_up[t] + peer->n_connecting[t] < type_limit(net, t)) {
+			int rc = tcplnd_conn_connect(peer, t);
+
+			if (rc) {
+				char n[ULNET_NID_STRLEN];
+
+				ULNET_LOG(TCP, ERR, "%s: cannot connect: %s", ulnet_nid_format(&peer->nid, n, sizeof(n)),
+					  strerror(-rc));
+				tcplnd_peer_connect_failed(peer, rc == -EADDRINUSE ? -EADDRINUSE : -EHOSTUNREACH, false, false);
+				return;
+			}
+		}
+	}
+}
+
+void tcplnd_peer_connect_failed(struct tcplnd_peer *peer, int rc, bool retry, bool now)
+{
+	struct tcplnd_net *net = peer->net;
+	uint64_t t = ulnet__now_ns();
+
+	if (retry) {
+		/* lost a race or must renegotiate: not the peer's fault */
+		peer->retry_at = now ? 0 : t + (uint64_t)net->tun.min_reconnectms * NS_PER_MS;
+		return;
+	}
+	peer->retry_ms = peer->retry_ms ? peer->retry_ms * 2 : (uint64_t)net->tun.min_reconnectms;
+	if (peer->retry_ms > (uint64_t)net->tun.max_reconnectms)
+		peer->retry_ms = (uint64_t)net->tun.max_reconnectms;
+	if (peer->retry_ms < (uint64_t)net->tun.min_reconnectms)
+		peer->retry_ms = (uint64_t)net->tun.min_reconnectms;
+	peer->retry_at = t + peer->retry_ms * NS_PER_MS;
+	peer->last_error = rc;
+	/* nothing up and nothing on the way: what waits for this peer fails now */
+	if (ulnet_list_empty(&peer->conns) && !peer_connecting(peer))
+		peer_fail_txq(peer, rc);
+}
+
+void tcplnd_peer_conn_up(struct tcplnd_peer *peer, struct tcplnd_conn *conn)
+{
+	struct ulnet_list *p, *tmp;
+
+	(void)conn;
+	peer->retry_ms = 0;
+	peer->retry_at = 0;
+	peer->last_alive = ulnet__now_ns();
+	ulnet_list_for_each_safe(p, tmp, &peer->txq) {
+		struct tcplnd_tx *tx = ulnet_container_of(p, struct tcplnd_tx, link);
+		struct tcplnd_conn *c = peer_select(peer, tx->payload + TCPLND_MSG_HDR_SIZE + ULNET_HDR_NID4_SIZE);
+
+		if (!c)
+			continue;
+		ulnet_list_del(p);
+		tcplnd_conn_queue(c, tx);
+		if (tmp->prev != p && ulnet_list_empty(&peer->txq))
+			break;
+	}
+}
+
+void tcplnd_peer_conn_down(struct tcplnd_peer *peer, struct tcplnd_conn *conn)
+{
+	ulnet_list_del(&conn->plink);
+	peer->n_up[conn->ctype]--;
+	if (ulnet_list_empty(&peer->conns)) {
+		peer->proto = 0; /* renegotiate with whatever comes next */
+		peer->idle_since = ulnet__now_ns();
+		if (!ulnet_list_empty(&peer->txq))
+			peer_launch(peer);
+	}
+}
+
+/* ---- HELLO decisions ---- */
+
+void tcplnd_fill_hello(struct tcplnd_net *net, struct tcplnd_hello *h, uint32_t proto, const struct ulnet_nid *dst,
+		       int ctype)
+{
+	memset(h, 0, sizeof(*h));
+	h->version = proto;
+	h->src_nid = net->nid;
+	h->dst_nid = *dst;
+	h->src_pid = ulnet_node_pid(net->node);
+	h->src_incarnation = net->incarnation;
+	h->ctype = ctype;
+}
+
+/* Order NIDs as socklnd does: by the 20-byte struct lnet_nid image. */
+static int nid_cmp(const struct ulnet_nid *a, const struct ulnet_nid *b)
+{
+	uint8_t x[ULNET_NID16_WIRE_SIZE], y[ULNET_NID16_WIRE_SIZE];
+
+	ulnet_nid16_pack(a, x);
+	ulnet_nid16_pack(b, y);
+	return memcmp(x, y, sizeof(x));
+}
+
+static void conn_reject(struct tcplnd_conn *conn, const char *field, uint64_t got, uint64_t limit)
+{
+	struct ulnet_wire_err err = { .field = field, .got = got, .limit = limit };
+
+	tcplnd_log_bad(conn, "HELLO", &err);
+	tcplnd_conn_close(conn, -EPROTO, NULL);
+}
+
+void tcplnd_hello_done(struct tcplnd_conn *conn)
+{
+	struct tcplnd_net *net = conn->net;
+	const struct tcplnd_hello *h = &conn->hs.hello;
+	struct tcplnd_peer *peer = conn->peer;
+	struct ulnet_nid src = h->src_nid;
+	uint32_t pid = h->src_pid;
+	bool userflag = false;
+	char a[ULNET_NID_STRLEN], b[ULNET_NID_STRLEN];
+
+	tcplnd_conn_hello_list_del(conn);
+	if (ulnet_nid_net(&src) != ulnet_nid_net(&net->nid))
+		return conn_reject(conn, "kshm_src_nid (net)", ulnet_nid_net(&src), ulnet_nid_net(&net->nid));
+	if (conn->passive && conn->rport > TCPLND_MAX_RESERVED_PORT && conn->raddr.ss_family == AF_INET) {
+		/* a user-space peer: known by its address and source port, as socklnd does */
+		userflag = true;
+		pid = conn->rport | ULNET_PID_USERFLAG;
+		src.addr[0] = ntohl(((struct sockaddr_in *)(void *)&conn->raddr)->sin_addr.s_addr);
+	}
+	conn->swab = h->swab;
+
+	if (!conn->passive) {
+		uint32_t offered = conn->proto;
+
+		peer->n_connecting[conn->ctype]--;
+		conn->peer = NULL; /* from here on the close below must not count a second failure */
+		if (!ulnet_nid_equal(&src, &peer->nid)) {
+			ULNET_LOG(TCP, ERR, "%s: connected, but the peer says it is %s; check the configuration; closing",
+				  conn->name, ulnet_nid_format(&src, a, sizeof(a)));
+			tcplnd_conn_close(conn, -EPROTO, NULL);
+			tcplnd_peer_connect_failed(peer, -EPROTO, false, false);
+			return;
+		}
+		if (h->version != offered) {
+			/* the peer speaks another version: offer that one next, at once */
+			ULNET_LOG(TCP, INFO, "%s: peer answers protocol V%u to our V%u; retrying with V%u", conn->name,
+				  h->version, offered, h->version);
+			peer->proto_hint = h->version;
+			tcplnd_conn_close(conn, -EPROTO, NULL);
+			tcplnd_peer_connect_failed(peer, -EPROTO, true, true);
+			peer_launch(peer);
+			return;
+		}
+		if (h->ctype == TCPLND_CONN_NONE) {
+			ULNET_LOG(TCP, DEBUG, "%s: lost the connection race (or duplicate); retrying later", conn->name);
+			tcplnd_conn_close(conn, -EALREADY, NULL);
+			tcplnd_peer_connect_failed(peer, -EALREADY, true, false);
+			return;
+		}
+		if (tcplnd_ctype_invert(h->ctype) != conn->ctype) {
+			conn_reject(conn, "kshm_ctype", (uint32_t)h->ctype, (uint32_t)tcplnd_ctype_invert(conn->ctype));
+			tcplnd_peer_connect_failed(peer, -EPROTO, false, false);
+			return;
+		}
+		conn->peer = peer;
+	} else {
+		conn->proto = h->version;
+		conn->ctype = tcplnd_ctype_invert(h->ctype);
+		if (conn->ctype == TCPLND_CONN_NONE)
+			return conn_reject(conn, "kshm_ctype", (uint32_t)h->ctype, TCPLND_CONN_BULK_OUT);
+		peer = tcplnd_peer_find(net, &src, true);
+		if (!peer) {
+			tcplnd_conn_close(conn, -ENOMEM, "no memory for a peer");
+			return;
+		}
+		if (nid_cmp(&src, &net->nid) < 0 && peer_connecting(peer)) {
+			/* both sides are connecting: the higher NID's conns win */
+			ULNET_LOG(TCP, DEBUG, "%s: connection race with %s; answering NONE", conn->name,
+				  ulnet_nid_format(&src, a, sizeof(a)));
+			tcplnd_conn_reply_none(conn, conn->proto, &src);
+			return;
+		}
+	}
+
+	if (peer->proto && (peer->proto != conn->proto || peer->incarnation != h->src_incarnation)) {
+		struct ulnet_list *p, *tmp;
+
+		ULNET_LOG(TCP, WARN, "%s: peer %s (%s V%u -> V%u, incarnation %llx -> %llx); closing its connections",
+			  conn->name, peer->incarnation != h->src_incarnation ? "restarted" : "changed protocol",
+			  ulnet_nid_format(&peer->nid, b, sizeof(b)), peer->proto, conn->proto,
+			  (unsigned long long)peer->incarnation, (unsigned long long)h->src_incarnation);
+		ulnet_list_for_each_safe(p, tmp, &peer->conns)
+			tcplnd_conn_close(ulnet_container_of(p, struct tcplnd_conn, plink), -ECONNRESET, NULL);
+		peer->proto = 0;
+		if (conn->passive) {
+			tcplnd_conn_reply_none(conn, conn->proto, &src);
+		} else {
+			conn->peer = NULL;
+			tcplnd_conn_close(conn, -ESTALE, NULL);
+			tcplnd_peer_connect_failed(peer, -ESTALE, true, true);
+			peer_launch(peer);
+		}
+		return;
+	}
+	if (peer->n_up[conn->ctype] >= type_limit(net, conn->ctype)) {
+		ULNET_LOG(TCP, DEBUG, "%s: duplicate %s connection", conn->name, tcplnd_ctype_name(conn->ctype));
+		if (conn->passive) {
+			tcplnd_conn_reply_none(conn, conn->proto, &src);
+		} else {
+			conn->peer = NULL;
+			tcplnd_conn_close(conn, -EALREADY, NULL);
+		}
+		return;
+	}
+
+	/* accepted */
+	conn->rx = malloc(sizeof(*conn->rx));
+	if (!conn->rx) {
+		conn->peer = NULL;
+		tcplnd_conn_close(conn, -ENOMEM, "no memory for the receive state");
+		if (!conn->passive)
+			tcplnd_peer_connect_failed(peer, -ENOMEM, false, false);
+		return;
+	}
+	peer->proto = conn->proto;
+	peer->incarnation = h->src_incarnation;
+	peer->pid = pid;
+	peer->userflag = userflag;
+	conn->peer = peer;
+	tcplnd_conn_name(conn);
+	tcplnd_rx_init(conn->rx, conn->proto, conn->swab, true, net->slop);
+	conn->rx_progress = conn->tx_progress = ulnet__now_ns();
+	ulnet_list_add_tail(&conn->plink, &peer->conns);
+	peer->n_up[conn->ctype]++;
+	conn->state = TCPLND_CONN_UP;
+	ULNET_LOG(TCP, INFO, "%s: connected, protocol V%u%s", conn->name, conn->proto, conn->swab ? " (byte-swapped)" : "");
+	if (conn->passive) {
+		struct tcplnd_hello reply;
+
+		tcplnd_fill_hello(net, &reply, conn->proto, &h->src_nid, conn->ctype);
+		tcplnd_conn_queue_hello(conn, &reply);
+		if (conn->state != TCPLND_CONN_UP)
+			return;
+	}
+	tcplnd_peer_conn_up(peer, conn);
+	if (conn->state == TCPLND_CONN_UP)
+		tcplnd_conn_update_io(conn);
+}
+
+/* ---- ops ---- */
+
+static int net_address(struct tcplnd_net *net, struct ulnet_ni *ni)
+{
+	const struct ulnet_ni_conf *conf = ulnet__ni_conf(ni);
+	struct ulnet_nid nid = *ulnet__ni_nid(ni);
+
+	if (ulnet_nid_is_any(&nid)) {
+		struct ifaddrs *ifa, *i;
+		uint32_t netnum = 0;
+		bool found = false;
+
+		if (!conf->interfaces || !conf->interfaces[0]) {
+			ULNET_LOG(TCP, ERR, "net %s: neither a nid nor an interface to take the address from",
+				  conf->net ? conf->net : "tcp");
+			return -EINVAL;
+		}
+		if (getifaddrs(&ifa) < 0)
+			return -errno;
+		for (i = ifa; i; i = i->ifa_next) {
+			if (!i->ifa_addr || i->ifa_addr->sa_family != AF_INET || strcmp(i->ifa_name, conf->interfaces[0]))
+				continue;
+			memset(&nid, 0, sizeof(nid));
+			nid.type = ULNET_LND_SOCK;
+			nid.addr[0] = ntohl(((struct sockaddr_in *)(void *)i->ifa_addr)->sin_addr.s_addr);
+			found = true;
+			break;
+		}
+		freeifaddrs(ifa);
+		if (!found) {
+			ULNET_LOG(TCP, ERR, "net %s: interface '%s' has no IPv4 address", conf->net ? conf->net : "tcp",
+				  conf->interfaces[0]);
+			return -EINVAL;
+		}
+		if (conf->net && ulnet_net_parse(conf->net, &netnum, NULL) == 0)
+			nid.num = (uint16_t)(netnum & 0xffff);
+		ulnet__ni_set_nid(ni, &nid);
+	}
+	net->nid = nid;
+	memset(&net->addr, 0, sizeof(net->addr));
+	if (nid.size == 0) {
+		struct sockaddr_in *in = (struct sockaddr_in *)(void *)&net->addr;
+
+		in->sin_family = AF_INET;
+		in->sin_addr.s_addr = htonl(nid.addr[0]);
+		net->addrlen = sizeof(*in);
+	} else {
+		struct sockaddr_in6 *in6 = (struct sockaddr_in6 *)(void *)&net->addr;
+		int i;
+
+		in6->sin6_family = AF_INET6;
+		for (i = 0; i < 4; i++) {
+			uint32_t w = htonl(nid.addr[i]);
+
+			memcpy(&in6->sin6_addr.s6_addr[4 * i], &w, 4);
+		}
+		net->addrlen = sizeof(*in6);
+	}
+	return 0;
+}
+
+static int tcplnd_startup(struct ulnet_ni *ni)
+{
+	struct tcplnd_net *net = net_of(ni);
+	struct timespec ts;
+	unsigned i;
+	int rc;
+
+	memset(net, 0, sizeof(*net));
+	net->ni = ni;
+	net->node = ulnet__ni_node(ni);
+	net->lfd = -1;
+	for (i = 0; i < TCPLND_PEER_BUCKETS; i++)
+		ulnet_list_init(&net->peers[i]);
+	ulnet_list_init(&net->conns);
+	ulnet_list_init(&net->zombies);
+	ulnet_list_init(&net->hello_conns);
+	net->next_port = TCPLND_MAX_RESERVED_PORT;
+	rc = tunables_parse(net, ulnet__ni_conf(ni));
+	if (rc)
+		return rc;
+	rc = net_address(net, ni);
+	if (rc)
+		return rc;
+	/* the NI's start time: a restarted peer shows up as a new incarnation */
+	clock_gettime(CLOCK_REALTIME, &ts);
+	net->incarnation = (uint64_t)ts.tv_sec * NS_PER_S + (uint64_t)ts.tv_nsec;
+	return tcplnd_acceptor_start(net);
+}
+
+/* Snapshot of the live conns: closing one may open or close others. */
+static struct tcplnd_conn **conns_snapshot(struct tcplnd_net *net, size_t *n)
+{
+	struct tcplnd_conn **v = malloc((net->n_conns + 1) * sizeof(*v));
+	struct ulnet_list *p;
+
+	*n = 0;
+	if (!v)
+		return NULL;
+	for (p = net->conns.next; p != &net->conns && *n < net->n_conns; p = p->next)
+		v[(*n)++] = ulnet_container_of(p, struct tcplnd_conn, link);
+	return v;
+}
+
+static void free_zombies(struct tcplnd_net *net, bool all)
+{
+	struct ulnet_list *p, *tmp;
+
+	ulnet_list_for_each_safe(p, tmp, &net->zombies) {
+		struct tcplnd_conn *conn = ulnet_container_of(p, struct tcplnd_conn, link);
+
+		if (all || !conn->parse_pending)
+			tcplnd_conn_free(conn);
+	}
+}
+
+static void tcplnd_shutdown(struct ulnet_ni *ni)
+{
+	struct tcplnd_net *net = net_of(ni);
+	struct tcplnd_conn **v;
+	size_t n, i;
+	unsigned b;
+
+	net->shutting_down = true;
+	tcplnd_acceptor_stop(net);
+	while (!ulnet_list_empty(&net->conns)) {
+		v = conns_snapshot(net, &n);
+		if (!v)
+			break;
+		for (i = 0; i < n; i++)
+			tcplnd_conn_close(v[i], -ESHUTDOWN, NULL);
+		free(v);
+	}
+	for (b = 0; b < TCPLND_PEER_BUCKETS; b++) {
+		while (!ulnet_list_empty(&net->peers[b])) {
+			struct tcplnd_peer *peer = ulnet_list_first(&net->peers[b], struct tcplnd_peer, link);
+
+			peer_fail_txq(peer, -ESHUTDOWN);
+			ulnet_list_del(&peer->link);
+			free(peer);
+		}
+	}
+	free_zombies(net, true);
+}
+
+static int tcplnd_send(struct ulnet_ni *ni, void *rx_priv, struct ulnet_msg *msg)
+{
+	struct tcplnd_net *net = net_of(ni);
+	const struct ulnet_msg_lnd_view *v = ulnet__msg_view(msg);
+	struct tcplnd_peer *peer;
+	struct tcplnd_conn *conn;
+	struct tcplnd_tx *tx;
+
+	(void)rx_priv;
+	if (net->shutting_down)
+		return -ESHUTDOWN;
+	peer = tcplnd_peer_find(net, &v->target.nid, true);
+	if (!peer)
+		return -ENOMEM;
+	if (peer->userflag && ulnet_list_empty(&peer->conns))
+		return -EHOSTUNREACH; /* a user-space peer can only be reached while it is connected */
+	tx = calloc(1, sizeof(*tx) + (v->niov + 1) * sizeof(struct iovec));
+	if (!tx)
+		return -ENOMEM;
+	tx->msg = msg;
+	tx->kh.type = TCPLND_MSG_LNET;
+	tx->payload = v->hdr.payload_length;
+	tx->piov = (struct iovec *)(uintptr_t)v->iov;
+	tx->npiov = v->niov;
+	conn = peer_select(peer, tx->payload + TCPLND_MSG_HDR_SIZE + ULNET_HDR_NID4_SIZE);
+	if (conn) {
+		tcplnd_conn_queue(conn, tx);
+		return 0;
+	}
+	tx->deadline = ulnet__now_ns() + (uint64_t)net->tun.timeout * NS_PER_S;
+	ulnet_list_add_tail(&tx->link, &peer->txq);
+	if (!peer_connecting(peer)) {
+		if (ulnet__now_ns() < peer->retry_at && ulnet_list_empty(&peer->conns)) {
+			/* still backing off after a failure: fail at once, as a down peer would */
+			ulnet_list_del(&tx->link);
+			free(tx);
+			return peer->last_error ? peer->last_error : -EHOSTUNREACH;
+		}
+		peer_launch(peer);
+	}
+	return 0;
+}
+
+static int tcplnd_recv(struct ulnet_ni *ni, void *rx_priv, struct ulnet_msg *msg, const struct iovec *iov,
+		       unsigned niov, uint32_t mlen, uint32_t rlen)
+{
+	struct tcplnd_conn *conn = rx_priv;
+
+	(void)ni;
+	conn->parse_pending = false;
+	if (conn->state != TCPLND_CONN_UP || conn->rx->state != TCPLND_RX_PARSE_WAIT)
+		return msg ? -ECONNRESET : 0; /* the conn went away while the core held the header */
+	tcplnd_rx_deliver(conn->rx, msg, iov, niov, mlen, rlen);
+	if (!conn->in_rx)
+		tcplnd_conn_rx_resume(conn);
+	return 0;
+}
+
+static void peer_tick(struct tcplnd_peer *peer, uint64_t now)
+{
+	struct tcplnd_net *net = peer->net;
+	struct ulnet_list *p, *tmp, late;
+
+	/* messages that waited too long for a conn */
+	ulnet_list_init(&late);
+	ulnet_list_for_each_safe(p, tmp, &peer->txq) {
+		struct tcplnd_tx *tx = ulnet_container_of(p, struct tcplnd_tx, link);
+
+		if (now > tx->deadline) {
+			ulnet_list_del(p);
+			ulnet_list_add_tail(p, &late);
+		}
+	}
+	if (!ulnet_list_empty(&late)) {
+		char n[ULNET_NID_STRLEN];
+
+		ULNET_LOG(TCP, ERR, "%s: no connection within %d s (lnd tunable timeout); failing its queued messages",
+			  ulnet_nid_format(&peer->nid, n, sizeof(n)), net->tun.timeout);
+		ulnet_list_for_each_safe(p, tmp, &late) {
+			struct tcplnd_tx *tx = ulnet_container_of(p, struct tcplnd_tx, link);
+
+			ulnet_list_del(p);
+			ulnet__finalize(tx->msg, -ETIMEDOUT);
+			free(tx);
+		}
+	}
+	if (!ulnet_list_empty(&peer->txq) && !peer_connecting(peer))
+		peer_launch(peer);
+	/* keepalive (V3+): a NOOP {0, 1} after silence, preferably on the ACK (BULK_IN) conn */
+	if (net->tun.keepalive > 0 && peer->proto >= TCPLND_PROTO_V3 && !ulnet_list_empty(&peer->conns) &&
+	    now - peer->last_alive > (uint64_t)net->tun.keepalive * NS_PER_S && now >= peer->keepalive_at) {
+		struct tcplnd_conn *best = NULL;
+
+		peer->keepalive_at = now + TCPLND_KEEPALIVE_RETRY_S * NS_PER_S;
+		for (p = peer->conns.next; p != &peer->conns; p = p->next) {
+			struct tcplnd_conn *c = ulnet_container_of(p, struct tcplnd_conn, plink);
+
+			if (!best || (c->ctype == TCPLND_CONN_BULK_IN && best->ctype != TCPLND_CONN_BULK_IN))
+				best = c;
+		}
+		if (best && ulnet_list_empty(&best->txq))
+			tcplnd_conn_queue_noop(best, 0, TCPLND_KEEPALIVE_PING);
+	}
+}
+
+static void tcplnd_tick(struct ulnet_ni *ni, uint64_t now)
+{
+	struct tcplnd_net *net = net_of(ni);
+	struct tcplnd_conn **cv;
+	struct tcplnd_peer **pv = NULL;
+	size_t n, np = 0, i, cap = 0;
+	unsigned b;
+
+	cv = conns_snapshot(net, &n);
+	for (i = 0; cv && i < n; i++)
+		tcplnd_conn_tick(cv[i], now);
+	free(cv);
+
+	for (b = 0; b < TCPLND_PEER_BUCKETS; b++) {
+		struct ulnet_list *p;
+
+		for (p = net->peers[b].next; p != &net->peers[b]; p = p->next) {
+			if (np == cap) {
+				struct tcplnd_peer **nv = realloc(pv, (cap ? cap * 2 : 64) * sizeof(*pv));
+
+				if (!nv)
+					break;
+				pv = nv;
+				cap = cap ? cap * 2 : 64;
+			}
+			pv[np++] = ulnet_container_of(p, struct tcplnd_peer, link);
+		}
+	}
+	for (i = 0; i < np; i++)
+		peer_tick(pv[i], now);
+	/* forget peers with nothing left (no callbacks below) */
+	for (i = 0; i < np; i++) {
+		struct tcplnd_peer *peer = pv[i];
+
+		if (!ulnet_list_empty(&peer->conns) || !ulnet_list_empty(&peer->txq) || peer_connecting(peer)) {
+			peer->idle_since = now;
+			continue;
+		}
+		if (now - peer->idle_since > TCPLND_PEER_IDLE_S * NS_PER_S && now >= peer->retry_at) {
+			struct ulnet_list *p;
+			bool referenced = false;
+
+			/* zombies still name their peer while the core owes them an lnd_recv */
+			for (p = net->zombies.next; p != &net->zombies; p = p->next)
+				if (ulnet_container_of(p, struct tcplnd_conn, link)->peer == peer)
+					referenced = true;
+			if (referenced)
+				continue;
+			ulnet_list_del(&peer->link);
+			free(peer);
+		}
+	}
+	free(pv);
+	free_zombies(net, false);
+	tcplnd_acceptor_tick(net);
+}
+
+const struct ulnet_lnd_ops ulnet__tcplnd_ops = {
+	.lnd_type = ULNET_LND_SOCK,
+	.lnd_name = "tcp",
+	.lnd_ni_size = sizeof(struct tcplnd_net),
+	.lnd_startup = tcplnd_startup,
+	.lnd_shutdown = tcplnd_shutdown,
+	.lnd_send = tcplnd_send,
+	.lnd_recv = tcplnd_recv,
+	.lnd_tick = tcplnd_tick,
+	.lnd_tunables_show = tcplnd_tunables_show,
+};
