@@ -138,6 +138,7 @@ struct drv {
 	unsigned nseen;
 	int err;           /* first error */
 	uint8_t *cur;      /* buffer of the message being received */
+	struct iovec iov[8]; /* its fragments: the rx machine keeps referring to them until DONE */
 	uint32_t cur_mlen;
 };
 
@@ -175,7 +176,7 @@ static void drv_event(struct drv *d, int ev)
 	s->ev = ev;
 	if (ev == TCPLND_RX_EV_HDR) {
 		const struct plan *p;
-		struct iovec iov[8];
+		struct iovec *iov = d->iov;
 		uint32_t off = 0, i;
 
 		s->hdr = d->rx.lhdr;

@@ -190,7 +190,7 @@ enum tcplnd_rx_event {
 	TCPLND_RX_EV_HDR,       /* rx->lhdr decoded: hand it up, then call tcplnd_rx_deliver() */
 	TCPLND_RX_EV_DONE,      /* the message is in: finalize rx->msg with rx->status; ACK rx->zc_cookie */
 };
-#define TCPLND_RX_IOV_MAX (ULNET_MAX_IOV + 1)
+#define TCPLND_RX_IOV_WINDOW 64   /* iovecs handed out per readv */
 #define TCPLND_SLOP_SIZE 4096
 struct tcplnd_rx {
 	enum tcplnd_rx_state state;
@@ -203,8 +203,10 @@ struct tcplnd_rx {
 	struct ulnet_hdr lhdr;
 	/* payload */
 	void *msg;                  /* the core's message (NULL: discard) */
-	struct iovec iov[TCPLND_RX_IOV_MAX];
-	unsigned iov_first, iov_n;  /* unread window of iov[] */
+	const struct iovec *piov;   /* the receiver's fragments, valid until DONE */
+	unsigned pn, pidx;          /* count; next fragment */
+	size_t poff;                /* bytes already in piov[pidx] */
+	struct iovec iov[TCPLND_RX_IOV_WINDOW]; /* what tcplnd_rx_bufs() hands out */
 	uint32_t mlen_left, slop_left;
 	uint32_t crc;
 	int status;                 /* for EV_DONE: 0 or -EIO (checksum) */
@@ -219,8 +221,9 @@ void tcplnd_rx_init(struct tcplnd_rx *rx, uint32_t proto, bool swab, bool csum, 
 unsigned tcplnd_rx_bufs(struct tcplnd_rx *rx, struct iovec **iov);
 /* @n bytes were written at tcplnd_rx_bufs(). Returns an enum tcplnd_rx_event, or -EPROTO (rx->err). */
 int tcplnd_rx_advance(struct tcplnd_rx *rx, size_t n);
-/* In PARSE_WAIT: deliver @mlen bytes into @iov (copied), discard up to @rlen; @msg NULL discards all.
- * The next tcplnd_rx_advance(rx, 0) reports DONE at once when there is no payload. */
+/* In PARSE_WAIT: deliver @mlen bytes into @iov[0..niov) (the array is referenced, not copied: keep it
+ * until DONE), discard up to @rlen; @msg NULL discards all. Call tcplnd_rx_advance(rx, 0) next: it
+ * reports DONE at once when there is no payload. */
 void tcplnd_rx_deliver(struct tcplnd_rx *rx, void *msg, const struct iovec *iov, unsigned niov, uint32_t mlen,
 		       uint32_t rlen);
 
@@ -280,7 +283,7 @@ struct tcplnd_tx {
 	bool raw;                       /* hdr holds pre-packed bytes (our HELLO reply) */
 	bool carrier;                   /* a NOOP that takes pending ZC-ACKs when it goes out */
 	unsigned iov_first, niov;       /* unsent window of iov[] */
-	struct iovec *piov;             /* the message's payload fragments (borrowed) */
+	const struct iovec *piov;       /* the message's payload fragments (borrowed) */
 	unsigned npiov;
 	struct iovec iov[];             /* [0] header, then payload */
 };
@@ -310,6 +313,8 @@ struct tcplnd_conn {
 	uint8_t hello_out[TCPLND_ACCEPTOR_V2_SIZE + TCPLND_HELLO_NID16_SIZE];
 	size_t hello_len, hello_done;
 	struct tcplnd_rx *rx;           /* from UP on */
+	struct iovec *rx_iov;           /* our copy of the fragments lnd_recv gave (the rx machine refers to it) */
+	unsigned rx_iov_cap;
 	struct ulnet_list txq;
 	uint64_t tx_queued_nob;
 	struct tcplnd_zcacks zcacks;

@@ -111,6 +111,7 @@ struct tcplnd_conn *tcplnd_conn_new(struct tcplnd_net *net, int fd, bool passive
 void tcplnd_conn_free(struct tcplnd_conn *conn)
 {
 	ulnet_list_del(&conn->link);
+	free(conn->rx_iov);
 	free(conn->rx);
 	free(conn);
 }
@@ -170,8 +171,10 @@ void tcplnd_conn_close(struct tcplnd_conn *conn, int rc, const char *why)
 	if (conn->peer) {
 		if (prev == TCPLND_CONN_UP)
 			tcplnd_peer_conn_down(conn->peer, conn);
-		else if (!conn->passive)
+		else if (!conn->passive) {
+			conn->peer->n_connecting[conn->ctype]--;
 			tcplnd_peer_connect_failed(conn->peer, rc, false, false);
+		}
 	}
 	ulnet_list_del(&conn->link);
 	ulnet_list_add_tail(&conn->link, &net->zombies);
@@ -868,7 +871,7 @@ int tcplnd_conn_connect(struct tcplnd_peer *peer, int ctype)
 	struct tcplnd_conn *conn;
 	struct tcplnd_hello h;
 	uint32_t proto;
-	int fd, n, m, rc;
+	int fd = -1, n, m, rc;
 
 	memset(&to, 0, sizeof(to));
 	if (peer->nid.size == 0) {

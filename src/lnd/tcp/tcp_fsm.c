@@ -138,9 +138,25 @@ unsigned tcplnd_rx_bufs(struct tcplnd_rx *rx, struct iovec **iov)
 		rx->iov[0].iov_len = rx->hwant - rx->hdone;
 		*iov = rx->iov;
 		return 1;
-	case TCPLND_RX_PAYLOAD:
-		*iov = rx->iov + rx->iov_first;
-		return rx->mlen_left ? rx->iov_n : 0;
+	case TCPLND_RX_PAYLOAD: {
+		unsigned n = 0, i = rx->pidx;
+		size_t off = rx->poff, left = rx->mlen_left;
+
+		for (; left && i < rx->pn && n < TCPLND_RX_IOV_WINDOW; i++, off = 0) {
+			size_t k = rx->piov[i].iov_len - off;
+
+			if (!k)
+				continue;
+			if (k > left)
+				k = left;
+			rx->iov[n].iov_base = (uint8_t *)rx->piov[i].iov_base + off;
+			rx->iov[n].iov_len = k;
+			left -= k;
+			n++;
+		}
+		*iov = rx->iov;
+		return n;
+	}
 	case TCPLND_RX_SLOP:
 		rx->iov[0].iov_base = rx->slop;
 		rx->iov[0].iov_len = rx->slop_left < TCPLND_SLOP_SIZE ? rx->slop_left : TCPLND_SLOP_SIZE;
@@ -235,17 +251,18 @@ int tcplnd_rx_advance(struct tcplnd_rx *rx, size_t n)
 		assert(n <= rx->mlen_left);
 		rx->mlen_left -= (uint32_t)n;
 		while (n) {
-			struct iovec *v = &rx->iov[rx->iov_first];
-			size_t k = n < v->iov_len ? n : v->iov_len;
+			const struct iovec *v = &rx->piov[rx->pidx];
+			size_t k = v->iov_len - rx->poff;
 
+			if (k > n)
+				k = n;
 			if (rx->csum && rx->kh.csum)
-				rx->crc = tcplnd_crc32(rx->crc, v->iov_base, k);
-			v->iov_base = (uint8_t *)v->iov_base + k;
-			v->iov_len -= k;
+				rx->crc = tcplnd_crc32(rx->crc, (uint8_t *)v->iov_base + rx->poff, k);
+			rx->poff += k;
 			n -= k;
-			if (v->iov_len == 0) {
-				rx->iov_first++;
-				rx->iov_n--;
+			if (rx->poff == v->iov_len) {
+				rx->pidx++;
+				rx->poff = 0;
 			}
 		}
 		if (rx->mlen_left)
@@ -267,28 +284,22 @@ int tcplnd_rx_advance(struct tcplnd_rx *rx, size_t n)
 void tcplnd_rx_deliver(struct tcplnd_rx *rx, void *msg, const struct iovec *iov, unsigned niov, uint32_t mlen,
 		       uint32_t rlen)
 {
-	uint32_t left;
+	size_t have = 0;
 	unsigned i;
 
-	assert(rx->state == TCPLND_RX_PARSE_WAIT);
-	assert(mlen <= rlen);
 	if (!msg)
 		mlen = 0;
+	for (i = 0; i < niov && have < mlen; i++)
+		have += iov[i].iov_len;
+	if (have < mlen)
+		mlen = (uint32_t)have; /* fragments shorter than promised: the rest is slop */
+	assert(rx->state == TCPLND_RX_PARSE_WAIT);
+	assert(mlen <= rlen);
 	rx->msg = msg;
-	rx->iov_first = rx->iov_n = 0;
-	left = mlen;
-	for (i = 0; i < niov && left; i++) {
-		size_t k = iov[i].iov_len < left ? iov[i].iov_len : left;
-
-		if (!k)
-			continue;
-		assert(rx->iov_n < TCPLND_RX_IOV_MAX);
-		rx->iov[rx->iov_n].iov_base = iov[i].iov_base;
-		rx->iov[rx->iov_n].iov_len = k;
-		rx->iov_n++;
-		left -= (uint32_t)k;
-	}
-	assert(left == 0); /* the core hands us fragments covering mlen */
+	rx->piov = iov;
+	rx->pn = mlen ? niov : 0;
+	rx->pidx = 0;
+	rx->poff = 0;
 	rx->mlen_left = mlen;
 	rx->slop_left = rlen - mlen;
 	rx->state = mlen || !rx->slop_left ? TCPLND_RX_PAYLOAD : TCPLND_RX_SLOP;

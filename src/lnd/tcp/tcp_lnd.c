@@ -293,22 +293,27 @@ void tcplnd_peer_connect_failed(struct tcplnd_peer *peer, int rc, bool retry, bo
 
 void tcplnd_peer_conn_up(struct tcplnd_peer *peer, struct tcplnd_conn *conn)
 {
-	struct ulnet_list *p, *tmp;
+	struct ulnet_list q, *p, *tmp;
 
 	(void)conn;
 	peer->retry_ms = 0;
 	peer->retry_at = 0;
 	peer->last_alive = ulnet__now_ns();
+	/* work on a private list: queueing may finalize, and that may touch peer->txq */
+	ulnet_list_init(&q);
 	ulnet_list_for_each_safe(p, tmp, &peer->txq) {
+		ulnet_list_del(p);
+		ulnet_list_add_tail(p, &q);
+	}
+	ulnet_list_for_each_safe(p, tmp, &q) {
 		struct tcplnd_tx *tx = ulnet_container_of(p, struct tcplnd_tx, link);
 		struct tcplnd_conn *c = peer_select(peer, tx->payload + TCPLND_MSG_HDR_SIZE + ULNET_HDR_NID4_SIZE);
 
-		if (!c)
-			continue;
 		ulnet_list_del(p);
-		tcplnd_conn_queue(c, tx);
-		if (tmp->prev != p && ulnet_list_empty(&peer->txq))
-			break;
+		if (c)
+			tcplnd_conn_queue(c, tx);
+		else
+			ulnet_list_add_tail(p, &peer->txq);
 	}
 }
 
@@ -367,8 +372,15 @@ void tcplnd_hello_done(struct tcplnd_conn *conn)
 	char a[ULNET_NID_STRLEN], b[ULNET_NID_STRLEN];
 
 	tcplnd_conn_hello_list_del(conn);
-	if (ulnet_nid_net(&src) != ulnet_nid_net(&net->nid))
-		return conn_reject(conn, "kshm_src_nid (net)", ulnet_nid_net(&src), ulnet_nid_net(&net->nid));
+	if (ulnet_nid_net(&src) != ulnet_nid_net(&net->nid)) {
+		if (!conn->passive) {
+			peer->n_connecting[conn->ctype]--;
+			conn->peer = NULL;
+			tcplnd_peer_connect_failed(peer, -EPROTO, false, false);
+		}
+		conn_reject(conn, "kshm_src_nid (net)", ulnet_nid_net(&src), ulnet_nid_net(&net->nid));
+		return;
+	}
 	if (conn->passive && conn->rport > TCPLND_MAX_RESERVED_PORT && conn->raddr.ss_family == AF_INET) {
 		/* a user-space peer: known by its address and source port, as socklnd does */
 		userflag = true;
@@ -414,8 +426,10 @@ void tcplnd_hello_done(struct tcplnd_conn *conn)
 	} else {
 		conn->proto = h->version;
 		conn->ctype = tcplnd_ctype_invert(h->ctype);
-		if (conn->ctype == TCPLND_CONN_NONE)
-			return conn_reject(conn, "kshm_ctype", (uint32_t)h->ctype, TCPLND_CONN_BULK_OUT);
+		if (conn->ctype == TCPLND_CONN_NONE) {
+			conn_reject(conn, "kshm_ctype", (uint32_t)h->ctype, TCPLND_CONN_BULK_OUT);
+			return;
+		}
 		peer = tcplnd_peer_find(net, &src, true);
 		if (!peer) {
 			tcplnd_conn_close(conn, -ENOMEM, "no memory for a peer");
@@ -662,7 +676,7 @@ static int tcplnd_send(struct ulnet_ni *ni, void *rx_priv, struct ulnet_msg *msg
 	tx->msg = msg;
 	tx->kh.type = TCPLND_MSG_LNET;
 	tx->payload = v->hdr.payload_length;
-	tx->piov = (struct iovec *)(uintptr_t)v->iov;
+	tx->piov = v->iov;
 	tx->npiov = v->niov;
 	conn = peer_select(peer, tx->payload + TCPLND_MSG_HDR_SIZE + ULNET_HDR_NID4_SIZE);
 	if (conn) {
@@ -692,7 +706,18 @@ static int tcplnd_recv(struct ulnet_ni *ni, void *rx_priv, struct ulnet_msg *msg
 	conn->parse_pending = false;
 	if (conn->state != TCPLND_CONN_UP || conn->rx->state != TCPLND_RX_PARSE_WAIT)
 		return msg ? -ECONNRESET : 0; /* the conn went away while the core held the header */
-	tcplnd_rx_deliver(conn->rx, msg, iov, niov, mlen, rlen);
+	if (msg && mlen && niov > conn->rx_iov_cap) {
+		unsigned cap = niov < 16 ? 16 : niov;
+		struct iovec *n = realloc(conn->rx_iov, cap * sizeof(*n));
+
+		if (!n)
+			return -ENOMEM;
+		conn->rx_iov = n;
+		conn->rx_iov_cap = cap;
+	}
+	if (msg && mlen)
+		memcpy(conn->rx_iov, iov, niov * sizeof(*iov));
+	tcplnd_rx_deliver(conn->rx, msg, conn->rx_iov, msg && mlen ? niov : 0, mlen, rlen);
 	if (!conn->in_rx)
 		tcplnd_conn_rx_resume(conn);
 	return 0;

@@ -1,0 +1,129 @@
+/* SPDX-License-Identifier: MIT */
+/* Event queues and handlers: unbounded queue (nothing dropped), wait timeouts, -EBUSY while MDs use
+ * a queue, and handlers that run on the loop thread and may call the API themselves. */
+#include <errno.h>
+#include <pthread.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+#include <time.h>
+#include <cmocka.h>
+#include "ulnet/ulnet.h"
+
+static void eq_never_drops(void **state)
+{
+	struct ulnet_process_id self = { .pid = ULNET_PID_LUSTRE }, any = { .pid = ULNET_PID_ANY };
+	static uint8_t tbuf[8], ibuf[8];
+	struct ulnet_md tmd = { .start = tbuf, .length = 8, .threshold = ULNET_MD_THRESH_INF,
+				.options = ULNET_MD_OP_PUT | ULNET_MD_MANAGE_REMOTE };
+	struct ulnet_md imd = { .start = ibuf, .length = 8, .threshold = ULNET_MD_THRESH_INF };
+	struct ulnet_handle me, th, ih;
+	struct ulnet_event ev;
+	ulnet_node *node;
+	ulnet_eq *eq;
+	int puts = 0, sends = 0;
+	const int n = 5000;
+
+	(void)state;
+	any.nid = ulnet_nid_any();
+	assert_int_equal(ulnet_node_open(NULL, &node), 0);
+	assert_int_equal(ulnet_nid_parse("0@lo", &self.nid, NULL), 0);
+	assert_int_equal(ulnet_eq_create(&eq), 0);
+	tmd.eq = imd.eq = eq;
+	assert_int_equal(ulnet_me_attach(node, 2, &any, 0, 0, ULNET_UNLINK, ULNET_INS_AFTER, &me), 0);
+	assert_int_equal(ulnet_md_attach(node, me, &tmd, ULNET_UNLINK, &th), 0);
+	assert_int_equal(ulnet_md_bind(node, &imd, ULNET_RETAIN, &ih), 0);
+	for (int i = 0; i < n; i++)
+		assert_int_equal(ulnet_put(node, ih, ULNET_NOACK_REQ, &self, 2, 0, 0, (uint64_t)i), 0);
+	assert_int_equal(ulnet_eq_destroy(eq), -EBUSY);
+	while (ulnet_eq_wait(eq, 0, &ev) == 1) {
+		if (ev.type == ULNET_EVENT_PUT) {
+			assert_int_equal(ev.hdr_data, (uint64_t)puts); /* FIFO */
+			puts++;
+		} else if (ev.type == ULNET_EVENT_SEND) {
+			sends++;
+		}
+	}
+	assert_int_equal(puts, n);
+	assert_int_equal(sends, n);
+	assert_int_equal(ulnet_eq_wait(eq, 30, &ev), 0); /* timeout, nothing left */
+	assert_int_equal(ulnet_md_unlink(node, ih), 0);
+	assert_int_equal(ulnet_md_unlink(node, th), 0);
+	assert_int_equal(ulnet_eq_wait(eq, 0, &ev), 1);
+	assert_int_equal(ev.type, ULNET_EVENT_UNLINK);
+	assert_int_equal(ulnet_eq_wait(eq, 0, &ev), 1);
+	assert_int_equal(ev.type, ULNET_EVENT_UNLINK);
+	assert_int_equal(ulnet_eq_destroy(eq), 0);
+	ulnet_node_close(node);
+}
+
+/* A handler chain: each PUT event's handler sends the next PUT until the count is reached. */
+static struct {
+	pthread_mutex_t lock;
+	pthread_cond_t cond;
+	ulnet_node *node;
+	struct ulnet_handle ih;
+	struct ulnet_process_id self;
+	int puts, target;
+	bool wrong_thread;
+	pthread_t caller;
+} chain = { .lock = PTHREAD_MUTEX_INITIALIZER, .cond = PTHREAD_COND_INITIALIZER };
+
+static void chain_handler(const struct ulnet_event *ev)
+{
+	if (pthread_equal(pthread_self(), chain.caller))
+		chain.wrong_thread = true;
+	if (ev->type != ULNET_EVENT_PUT)
+		return;
+	pthread_mutex_lock(&chain.lock);
+	chain.puts++;
+	if (chain.puts < chain.target)
+		assert_int_equal(ulnet_put(chain.node, chain.ih, ULNET_NOACK_REQ, &chain.self, 4, 0, 0, 0), 0);
+	pthread_cond_broadcast(&chain.cond);
+	pthread_mutex_unlock(&chain.lock);
+}
+
+static void handlers_run_on_loop_thread(void **state)
+{
+	struct ulnet_process_id any = { .pid = ULNET_PID_ANY };
+	static uint8_t tbuf[4], ibuf[4];
+	struct ulnet_md tmd = { .start = tbuf, .length = 4, .threshold = ULNET_MD_THRESH_INF,
+				.options = ULNET_MD_OP_PUT | ULNET_MD_MANAGE_REMOTE, .handler = chain_handler };
+	struct ulnet_md imd = { .start = ibuf, .length = 4, .threshold = ULNET_MD_THRESH_INF,
+				.handler = chain_handler };
+	struct ulnet_handle me, th;
+	struct timespec dl;
+
+	(void)state;
+	any.nid = ulnet_nid_any();
+	chain.caller = pthread_self();
+	chain.target = 200;
+	chain.self.pid = ULNET_PID_LUSTRE;
+	assert_int_equal(ulnet_node_open(NULL, &chain.node), 0);
+	assert_int_equal(ulnet_nid_parse("0@lo", &chain.self.nid, NULL), 0);
+	assert_int_equal(ulnet_me_attach(chain.node, 4, &any, 0, 0, ULNET_UNLINK, ULNET_INS_AFTER, &me), 0);
+	assert_int_equal(ulnet_md_attach(chain.node, me, &tmd, ULNET_UNLINK, &th), 0);
+	assert_int_equal(ulnet_md_bind(chain.node, &imd, ULNET_RETAIN, &chain.ih), 0);
+	assert_int_equal(ulnet_put(chain.node, chain.ih, ULNET_NOACK_REQ, &chain.self, 4, 0, 0, 0), 0);
+	clock_gettime(CLOCK_REALTIME, &dl);
+	dl.tv_sec += 10;
+	pthread_mutex_lock(&chain.lock);
+	while (chain.puts < chain.target)
+		if (pthread_cond_timedwait(&chain.cond, &chain.lock, &dl) != 0)
+			break;
+	pthread_mutex_unlock(&chain.lock);
+	assert_int_equal(chain.puts, chain.target);
+	assert_false(chain.wrong_thread);
+	ulnet_node_close(chain.node);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(eq_never_drops),
+		cmocka_unit_test(handlers_run_on_loop_thread),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
