@@ -710,8 +710,13 @@ static int tcplnd_recv(struct ulnet_ni *ni, void *rx_priv, struct ulnet_msg *msg
 		unsigned cap = niov < 16 ? 16 : niov;
 		struct iovec *n = realloc(conn->rx_iov, cap * sizeof(*n));
 
-		if (!n)
+		if (!n) {
+			/* keep the stream in step: the payload goes to the slop buffer */
+			tcplnd_rx_deliver(conn->rx, NULL, NULL, 0, 0, rlen);
+			if (!conn->in_rx)
+				tcplnd_conn_rx_resume(conn);
 			return -ENOMEM;
+		}
 		conn->rx_iov = n;
 		conn->rx_iov_cap = cap;
 	}
