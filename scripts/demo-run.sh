@@ -46,12 +46,13 @@ echo "== nodes: $A@tcp (page_size 4096), $B@tcp (page_size 65536)"
 "$ULNETCTL" --node "$TMP/n4k/ctl.sock" ping "$B@tcp"
 "$ULNETCTL" --node "$TMP/n64k/ctl.sock" ping "$A@tcp"
 if [ -x "$SST" ]; then
-	export ULNET_NODE=$TMP/n4k/ctl.sock
 	rc=0
-	for dir in "--from $A@tcp --to $B@tcp" "--from $B@tcp --to $A@tcp"; do
+	echo "== brw, 1 MiB at offset 4097, check=full, both directions"
+	for pair in "n4k $A $B" "n64k $B $A"; do
+		read -r node from to <<<"$pair"
 		for op in write read; do
-			# shellcheck disable=SC2086
-			"$SST" brw $op $dir --size 1M --offset 4097 --concurrency 4 --duration 3 --check full || rc=1
+			ULNET_NODE=$TMP/$node/ctl.sock "$SST" brw $op --from "$from@tcp" --to "$to@tcp" \
+				--size 1M --offset 4097 --concurrency 4 --duration 3 --check full || rc=1
 		done
 	done
 	exit $rc

@@ -1289,8 +1289,8 @@ int ulnet__sst_params_check(const struct ulnet_sst_params *p, uint32_t page_size
 		return *why = "check must be none, simple or full", -EINVAL;
 	if (p->offset >= ULNET_MTU)
 		return *why = "offset must be below 1048576", -EINVAL;
-	if (((uint64_t)p->offset % page_size + p->size + page_size - 1) / page_size > ULNET_MAX_IOV)
-		return *why = "offset+size need more than 256 page fragments on this node", -EINVAL;
+	if (((uint64_t)p->offset % page_size + p->size + page_size - 1) / page_size > ULNET_MD_MAX_FRAGS)
+		return *why = "offset+size need more than ULNET_MD_MAX_FRAGS (1024) page fragments on this node", -EINVAL;
 	return 0;
 }
 

@@ -1,0 +1,387 @@
+/* SPDX-License-Identifier: MIT */
+/* Two nodes in one process joined by the tcp LND over loopback (127.31.P.1 and 127.31.P.2, port 988):
+ * ping both ways, then Put and Get of 0, 1, 4095, 4096, 4097, 65536 and 1 MiB with non-zero offsets,
+ * contiguous, iovec and kiov MDs, node page sizes 4 KiB and 64 KiB; data compared byte for byte.
+ * Then protocol variants (forced V1 and V2 with checksums) and a peer restart (new incarnation). */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <cmocka.h>
+#include "ulnet/ulnet.h"
+
+enum md_form { FORM_CONTIG, FORM_IOVEC, FORM_KIOV };
+
+struct md_buf {
+	uint8_t *mem;
+	size_t memlen;
+	struct iovec iov[ULNET_MD_MAX_FRAGS];
+	struct ulnet_kiov kiov[ULNET_MD_MAX_FRAGS];
+	struct ulnet_md md;
+};
+
+static void md_buf_init(struct md_buf *b, enum md_form form, uint32_t page, size_t off, size_t len, uint8_t fill)
+{
+	size_t n = 0, pos = off, end = off + len;
+
+	b->memlen = ((off + len) / page + 2) * page;
+	b->mem = aligned_alloc(page, b->memlen);
+	assert_non_null(b->mem);
+	memset(b->mem, fill, b->memlen);
+	memset(&b->md, 0, sizeof(b->md));
+	b->md.threshold = ULNET_MD_THRESH_INF;
+	switch (form) {
+	case FORM_CONTIG:
+		b->md.start = b->mem + off;
+		b->md.length = (uint32_t)len;
+		break;
+	case FORM_IOVEC:
+		while (pos < end) {
+			size_t take = 3001 + (n % 7) * 10007;
+
+			if (take > end - pos)
+				take = end - pos;
+			b->iov[n].iov_base = b->mem + pos;
+			b->iov[n].iov_len = take;
+			pos += take;
+			n++;
+		}
+		b->md.start = b->iov;
+		b->md.length = (uint32_t)n;
+		b->md.options = ULNET_MD_IOVEC;
+		break;
+	case FORM_KIOV:
+		while (pos < end) {
+			size_t room = page - pos % page, take = end - pos < room ? end - pos : room;
+
+			b->kiov[n].kiov_base = b->mem + pos;
+			b->kiov[n].kiov_len = (uint32_t)take;
+			pos += take;
+			n++;
+		}
+		b->md.start = b->kiov;
+		b->md.length = (uint32_t)n;
+		b->md.options = ULNET_MD_KIOV;
+		break;
+	}
+}
+
+static void pattern(uint8_t *p, size_t len, uint32_t seed)
+{
+	for (size_t i = 0; i < len; i++)
+		p[i] = (uint8_t)((i * 131 + seed) ^ (i >> 8));
+}
+
+static int wait_for(ulnet_eq *eq, enum ulnet_event_kind kind, struct ulnet_event *out)
+{
+	for (int i = 0; i < 10; i++) {
+		if (ulnet_eq_wait(eq, 10000, out) != 1)
+			return -1;
+		if (out->type == kind)
+			return 0;
+	}
+	return -1;
+}
+
+/* ---- a pair of nodes ---- */
+
+struct pair {
+	ulnet_node *a, *b;
+	struct ulnet_process_id ida, idb;
+	ulnet_eq *eq;
+	uint32_t page;
+};
+
+static int node_start(ulnet_node **out, uint32_t page, const char *nid, const struct ulnet_kv *lt, size_t nlt)
+{
+	struct ulnet_node_opts opts = { .page_size = page };
+	struct ulnet_ni_conf conf = { .net = "tcp", .nid = nid, .lnd_tunables = lt, .n_lnd_tunables = nlt };
+	int rc = ulnet_node_open(&opts, out);
+
+	if (rc)
+		return rc;
+	rc = ulnet_ni_add(*out, &conf);
+	if (rc)
+		ulnet_node_close(*out);
+	return rc;
+}
+
+static struct pair *pair_open(uint32_t page, const char *na, const char *nb, const struct ulnet_kv *lta, size_t nlta,
+			      const struct ulnet_kv *ltb, size_t nltb)
+{
+	struct pair *p = calloc(1, sizeof(*p));
+
+	p->page = page;
+	assert_int_equal(node_start(&p->a, page, na, lta, nlta), 0);
+	assert_int_equal(node_start(&p->b, page, nb, ltb, nltb), 0);
+	assert_int_equal(ulnet_nid_parse(na, &p->ida.nid, NULL), 0);
+	assert_int_equal(ulnet_nid_parse(nb, &p->idb.nid, NULL), 0);
+	p->ida.pid = p->idb.pid = ULNET_PID_LUSTRE;
+	assert_int_equal(ulnet_eq_create(&p->eq), 0);
+	return p;
+}
+
+static void pair_close(struct pair *p)
+{
+	ulnet_node_close(p->a);
+	ulnet_node_close(p->b);
+	assert_int_equal(ulnet_eq_destroy(p->eq), 0);
+	free(p);
+}
+
+static void ping_ok(ulnet_node *from, const struct ulnet_process_id *to)
+{
+	struct ulnet_ping_result r;
+	int rc = ulnet_ping(from, to, 10000, &r);
+
+	assert_int_equal(rc, 0);
+	assert_true(r.n_nids >= 2);
+	assert_true(ulnet_nid_equal(&r.nids[1].nid, &to->nid));
+}
+
+/* ---- the Put/Get matrix ---- */
+
+struct xcase {
+	const char *name;
+	uint32_t size;
+	enum md_form src_form, dst_form;
+	uint32_t src_off, dst_off, remote_off;
+	bool get;
+};
+
+static struct pair *cur;
+
+/* Put (a -> b) or Get (a <- b) of c->size bytes; the target MD sits on b. */
+static void xfer(struct pair *p, const struct xcase *c, uint32_t portal, uint64_t bits)
+{
+	struct ulnet_process_id any = { .pid = ULNET_PID_ANY };
+	struct md_buf *t = calloc(1, sizeof(*t)), *i = calloc(1, sizeof(*i));
+	size_t room = (size_t)c->size + c->remote_off;
+	uint8_t *want = malloc(c->size + 1);
+	struct ulnet_handle me, tmd, imd;
+	struct ulnet_event ev;
+
+	any.nid = ulnet_nid_any();
+	pattern(want, c->size, c->size + portal);
+	md_buf_init(t, c->dst_form, p->page, c->dst_off, room, 0xee);
+	md_buf_init(i, c->src_form, p->page, c->src_off, c->size, 0x11);
+	t->md.options |= (c->get ? ULNET_MD_OP_GET : ULNET_MD_OP_PUT) | ULNET_MD_MANAGE_REMOTE;
+	t->md.eq = p->eq;
+	t->md.threshold = 1;
+	if (c->get)
+		pattern(t->mem + c->dst_off + c->remote_off, c->size, c->size + portal);
+	else
+		pattern(i->mem + c->src_off, c->size, c->size + portal);
+	assert_int_equal(ulnet_me_attach(p->b, portal, &any, bits, 0, ULNET_UNLINK, ULNET_INS_AFTER, &me), 0);
+	assert_int_equal(ulnet_md_attach(p->b, me, &t->md, ULNET_UNLINK, &tmd), 0);
+	i->md.eq = p->eq;
+	i->md.threshold = 2;
+	assert_int_equal(ulnet_md_bind(p->a, &i->md, ULNET_UNLINK, &imd), 0);
+	if (!c->get) {
+		assert_int_equal(ulnet_put(p->a, imd, ULNET_ACK_REQ, &p->idb, portal, bits, c->remote_off, 0x5eed), 0);
+		assert_int_equal(wait_for(p->eq, ULNET_EVENT_PUT, &ev), 0);
+		assert_int_equal(ev.status, 0);
+		assert_int_equal(ev.mlength, c->size);
+		assert_true(ev.hdr_data == 0x5eed);
+		assert_int_equal(wait_for(p->eq, ULNET_EVENT_ACK, &ev), 0);
+		assert_int_equal(ev.status, 0);
+		assert_int_equal(ev.mlength, c->size);
+		for (uint32_t k = 0; k < c->remote_off; k++)
+			assert_int_equal(t->mem[c->dst_off + k], 0xee);
+		assert_memory_equal(t->mem + c->dst_off + c->remote_off, want, c->size);
+		assert_int_equal(t->mem[c->dst_off + room], 0xee);
+	} else {
+		assert_int_equal(ulnet_get(p->a, imd, &p->idb, portal, bits, c->remote_off), 0);
+		assert_int_equal(wait_for(p->eq, ULNET_EVENT_REPLY, &ev), 0);
+		assert_int_equal(ev.status, 0);
+		assert_int_equal(ev.mlength, c->size);
+		assert_memory_equal(i->mem + c->src_off, want, c->size);
+		assert_int_equal(i->mem[c->src_off + c->size], 0x11);
+	}
+	/* drain the remaining events (SEND, UNLINKs) so the next case starts clean */
+	while (ulnet_eq_wait(p->eq, 0, &ev) == 1)
+		;
+	free(t->mem);
+	free(i->mem);
+	free(t);
+	free(i);
+	free(want);
+}
+
+static void run_xcase(void **state)
+{
+	const struct xcase *c = *state;
+
+	xfer(cur, c, 5, 0x1000 + c->size);
+}
+
+static int group_setup_4k(void **state)
+{
+	(void)state;
+	cur = pair_open(4096, "127.31.4.1@tcp", "127.31.4.2@tcp", NULL, 0, NULL, 0);
+	return 0;
+}
+
+static int group_setup_64k(void **state)
+{
+	(void)state;
+	cur = pair_open(65536, "127.31.64.1@tcp", "127.31.64.2@tcp", NULL, 0, NULL, 0);
+	return 0;
+}
+
+static int group_teardown(void **state)
+{
+	(void)state;
+	pair_close(cur);
+	cur = NULL;
+	return 0;
+}
+
+static void test_ping_both_ways(void **state)
+{
+	(void)state;
+	ping_ok(cur->a, &cur->idb);
+	ping_ok(cur->b, &cur->ida);
+	ping_ok(cur->a, &cur->idb);
+}
+
+/* ---- protocol variants ---- */
+
+static void variant(const char *na, const char *nb, const struct ulnet_kv *lt, size_t nlt)
+{
+	struct pair *p = pair_open(4096, na, nb, lt, nlt, NULL, 0);
+	const struct xcase put = { "put", 70000, FORM_IOVEC, FORM_KIOV, 3, 5, 11, false };
+	const struct xcase get = { "get", 4097, FORM_CONTIG, FORM_IOVEC, 1, 2, 3, true };
+
+	ping_ok(p->a, &p->idb);
+	xfer(p, &put, 6, 1);
+	xfer(p, &get, 6, 2);
+	ping_ok(p->b, &p->ida);
+	pair_close(p);
+}
+
+static void test_force_v1(void **state)
+{
+	const struct ulnet_kv lt[] = { { "protocol", "1" } };
+
+	(void)state;
+	variant("127.31.1.1@tcp", "127.31.1.2@tcp", lt, 1);
+}
+
+static void test_force_v2_csum(void **state)
+{
+	const struct ulnet_kv lt[] = { { "protocol", "2" }, { "enable_csum", "1" } };
+
+	(void)state;
+	variant("127.31.2.1@tcp", "127.31.2.2@tcp", lt, 2);
+}
+
+static void test_untyped_conns_per_peer(void **state)
+{
+	const struct ulnet_kv lt[] = { { "typed_conns", "0" }, { "conns_per_peer", "2" } };
+
+	(void)state;
+	variant("127.31.3.1@tcp", "127.31.3.2@tcp", lt, 2);
+}
+
+/* b restarts: a's old conns must go (new incarnation) and traffic must resume. */
+static void test_peer_restart(void **state)
+{
+	struct pair *p = pair_open(4096, "127.31.5.1@tcp", "127.31.5.2@tcp", NULL, 0, NULL, 0);
+	const struct xcase put = { "put", 5000, FORM_CONTIG, FORM_CONTIG, 0, 0, 0, false };
+
+	(void)state;
+	ping_ok(p->a, &p->idb);
+	ulnet_node_close(p->b);
+	assert_int_equal(node_start(&p->b, 4096, "127.31.5.2@tcp", NULL, 0), 0);
+	/* the first attempt may find the old conns half-dead; ping retries within its deadline */
+	for (int i = 0; i < 3; i++) {
+		struct ulnet_ping_result r;
+
+		if (ulnet_ping(p->a, &p->idb, 5000, &r) == 0)
+			break;
+	}
+	ping_ok(p->a, &p->idb);
+	ping_ok(p->b, &p->ida);
+	xfer(p, &put, 7, 3);
+	pair_close(p);
+}
+
+static void test_unknown_tunable(void **state)
+{
+	const struct ulnet_kv lt[] = { { "no_such_knob", "1" } };
+	ulnet_node *n;
+
+	(void)state;
+	assert_int_equal(node_start(&n, 4096, "127.31.6.1@tcp", lt, 1), -22);
+}
+
+static void test_unreachable(void **state)
+{
+	struct pair *p = pair_open(4096, "127.31.7.1@tcp", "127.31.7.2@tcp", NULL, 0, NULL, 0);
+	struct ulnet_process_id nobody = { .pid = ULNET_PID_LUSTRE };
+	struct ulnet_ping_result r;
+
+	(void)state;
+	assert_int_equal(ulnet_nid_parse("127.31.7.9@tcp", &nobody.nid, NULL), 0);
+	assert_true(ulnet_ping(p->a, &nobody, 3000, &r) < 0);
+	ping_ok(p->a, &p->idb);
+	pair_close(p);
+}
+
+#define MAXCASES 100
+static struct xcase cases[MAXCASES];
+static char names[MAXCASES][96];
+
+static size_t build_cases(struct CMUnitTest *tests, uint32_t page)
+{
+	static const uint32_t sizes[] = { 0, 1, 4095, 4096, 4097, 65536, 1u << 20 };
+	static const char *form_name[] = { "contig", "iovec", "kiov" };
+	static size_t used;
+	size_t n = 0;
+
+	tests[n++] = (struct CMUnitTest)cmocka_unit_test(test_ping_both_ways);
+	for (int get = 0; get <= 1; get++)
+		for (size_t s = 0; s < sizeof(sizes) / sizeof(sizes[0]); s++)
+			for (int f = 0; f < 3; f++) {
+				struct xcase *c = &cases[used];
+
+				c->size = sizes[s];
+				c->src_form = (enum md_form)f;
+				c->dst_form = (enum md_form)((f + 1 + get) % 3);
+				c->src_off = (uint32_t)(s * 8 + 1);
+				c->dst_off = (uint32_t)(4097 * (f + 1)) % page;
+				c->remote_off = c->size == (1u << 20) ? 0 : 17 + (uint32_t)s;
+				c->get = get;
+				snprintf(names[used], sizeof(names[used]), "%s %u page %u %s->%s off %u/%u remote %u",
+					 get ? "GET" : "PUT", c->size, page, form_name[c->src_form], form_name[c->dst_form],
+					 c->src_off, c->dst_off, c->remote_off);
+				tests[n++] = (struct CMUnitTest){ .name = names[used], .test_func = run_xcase,
+								  .initial_state = c };
+				used++;
+			}
+	return n;
+}
+
+int main(void)
+{
+	struct CMUnitTest t4[50], t64[50];
+	const struct CMUnitTest misc[] = {
+		cmocka_unit_test(test_force_v1),
+		cmocka_unit_test(test_force_v2_csum),
+		cmocka_unit_test(test_untyped_conns_per_peer),
+		cmocka_unit_test(test_peer_restart),
+		cmocka_unit_test(test_unknown_tunable),
+		cmocka_unit_test(test_unreachable),
+	};
+	size_t n4 = build_cases(t4, 4096), n64 = build_cases(t64, 65536);
+	int rc = 0;
+
+	rc += _cmocka_run_group_tests("tcp page 4096", t4, n4, group_setup_4k, group_teardown);
+	rc += _cmocka_run_group_tests("tcp page 65536", t64, n64, group_setup_64k, group_teardown);
+	rc += cmocka_run_group_tests_name("tcp variants", misc, NULL, NULL);
+	return rc;
+}
