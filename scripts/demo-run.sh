@@ -47,13 +47,32 @@ echo "== nodes: $A@tcp (page_size 4096), $B@tcp (page_size 65536)"
 "$ULNETCTL" --node "$TMP/n64k/ctl.sock" ping "$A@tcp"
 if [ -x "$SST" ]; then
 	rc=0
-	echo "== brw, 1 MiB at offset 4097, check=full, both directions"
+	echo "== brw, 1 MiB at offset 4097, check=full, both directions (3 s each)"
+	: >"$TMP/results.json"
 	for pair in "n4k $A $B" "n64k $B $A"; do
 		read -r node from to <<<"$pair"
 		for op in write read; do
 			ULNET_NODE=$TMP/$node/ctl.sock "$SST" brw $op --from "$from@tcp" --to "$to@tcp" \
-				--size 1M --offset 4097 --concurrency 4 --duration 3 --check full || rc=1
+				--size 1M --offset 4097 --concurrency 4 --duration 3 --check full --json \
+				>>"$TMP/results.json" || rc=1
 		done
 	done
+	python3 - "$TMP/results.json" "$A" "$B" <<'PY'
+import json, sys
+page = {sys.argv[2] + "@tcp": " (4K pages)", sys.argv[3] + "@tcp": " (64K pages)"}
+rows = [json.loads(l) for l in open(sys.argv[1]) if l.strip()]
+hdr = ("test", "from", "to", "direction", "MB/s", "MiB/s", "msg/s", "p50 us", "p99 us", "max us", "errors", "ok")
+out = [hdr]
+for r in rows:
+    e = r["errors"]
+    out.append((r["test"], r["from"] + page.get(r["from"], ""), r["to"] + page.get(r["to"], ""), r["direction"], "%.1f" % r["MBps"], "%.1f" % r["MiBps"],
+                "%.1f" % r["rate"], str(r["latency_us"]["p50"]), str(r["latency_us"]["p99"]),
+                str(r["latency_us"]["max"]), str(sum(e.values())), "yes" if r["ok"] else "NO"))
+w = [max(len(row[i]) for row in out) for i in range(len(hdr))]
+for i, row in enumerate(out):
+    print("  ".join(c.ljust(w[j]) for j, c in enumerate(row)))
+    if i == 0:
+        print("  ".join("-" * x for x in w))
+PY
 	exit $rc
 fi
