@@ -105,7 +105,9 @@ struct ulnet_sst_debug_reply { uint32_t status; struct ulnet_sst_sid sid; uint32
 struct ulnet_sst_batch_reqst { uint64_t rpyid; struct ulnet_sst_sid sid; uint64_t bid;
 			       uint32_t opc, testidx, arg; };
 struct ulnet_sst_batch_reply { uint32_t status; struct ulnet_sst_sid sid; uint32_t active, time; };
-struct ulnet_sst_stat_reqst { uint64_t rpyid; struct ulnet_sst_sid sid; uint32_t type; };
+/* ext_bid: a ulnet extension read from body offset 28 (zero from kernel consoles), meaningful only
+ * with type ULNET_SST_STAT_TYPE_EXT. */
+struct ulnet_sst_stat_reqst { uint64_t rpyid; struct ulnet_sst_sid sid; uint32_t type; uint64_t ext_bid; };
 struct ulnet_sst_stat_reply {
 	uint32_t status;
 	struct ulnet_sst_sid sid;
@@ -166,6 +168,33 @@ struct ulnet_sst_msg {
 		struct ulnet_sst_brw_reply brw_reply;
 	} body;
 };
+
+/* ---- ulnet-to-ulnet extensions (docs/selftest.md §6). Kernel peers never see them or ignore them:
+ * they ride in msg_reserved0/1, which lnet_selftest neither sets nor reads, or are sent only after a
+ * peer has shown it is ulnet. ---- */
+#define ULNET_SST_EXT_MAGIC 0x554c4e54u   /* "ULNT" in msg_reserved0 */
+/* brw reply: reserved0 = EXT_MAGIC, reserved1 = transfer offset of the first bad byte.
+ * test request: reserved0 = EXT_MAGIC, reserved1 = per-RPC timeout in ms for a client test.
+ * stat request: str_type = ULNET_SST_STAT_TYPE_EXT, ext_bid = batch (0: every batch). A kernel server
+ * ignores str_type and answers plain counters; a ulnet server answers a STAT_REPLY whose reserved0 is
+ * EXT_MAGIC, reserved1 ULNET_SST_STAT_EXT_V1, and whose body is struct ulnet_sst_stat_ext. */
+#define ULNET_SST_STAT_TYPE_EXT 0x554c4e54u
+#define ULNET_SST_STAT_EXT_V1 1u
+#define ULNET_SST_EXT_ERR_SIZE 44u
+struct ulnet_sst_stat_ext {     /* body offsets */
+	uint32_t status;            /* 0 */
+	struct ulnet_sst_sid sid;   /* 4 */
+	uint32_t ntests;            /* 20: client tests counted */
+	uint64_t rpcs_ok, rpcs_failed, bytes; /* 24, 32, 40 */
+	uint32_t timeout, mismatch, refused, peer_gone; /* 48..60 */
+	uint64_t mismatch_offset;   /* 64: UINT64_MAX = unknown */
+	uint32_t lat_p50_us, lat_p99_us, lat_max_us; /* 72, 76, 80 */
+	uint32_t elapsed_ms;        /* 84: since the batch started running */
+	uint32_t active;            /* 88: client tests still running */
+	char first_error[ULNET_SST_EXT_ERR_SIZE + 1]; /* 92..136 */
+};
+void ulnet__sst_stat_ext_pack(const struct ulnet_sst_stat_ext *x, uint8_t body[ULNET_SST_BODY_SIZE]);
+void ulnet__sst_stat_ext_unpack(const uint8_t body[ULNET_SST_BODY_SIZE], bool swab, struct ulnet_sst_stat_ext *x);
 
 /* The fixed header alone: enough to answer a request whose version or type is bad. */
 struct ulnet_sst_hdr {

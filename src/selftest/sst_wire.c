@@ -158,8 +158,13 @@ static int rd_body(struct ulnet_rd *rd, struct ulnet_sst_msg *m)
 	}
 	case ULNET_SST_STAT_REQST: {
 		struct ulnet_sst_stat_reqst *b = &m->body.stat_reqst;
-		return ulnet_rd_u64(rd, "str_rpyid", &b->rpyid) || rd_sid(rd, &b->sid) ||
-		       ulnet_rd_u32(rd, "str_type", &b->type) ? -EPROTO : 0;
+		if (ulnet_rd_u64(rd, "str_rpyid", &b->rpyid) || rd_sid(rd, &b->sid) ||
+		    ulnet_rd_u32(rd, "str_type", &b->type))
+			return -EPROTO;
+		/* ulnet extension: optional (kernel messages end here) */
+		if (rd->end - rd->p >= 8)
+			return ulnet_rd_u64(rd, "str_ext_bid", &b->ext_bid);
+		return 0;
 	}
 	case ULNET_SST_STAT_REPLY: {
 		struct ulnet_sst_stat_reply *b = &m->body.stat_reply;
@@ -393,6 +398,7 @@ int ulnet__sst_msg_pack(const struct ulnet_sst_msg *m, uint8_t out[ULNET_SST_MSG
 		wr_u64(&w, m->body.stat_reqst.rpyid);
 		wr_sid(&w, &m->body.stat_reqst.sid);
 		wr_u32(&w, m->body.stat_reqst.type);
+		wr_u64(&w, m->body.stat_reqst.ext_bid);
 		break;
 	case ULNET_SST_STAT_REPLY: {
 		const struct ulnet_sst_stat_reply *b = &m->body.stat_reply;
@@ -464,6 +470,63 @@ int ulnet__sst_msg_pack(const struct ulnet_sst_msg *m, uint8_t out[ULNET_SST_MSG
 		return -EINVAL;
 	}
 	return 0;
+}
+
+void ulnet__sst_stat_ext_pack(const struct ulnet_sst_stat_ext *x, uint8_t body[ULNET_SST_BODY_SIZE])
+{
+	struct sst_wr w = { body };
+
+	memset(body, 0, ULNET_SST_BODY_SIZE);
+	wr_u32(&w, x->status);
+	wr_sid(&w, &x->sid);
+	wr_u32(&w, x->ntests);
+	wr_u64(&w, x->rpcs_ok);
+	wr_u64(&w, x->rpcs_failed);
+	wr_u64(&w, x->bytes);
+	wr_u32(&w, x->timeout);
+	wr_u32(&w, x->mismatch);
+	wr_u32(&w, x->refused);
+	wr_u32(&w, x->peer_gone);
+	wr_u64(&w, x->mismatch_offset);
+	wr_u32(&w, x->lat_p50_us);
+	wr_u32(&w, x->lat_p99_us);
+	wr_u32(&w, x->lat_max_us);
+	wr_u32(&w, x->elapsed_ms);
+	wr_u32(&w, x->active);
+	memcpy(w.p, x->first_error, strnlen(x->first_error, ULNET_SST_EXT_ERR_SIZE));
+}
+
+void ulnet__sst_stat_ext_unpack(const uint8_t body[ULNET_SST_BODY_SIZE], bool swab, struct ulnet_sst_stat_ext *x)
+{
+	const uint8_t *p = body;
+
+	memset(x, 0, sizeof(*x));
+#define G32(off) ulnet_get_ho32(p + (off), swab)
+#define G64(off) ulnet_get_ho64(p + (off), swab)
+	x->status = G32(0);
+	x->sid.nid = G64(4);
+	x->sid.stamp = (int64_t)G64(12);
+	x->ntests = G32(20);
+	x->rpcs_ok = G64(24);
+	x->rpcs_failed = G64(32);
+	x->bytes = G64(40);
+	x->timeout = G32(48);
+	x->mismatch = G32(52);
+	x->refused = G32(56);
+	x->peer_gone = G32(60);
+	x->mismatch_offset = G64(64);
+	x->lat_p50_us = G32(72);
+	x->lat_p99_us = G32(76);
+	x->lat_max_us = G32(80);
+	x->elapsed_ms = G32(84);
+	x->active = G32(88);
+#undef G32
+#undef G64
+	memcpy(x->first_error, p + 92, ULNET_SST_EXT_ERR_SIZE);
+	x->first_error[ULNET_SST_EXT_ERR_SIZE] = '\0';
+	for (char *c = x->first_error; *c; c++) /* peer text: printable only */
+		if ((unsigned char)*c < 0x20 || (unsigned char)*c > 0x7e)
+			*c = '?';
 }
 
 void ulnet__sst_id_pack(const struct ulnet_sst_id *id, uint8_t out[ULNET_SST_ID_SIZE])

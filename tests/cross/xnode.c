@@ -1,0 +1,49 @@
+/* SPDX-License-Identifier: MIT */
+/* A bare ulnet node for foreign architectures (run under qemu-user): one tcp NI, the ping service and
+ * the selftest services, until SIGTERM. No YAML, no control socket: it is driven from a native ulnetd
+ * (ping it, run selftest against it). Usage: xnode NID PAGE_SIZE */
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include "ulnet/ulnet.h"
+#include "selftest.h"
+
+int main(int argc, char **argv)
+{
+	struct ulnet_node_opts opts = { 0 };
+	struct ulnet_ni_conf conf = { .net = "tcp" };
+	struct ulnet_sst *sst = NULL;
+	ulnet_node *node;
+	sigset_t set;
+	union { uint32_t u; uint8_t b[4]; } e = { .u = 1 };
+	int sig, rc;
+
+	if (argc != 3) {
+		fprintf(stderr, "usage: xnode NID PAGE_SIZE\n");
+		return 2;
+	}
+	conf.nid = argv[1];
+	opts.page_size = (uint32_t)strtoul(argv[2], NULL, 0);
+	sigemptyset(&set);
+	sigaddset(&set, SIGTERM);
+	sigaddset(&set, SIGINT);
+	pthread_sigmask(SIG_BLOCK, &set, NULL);
+	rc = ulnet_node_open(&opts, &node);
+	if (rc == 0)
+		rc = ulnet_ni_add(node, &conf);
+	if (rc == 0)
+		rc = ulnet__sst_start(node, &sst);
+	if (rc) {
+		fprintf(stderr, "xnode: %s\n", ulnet_strerror(rc));
+		return 1;
+	}
+	printf("xnode ready: %s page_size %u %s-endian host page %ld\n", argv[1], ulnet_node_page_size(node),
+	       e.b[0] ? "little" : "big", sysconf(_SC_PAGESIZE));
+	fflush(stdout);
+	sigwait(&set, &sig);
+	ulnet__sst_stop(sst);
+	ulnet_node_close(node);
+	return 0;
+}
