@@ -75,4 +75,66 @@ struct ulnet_sst_stats {
 };
 void ulnet__sst_stats(struct ulnet_sst *sst, struct ulnet_sst_stats *out);
 
+/* ---- console side (an lst console on this node driving other nodes; sst_console.c) ---- */
+
+/* Destinations one client test request may carry: one page of packed ids, as the kernel console
+ * lays them out (341 per 4 KiB page); beyond that the two layouts differ. */
+#define ULNET_SST_MAX_IDS 341u
+
+/* Send framework request @req (type, sid and body set; its reply and bulk ids are filled here) to
+ * @peer (pid 0 = ULNET_PID_LUSTRE) on portal 51 and wait for the reply, at most @timeout_ms. @ids
+ * (@nids, for a client TEST request) are served to the peer's GET on the bulk id. Blocking; never
+ * call it from the engine thread. 0 with @rep decoded (and the raw body in @raw_body when non-NULL);
+ * -ETIMEDOUT no reply, -EHOSTUNREACH/-ECONNREFUSED... the request could not be delivered, -EPROTO a
+ * reply that does not decode or has the wrong type, -EINVAL bad @req, -ESHUTDOWN engine stopping. */
+int ulnet__sst_fw_call(struct ulnet_sst *sst, const struct ulnet_process_id *peer, struct ulnet_sst_msg *req,
+		       const struct ulnet_sst_id *ids, unsigned nids, uint32_t timeout_ms, struct ulnet_sst_msg *rep,
+		       uint8_t raw_body[ULNET_SST_BODY_SIZE]);
+/* The nid4 a console on this node puts in its session id: its first NI that is not lo; 0 if none. */
+uint64_t ulnet__sst_console_nid4(struct ulnet_sst *sst);
+/* Is @nid one of this node's NIDs? */
+bool ulnet__sst_is_local(struct ulnet_sst *sst, const struct ulnet_nid *nid);
+
+/* A console session: what every framework request of it carries. */
+struct ulnet_sst_con {
+	struct ulnet_sst *sst;
+	struct ulnet_sst_sid sid;
+	char name[ULNET_SST_NAME_SIZE + 1];
+	uint32_t feats;                 /* ULNET_SST_FEAT_BULK_LEN */
+	uint32_t rpc_timeout_ms;        /* per framework RPC */
+};
+/* A test as the console adds it to a batch. */
+struct ulnet_sst_con_test {
+	uint32_t service;               /* ULNET_SST_SVC_BRW or _PING */
+	enum ulnet_sst_brw_op rw;
+	uint32_t size, offset;          /* brw: bytes; client offset */
+	enum ulnet_sst_check check;
+	uint32_t concurrency;
+	int32_t loop;                   /* client: RPCs per unit, -1 until stopped; server: buffers wanted */
+	uint32_t rpc_timeout_ms;        /* client RPC timeout, for ulnet clients (0: lnet_selftest's 64 s) */
+};
+/* What a STAT query of one node gives. @ext: the node is ulnet and answered the extended stat. */
+struct ulnet_sst_con_stat {
+	bool ext;
+	struct ulnet_sst_stat_ext x;    /* when ext */
+	struct ulnet_sst_stat_reply plain; /* when !ext */
+};
+
+/* Each returns 0 or -errno with one line in @why (naming the node). */
+int ulnet__sst_con_join(struct ulnet_sst_con *c, const struct ulnet_process_id *node, bool force, char *why,
+			size_t cap);
+int ulnet__sst_con_leave(struct ulnet_sst_con *c, const struct ulnet_process_id *node, char *why, size_t cap);
+/* DEBUG: 0 = the node is in this session; -EBUSY another session (its name in @why), -ESRCH none. */
+int ulnet__sst_con_ping(struct ulnet_sst_con *c, const struct ulnet_process_id *node, char *why, size_t cap);
+int ulnet__sst_con_test_add(struct ulnet_sst_con *c, const struct ulnet_process_id *node, uint64_t bid,
+			    const struct ulnet_sst_con_test *t, bool is_client, const struct ulnet_process_id *dests,
+			    unsigned ndest, char *why, size_t cap);
+/* BATCH RUN/STOP/QUERY; *active (may be NULL) = the reply's active count. */
+int ulnet__sst_con_batch(struct ulnet_sst_con *c, const struct ulnet_process_id *node, uint64_t bid,
+			 enum ulnet_sst_batch_opc opc, uint32_t arg, uint32_t *active, char *why, size_t cap);
+/* STAT. @ext: ask for the extended reply (client test results of batch @bid, 0 = all), which only a
+ * ulnet node gives (out->ext); otherwise, and from kernel nodes, the plain counters. */
+int ulnet__sst_con_stat(struct ulnet_sst_con *c, const struct ulnet_process_id *node, bool ext, uint64_t bid,
+			struct ulnet_sst_con_stat *out, char *why, size_t cap);
+
 #endif

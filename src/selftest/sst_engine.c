@@ -20,7 +20,7 @@
 #include "log.h"
 
 enum { SLOT_REQ = 0, SLOT_RPY = 1, SLOT_BULK = 2, NSLOTS = 3 };
-enum sst_role { ROLE_REQBUF = 1, ROLE_CLIENT, ROLE_SERVER };
+enum sst_role { ROLE_REQBUF = 1, ROLE_CLIENT, ROLE_SERVER, ROLE_CONSOLE };
 /* CANCELLED: stopped by the user or a peer known to be gone; not counted as a failure. */
 enum sst_err { ERR_NONE = 0, ERR_TIMEOUT, ERR_MISMATCH, ERR_REFUSED, ERR_PEER_GONE, ERR_CANCELLED };
 
@@ -29,7 +29,7 @@ enum sst_err { ERR_NONE = 0, ERR_TIMEOUT, ERR_MISMATCH, ERR_REFUSED, ERR_PEER_GO
 #define SST_FW_BUFS 16      /* per framework service */
 #define SST_SESSION_TIMEOUT 100
 #define SST_MAX_LAT_SAMPLES (4u << 20)
-#define SST_EXT_MAGIC 0x554c4e54u /* "ULNT" in msg_reserved0: reserved1 = first bad byte (brw reply) */
+#define SST_EXT_MAGIC ULNET_SST_EXT_MAGIC
 
 struct sst_test;
 
@@ -62,6 +62,10 @@ struct sst_rpc {
 	struct ulnet_sst_msg in;          /* decoded request */
 	struct ulnet_sst_msg out;         /* reply being built */
 	bool has_bulk;
+	bool ext_stat;                    /* reply body is @ext (ulnet extension) */
+	struct ulnet_sst_stat_ext ext;
+	/* console */
+	bool done;                        /* every MD final */
 };
 
 struct sst_stats {
@@ -92,6 +96,7 @@ struct sst_test {
 	pthread_cond_t cv;
 	uint64_t batch_id;                /* framework tests */
 	bool is_client;
+	uint64_t run_start_ns, run_end_ns; /* framework tests: last RUN, and when it ended */
 };
 
 struct ulnet_sst {
@@ -115,6 +120,7 @@ struct ulnet_sst {
 	uint32_t ses_feats;
 	uint64_t ses_started_ns, ses_last_ns;
 	uint32_t brw_errors, ping_errors;
+	pthread_cond_t con_cv;            /* console RPCs: broadcast when one completes */
 };
 
 static uint64_t now_ns(void)
@@ -403,6 +409,7 @@ static void test_maybe_done(struct ulnet_sst *sst, struct sst_test *t)
 {
 	if (t->inflight == 0 && !test_may_start(t, now_ns()) && !t->done) {
 		t->done = true;
+		t->run_end_ns = now_ns();
 		pthread_cond_broadcast(&t->cv);
 	}
 	(void)sst;
@@ -602,12 +609,7 @@ static void client_event(struct ulnet_sst *sst, struct sst_rpc *r, int slot, con
 	}
 	if (slot == SLOT_RPY && ev->type == ULNET_EVENT_PUT && !ev->status)
 		r->mlen[SLOT_RPY] = ev->mlength;
-	if (slot == SLOT_BULK && !ev->status && ev->type != ULNET_EVENT_UNLINK) {
-		if (ev->type == ULNET_EVENT_GET)
-			sst->cnt.bulk_get += ev->mlength;
-		else
-			sst->cnt.bulk_put += ev->mlength;
-	}
+	/* bulk_get/bulk_put count what this node moved as a server, as lnet_selftest does */
 	if (!ev->unlinked)
 		return;
 	r->live &= ~(1u << slot);
@@ -637,6 +639,8 @@ static void server_send_reply(struct ulnet_sst *sst, struct sst_rpc *r)
 
 	r->out.type = r->in.type + 1;
 	(void)ulnet__sst_msg_pack(&r->out, r->rpy);
+	if (r->ext_stat)
+		ulnet__sst_stat_ext_pack(&r->ext, r->rpy + ULNET_SST_HDR_SIZE);
 	rc = post_active(sst, r, SLOT_RPY, false, r->rpy, ULNET_SST_MSG_SIZE, false, ULNET_SST_PORTAL_RDMA,
 			 r->in.body.brw_reqst.rpyid /* every request starts with its reply id */);
 	if (rc) {
@@ -857,6 +861,67 @@ static void session_end(struct ulnet_sst *sst)
 	sst->have_session = false;
 }
 
+static int cmp_u32(const void *a, const void *b);
+
+/* Sum the client tests of batch @bid (0: all) for an extended stat reply. */
+static void stat_ext_fill(struct ulnet_sst *sst, uint64_t bid, struct ulnet_sst_stat_ext *x)
+{
+	uint64_t now = now_ns(), start = 0, end = 0;
+	uint32_t *all = NULL;
+	size_t n = 0, cap = 0;
+
+	memset(x, 0, sizeof(*x));
+	x->mismatch_offset = UINT64_MAX;
+	for (struct sst_test *t = sst->tests; t; t = t->next) {
+		if (!t->framework || !t->is_client || (bid && t->batch_id != bid) || !t->run_start_ns)
+			continue;
+		x->ntests++;
+		x->rpcs_ok += t->st.ok;
+		x->rpcs_failed += t->st.failed;
+		x->bytes += t->st.bytes;
+		x->mismatch += (uint32_t)t->st.errs[ERR_MISMATCH];
+		x->refused += (uint32_t)t->st.errs[ERR_REFUSED];
+		x->peer_gone += (uint32_t)t->st.errs[ERR_PEER_GONE];
+		/* timeouts to a peer later found gone were the peer going away */
+		if (t->dest_gone)
+			x->peer_gone += (uint32_t)t->st.errs[ERR_TIMEOUT];
+		else
+			x->timeout += (uint32_t)t->st.errs[ERR_TIMEOUT];
+		if (t->st.bad_known && x->mismatch_offset == UINT64_MAX)
+			x->mismatch_offset = t->st.bad_pos;
+		if (t->st.lat_max > x->lat_max_us)
+			x->lat_max_us = t->st.lat_max > UINT32_MAX ? UINT32_MAX : (uint32_t)t->st.lat_max;
+		if (!x->first_error[0] && t->st.first_error[0])
+			memcpy(x->first_error, t->st.first_error, ULNET_SST_EXT_ERR_SIZE); /* both NUL-padded */
+		if (!t->done)
+			x->active++;
+		if (!start || t->run_start_ns < start)
+			start = t->run_start_ns;
+		if (t->done && t->run_end_ns > end)
+			end = t->run_end_ns;
+		if (t->st.nlat && n + t->st.nlat <= SST_MAX_LAT_SAMPLES) {
+			if (n + t->st.nlat > cap) {
+				size_t c = n + t->st.nlat;
+				uint32_t *m = realloc(all, c * sizeof(*all));
+				if (!m)
+					continue;
+				all = m;
+				cap = c;
+			}
+			memcpy(all + n, t->st.lat, t->st.nlat * sizeof(*all));
+			n += t->st.nlat;
+		}
+	}
+	if (n) {
+		qsort(all, n, sizeof(*all), cmp_u32);
+		x->lat_p50_us = all[(n - 1) * 50 / 100];
+		x->lat_p99_us = all[(n - 1) * 99 / 100];
+	}
+	free(all);
+	if (start)
+		x->elapsed_ms = (uint32_t)(((x->active || !end ? now : end) - start) / 1000000u);
+}
+
 static void fw_handle(struct ulnet_sst *sst, struct sst_rpc *r)
 {
 	struct ulnet_sst_msg *in = &r->in, *out = &r->out;
@@ -935,6 +1000,15 @@ static void fw_handle(struct ulnet_sst *sst, struct sst_rpc *r)
 			p->status = ESRCH;
 			break;
 		}
+		if (q->type == ULNET_SST_STAT_TYPE_EXT) {
+			/* ulnet console: per-batch results of this node's client tests */
+			stat_ext_fill(sst, q->ext_bid, &r->ext);
+			r->ext.sid = sst->sid;
+			r->ext_stat = true;
+			out->reserved0 = ULNET_SST_EXT_MAGIC;
+			out->reserved1 = ULNET_SST_STAT_EXT_V1;
+			break;
+		}
 		ulnet_stats_get(sst->node, &ls);
 		p->lnet = (struct ulnet_sst_lnet_counters){ ls.msgs_alloc, ls.msgs_max, (uint32_t)ls.errors,
 			(uint32_t)ls.send_count, (uint32_t)ls.recv_count, (uint32_t)ls.route_count, (uint32_t)ls.drop_count,
@@ -969,6 +1043,10 @@ static void fw_handle(struct ulnet_sst *sst, struct sst_rpc *r)
 					continue;
 				t->done = t->stopping = t->dest_gone = false;
 				t->started = t->finished = 0;
+				free(t->st.lat);
+				memset(&t->st, 0, sizeof(t->st));
+				t->run_start_ns = now;
+				t->run_end_ns = 0;
 				t->end_ns = q->arg ? now + (uint64_t)q->arg * 1000000000u : 0;
 				for (uint32_t i = 0; i < t->p.concurrency * t->ndest && test_may_start(t, now); i++)
 					client_launch(sst, t);
@@ -1056,7 +1134,8 @@ static void fw_test_add_ids(struct ulnet_sst *sst, struct sst_rpc *r)
 	t->feats = r->in.ses_feats;
 	t->p.kind = q->service == ULNET_SST_SVC_BRW ? ULNET_SST_TEST_BRW : ULNET_SST_TEST_PING;
 	t->p.concurrency = q->concur;
-	t->p.timeout_ms = 64000;
+	/* lnet_selftest's client RPC timeout, unless a ulnet console sent its own */
+	t->p.timeout_ms = r->in.reserved0 == ULNET_SST_EXT_MAGIC && r->in.reserved1 ? r->in.reserved1 : 64000;
 	t->limit = (int32_t)q->loop < 0 ? 0 : (uint64_t)q->loop * q->concur * (q->ndest ? q->ndest : 1);
 	t->done = true;
 	if (q->service == ULNET_SST_SVC_BRW) {
@@ -1098,6 +1177,162 @@ static void fw_test_add_ids(struct ulnet_sst *sst, struct sst_rpc *r)
 	server_send_reply(sst, r);
 }
 
+/* ---- console side: framework RPCs this node sends (docs/selftest.md §7) ---- */
+
+static void console_event(struct ulnet_sst *sst, struct sst_rpc *r, int slot, const struct ulnet_event *ev)
+{
+	if (ev->type == ULNET_EVENT_UNLINK && !r->aborting && !r->status[slot])
+		r->status[slot] = -EINTR;
+	else if (ev->status && !r->status[slot])
+		r->status[slot] = ev->status;
+	if (slot == SLOT_RPY && ev->type == ULNET_EVENT_PUT && !ev->status)
+		r->mlen[SLOT_RPY] = ev->mlength;
+	if (!ev->unlinked)
+		return;
+	r->live &= ~(1u << slot);
+	/* the request could not go, or the reply came: the id list will not be fetched any more */
+	if (!r->aborting && ((slot == SLOT_REQ && r->status[SLOT_REQ]) || slot == SLOT_RPY))
+		rpc_abort(sst, r);
+	if (!r->live) {
+		r->done = true;
+		pthread_cond_broadcast(&sst->con_cv);
+	}
+}
+
+/* Every request body starts with its reply id (and a test request has the bulk id next). */
+static void req_set_ids(struct ulnet_sst_msg *m, uint64_t rpyid, uint64_t bulkid)
+{
+	switch (m->type) {
+	case ULNET_SST_MKSN_REQST: m->body.mksn_reqst.rpyid = rpyid; break;
+	case ULNET_SST_RMSN_REQST: m->body.rmsn_reqst.rpyid = rpyid; break;
+	case ULNET_SST_BATCH_REQST: m->body.bat_reqst.rpyid = rpyid; break;
+	case ULNET_SST_STAT_REQST: m->body.stat_reqst.rpyid = rpyid; break;
+	case ULNET_SST_DEBUG_REQST: m->body.dbg_reqst.rpyid = rpyid; break;
+	case ULNET_SST_JOIN_REQST: m->body.join_reqst.rpyid = rpyid; break;
+	case ULNET_SST_TEST_REQST:
+		m->body.tes_reqst.rpyid = rpyid;
+		m->body.tes_reqst.bulkid = bulkid;
+		break;
+	default: break;
+	}
+}
+
+static uint32_t req_service(uint32_t type)
+{
+	for (uint32_t s = 0; s < ULNET_SST_SVC_FRAMEWORK_MAX; s++)
+		if (ulnet__sst_service_request(s) == (int)type)
+			return s;
+	return UINT32_MAX;
+}
+
+int ulnet__sst_fw_call(struct ulnet_sst *sst, const struct ulnet_process_id *peer, struct ulnet_sst_msg *req,
+		       const struct ulnet_sst_id *ids, unsigned nids, uint32_t timeout_ms, struct ulnet_sst_msg *rep,
+		       uint8_t raw_body[ULNET_SST_BODY_SIZE])
+{
+	uint32_t service = req_service(req->type);
+	struct ulnet_wire_err werr = { 0 };
+	struct timespec dl;
+	struct sst_rpc *r;
+	bool timed_out = false;
+	int rc;
+
+	if (service == UINT32_MAX || nids > ULNET_SST_MAX_IDS)
+		return -EINVAL;
+	clock_gettime(CLOCK_REALTIME, &dl);
+	dl.tv_sec += timeout_ms / 1000;
+	dl.tv_nsec += (long)(timeout_ms % 1000) * 1000000;
+	if (dl.tv_nsec >= 1000000000) {
+		dl.tv_sec++;
+		dl.tv_nsec -= 1000000000;
+	}
+	pthread_mutex_lock(&sst->lock);
+	if (sst->stopping) {
+		pthread_mutex_unlock(&sst->lock);
+		return -ESHUTDOWN;
+	}
+	r = rpc_new(sst, ROLE_CONSOLE);
+	if (!r) {
+		pthread_mutex_unlock(&sst->lock);
+		return -ENOMEM;
+	}
+	r->service = service;
+	r->peer = *peer;
+	if (!r->peer.pid)
+		r->peer.pid = ULNET_PID_LUSTRE;
+	{
+		uint64_t rpyid = sst->next_bits++, bulkid = nids ? sst->next_bits++ : 0;
+		req_set_ids(req, rpyid, bulkid);
+		rc = post_passive(sst, r, SLOT_RPY, rpyid, ULNET_MD_OP_PUT);
+		if (!rc && nids) {
+			rc = rpc_alloc_bulk(sst, r, 0, nids * ULNET_SST_ID_SIZE);
+			for (unsigned i = 0; !rc && i < nids; i++)
+				ulnet__sst_id_pack(&ids[i], r->buf + (size_t)i * ULNET_SST_ID_SIZE);
+			if (!rc)
+				rc = post_passive(sst, r, SLOT_BULK, bulkid, ULNET_MD_OP_GET);
+		}
+	}
+	if (!rc)
+		rc = ulnet__sst_msg_pack(req, r->req);
+	if (!rc) {
+		rc = post_active(sst, r, SLOT_REQ, false, r->req, ULNET_SST_MSG_SIZE, false, ULNET_SST_PORTAL_FRAMEWORK,
+				 service);
+		if (rc)
+			r->status[SLOT_REQ] = rc;
+	}
+	if (rc)
+		rpc_abort(sst, r);
+	if (!r->live)
+		r->done = true;
+	while (!r->done) {
+		if (!timed_out && !r->aborting) {
+			if (pthread_cond_timedwait(&sst->con_cv, &sst->lock, &dl) == ETIMEDOUT && !r->done) {
+				timed_out = true;
+				sst->cnt.rpcs_expired++;
+				rpc_abort(sst, r);
+			}
+		} else {
+			pthread_cond_wait(&sst->con_cv, &sst->lock);
+		}
+	}
+	if (!rc)
+		sst->cnt.rpcs_sent++;
+	if (!rc && r->status[SLOT_REQ])
+		rc = r->status[SLOT_REQ] == -EINTR ? -EHOSTUNREACH : r->status[SLOT_REQ];
+	if (!rc && (timed_out || r->status[SLOT_RPY] || !r->mlen[SLOT_RPY]))
+		rc = timed_out || r->status[SLOT_RPY] == -EINTR || !r->status[SLOT_RPY] ? -ETIMEDOUT : r->status[SLOT_RPY];
+	if (!rc && ulnet__sst_msg_unpack(r->rpy, r->mlen[SLOT_RPY], rep, &werr))
+		rc = -EPROTO;
+	if (!rc && rep->type != req->type + 1)
+		rc = -EPROTO;
+	if (!rc && raw_body)
+		memcpy(raw_body, r->rpy + ULNET_SST_HDR_SIZE, ULNET_SST_BODY_SIZE);
+	rpc_free(sst, r);
+	pthread_mutex_unlock(&sst->lock);
+	return rc;
+}
+
+uint64_t ulnet__sst_console_nid4(struct ulnet_sst *sst)
+{
+	struct ulnet_ni_info ni;
+
+	for (unsigned i = 0; ulnet_ni_info_get(sst->node, i, &ni) == 0; i++) {
+		uint64_t n4 = ulnet_nid_to_nid4(&ni.nid);
+		if (ni.nid.type != ULNET_LND_LO && n4 != ULNET_NID_ANY4)
+			return n4;
+	}
+	return 0;
+}
+
+bool ulnet__sst_is_local(struct ulnet_sst *sst, const struct ulnet_nid *nid)
+{
+	struct ulnet_ni_info ni;
+
+	for (unsigned i = 0; ulnet_ni_info_get(sst->node, i, &ni) == 0; i++)
+		if (ulnet_nid_equal(&ni.nid, nid))
+			return true;
+	return false;
+}
+
 /* ---- engine thread ---- */
 
 static void dispatch(struct ulnet_sst *sst, const struct ulnet_event *ev)
@@ -1127,6 +1362,9 @@ static void dispatch(struct ulnet_sst *sst, const struct ulnet_event *ev)
 		return;
 	case ROLE_SERVER:
 		server_event(sst, r, slot, ev);
+		return;
+	case ROLE_CONSOLE:
+		console_event(sst, r, slot, ev);
 		return;
 	}
 }
@@ -1204,6 +1442,7 @@ int ulnet__sst_start(ulnet_node *node, struct ulnet_sst **out)
 	sst->page = ulnet_node_page_size(node);
 	sst->next_bits = (uint64_t)time(NULL) << 48;
 	pthread_mutex_init(&sst->lock, NULL);
+	pthread_cond_init(&sst->con_cv, NULL);
 	rc = ulnet_eq_create(&sst->eq);
 	if (rc) {
 		free(sst);
@@ -1261,6 +1500,7 @@ void ulnet__sst_stop(struct ulnet_sst *sst)
 		free(t);
 	}
 	(void)ulnet_eq_destroy(sst->eq);
+	pthread_cond_destroy(&sst->con_cv);
 	pthread_mutex_destroy(&sst->lock);
 	free(sst);
 }

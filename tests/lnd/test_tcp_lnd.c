@@ -75,13 +75,26 @@ static void pattern(uint8_t *p, size_t len, uint32_t seed)
 		p[i] = (uint8_t)((i * 131 + seed) ^ (i >> 8));
 }
 
+/* Events of both nodes share one EQ, so the initiator's ACK may come before the target's PUT event:
+ * wait for a kind, keeping the others seen meanwhile for later calls. */
+static struct ulnet_event stash[16];
+static unsigned nstash;
+
 static int wait_for(ulnet_eq *eq, enum ulnet_event_kind kind, struct ulnet_event *out)
 {
+	for (unsigned i = 0; i < nstash; i++)
+		if (stash[i].type == kind) {
+			*out = stash[i];
+			stash[i] = stash[--nstash];
+			return 0;
+		}
 	for (int i = 0; i < 10; i++) {
 		if (ulnet_eq_wait(eq, 10000, out) != 1)
 			return -1;
 		if (out->type == kind)
 			return 0;
+		if (nstash < 16)
+			stash[nstash++] = *out;
 	}
 	return -1;
 }
@@ -204,6 +217,7 @@ static void xfer(struct pair *p, const struct xcase *c, uint32_t portal, uint64_
 	/* drain the remaining events (SEND, UNLINKs) so the next case starts clean */
 	while (ulnet_eq_wait(p->eq, 0, &ev) == 1)
 		;
+	nstash = 0;
 	free(t->mem);
 	free(i->mem);
 	free(t);

@@ -1,0 +1,82 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
+# Wireshark's LNet dissector as an oracle (testbed-notes.md §1): capture port 988 on lo while two
+# ulnetd (127.36.0.1 / .2) ping each other and move 64 KiB and 1 MiB brw writes, then decode. Every
+# LNET message that decodes must have a known type, our two NIDs and a payload length fitting its
+# type, and pings (GET + REPLY) must be among them. The dissector cannot read the acceptor request,
+# the HELLO or NOOPs and loses sync when a segment does not start at a message boundary, so we
+# require a floor of decoded messages rather than all of them.
+set -euo pipefail
+source "${SRC:-$(dirname "$0")/../..}/tests/integration/lib.sh"
+ul_init
+T=$UL_TMP
+command -v tshark >/dev/null || { echo "SKIP: no tshark" >&2; exit 77; }
+[[ $(id -u) == 0 ]] || { echo "SKIP: capturing needs root" >&2; exit 77; }
+SST=$BUILD/tools/ulnet-selftest/ulnet-selftest
+N1=$(ul_addr 36 1)@tcp
+N2=$(ul_addr 36 2)@tcp
+
+tshark -i lo -f "tcp port 988 and host $(ul_addr 36 1)" -w "$T/cap.pcapng" >"$T/tshark.log" 2>&1 &
+cap=$!
+for _ in $(seq 100); do grep -q "Capturing on" "$T/tshark.log" && break; sleep 0.05; done
+sleep 0.3
+
+for n in 1 2; do
+	ul_start_node "n$n" <<YAML
+net:
+    - net type: tcp
+      local NI(s):
+        - nid: $(ul_addr 36 "$n")@tcp
+YAML
+done
+ul_step "traffic"
+ul_ctl n1 ping "$N2" --count 3 >/dev/null || ul_fail "ping n1 -> n2"
+ul_ctl n2 ping "$N1" --count 3 >/dev/null || ul_fail "ping n2 -> n1"
+if [[ -x $SST ]]; then
+	for size in 65536 1048576; do
+		"$SST" --node "$(ul_sock n1)" brw write --from "$N1" --to "$N2" --size "$size" --count 3 \
+			--concurrency 1 --check full >/dev/null || ul_fail "brw write $size"
+	done
+fi
+sleep 0.5
+kill -INT "$cap"
+wait "$cap" || true
+
+ul_step "decode"
+tshark -r "$T/cap.pcapng" -Y 'lnet.msg_type' -T fields -E separator='|' -E aggregator=';' -e frame.number -e lnet.msg_type \
+	-e lnet.nid.addr -e lnet.payload_length >"$T/lnet.csv" 2>"$T/decode.err" || true
+total=$(wc -l <"$T/lnet.csv")
+echo "frames with a decoded LNet header: $total" >&2
+(( total >= 12 )) || ul_fail "only $total frames decoded: $(head -20 "$T/lnet.csv") $(cat "$T/decode.err")"
+"$UL_PYTHON" - "$T/lnet.csv" "$(ul_addr 36 1)" "$(ul_addr 36 2)" <<'PY'
+import sys
+ours = {sys.argv[2], sys.argv[3]}
+bad, types = [], {}
+for line in open(sys.argv[1]):
+    if not line.strip():
+        continue
+    frame, mtypes, addrs, plens = (line.rstrip("\n").split("|") + [""] * 4)[:4]
+    # a frame carrying several messages lists each field once per message (the two NID addresses,
+    # dest then src, per message), ';'-separated
+    a = addrs.split(";")
+    for i, (mtype, plen) in enumerate(zip(mtypes.split(";"), plens.split(";"))):
+        dst, src = (a[2 * i:2 * i + 2] + ["", ""])[:2]
+        t = int(mtype, 0)
+        types[t] = types.get(t, 0) + 1
+        if t not in (0, 1, 2, 3):
+            bad.append((frame, "type", mtype))
+        if src not in ours or dst not in ours:
+            bad.append((frame, "nids", src, dst))
+        if t in (0, 2) and int(plen, 0) != 0:
+            bad.append((frame, "ACK/GET payload", plen))
+        if int(plen, 0) > 1 << 20:
+            bad.append((frame, "payload over 1 MiB", plen))
+print("decoded types (ACK=0 PUT=1 GET=2 REPLY=3):", types, file=sys.stderr)
+if bad:
+    print("mis-decoded:", bad[:10], file=sys.stderr)
+    sys.exit(1)
+if 2 not in types or 3 not in types:
+    print("no GET/REPLY (ping) decoded", file=sys.stderr)
+    sys.exit(1)
+PY
+ul_step "PASS"
