@@ -55,8 +55,12 @@ int ulnet_node_open(const struct ulnet_node_opts *opts, ulnet_node **out)
 	}
 	pthread_mutex_lock(&node->lock);
 	rc = ulnet__ni_create(node, &lo_conf, &node->lo_ni);
-	if (rc == 0)
+	if (rc == 0) {
+		/* lo has no credits and no peers: it shows zeros, as LNet's lo NI does */
+		node->lo_ni->peer_timeout = node->lo_ni->peer_credits = node->lo_ni->credits = 0;
+		node->lo_ni->tx_credits = node->lo_ni->min_tx_credits = 0;
 		rc = node->lo_ni->ops->lnd_startup(node->lo_ni);
+	}
 	if (rc == 0) {
 		node->lo_ni->started = true;
 		ulnet_list_add_tail(&node->lo_ni->link, &node->nis);

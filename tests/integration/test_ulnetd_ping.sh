@@ -86,10 +86,10 @@ net:
         - nid: 0@lo
           status: up
           tunables:
-              peer_timeout: 180
-              peer_credits: 8
+              peer_timeout: 0
+              peer_credits: 0
               peer_buffer_credits: 0
-              credits: 256
+              credits: 0
           lnd tunables:
           CPT: "[0]"
 EOF
