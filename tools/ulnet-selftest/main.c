@@ -1,7 +1,10 @@
 /* SPDX-License-Identifier: MIT */
 /* ulnet-selftest: the selftest console (docs/selftest.md). It drives a local ulnetd over its control
- * socket; that node is the test client (--from must be one of its NIDs) and --to is any node that
- * serves lnet_selftest RPCs (another ulnetd or a kernel node with lnet_selftest loaded).
+ * socket, which acts as the lst console node: --from may be that node (it runs the test itself) or
+ * any other node that serves lnet_selftest RPCs (another ulnetd or a kernel node with lnet_selftest),
+ * which the daemon drives over the framework RPCs; --to is any such node. lst's scripted form
+ * (new_session, add_group, add_batch, add_test, run, stat, stop, end_session) keeps its state in the
+ * daemon, so separate invocations share it.
  *
  * Every result line names the direction of the data, MB/s and MiB/s, the RPC rate, latency
  * percentiles and classified errors; --json prints one object per test instead. Exit status: 0 when
@@ -29,7 +32,13 @@ static const char usage_text[] =
 	"       ulnet-selftest [--node PATH] inject [--count N] [--at N]\n"
 	"       ulnet-selftest [--node PATH] stat [--json]\n"
 	"       ulnet-selftest [--node PATH] [--json] batch FILE   (one test per line: brw ...|ping ...)\n"
-	"--node defaults to $ULNET_NODE; --from must be a NID of that node.\n";
+	"  lst style (state kept in the node's ulnetd):\n"
+	"       ulnet-selftest new_session NAME [--timeout SEC] [--force] | end_session | show_session\n"
+	"       ulnet-selftest add_group NAME NID... | list_group [NAME] | stat GROUP [--delay SEC]\n"
+	"       ulnet-selftest add_batch NAME | list_batch | run BATCH | stop BATCH\n"
+	"       ulnet-selftest add_test --batch B --from G1 --to G2 [--loop N] [--concurrency N]\n"
+	"                      [--distribute x:y] [--timeout SEC] brw read|write [size=S] [off=O] [check=C] | ping\n"
+	"--node defaults to $ULNET_NODE; that node is the console. --from may be it or any other node.\n";
 
 static int usage(const char *fmt, const char *arg)
 {
@@ -156,10 +165,21 @@ struct test {
 
 struct result {
 	double seconds, bytes, rpcs, p50, p99, max;
-	unsigned long long timeout, mismatch, refused, peer_gone;
+	unsigned long long timeout, mismatch, refused, peer_gone, unclassified;
 	long long mismatch_offset;
-	char first_error[200];
+	bool remote, lat_na, bytes_na;
+	char first_error[200], source[96];
 };
+
+static bool jbool(const char *j, const char *key)
+{
+	char pat[64];
+	const char *p;
+
+	snprintf(pat, sizeof(pat), "\"%s\":true", key);
+	p = strstr(j, pat);
+	return p != NULL;
+}
 
 static void result_parse(const char *j, struct result *r)
 {
@@ -174,7 +194,12 @@ static void result_parse(const char *j, struct result *r)
 	r->refused = (unsigned long long)jnum(j, "refused");
 	r->peer_gone = (unsigned long long)jnum(j, "peer_gone");
 	r->mismatch_offset = (long long)jnum(j, "mismatch_offset");
+	r->unclassified = (unsigned long long)jnum(j, "unclassified");
+	r->remote = jbool(j, "remote");
+	r->lat_na = jbool(j, "latency_na");
+	r->bytes_na = jbool(j, "bytes_na");
 	jstr(j, "first_error", r->first_error, sizeof(r->first_error));
+	jstr(j, "source", r->source, sizeof(r->source));
 }
 
 static const char *direction(const struct test *t)
@@ -203,7 +228,7 @@ static bool print_result(const struct test *t, const struct result *r)
 {
 	double s = r->seconds > 0 ? r->seconds : 1e-9;
 	double mbps = r->bytes / s / 1e6, mibps = r->bytes / s / 1048576.0, rate = r->rpcs / s;
-	bool ok = !r->timeout && !r->mismatch && !r->refused && !r->peer_gone;
+	bool ok = !r->timeout && !r->mismatch && !r->refused && !r->peer_gone && !r->unclassified;
 	char name[32];
 
 	snprintf(name, sizeof(name), "%s", t->brw ? (t->write ? "brw write" : "brw read") : "ping");
@@ -212,11 +237,21 @@ static bool print_result(const struct test *t, const struct result *r)
 		       t->from, t->to);
 		if (t->brw)
 			printf("\"size\":%llu,\"offset\":%llu,\"check\":\"%s\",", t->size, t->offset, t->check);
-		printf("\"concurrency\":%llu,\"seconds\":%.3f,\"rpcs\":%.0f,\"bytes\":%.0f,\"MBps\":%.3f,"
-		       "\"MiBps\":%.3f,\"rate\":%.1f,\"latency_us\":{\"p50\":%.0f,\"p99\":%.0f,\"max\":%.0f},"
-		       "\"errors\":{\"timeout\":%llu,\"mismatch\":%llu,\"refused\":%llu,\"peer_gone\":%llu},",
-		       t->concurrency, r->seconds, r->rpcs, r->bytes, mbps, mibps, rate, r->p50, r->p99, r->max,
+		printf("\"concurrency\":%llu,\"seconds\":%.3f,\"rpcs\":%.0f,", t->concurrency, r->seconds, r->rpcs);
+		if (r->bytes_na)
+			printf("\"bytes\":null,\"MBps\":null,\"MiBps\":null,");
+		else
+			printf("\"bytes\":%.0f,\"MBps\":%.3f,\"MiBps\":%.3f,", r->bytes, mbps, mibps);
+		printf("\"rate\":%.1f,", rate);
+		if (r->lat_na)
+			printf("\"latency_us\":{\"p50\":null,\"p99\":null,\"max\":null},");
+		else
+			printf("\"latency_us\":{\"p50\":%.0f,\"p99\":%.0f,\"max\":%.0f},", r->p50, r->p99, r->max);
+		printf("\"errors\":{\"timeout\":%llu,\"mismatch\":%llu,\"refused\":%llu,\"peer_gone\":%llu",
 		       r->timeout, r->mismatch, r->refused, r->peer_gone);
+		if (r->unclassified)
+			printf(",\"unclassified\":%llu", r->unclassified);
+		printf("},\"clients\":\"%s\",\"source\":\"%s\",", r->remote ? "remote" : "local", r->source);
 		if (r->mismatch_offset >= 0)
 			printf("\"mismatch_offset\":%lld,", r->mismatch_offset);
 		else
@@ -230,10 +265,23 @@ static bool print_result(const struct test *t, const struct result *r)
 	printf("%s %s \u2192 %s (%s)", name, t->from, t->to, direction(t));
 	if (t->brw)
 		printf(" size %llu offset %llu check %s", t->size, t->offset, t->check);
-	printf(" concurrency %llu: %.2f MB/s (%.2f MiB/s), %.1f msg/s, latency p50 %.3f ms p99 %.3f ms max %.3f ms,"
-	       " errors: timeout %llu, mismatch %llu, refused %llu, peer gone %llu: %s\n",
-	       t->concurrency, mbps, mibps, rate, r->p50 / 1e3, r->p99 / 1e3, r->max / 1e3, r->timeout, r->mismatch,
-	       r->refused, r->peer_gone, ok ? "ok" : "FAILED");
+	printf(" concurrency %llu: ", t->concurrency);
+	if (r->bytes_na)
+		printf("MB/s n/a (no counter gives the bytes), ");
+	else
+		printf("%.2f MB/s (%.2f MiB/s), ", mbps, mibps);
+	printf("%.1f msg/s, ", rate);
+	if (r->lat_na)
+		printf("latency n/a (remote clients),");
+	else
+		printf("latency p50 %.3f ms p99 %.3f ms max %.3f ms,", r->p50 / 1e3, r->p99 / 1e3, r->max / 1e3);
+	printf(" errors: timeout %llu, mismatch %llu, refused %llu, peer gone %llu", r->timeout, r->mismatch,
+	       r->refused, r->peer_gone);
+	if (r->unclassified)
+		printf(", unclassified %llu", r->unclassified);
+	printf(": %s\n", ok ? "ok" : "FAILED");
+	if (r->remote && r->source[0])
+		printf("  (remote clients: %s)\n", r->source);
 	if (!ok && r->mismatch_offset >= 0)
 		printf("  first data mismatch at byte %lld of the transfer\n", r->mismatch_offset);
 	if (!ok && r->first_error[0])
@@ -241,41 +289,9 @@ static bool print_result(const struct test *t, const struct result *r)
 	return ok;
 }
 
-/* Is @nid one of the node's NIDs? Also fetches the list for the error message. */
-static int check_from(struct conn *c, const char *from, char *list, size_t cap)
-{
-	char *argv[] = { "selftest", "nids" }, *body = NULL, *line, *save = NULL;
-	struct ulnet_nid want, got;
-	const char *why;
-	int rc = request(c, 2, argv, NULL, NULL, &body), found = 0;
-
-	list[0] = '\0';
-	if (rc) {
-		fprintf(stderr, "ulnet-selftest: %s: %s\n", c->path, body && *body ? body : strerror(-rc));
-		free(body);
-		return -1;
-	}
-	if (ulnet_nid_parse(from, &want, &why)) {
-		free(body);
-		return -2;
-	}
-	for (line = strtok_r(body, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
-		if (!strncmp(line, "page_size", 9))
-			continue;
-		if (strlen(list) + strlen(line) + 3 < cap) {
-			strcat(list, *list ? ", " : "");
-			strcat(list, line);
-		}
-		if (!ulnet_nid_parse(line, &got, &why) && ulnet_nid_equal(&got, &want))
-			found = 1;
-	}
-	free(body);
-	return found;
-}
-
 static int run_test(struct conn *c, struct test *t)
 {
-	char a[16][48], *argv[40], list[512], *body = NULL;
+	char a[16][48], *argv[40], *body = NULL;
 	int argc = 0, rc, n = 0;
 	struct ulnet_nid nid;
 	const char *why;
@@ -286,14 +302,6 @@ static int run_test(struct conn *c, struct test *t)
 		return usage("bad --from NID '%s'", t->from);
 	if (ulnet_nid_parse(t->to, &nid, &why))
 		return usage("bad --to NID '%s'", t->to);
-	rc = check_from(c, t->from, list, sizeof(list));
-	if (rc < 0)
-		return EXIT_NODE;
-	if (rc == 0) {
-		fprintf(stderr, "ulnet-selftest: --from %s is not a NID of the node at %s (its NIDs: %s); "
-			"point --node (or ULNET_NODE) at the --from node's ulnetd\n", t->from, c->path, list);
-		return EXIT_USAGE;
-	}
 	argv[argc++] = "selftest";
 	argv[argc++] = "run";
 	if (t->brw) {
@@ -316,6 +324,8 @@ static int run_test(struct conn *c, struct test *t)
 	}
 	argv[argc++] = "--to";
 	argv[argc++] = (char *)t->to;
+	argv[argc++] = "--from";
+	argv[argc++] = (char *)t->from;
 	argv[argc++] = "--concurrency";
 	ARG("%llu", t->concurrency);
 	argv[argc++] = "--duration-ms";
@@ -476,6 +486,179 @@ static int run_batch(struct conn *c, const char *file, bool json, bool tty)
 	return worst;
 }
 
+/* ---- lst style: forwarded to the daemon, which keeps the session ---- */
+
+struct lst_cmd {
+	const char *name;     /* console word */
+	const char *daemon;   /* daemon command words */
+	int min, max;         /* positional arguments (max -1: any) */
+	const char *usage;
+};
+
+static const struct lst_cmd lst_cmds[] = {
+	{ "new_session", "session new", 1, 1, "new_session NAME [--timeout SEC] [--force]" },
+	{ "end_session", "session end", 0, 0, "end_session" },
+	{ "show_session", "session show", 0, 0, "show_session" },
+	{ "add_group", "group add", 2, -1, "add_group NAME NID..." },
+	{ "list_group", "group list", 0, 1, "list_group [NAME]" },
+	{ "stat", "group stat", 1, 1, "stat GROUP [--delay SEC]" },
+	{ "add_batch", "batch add", 1, 1, "add_batch NAME" },
+	{ "list_batch", "batch list", 0, 0, "list_batch" },
+	{ "run", "batch run", 1, 1, "run BATCH" },
+	{ "stop", "batch stop", 1, 1, "stop BATCH" },
+	{ "add_test", "test add", 1, 8,
+	  "add_test --batch B --from G1 --to G2 [--loop N] [--concurrency N] [--distribute x:y] [--timeout SEC] "
+	  "brw read|write [size=S] [off=O] [check=none|simple|full] | ping" },
+};
+
+static int lst_usage(const struct lst_cmd *lc, const char *why, const char *arg)
+{
+	fprintf(stderr, "ulnet-selftest: %s: ", lc->name);
+	fprintf(stderr, why, arg ? arg : "");
+	fprintf(stderr, "\nusage: ulnet-selftest [--node PATH] %s\n", lc->usage);
+	return EXIT_USAGE;
+}
+
+/* Print the JSON result lines of "stop" like one-shot results; 0 when all are ok. */
+static int print_results(const char *body, bool json)
+{
+	int rc = 0;
+	char line[4096];
+
+	for (const char *p = body; *p;) {
+		const char *nl = strchr(p, '\n');
+		size_t n = nl ? (size_t)(nl - p) : strlen(p);
+		if (n >= sizeof(line))
+			n = sizeof(line) - 1;
+		memcpy(line, p, n);
+		line[n] = '\0';
+		p += nl ? (size_t)(nl - p) + 1 : strlen(p);
+		if (line[0] != '{') {
+			if (line[0])
+				puts(line);
+			continue;
+		}
+		{
+			struct test t;
+			struct result r;
+			char from[64], to[200], kind[8], check[8];
+			test_defaults(&t, json, false);
+			jstr(line, "from", from, sizeof(from));
+			jstr(line, "to", to, sizeof(to));
+			jstr(line, "test", kind, sizeof(kind));
+			jstr(line, "check", check, sizeof(check));
+			t.from = from;
+			t.to = to;
+			t.brw = !strcmp(kind, "brw");
+			t.write = jbool(line, "write");
+			t.size = (unsigned long long)jnum(line, "size");
+			t.offset = (unsigned long long)jnum(line, "offset");
+			t.check = check;
+			t.concurrency = (unsigned long long)jnum(line, "concurrency");
+			memset(&r, 0, sizeof(r));
+			result_parse(line, &r);
+			if (!print_result(&t, &r))
+				rc = EXIT_TESTFAIL;
+		}
+	}
+	return rc;
+}
+
+struct sbuf {
+	char *buf;
+	size_t len;
+};
+
+static void collect(const char *text, void *arg)
+{
+	struct sbuf *sb = arg;
+	size_t n = strlen(text);
+	char *nb = realloc(sb->buf, sb->len + n + 1);
+
+	if (!nb)
+		return;
+	memcpy(nb + sb->len, text, n + 1);
+	sb->buf = nb;
+	sb->len += n;
+}
+
+static int run_lst(const char *node, const struct lst_cmd *lc, int argc, char **argv, bool json)
+{
+	char *fwd[72], *body = NULL, secbuf[32];
+	int n = 0, npos = 0, rc;
+	struct conn c = { -1, NULL };
+	struct sbuf early = { NULL, 0 };
+	const char *w;
+
+	for (w = lc->daemon; *w;) { /* daemon words, "selftest" first */
+		static char words[4][16];
+		const char *sp = strchr(w, ' ');
+		size_t len = sp ? (size_t)(sp - w) : strlen(w);
+		if (!n)
+			fwd[n++] = "selftest";
+		snprintf(words[n - 1], sizeof(words[0]), "%.*s", (int)len, w);
+		fwd[n] = words[n - 1];
+		n++;
+		w += len + (sp ? 1 : 0);
+	}
+	for (int i = 1; i < argc; i++) {
+		const char *a = argv[i];
+		if (n >= 70)
+			return lst_usage(lc, "too many arguments", NULL);
+		if (!strcmp(lc->name, "stat") && !strcmp(a, "--delay")) {
+			double sec;
+			if (i + 1 >= argc || parse_secs(argv[i + 1], &sec))
+				return lst_usage(lc, "--delay needs seconds > 0", NULL);
+			snprintf(secbuf, sizeof(secbuf), "%lld", (long long)llround(sec * 1000));
+			fwd[n++] = "--delay-ms";
+			fwd[n++] = secbuf;
+			i++;
+			continue;
+		}
+		if (a[0] == '-' && a[1]) {
+			/* options that take a value: check it is there, the daemon checks the rest */
+			fwd[n++] = (char *)a;
+			if (strcmp(a, "--force") && !strchr(a, '=')) {
+				if (i + 1 >= argc)
+					return lst_usage(lc, "%s needs a value", a);
+				fwd[n++] = argv[++i];
+			}
+			continue;
+		}
+		npos++;
+		fwd[n++] = (char *)a;
+	}
+	if (npos < lc->min)
+		return lst_usage(lc, "missing argument%s", lc->min - npos > 1 ? "s" : "");
+	if (lc->max >= 0 && npos > lc->max)
+		return lst_usage(lc, "too many arguments", NULL);
+	if ((rc = connect_node(node, &c)))
+		return rc;
+	rc = request(&c, n, fwd, collect, &early, &body);
+	close(c.fd);
+	/* what the daemon wrote before an error comes first (stat lines, stop results) */
+	if (!strcmp(lc->name, "stop")) {
+		int prc = print_results(early.buf ? early.buf : "", json);
+		if (!rc)
+			prc |= print_results(body ? body : "", json);
+		else
+			fprintf(stderr, "ulnet-selftest: %s\n", body && *body ? body : strerror(-rc));
+		rc = rc ? rc : prc ? -EREMOTEIO : 0;
+	} else {
+		fputs(early.buf ? early.buf : "", stdout);
+		if (!rc)
+			fputs(body ? body : "", stdout);
+		else
+			fprintf(stderr, "ulnet-selftest: %s\n", body && *body ? body : strerror(-rc));
+	}
+	free(early.buf);
+	free(body);
+	if (!rc)
+		return 0;
+	return rc == -EINVAL ? EXIT_USAGE : rc == -ENOENT || rc == -EEXIST || rc == -EBUSY || rc == -EREMOTEIO
+							? EXIT_TESTFAIL : EXIT_NODE;
+}
+
 int main(int argc, char **argv)
 {
 	const char *node = getenv("ULNET_NODE");
@@ -533,6 +716,9 @@ int main(int argc, char **argv)
 		}
 		free(body);
 	} else {
+		for (size_t k = 0; k < sizeof(lst_cmds) / sizeof(lst_cmds[0]); k++)
+			if (!strcmp(argv[i], lst_cmds[k].name))
+				return run_lst(node, &lst_cmds[k], argc - i, argv + i, json);
 		return usage("unknown command '%s'", argv[i]);
 	}
 	if (c.fd >= 0)

@@ -1,0 +1,58 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
+# tcp LND benchmark on loopback, in one run (not part of the test suite; needs root for port 988):
+#   1. streaming 1 MiB Put bandwidth between two ulnetd (ulnet-selftest brw write, 8 in flight)
+#      against iperf3 single-stream bandwidth (-l 1M) between the same addresses; prints the ratio
+#      (goal >= 0.9);
+#   2. 0-byte Put message rate and ping round-trip time against a raw TCP 8-byte ping-pong
+#      (bench/tcp_msgrate.c, two nodes in one process).
+# Usage: bench/tcp_bench.sh [SECONDS]   (BUILD=build dir, default ./build)
+set -euo pipefail
+SRC=${SRC:-$(cd "$(dirname "$0")/.." && pwd)}
+BUILD=${BUILD:-$SRC/build}
+SECS=${1:-5}
+source "$SRC/tests/integration/lib.sh"
+ul_init
+command -v iperf3 >/dev/null || ul_fail "iperf3 not installed (apt-get install iperf3)"
+SST=$BUILD/tools/ulnet-selftest/ulnet-selftest
+A=$(ul_addr 38 1) B=$(ul_addr 38 2)
+
+for n in 1 2; do
+	ul_start_node "n$n" <<YAML
+net:
+    - net type: tcp
+      local NI(s):
+        - nid: $(ul_addr 38 "$n")@tcp
+YAML
+done
+
+ul_step "ulnet: 1 MiB brw write $A -> $B, ${SECS} s"
+"$SST" --node "$(ul_sock n1)" --json brw write --from "$A@tcp" --to "$B@tcp" --size 1M --concurrency 8 \
+	--duration "$SECS" >"$UL_TMP/brw.json"
+ulnet_mbps=$("$UL_PYTHON" -c 'import json,sys; print(json.load(open(sys.argv[1]))["MBps"])' "$UL_TMP/brw.json")
+
+ul_step "iperf3: one stream, -l 1M, $A -> $B, ${SECS} s"
+iperf3 -s -B "$B" -p 5399 -1 >/dev/null 2>&1 &
+srv=$!
+sleep 0.5
+iperf3 -c "$B" -B "$A" -p 5399 -l 1M -t "$SECS" -J >"$UL_TMP/iperf.json"
+wait "$srv" || true
+iperf_mbps=$("$UL_PYTHON" -c 'import json,sys; print(json.load(open(sys.argv[1]))["end"]["sum_received"]["bits_per_second"] / 8e6)' "$UL_TMP/iperf.json")
+
+ul_stop_node n1
+ul_stop_node n2
+
+ul_step "0-byte Put rate and ping RTT (two nodes in one process)"
+gcc -O2 -std=gnu11 -D_GNU_SOURCE -I"$SRC/include" "$SRC/bench/tcp_msgrate.c" "$BUILD/src/libulnet_internal.a" \
+	-lpthread -o "$UL_TMP/tcp_msgrate"
+"$UL_TMP/tcp_msgrate" "$(ul_addr 38 3)" "$(ul_addr 38 4)" "$SECS" >"$UL_TMP/rate.txt" 2>"$UL_TMP/rate.err" \
+	|| ul_fail "tcp_msgrate: $(cat "$UL_TMP/rate.err")"
+
+"$UL_PYTHON" - "$ulnet_mbps" "$iperf_mbps" "$UL_TMP/rate.txt" <<'PY'
+import sys
+u, i = float(sys.argv[1]), float(sys.argv[2])
+r = dict(l.split() for l in open(sys.argv[3]))
+print(f"1 MiB Put bandwidth : ulnet {u:9.1f} MB/s   iperf3 {i:9.1f} MB/s   ratio {u / i:.2f} (goal >= 0.90)")
+print(f"0-byte Put rate     : {float(r['put0_rate']):9.0f} msg/s")
+print(f"round trip          : ulnet ping {float(r['ping_rtt_us']):7.1f} us   raw TCP ping-pong {float(r['tcp_rtt_us']):7.1f} us")
+PY

@@ -1,0 +1,178 @@
+/* SPDX-License-Identifier: MIT */
+/* bench helper for tcp_bench.sh: two nodes in one process over the tcp LND (loopback, addresses from
+ * argv). Prints "put0_rate <msgs/s>" for 0-byte Puts without ACK (a window of 64 in flight), then
+ * "ping_rtt_us <mean>" over ulnet_ping, then "tcp_rtt_us <mean>" for a raw TCP 8-byte ping-pong
+ * between the same two addresses (TCP_NODELAY). Usage: tcp_msgrate ADDR_A ADDR_B SECONDS */
+#include <arpa/inet.h>
+#include <netinet/tcp.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
+#include "ulnet/ulnet.h"
+
+static double now_s(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+static ulnet_node *open_node(const char *addr)
+{
+	char nid[64];
+	struct ulnet_ni_conf c = { .net = "tcp", .nid = nid };
+	ulnet_node *n;
+
+	snprintf(nid, sizeof(nid), "%s@tcp", addr);
+	if (ulnet_node_open(NULL, &n) || ulnet_ni_add(n, &c)) {
+		fprintf(stderr, "cannot start a node on %s\n", nid);
+		exit(1);
+	}
+	return n;
+}
+
+static void *echo_server(void *arg)
+{
+	int ls = *(int *)arg, fd = accept(ls, NULL, NULL), one = 1;
+	char b[8];
+
+	setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+	while (recv(fd, b, 8, MSG_WAITALL) == 8)
+		if (send(fd, b, 8, 0) != 8)
+			break;
+	close(fd);
+	return NULL;
+}
+
+static double tcp_rtt(const char *a, const char *b, int n)
+{
+	struct sockaddr_in sa = { .sin_family = AF_INET, .sin_port = htons(7399) }, ca = { .sin_family = AF_INET };
+	int ls = socket(AF_INET, SOCK_STREAM, 0), fd = socket(AF_INET, SOCK_STREAM, 0), one = 1;
+	pthread_t t;
+	char buf[8] = "pingpong";
+	double t0;
+
+	setsockopt(ls, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+	inet_pton(AF_INET, b, &sa.sin_addr);
+	inet_pton(AF_INET, a, &ca.sin_addr);
+	if (bind(ls, (struct sockaddr *)&sa, sizeof(sa)) || listen(ls, 1))
+		return -1;
+	pthread_create(&t, NULL, echo_server, &ls);
+	bind(fd, (struct sockaddr *)&ca, sizeof(ca));
+	if (connect(fd, (struct sockaddr *)&sa, sizeof(sa)))
+		return -1;
+	setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+	t0 = now_s();
+	for (int i = 0; i < n; i++)
+		if (send(fd, buf, 8, 0) != 8 || recv(fd, buf, 8, MSG_WAITALL) != 8)
+			return -1;
+	t0 = now_s() - t0;
+	close(fd);
+	pthread_join(t, NULL);
+	close(ls);
+	return t0 / n * 1e6;
+}
+
+int main(int argc, char **argv)
+{
+	struct ulnet_process_id any = { .pid = ULNET_PID_ANY }, tb = { .pid = ULNET_PID_LUSTRE };
+	ulnet_node *na, *nb;
+	ulnet_eq *eqa, *eqb;
+	struct ulnet_handle me, mdh;
+	struct ulnet_event ev;
+	struct ulnet_ping_result r;
+	static char sink[1];
+	double secs, t0, el;
+	long sent = 0, done = 0;
+	char nidb[64];
+
+	if (argc != 4)
+		return 2;
+	secs = atof(argv[3]);
+	na = open_node(argv[1]);
+	nb = open_node(argv[2]);
+	snprintf(nidb, sizeof(nidb), "%s@tcp", argv[2]);
+	ulnet_nid_parse(nidb, &tb.nid, NULL);
+	any.nid = ulnet_nid_any();
+	ulnet_eq_create(&eqa);
+	ulnet_eq_create(&eqb);
+	{
+		struct ulnet_md t = { .start = sink, .length = 0, .threshold = ULNET_MD_THRESH_INF,
+				      .options = ULNET_MD_OP_PUT | ULNET_MD_ACK_DISABLE };
+		ulnet_me_attach(nb, 3, &any, 1, 0, ULNET_RETAIN, ULNET_INS_AFTER, &me);
+		ulnet_md_attach(nb, me, &t, ULNET_RETAIN, &mdh);
+	}
+	if (ulnet_ping(na, &tb, 5000, &r)) {
+		fprintf(stderr, "ping failed\n");
+		return 1;
+	}
+	/* 0-byte Puts, no ACK: completion = SEND event on the initiator */
+	t0 = now_s();
+	while ((el = now_s() - t0) < secs) {
+		while (sent - done < 64) {
+			struct ulnet_md i = { .start = sink, .length = 0, .threshold = 1, .eq = eqa };
+			struct ulnet_handle h;
+
+			if (ulnet_md_bind(na, &i, ULNET_UNLINK, &h) || ulnet_put(na, h, ULNET_NOACK_REQ, &tb, 3, 1, 0, 0))
+				break;
+			sent++;
+		}
+		while (ulnet_eq_wait(eqa, 100, &ev) == 1)
+			if (ev.type == ULNET_EVENT_SEND) {
+				done++;
+				if (sent - done < 32)
+					break;
+			}
+	}
+	printf("put0_rate %.0f\n", done / el);
+	fflush(stdout);
+	{
+		/* 1 MiB Puts, no ACK, 8 in flight */
+		static char big[1 << 20];
+		struct ulnet_md t = { .start = big, .length = sizeof(big), .threshold = ULNET_MD_THRESH_INF,
+				      .options = ULNET_MD_OP_PUT | ULNET_MD_ACK_DISABLE };
+		static char src[1 << 20];
+
+		ulnet_me_attach(nb, 4, &any, 1, 0, ULNET_RETAIN, ULNET_INS_AFTER, &me);
+		ulnet_md_attach(nb, me, &t, ULNET_RETAIN, &mdh);
+		sent = done = 0;
+		t0 = now_s();
+		while ((el = now_s() - t0) < secs) {
+			while (sent - done < 8) {
+				struct ulnet_md i = { .start = src, .length = sizeof(src), .threshold = 1, .eq = eqa };
+				struct ulnet_handle h;
+
+				if (ulnet_md_bind(na, &i, ULNET_UNLINK, &h) ||
+				    ulnet_put(na, h, ULNET_NOACK_REQ, &tb, 4, 1, 0, 0))
+					break;
+				sent++;
+			}
+			if (ulnet_eq_wait(eqa, 100, &ev) == 1 && ev.type == ULNET_EVENT_SEND)
+				done++;
+		}
+		printf("put1m_MBps %.1f\n", done * 1048576.0 / el / 1e6);
+		fflush(stdout);
+	}
+	{
+		int n = 0;
+		double tot = 0;
+
+		for (int i = 0; i < 2000; i++) {
+			t0 = now_s();
+			if (ulnet_ping(na, &tb, 5000, &r) == 0) {
+				tot += now_s() - t0;
+				n++;
+			}
+		}
+		printf("ping_rtt_us %.1f\n", n ? tot / n * 1e6 : -1.0);
+	}
+	printf("tcp_rtt_us %.1f\n", tcp_rtt(argv[1], argv[2], 20000));
+	ulnet_node_close(na);
+	ulnet_node_close(nb);
+	return 0;
+}
