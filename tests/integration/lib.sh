@@ -46,6 +46,7 @@
 #   ul_one_line FILE REGEX   fail unless FILE has exactly one line and it matches REGEX (grep -E).
 #   ul_diff WANT_FILE GOT_FILE WHAT
 #                            fail with a unified diff unless the files are equal.
+#   UL_ATEXIT+=("CMD")      run CMD (eval) at exit after the nodes are stopped: namespaces, links.
 #   ul_step MSG / ul_fail MSG
 #                            progress line on stderr / "FAIL: MSG" and exit 1 (the trap prints logs).
 
@@ -53,6 +54,7 @@ UL_TMP=
 UL_STATUS=0
 declare -gA UL_PID=()
 declare -ga UL_NODES=()
+declare -ga UL_ATEXIT=() # shell commands run at exit, after the nodes are stopped (e.g. ip netns del)
 
 ul_step() { printf '== %s\n' "$*" >&2; }
 
@@ -106,6 +108,9 @@ ul__cleanup()
 		done
 		printf -- '---- end of logs (temp dir %s) ----\n' "$UL_TMP" >&2
 	fi
+	for cmd in "${UL_ATEXIT[@]}"; do
+		eval "$cmd" >/dev/null 2>&1
+	done
 	if [[ -n $UL_TMP && ${UL_KEEP:-0} != 1 ]]; then
 		rm -rf "$UL_TMP"
 	fi
