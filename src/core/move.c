@@ -212,6 +212,37 @@ static struct ulnet_msg *rx_msg_new(struct ulnet_ni *ni, const struct ulnet_hdr 
 	return msg;
 }
 
+/* Match a PUT or GET to an MD and build the message that carries its event; on no match (or no
+ * memory) the payload is dropped and NULL returned. */
+static struct ulnet_msg *match_rx(struct ulnet_ni *ni, const struct ulnet_hdr *hdr, const struct ulnet_nid *from,
+				  void *rx_priv, struct ulnet_match *m, enum ulnet_event_kind kind)
+{
+	struct ulnet_msg *msg;
+
+	if (m->portal >= ULNET_MAX_PORTALS || ulnet__match_md(ni->node, m) != ULNET_MATCH_OK) {
+		char src[ULNET_NID_STRLEN];
+
+		ULNET_LOG(CORE, DEBUG, "%s from %s portal %u match bits 0x%llx length %u: no match; dropping",
+			  kind == ULNET_EVENT_PUT ? "PUT" : "GET", ulnet_nid_format(&hdr->src_nid, src, sizeof(src)),
+			  m->portal, (unsigned long long)m->match_bits, m->rlength);
+		drop(ni, rx_priv, hdr);
+		return NULL;
+	}
+	msg = rx_msg_new(ni, hdr, m->md, rx_priv);
+	if (!msg) {
+		ulnet__md_release(ni->node, m->md);
+		drop(ni, rx_priv, hdr);
+		return NULL;
+	}
+	rx_event_init(msg, hdr, from, kind);
+	msg->ev.pt_index = m->portal;
+	msg->ev.match_bits = m->match_bits;
+	msg->ev.rlength = m->rlength;
+	msg->ev.mlength = m->mlength;
+	msg->ev.offset = m->offset;
+	return msg;
+}
+
 static int parse_put(struct ulnet_ni *ni, const struct ulnet_hdr *hdr, const struct ulnet_nid *from, void *rx_priv)
 {
 	struct ulnet_match m = {
@@ -222,29 +253,10 @@ static int parse_put(struct ulnet_ni *ni, const struct ulnet_hdr *hdr, const str
 		.roffset = hdr->msg.put.offset,
 		.op = ULNET_MD_OP_PUT,
 	};
-	struct ulnet_msg *msg;
+	struct ulnet_msg *msg = match_rx(ni, hdr, from, rx_priv, &m, ULNET_EVENT_PUT);
 
-	if (m.portal >= ULNET_MAX_PORTALS || ulnet__match_md(ni->node, &m) != ULNET_MATCH_OK) {
-		char src[ULNET_NID_STRLEN];
-
-		ULNET_LOG(CORE, DEBUG, "PUT from %s portal %u match bits 0x%llx length %u: no match; dropping",
-			  ulnet_nid_format(&hdr->src_nid, src, sizeof(src)), m.portal,
-			  (unsigned long long)m.match_bits, m.rlength);
-		drop(ni, rx_priv, hdr);
+	if (!msg)
 		return 0;
-	}
-	msg = rx_msg_new(ni, hdr, m.md, rx_priv);
-	if (!msg) {
-		ulnet__md_release(ni->node, m.md);
-		drop(ni, rx_priv, hdr);
-		return 0;
-	}
-	rx_event_init(msg, hdr, from, ULNET_EVENT_PUT);
-	msg->ev.pt_index = m.portal;
-	msg->ev.match_bits = m.match_bits;
-	msg->ev.rlength = m.rlength;
-	msg->ev.mlength = m.mlength;
-	msg->ev.offset = m.offset;
 	msg->ev.hdr_data = hdr->msg.put.hdr_data;
 	msg->ack_wanted = hdr->msg.put.ack_wmd.wh_interface_cookie != ULNET_WIRE_COOKIE_NONE &&
 			  !(m.md->umd.options & ULNET_MD_ACK_DISABLE);
@@ -263,25 +275,11 @@ static int parse_get(struct ulnet_ni *ni, const struct ulnet_hdr *hdr, const str
 		.op = ULNET_MD_OP_GET,
 	};
 	struct ulnet_process_id to = { .nid = hdr->src_nid, .pid = hdr->src_pid };
-	struct ulnet_msg *reply;
+	struct ulnet_msg *reply = match_rx(ni, hdr, from, rx_priv, &m, ULNET_EVENT_GET);
 	int rc;
 
-	if (m.portal >= ULNET_MAX_PORTALS || ulnet__match_md(ni->node, &m) != ULNET_MATCH_OK) {
-		drop(ni, rx_priv, hdr);
+	if (!reply)
 		return 0;
-	}
-	reply = rx_msg_new(ni, hdr, m.md, rx_priv);
-	if (!reply) {
-		ulnet__md_release(ni->node, m.md);
-		drop(ni, rx_priv, hdr);
-		return 0;
-	}
-	rx_event_init(reply, hdr, from, ULNET_EVENT_GET);
-	reply->ev.pt_index = m.portal;
-	reply->ev.match_bits = m.match_bits;
-	reply->ev.rlength = m.rlength;
-	reply->ev.mlength = m.mlength;
-	reply->ev.offset = m.offset;
 	/* the GET carries no payload: tell the LND it is consumed, then answer on the same NI */
 	ni->ops->lnd_recv(ni, rx_priv, NULL, NULL, 0, 0, 0);
 	ni->node->stats.recv_count++;
