@@ -98,6 +98,7 @@ struct sst_test {
 	uint64_t batch_id;                /* framework tests */
 	bool is_client;
 	uint64_t run_start_ns, run_end_ns; /* framework tests: last RUN, and when it ended */
+	bool zombie;                      /* framework test of an ended session: freed once idle */
 };
 
 struct ulnet_sst {
@@ -122,6 +123,7 @@ struct ulnet_sst {
 	uint64_t ses_started_ns, ses_last_ns;
 	uint32_t brw_errors, ping_errors;
 	pthread_cond_t con_cv;            /* console RPCs: broadcast when one completes */
+	bool plain_stats;                 /* test hook: answer stats as lnet_selftest (no extension) */
 };
 
 static uint64_t now_ns(void)
@@ -902,7 +904,26 @@ static void tests_stop(struct ulnet_sst *sst, uint64_t batch, bool all)
 static void session_end(struct ulnet_sst *sst)
 {
 	tests_stop(sst, 0, true);
+	for (struct sst_test *t = sst->tests; t; t = t->next)
+		t->zombie |= t->framework;
 	sst->have_session = false;
+}
+
+/* Free the tests of ended sessions once no RPC refers to them. */
+static void tests_reap(struct ulnet_sst *sst)
+{
+	for (struct sst_test **pp = &sst->tests; *pp;) {
+		struct sst_test *t = *pp;
+		if (!t->zombie || t->inflight) {
+			pp = &t->next;
+			continue;
+		}
+		*pp = t->next;
+		free(t->dests);
+		free(t->st.lat);
+		pthread_cond_destroy(&t->cv);
+		free(t);
+	}
 }
 
 static int cmp_u32(const void *a, const void *b);
@@ -917,7 +938,7 @@ static void stat_ext_fill(struct ulnet_sst *sst, uint64_t bid, struct ulnet_sst_
 	memset(x, 0, sizeof(*x));
 	x->mismatch_offset = UINT64_MAX;
 	for (struct sst_test *t = sst->tests; t; t = t->next) {
-		if (!t->framework || !t->is_client || (bid && t->batch_id != bid) || !t->run_start_ns)
+		if (!t->framework || t->zombie || !t->is_client || (bid && t->batch_id != bid) || !t->run_start_ns)
 			continue;
 		x->ntests++;
 		x->rpcs_ok += t->st.ok;
@@ -1044,7 +1065,7 @@ static void fw_handle(struct ulnet_sst *sst, struct sst_rpc *r)
 			p->status = ESRCH;
 			break;
 		}
-		if (q->type == ULNET_SST_STAT_TYPE_EXT) {
+		if (q->type == ULNET_SST_STAT_TYPE_EXT && !sst->plain_stats) {
 			/* ulnet console: per-batch results of this node's client tests */
 			stat_ext_fill(sst, q->ext_bid, &r->ext);
 			r->ext.sid = sst->sid;
@@ -1062,7 +1083,7 @@ static void fw_handle(struct ulnet_sst *sst, struct sst_rpc *r)
 		p->fw.brw_errors = sst->brw_errors;
 		p->fw.ping_errors = sst->ping_errors;
 		for (struct sst_test *t = sst->tests; t; t = t->next)
-			if (t->framework && !t->done)
+			if (t->framework && !t->zombie && !t->done)
 				p->fw.active_batches++;
 		break;
 	}
@@ -1075,7 +1096,7 @@ static void fw_handle(struct ulnet_sst *sst, struct sst_rpc *r)
 			break;
 		}
 		for (struct sst_test *t = sst->tests; t; t = t->next)
-			found |= t->framework && t->batch_id == q->bid;
+			found |= t->framework && !t->zombie && t->batch_id == q->bid;
 		if (!found) {
 			p->status = ENOENT;
 			break;
@@ -1083,7 +1104,8 @@ static void fw_handle(struct ulnet_sst *sst, struct sst_rpc *r)
 		if (q->opc == ULNET_SST_BATCH_RUN) {
 			uint64_t now = now_ns();
 			for (struct sst_test *t = sst->tests; t; t = t->next) {
-				if (!t->framework || t->batch_id != q->bid || !t->is_client || (t->inflight && !t->done))
+				if (!t->framework || t->zombie || t->batch_id != q->bid || !t->is_client ||
+				    (t->inflight && !t->done))
 					continue;
 				t->done = t->stopping = t->dest_gone = false;
 				t->started = t->finished = 0;
@@ -1100,7 +1122,7 @@ static void fw_handle(struct ulnet_sst *sst, struct sst_rpc *r)
 		} else if (q->opc == ULNET_SST_BATCH_QUERY) {
 			unsigned idx = 0;
 			for (struct sst_test *t = sst->tests; t; t = t->next) {
-				if (!t->framework || t->batch_id != q->bid)
+				if (!t->framework || t->zombie || t->batch_id != q->bid)
 					continue;
 				idx++;
 				if (q->testidx == 0 || q->testidx == idx)
@@ -1435,6 +1457,7 @@ static void tick(struct ulnet_sst *sst)
 				}
 	for (struct sst_test *t = sst->tests; t; t = t->next)
 		test_maybe_done(sst, t);
+	tests_reap(sst);
 	if (sst->have_session && now - sst->ses_last_ns > (uint64_t)SST_SESSION_TIMEOUT * 1000000000u) {
 		ULNET_LOG(SST, WARN, "selftest session '%s' expired", sst->ses_name);
 		session_end(sst);
@@ -1484,6 +1507,8 @@ int ulnet__sst_start(ulnet_node *node, struct ulnet_sst **out)
 		return -ENOMEM;
 	sst->node = node;
 	sst->page = ulnet_node_page_size(node);
+	/* test hook: make this node look like a kernel lnet_selftest node to a ulnet console */
+	sst->plain_stats = getenv("ULNET_SST_PLAIN_STATS") != NULL;
 	sst->next_bits = (uint64_t)time(NULL) << 48;
 	pthread_mutex_init(&sst->lock, NULL);
 	pthread_cond_init(&sst->con_cv, NULL);

@@ -49,3 +49,28 @@ YAML
 	N1=$(ul_addr "$t" 1)@tcp
 	N2=$(ul_addr "$t" 2)@tcp
 }
+
+# sst_node NAME T N PAGE_SIZE: one more tcp node at 127.T.0.N (env such as ULNET_SST_PLAIN_STATS=1
+# may prefix the call: the daemon inherits it).
+sst_node()
+{
+	local name=$1 t=$2 n=$3 ps=$4
+	ul_start_node "$name" <<YAML
+node:
+    page_size: $ps
+net:
+    - net type: tcp
+      local NI(s):
+        - nid: $(ul_addr "$t" "$n")@tcp
+          interfaces: {0: lo}
+YAML
+}
+
+# sst_run OUT NODE ARGS...: the console against NODE's daemon; stdout in OUT, stderr in OUT.err,
+# status in UL_STATUS; never hangs longer than 60 s.
+sst_run()
+{
+	local out=$1 node=$2
+	shift 2
+	ul_run "$out" "$out.err" timeout 60 "$SST" --node "$(ul_sock "$node")" "$@"
+}

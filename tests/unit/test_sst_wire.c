@@ -51,7 +51,7 @@ static const struct sst_case cases[] = {
 	{ "BATCH_REPLY", HDR("05000000", "01000000") "00000000 " SID "03000000 05000000", 0, NULL,
 	  { MSG(ULNET_SST_BATCH_REPLY, 1), .body.bat_reply = { 0, SID_VAL, 3, 5 } } },
 	{ "STAT_REQST", HDR("06000000", "01000000") RPYID SID "00000000", 0, NULL,
-	  { MSG(ULNET_SST_STAT_REQST, 1), .body.stat_reqst = { UINT64_C(0x1122334455667788), SID_VAL, 0 } } },
+	  { MSG(ULNET_SST_STAT_REQST, 1), .body.stat_reqst = { UINT64_C(0x1122334455667788), SID_VAL, 0, 0 } } },
 	{ "STAT_REPLY", HDR("07000000", "01000000") "00000000 " SID
 	  /* sfw_counters */ "e8030000 01000000 00000000 02000000 03000000 "
 	  /* srpc_counters */ "04000000 05000000 06000000 07000000 08000000 0000100000000000 0000200000000000 "
@@ -357,12 +357,73 @@ static void test_brw_check(void **state)
 	}
 }
 
+/* The extended stat body (docs/selftest.md §6), hand-written little-endian, and its swapped twin. */
+static void test_stat_ext(void **state)
+{
+	static const uint8_t le[ULNET_SST_BODY_SIZE] = {
+		0, 0, 0, 0,                                        /* status */
+		0x01, 0, 0x28, 0x7f, 0, 0, 0x02, 0,                /* sid nid */
+		0, 0x68, 0xe5, 0xcf, 0x8b, 0x01, 0, 0,             /* sid stamp */
+		2, 0, 0, 0,                                        /* ntests */
+		10, 0, 0, 0, 0, 0, 0, 0,                           /* rpcs_ok */
+		3, 0, 0, 0, 0, 0, 0, 0,                            /* rpcs_failed */
+		0, 0, 0xa0, 0, 0, 0, 0, 0,                         /* bytes 10 MiB */
+		1, 0, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 1, 0, 0, 0,    /* timeout, mismatch, refused, peer_gone */
+		0x39, 0x30, 0, 0, 0, 0, 0, 0,                      /* mismatch_offset 12345 */
+		100, 0, 0, 0, 200, 0, 0, 0, 0x2c, 1, 0, 0,         /* p50, p99, max (300) */
+		0xe8, 3, 0, 0, 1, 0, 0, 0,                         /* elapsed_ms 1000, active 1 */
+		'o', 'o', 'p', 's',                                /* first_error */
+	};
+	uint8_t be[ULNET_SST_BODY_SIZE], out[ULNET_SST_BODY_SIZE];
+	static const unsigned widths[] = { 4, 8, 8, 4, 8, 8, 8, 4, 4, 4, 4, 8, 4, 4, 4, 4, 4 };
+	struct ulnet_sst_stat_ext x;
+	size_t off = 0;
+
+	(void)state;
+	/* the extended request: str_type "ULNT", the batch id right after it (body offset 28) */
+	{
+		struct ulnet_sst_msg m = { .type = ULNET_SST_STAT_REQST, .ses_feats = 1 }, got;
+		uint8_t msg[ULNET_SST_MSG_SIZE];
+		m.body.stat_reqst.type = ULNET_SST_STAT_TYPE_EXT;
+		m.body.stat_reqst.ext_bid = 7;
+		assert_int_equal(ulnet__sst_msg_pack(&m, msg), 0);
+		assert_true(ulnet_get_ho32(msg + 48, false) == 0x554c4e54u && ulnet_get_ho64(msg + 52, false) == 7);
+		assert_int_equal(ulnet__sst_msg_unpack(msg, sizeof(msg), &got, NULL), 0);
+		assert_true(got.body.stat_reqst.type == ULNET_SST_STAT_TYPE_EXT && got.body.stat_reqst.ext_bid == 7);
+		/* a kernel console's message may end after str_type: no batch id */
+		assert_int_equal(ulnet__sst_msg_unpack(msg, 52, &got, NULL), 0);
+		assert_true(got.body.stat_reqst.ext_bid == 0);
+	}
+	for (int pass = 0; pass < 2; pass++) {
+		ulnet__sst_stat_ext_unpack(pass ? be : le, pass == 1, &x);
+		assert_int_equal(x.status, 0);
+		assert_true(x.sid.nid == UINT64_C(0x000200007f280001) && x.sid.stamp == INT64_C(1700000000000));
+		assert_int_equal(x.ntests, 2);
+		assert_true(x.rpcs_ok == 10 && x.rpcs_failed == 3 && x.bytes == 10u << 20);
+		assert_true(x.timeout == 1 && x.mismatch == 1 && x.refused == 0 && x.peer_gone == 1);
+		assert_true(x.mismatch_offset == 12345);
+		assert_true(x.lat_p50_us == 100 && x.lat_p99_us == 200 && x.lat_max_us == 300);
+		assert_true(x.elapsed_ms == 1000 && x.active == 1);
+		assert_string_equal(x.first_error, "oops");
+		if (!pass) {
+			ulnet__sst_stat_ext_pack(&x, out);
+			assert_memory_equal(out, le, sizeof(le));
+			/* the big-endian twin: every numeric field reversed, the text kept */
+			memcpy(be, le, sizeof(le));
+			for (size_t i = 0; i < sizeof(widths) / sizeof(widths[0]); off += widths[i++])
+				for (unsigned k = 0; k < widths[i]; k++)
+					be[off + k] = le[off + widths[i] - 1 - k];
+			assert_int_equal(off, 92);
+		}
+	}
+}
+
 int main(void)
 {
 	size_t ncases = sizeof(cases) / sizeof(cases[0]);
 	static const struct CMUnitTest fixed[] = {
 		cmocka_unit_test(test_sizes_and_names), cmocka_unit_test(test_hdr_only), cmocka_unit_test(test_ids),
-		cmocka_unit_test(test_brw_fill), cmocka_unit_test(test_brw_check),
+		cmocka_unit_test(test_brw_fill), cmocka_unit_test(test_brw_check), cmocka_unit_test(test_stat_ext),
 	};
 	size_t nfixed = sizeof(fixed) / sizeof(fixed[0]);
 	struct CMUnitTest *tests = calloc(ncases + nfixed, sizeof(*tests));

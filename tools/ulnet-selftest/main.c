@@ -501,7 +501,7 @@ static const struct lst_cmd lst_cmds[] = {
 	{ "show_session", "session show", 0, 0, "show_session" },
 	{ "add_group", "group add", 2, -1, "add_group NAME NID..." },
 	{ "list_group", "group list", 0, 1, "list_group [NAME]" },
-	{ "stat", "group stat", 1, 1, "stat GROUP [--delay SEC]" },
+	{ "stat", "group stat", 1, 1, "stat GROUP [--delay SEC]" }, /* index 5: main() */
 	{ "add_batch", "batch add", 1, 1, "add_batch NAME" },
 	{ "list_batch", "batch list", 0, 0, "list_batch" },
 	{ "run", "batch run", 1, 1, "run BATCH" },
@@ -697,6 +697,8 @@ int main(int argc, char **argv)
 		if ((rc = connect_node(node, &c)))
 			return rc;
 		rc = run_batch(&c, argv[i + 1], json, tty);
+	} else if (!strcmp(argv[i], "stat") && i + 1 < argc && argv[i + 1][0] != '-') {
+		return run_lst(node, &lst_cmds[5], argc - i, argv + i, json); /* lst's stat GROUP */
 	} else if (!strcmp(argv[i], "inject") || !strcmp(argv[i], "stat")) {
 		char *fwd[16], *body = NULL;
 		int n = 0;

@@ -28,6 +28,8 @@
 
 static struct ulnet_sst *sst_of(struct ulnetd *d) { return d->selftest; }
 
+#define CON_PING_MS 8000    /* keep-alive DEBUG to every node, as lst's console pinger does */
+
 static int check_parse(const char *s, enum ulnet_sst_check *out)
 {
 	if (!strcmp(s, "none"))
@@ -206,10 +208,10 @@ struct remote_run {
 static int remote_run(struct ulnetd *d, struct ulnetd_out *out, struct remote_run *rr, struct run_out *o)
 {
 	struct ulnet_sst_con con = { 0 };
-	struct ulnet_sst_con_stat c0, c1, s0, s1;
+	struct ulnet_sst_con_stat c0, c1, s0, s1, tmp;
 	char why[256] = "", why2[256];
 	bool srv_joined = false, srv_stats = false, client_gone = false, stopped = false;
-	uint64_t t0, deadline, next_progress, bid = 1;
+	uint64_t t0, deadline, next_progress, next_ping, bid = 1;
 	uint32_t active = 1;
 	int rc;
 
@@ -255,15 +257,18 @@ static int remote_run(struct ulnetd *d, struct ulnetd_out *out, struct remote_ru
 	/* lnet_selftest ignores the run time, so the console stops the batch itself */
 	deadline = rr->count ? UINT64_MAX : t0 + rr->duration_ms;
 	next_progress = t0 + 1000;
+	next_ping = t0 + CON_PING_MS;
 	c1 = c0;
 	for (;;) {
 		uint64_t now;
 		usleep(100000);
 		now = mono_ms();
 		if (c0.ext) {
-			rc = ulnet__sst_con_stat(&con, &rr->client, true, bid, &c1, why, sizeof(why));
-			if (!rc)
+			rc = ulnet__sst_con_stat(&con, &rr->client, true, bid, &tmp, why, sizeof(why));
+			if (!rc) {
+				c1 = tmp; /* the last good sample stays when the node goes away */
 				active = c1.x.active;
+			}
 		} else {
 			rc = ulnet__sst_con_batch(&con, &rr->client, bid, ULNET_SST_BATCH_QUERY, 0, &active, why,
 						  sizeof(why));
@@ -283,6 +288,10 @@ static int remote_run(struct ulnetd *d, struct ulnetd_out *out, struct remote_ru
 			if (now >= deadline + rr->timeout_ms + 3000 || ulnetd_stopping(d))
 				break;
 		}
+		if (srv_joined && now >= next_ping) { /* keep the server's session alive, as lst's pinger */
+			(void)ulnet__sst_con_ping(&con, &rr->server, why2, sizeof(why2));
+			next_ping = now + CON_PING_MS;
+		}
 		if (rr->progress && now >= next_progress && c1.ext) {
 			derive_result(&c0, &c1, rr->t.service, false, 0, (now - t0) / 1000.0, o);
 			result_json(out, o, true);
@@ -293,8 +302,8 @@ static int remote_run(struct ulnetd *d, struct ulnetd_out *out, struct remote_ru
 			next_progress += 1000;
 		}
 	}
-	if (!client_gone)
-		rc = ulnet__sst_con_stat(&con, &rr->client, c0.ext, bid, &c1, why, sizeof(why));
+	if (!client_gone && !(rc = ulnet__sst_con_stat(&con, &rr->client, c0.ext, bid, &tmp, why, sizeof(why))))
+		c1 = tmp;
 	if (rc)
 		client_gone = true;
 	if (srv_stats)
@@ -302,8 +311,11 @@ static int remote_run(struct ulnetd *d, struct ulnetd_out *out, struct remote_ru
 	derive_result(&c0, &c1, rr->t.service, srv_stats, srv_stats ? bulk_bytes(&s1) - bulk_bytes(&s0) : 0,
 		      (mono_ms() - t0) / 1000.0, o);
 	if (client_gone) {
+		/* results up to the last answer, plus the node itself */
 		o->r.peer_gone++;
 		o->lat_na = !c1.ext;
+		if (!c1.ext)
+			o->bytes_na = true;
 		snprintf(o->r.first_error, sizeof(o->r.first_error), "client node stopped answering: %.120s", why);
 	} else {
 		(void)ulnet__sst_con_leave(&con, &rr->client, why2, sizeof(why2));
@@ -434,7 +446,6 @@ static int cmd_run(struct ulnetd *d, int argc, char **argv, struct ulnetd_out *o
 #define CON_MAX_NODES 256   /* per group, and joined nodes per session */
 #define CON_MAX_BATCHES 64
 #define CON_MAX_TESTS 16    /* per batch */
-#define CON_PING_MS 8000    /* keep-alive DEBUG to every node, as lst's console pinger does */
 
 struct con_group {
 	char name[ULNET_SST_NAME_SIZE + 1];
