@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 # SPDX-License-Identifier: MIT
 # N socklnd peers, each a separate TCP connection from its own 127.91.x.y address and privileged port,
-# all open at once against one ulnetd: acceptor request, HELLO V3 (CONTROL), then an LNet ping GET.
+# all established and open at once against one ulnetd: acceptor request, HELLO V3 (CONTROL), then an
+# LNet ping GET on every connection.
 # Every peer must get its REPLY with valid ping info naming the node. Written from lnet-wire.md
 # §2.3, §2.4, §2.6 (independent of ulnet's encoder). Usage: many_peers.py NODE_ADDR N
 import socket, struct, sys
@@ -34,8 +35,8 @@ for i in range(n):
     s.sendall(struct.pack("<IIQ", 0xacce7100, 1, dst))
     s.sendall(struct.pack("<IIQQIIQQII", 0x45726963, 3, src, dst, 12345, 0, 1000 + i, 0, 1, 0))
     peers.append((s, src))
-
-for s, src in peers:  # every hello answered while all connections are open
+    # finish each handshake before the next connect: the node bounds connections still in the
+    # handshake (abandoned-connection defence); established peers are what must scale
     h = recv_exact(s, 56)
     magic, ver, hsrc, hdst, spid, dpid, sinc, dinc, ctype, nips = struct.unpack("<IIQQIIQQII", h)
     assert magic == 0x45726963 and ver == 3 and hsrc == dst and hdst == src, h.hex()
