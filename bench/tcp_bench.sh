@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: MIT
 # tcp LND benchmark on loopback, in one run (not part of the test suite; needs root for port 988):
-#   1. streaming 1 MiB Put bandwidth between two ulnetd (ulnet-selftest brw write, 8 in flight)
+#   1. streaming 1 MiB Put bandwidth between two ulnetd (ulnet-selftest brw read: the server PUTs,
+#      8 in flight; brw write, the Get direction, is printed too)
 #      against iperf3 single-stream bandwidth (-l 1M) between the same addresses; prints the ratio
 #      (goal >= 0.9);
 #   2. 0-byte Put message rate and ping round-trip time against a raw TCP 8-byte ping-pong
@@ -26,16 +27,22 @@ net:
 YAML
 done
 
-ul_step "ulnet: 1 MiB brw write $A -> $B, ${SECS} s"
-"$SST" --node "$(ul_sock n1)" --json brw write --from "$A@tcp" --to "$B@tcp" --size 1M --concurrency 8 \
+# brw read: the server streams 1 MiB LNet PUTs into the client (data B -> A); brw write: the server
+# GETs (REPLY stream A -> B). Same data direction as iperf3 below for the Put figure.
+ul_step "ulnet: 1 MiB brw read (Put stream $B -> $A), ${SECS} s"
+"$SST" --node "$(ul_sock n1)" --json brw read --from "$A@tcp" --to "$B@tcp" --size 1M --concurrency 8 \
 	--duration "$SECS" >"$UL_TMP/brw.json"
 ulnet_mbps=$("$UL_PYTHON" -c 'import json,sys; print(json.load(open(sys.argv[1]))["MBps"])' "$UL_TMP/brw.json")
+ul_step "ulnet: 1 MiB brw write (Get/REPLY stream $A -> $B), ${SECS} s"
+"$SST" --node "$(ul_sock n1)" --json brw write --from "$A@tcp" --to "$B@tcp" --size 1M --concurrency 8 \
+	--duration "$SECS" >"$UL_TMP/brw_w.json"
+ulnet_get_mbps=$("$UL_PYTHON" -c 'import json,sys; print(json.load(open(sys.argv[1]))["MBps"])' "$UL_TMP/brw_w.json")
 
-ul_step "iperf3: one stream, -l 1M, $A -> $B, ${SECS} s"
-iperf3 -s -B "$B" -p 5399 -1 >/dev/null 2>&1 &
+ul_step "iperf3: one stream, -l 1M, $B -> $A, ${SECS} s"
+iperf3 -s -B "$A" -p 5399 -1 >/dev/null 2>&1 &
 srv=$!
 sleep 0.5
-iperf3 -c "$B" -B "$A" -p 5399 -l 1M -t "$SECS" -J >"$UL_TMP/iperf.json"
+iperf3 -c "$A" -B "$B" -p 5399 -l 1M -t "$SECS" -J >"$UL_TMP/iperf.json"
 wait "$srv" || true
 iperf_mbps=$("$UL_PYTHON" -c 'import json,sys; print(json.load(open(sys.argv[1]))["end"]["sum_received"]["bits_per_second"] / 8e6)' "$UL_TMP/iperf.json")
 
@@ -48,11 +55,12 @@ gcc -O2 -std=gnu11 -D_GNU_SOURCE -I"$SRC/include" "$SRC/bench/tcp_msgrate.c" "$B
 "$UL_TMP/tcp_msgrate" "$(ul_addr 38 3)" "$(ul_addr 38 4)" "$SECS" >"$UL_TMP/rate.txt" 2>"$UL_TMP/rate.err" \
 	|| ul_fail "tcp_msgrate: $(cat "$UL_TMP/rate.err")"
 
-"$UL_PYTHON" - "$ulnet_mbps" "$iperf_mbps" "$UL_TMP/rate.txt" <<'PY'
+"$UL_PYTHON" - "$ulnet_mbps" "$iperf_mbps" "$UL_TMP/rate.txt" "$ulnet_get_mbps" <<'PY'
 import sys
-u, i = float(sys.argv[1]), float(sys.argv[2])
+u, i, g = float(sys.argv[1]), float(sys.argv[2]), float(sys.argv[4])
 r = dict(l.split() for l in open(sys.argv[3]))
 print(f"1 MiB Put bandwidth : ulnet {u:9.1f} MB/s   iperf3 {i:9.1f} MB/s   ratio {u / i:.2f} (goal >= 0.90)")
+print(f"1 MiB Get bandwidth : ulnet {g:9.1f} MB/s                          ratio {g / i:.2f}")
 print(f"0-byte Put rate     : {float(r['put0_rate']):9.0f} msg/s")
 print(f"round trip          : ulnet ping {float(r['ping_rtt_us']):7.1f} us   raw TCP ping-pong {float(r['tcp_rtt_us']):7.1f} us")
 PY
