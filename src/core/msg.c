@@ -88,11 +88,16 @@ void ulnet__finalize(struct ulnet_msg *msg, int status)
 	if (msg->md) {
 		struct ulnet_md umd = msg->md->umd;
 
+		/* the MD may go now and drop its EQ reference: hold the EQ until the event is in it */
+		if (umd.eq)
+			ulnet__eq_ref(umd.eq, 1);
 		msg->ev.unlinked = ulnet__md_release(node, msg->md);
 		if (msg->has_event) {
 			msg->ev.status = status;
 			ulnet__event_deliver(node, &umd, &msg->ev);
 		}
+		if (umd.eq)
+			ulnet__eq_ref(umd.eq, -1);
 	}
 	ulnet__msg_free(msg);
 }
