@@ -81,6 +81,27 @@ static int start_op(ulnet_node *node, struct ulnet_handle mdh, const struct ulne
 	return 0;
 }
 
+/* The header is filled: take the MD, prepare the SEND event and send. On a refusal the message is
+ * completed without an event and the error returned. */
+static int launch_op(struct ulnet_node *node, struct ulnet_msg *msg, struct ulnet_libmd *md,
+		     const struct ulnet_process_id *target, uint64_t hdr_data)
+{
+	const struct ulnet_hdr *h = &msg->v.hdr;
+	bool put = h->type == ULNET_MSG_PUT;
+	int rc;
+
+	ulnet__md_use(md);
+	prepare_initiator_event(node, msg, md, target, put ? h->msg.put.ptl_index : h->msg.get.ptl_index,
+				put ? h->msg.put.match_bits : h->msg.get.match_bits,
+				put ? h->msg.put.offset : h->msg.get.src_offset, hdr_data, (int)h->type);
+	rc = ulnet__send(node, msg, target, NULL);
+	if (rc) {
+		msg->has_event = false;
+		ulnet__finalize(msg, rc); /* releases the MD reference */
+	}
+	return rc;
+}
+
 int ulnet_put(ulnet_node *node, struct ulnet_handle mdh, enum ulnet_ack_req ack,
 	      const struct ulnet_process_id *target, uint32_t portal, uint64_t match_bits, uint32_t offset,
 	      uint64_t hdr_data)
@@ -111,13 +132,7 @@ int ulnet_put(ulnet_node *node, struct ulnet_handle mdh, enum ulnet_ack_req ack,
 	h->msg.put.ptl_index = portal;
 	h->msg.put.offset = offset;
 	msg->v.niov = ulnet__md_slice(md, 0, md->total, msg->iov_store);
-	ulnet__md_use(md);
-	prepare_initiator_event(node, msg, md, target, portal, match_bits, offset, hdr_data, ULNET_MSG_PUT);
-	rc = ulnet__send(node, msg, target, NULL);
-	if (rc) {
-		msg->has_event = false;
-		ulnet__finalize(msg, rc); /* releases the MD reference; no event for a refused call */
-	}
+	rc = launch_op(node, msg, md, target, hdr_data);
 out:
 	ulnet__unlock(node);
 	return rc;
@@ -147,13 +162,7 @@ int ulnet_get(ulnet_node *node, struct ulnet_handle mdh, const struct ulnet_proc
 	h->msg.get.src_offset = offset;
 	h->msg.get.sink_length = md->total;
 	msg->v.niov = 0;
-	ulnet__md_use(md);
-	prepare_initiator_event(node, msg, md, target, portal, match_bits, offset, 0, ULNET_MSG_GET);
-	rc = ulnet__send(node, msg, target, NULL);
-	if (rc) {
-		msg->has_event = false;
-		ulnet__finalize(msg, rc);
-	}
+	rc = launch_op(node, msg, md, target, 0);
 out:
 	ulnet__unlock(node);
 	return rc;
