@@ -11,69 +11,7 @@
 #include <cmocka.h>
 #include "ulnet/ulnet.h"
 
-enum md_form { FORM_CONTIG, FORM_IOVEC, FORM_KIOV };
-
-struct md_buf {
-	uint8_t *mem;          /* page-aligned backing store */
-	size_t memlen;
-	struct iovec iov[ULNET_MD_MAX_FRAGS];
-	struct ulnet_kiov kiov[ULNET_MD_MAX_FRAGS];
-	struct ulnet_md md;
-};
-
-/* Describe @len bytes starting @off bytes into an aligned buffer, in the requested form. kiov entries
- * never cross a node page; iovec entries are cut at odd places on purpose. */
-static void md_buf_init(struct md_buf *b, enum md_form form, uint32_t page, size_t off, size_t len, uint8_t fill)
-{
-	size_t n = 0, pos = off, end = off + len;
-
-	b->memlen = ((off + len) / page + 2) * page;
-	b->mem = aligned_alloc(page, b->memlen);
-	assert_non_null(b->mem);
-	memset(b->mem, fill, b->memlen);
-	memset(&b->md, 0, sizeof(b->md));
-	b->md.threshold = ULNET_MD_THRESH_INF;
-	switch (form) {
-	case FORM_CONTIG:
-		b->md.start = b->mem + off;
-		b->md.length = (uint32_t)len;
-		break;
-	case FORM_IOVEC:
-		while (pos < end) {
-			size_t take = end - pos < 3001 ? end - pos : 3001 + (n % 7) * 10007;
-
-			if (take > end - pos)
-				take = end - pos;
-			b->iov[n].iov_base = b->mem + pos;
-			b->iov[n].iov_len = take;
-			pos += take;
-			n++;
-		}
-		b->md.start = b->iov;
-		b->md.length = (uint32_t)n;
-		b->md.options = ULNET_MD_IOVEC;
-		break;
-	case FORM_KIOV:
-		while (pos < end) {
-			size_t room = page - pos % page, take = end - pos < room ? end - pos : room;
-
-			b->kiov[n].kiov_base = b->mem + pos;
-			b->kiov[n].kiov_len = (uint32_t)take;
-			pos += take;
-			n++;
-		}
-		b->md.start = b->kiov;
-		b->md.length = (uint32_t)n;
-		b->md.options = ULNET_MD_KIOV;
-		break;
-	}
-}
-
-static void pattern(uint8_t *p, size_t len, uint32_t seed)
-{
-	for (size_t i = 0; i < len; i++)
-		p[i] = (uint8_t)((i * 131 + seed) ^ (i >> 8));
-}
+#include "md_buf.h"
 
 static int wait_for(ulnet_eq *eq, enum ulnet_event_kind kind, struct ulnet_event *out)
 {

@@ -136,23 +136,7 @@ static const struct wcase cases[] = {
 	{ "msghdr type 0", K_MSGHDR, Z4 Z4 Z8 Z8, -EPROTO, "ksh_type" },
 };
 
-static size_t unhex(const char *hex, uint8_t *out, size_t cap)
-{
-	size_t n = 0;
-	unsigned v;
-
-	while (*hex) {
-		if (*hex == ' ') {
-			hex++;
-			continue;
-		}
-		assert_true(sscanf(hex, "%2x", &v) == 1);
-		assert_true(n < cap);
-		out[n++] = (uint8_t)v;
-		hex += 2;
-	}
-	return n;
-}
+#include "hex.h"
 
 static void want_nid(const char *str, const struct ulnet_nid *got)
 {
@@ -202,7 +186,7 @@ static void run_case(void **state)
 {
 	const struct wcase *c = *state;
 	uint8_t buf[256], out[256];
-	size_t len = unhex(c->hex, buf, sizeof(buf)), i;
+	size_t len = hex_decode(c->hex, buf, sizeof(buf)), i;
 	struct ulnet_wire_err err = { 0 };
 	struct tcplnd_connreq cr;
 	struct tcplnd_hello h;
