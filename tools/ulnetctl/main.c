@@ -63,22 +63,6 @@ __attribute__((format(printf, 1, 2))) static void err(const char *fmt, ...)
 	fputc('\n', stderr);
 }
 
-/* Number of words of cmds[i].name matched by argv, 0 if none. */
-static size_t match(const char *name, int argc, char **argv)
-{
-	size_t n = 0;
-
-	for (const char *p = name;; n++) {
-		const char *sp = strchr(p, ' ');
-		size_t l = sp ? (size_t)(sp - p) : strlen(p);
-
-		if ((int)n >= argc || strlen(argv[n]) != l || strncmp(argv[n], p, l))
-			return 0;
-		if (!sp)
-			return n + 1;
-		p = sp + 1;
-	}
-}
 
 /* The first argument that is not an option or an option's value. */
 static const char *first_positional(int argc, char **argv)
@@ -206,7 +190,7 @@ int main(int argc, char **argv)
 		return 0;
 	}
 	for (size_t k = 0; k < N_CMDS; k++) {
-		size_t w = match(cmds[k].name, argc, argv);
+		size_t w = ulnetd_proto_words_match(cmds[k].name, argc, argv);
 
 		if (w > words) {
 			c = &cmds[k];

@@ -46,22 +46,6 @@ struct ulnetd_priv {
 	unsigned n_clients;
 };
 
-/* Count the words of @name and check that they equal argv[0..n). */
-static size_t name_match(const char *name, int argc, char **argv)
-{
-	size_t n = 0;
-
-	for (const char *p = name;; n++) {
-		const char *sp = strchr(p, ' ');
-		size_t l = sp ? (size_t)(sp - p) : strlen(p);
-
-		if ((int)n >= argc || strlen(argv[n]) != l || strncmp(argv[n], p, l))
-			return 0;
-		if (!sp)
-			return n + 1;
-		p = sp + 1;
-	}
-}
 
 int ulnetd_cmd_register(struct ulnetd *d, const struct ulnetd_cmd *cmds, size_t n)
 {
@@ -166,7 +150,7 @@ static int dispatch(struct ulnetd *d, int argc, char **argv, struct ulnetd_out *
 	bool first_word_known = false;
 
 	for (size_t i = 0; i < pv->n_cmds; i++) {
-		size_t w = name_match(pv->cmds[i]->name, argc, argv);
+		size_t w = ulnetd_proto_words_match(pv->cmds[i]->name, argc, argv);
 
 		if (w > best_words) {
 			best = pv->cmds[i];

@@ -208,3 +208,19 @@ int ulnetd_proto_send_frame(int fd, int final, int rc, const char *body, size_t 
 		return r;
 	return len ? write_all(fd, body, len) : 0;
 }
+
+size_t ulnetd_proto_words_match(const char *name, int argc, char **argv)
+{
+	size_t n = 0;
+
+	for (const char *p = name;; n++) {
+		const char *sp = strchr(p, ' ');
+		size_t l = sp ? (size_t)(sp - p) : strlen(p);
+
+		if ((int)n >= argc || strlen(argv[n]) != l || strncmp(argv[n], p, l))
+			return 0;
+		if (!sp)
+			return n + 1;
+		p = sp + 1;
+	}
+}

@@ -48,5 +48,8 @@ int ulnetd_proto_recv_request(int fd, char *buf, size_t cap, char *argv[ULNETD_P
 
 /* Server: send a frame: @final 0 = partial ("+"), 1 = final with @rc. 0 or -errno. */
 int ulnetd_proto_send_frame(int fd, int final, int rc, const char *body, size_t len);
+/* Command names are one or more words ("net show"): the number of words of @name that argv[0..)
+ * spells out exactly, or 0 when it does not. */
+size_t ulnetd_proto_words_match(const char *name, int argc, char **argv);
 
 #endif
