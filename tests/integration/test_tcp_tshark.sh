@@ -16,7 +16,7 @@ SST=$BUILD/tools/ulnet-selftest/ulnet-selftest
 N1=$(ul_addr 36 1)@tcp
 N2=$(ul_addr 36 2)@tcp
 
-tshark -i lo -f "tcp port 988 and host $(ul_addr 36 1)" -w "$T/cap.pcapng" >"$T/tshark.log" 2>&1 &
+tshark -i lo -B 256 -f "tcp port 988 and host $(ul_addr 36 1)" -w "$T/cap.pcapng" >"$T/tshark.log" 2>&1 &
 cap=$!
 for _ in $(seq 100); do grep -q "Capturing on" "$T/tshark.log" && break; sleep 0.05; done
 sleep 0.3
@@ -32,13 +32,16 @@ done
 ul_step "traffic"
 ul_ctl n1 ping "$N2" --count 3 >/dev/null || ul_fail "ping n1 -> n2"
 ul_ctl n2 ping "$N1" --count 3 >/dev/null || ul_fail "ping n2 -> n1"
-if [[ -x $SST ]]; then
-	for size in 65536 1048576; do
-		"$SST" --node "$(ul_sock n1)" brw write --from "$N1" --to "$N2" --size "$size" --count 3 \
-			--concurrency 1 --check full >/dev/null || ul_fail "brw write $size"
-	done
-fi
+for size in 65536 1048576; do
+	"$SST" --node "$(ul_sock n1)" brw write --from "$N1" --to "$N2" --size "$size" --count 3 \
+		--concurrency 1 --check full >/dev/null || ul_fail "brw write $size"
+done
 sleep 0.5
+sent=0
+for n in 1 2; do
+	ul_ctl "n$n" stats show --json >"$T/stats$n.json"
+	sent=$((sent + $("$UL_PYTHON" -c 'import json,sys; print(json.load(open(sys.argv[1]))["statistics"]["send_count"])' "$T/stats$n.json")))
+done
 kill -INT "$cap"
 wait "$cap" || true
 
@@ -47,11 +50,11 @@ tshark -r "$T/cap.pcapng" -Y 'lnet.msg_type' -T fields -E separator='|' -E aggre
 	-e lnet.nid.addr -e lnet.payload_length >"$T/lnet.csv" 2>"$T/decode.err" || true
 total=$(wc -l <"$T/lnet.csv")
 echo "frames with a decoded LNet header: $total" >&2
-(( total >= 12 )) || ul_fail "only $total frames decoded: $(head -20 "$T/lnet.csv") $(cat "$T/decode.err")"
-"$UL_PYTHON" - "$T/lnet.csv" "$(ul_addr 36 1)" "$(ul_addr 36 2)" <<'PY'
-import sys
+"$UL_PYTHON" - "$T/lnet.csv" "$(ul_addr 36 1)" "$(ul_addr 36 2)" "$sent" <<'PY'
+import sys, collections
 ours = {sys.argv[2], sys.argv[3]}
 bad, types = [], {}
+seen = collections.Counter()
 for line in open(sys.argv[1]):
     if not line.strip():
         continue
@@ -63,6 +66,7 @@ for line in open(sys.argv[1]):
         dst, src = (a[2 * i:2 * i + 2] + ["", ""])[:2]
         t = int(mtype, 0)
         types[t] = types.get(t, 0) + 1
+        seen[(t, int(plen, 0))] += 1
         if t not in (0, 1, 2, 3):
             bad.append((frame, "type", mtype))
         if src not in ours or dst not in ours:
@@ -75,8 +79,15 @@ print("decoded types (ACK=0 PUT=1 GET=2 REPLY=3):", types, file=sys.stderr)
 if bad:
     print("mis-decoded:", bad[:10], file=sys.stderr)
     sys.exit(1)
-if 2 not in types or 3 not in types:
-    print("no GET/REPLY (ping) decoded", file=sys.stderr)
+# 6 pings: GET + 48-byte REPLY (ping info with 2 NIDs); 3 brw of 64 KiB and 3 of 1 MiB: request PUT
+# and reply PUT (160-byte srpc messages), the server's GET and the client's bulk REPLY
+want = collections.Counter({(2, 0): 12, (3, 48): 6, (1, 160): 12, (3, 65536): 3, (3, 1048576): 3})
+if seen != want:
+    print("decoded", dict(seen), "!= sent", dict(want), file=sys.stderr)
     sys.exit(1)
+if sum(seen.values()) != int(sys.argv[4]):
+    print("decoded", sum(seen.values()), "messages, the nodes sent", sys.argv[4], file=sys.stderr)
+    sys.exit(1)
+print("all", sum(seen.values()), "messages sent were decoded", file=sys.stderr)
 PY
 ul_step "PASS"
