@@ -83,8 +83,8 @@ int ulnet__sst_con_join(struct ulnet_sst_con *c, const struct ulnet_process_id *
 	memcpy(req.body.mksn_reqst.name, c->name, ULNET_SST_NAME_SIZE);
 	rc = con_call(c, node, &req, NULL, 0, &rep, NULL, "make session", why, cap);
 	if (rc == -EBUSY) {
-		snprintf(why, cap, "%s: busy in session '%s' of another console (use --force to take it over)",
-			 nid_str(node, nid), rep.body.mksn_reply.name);
+		snprintf(why, cap, "%s: busy in selftest session '%s'; end that session first (lst style: "
+			 "new_session --force takes nodes over)", nid_str(node, nid), rep.body.mksn_reply.name);
 		return rc;
 	}
 	if (rc)

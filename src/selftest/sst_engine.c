@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /* The selftest engine (selftest.h, docs/selftest.md): request buffers for every service, the brw and
- * ping servers, the framework server (sessions, tests, batches, stats), and the test client that
- * runs RPC loops for ulnet__sst_run() and for batches a console starts.
+ * ping servers, the framework server (sessions, tests, batches, stats, and the ulnet extended stats),
+ * the test client that runs RPC loops for ulnet__sst_run() and for batches a console starts, and the
+ * console side's framework RPCs (ulnet__sst_fw_call, used by sst_console.c).
  *
  * Everything runs on the engine thread under sst->lock, driven by one EQ. An MD's user_ptr is never
  * a pointer: it encodes (rpc id << 2 | slot), looked up in a hash, so an event for an RPC that is
@@ -1256,9 +1257,10 @@ static void console_event(struct ulnet_sst *sst, struct sst_rpc *r, int slot, co
 	if (!ev->unlinked)
 		return;
 	r->live &= ~(1u << slot);
-	/* the request could not go, or the reply came: the id list will not be fetched any more */
-	if (!r->aborting && ((slot == SLOT_REQ && r->status[SLOT_REQ]) || slot == SLOT_RPY))
-		rpc_abort(sst, r);
+	if (slot == SLOT_REQ && r->status[SLOT_REQ] && !r->aborting)
+		rpc_abort(sst, r); /* the request did not go: no reply will come */
+	else if (slot == SLOT_RPY && (r->live & (1u << SLOT_BULK)))
+		(void)ulnet_md_unlink(sst->node, r->mdh[SLOT_BULK]); /* replied: the id list is not needed */
 	if (!r->live) {
 		r->done = true;
 		pthread_cond_broadcast(&sst->con_cv);
@@ -1362,10 +1364,15 @@ int ulnet__sst_fw_call(struct ulnet_sst *sst, const struct ulnet_process_id *pee
 	}
 	if (!rc)
 		sst->cnt.rpcs_sent++;
-	if (!rc && r->status[SLOT_REQ])
-		rc = r->status[SLOT_REQ] == -EINTR ? -EHOSTUNREACH : r->status[SLOT_REQ];
-	if (!rc && (timed_out || r->status[SLOT_RPY] || !r->mlen[SLOT_RPY]))
-		rc = timed_out || r->status[SLOT_RPY] == -EINTR || !r->status[SLOT_RPY] ? -ETIMEDOUT : r->status[SLOT_RPY];
+	/* a reply that arrived wins over whatever the request's own events said */
+	if (!rc && !(r->mlen[SLOT_RPY] && !r->status[SLOT_RPY])) {
+		if (r->status[SLOT_REQ] && r->status[SLOT_REQ] != -EINTR)
+			rc = r->status[SLOT_REQ];
+		else if (timed_out || !r->status[SLOT_RPY] || r->status[SLOT_RPY] == -EINTR)
+			rc = -ETIMEDOUT;
+		else
+			rc = r->status[SLOT_RPY];
+	}
 	if (!rc && ulnet__sst_msg_unpack(r->rpy, r->mlen[SLOT_RPY], rep, &werr))
 		rc = -EPROTO;
 	if (!rc && rep->type != req->type + 1)

@@ -28,7 +28,6 @@ grep -q 'first data mismatch at byte 4096 of the transfer' "$UL_TMP/w.txt" || ul
 
 ul_step "remote --from: a mismatch found on the remote client, and one found by the server, keep their offsets"
 sst_node n3 41 3 4096
-N3=$(ul_addr 41 3)@tcp
 "$SST" --node "$(ul_sock n2)" inject --count 1 --at 4097 >/dev/null || ul_fail "inject"
 sst_run "$UL_TMP/rr.json" n3 --json brw read --from "$N1" --to "$N2" --size 1M --offset 1 --count 6 --concurrency 2
 [[ $UL_STATUS == 1 ]] || ul_fail "remote corrupted read: status $UL_STATUS: $(cat "$UL_TMP/rr.json" "$UL_TMP/rr.json.err")"

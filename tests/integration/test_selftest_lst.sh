@@ -42,7 +42,7 @@ ul_one_line "$UL_TMP/e.err" "session 'sess1' is open"
 ok add_group clients "$N1" "$N2"
 ok add_group servers "$N3"
 ok list_group
-grep -q '^clients: 2 node' "$UL_TMP/o" && grep -q '^servers: 1 node' "$UL_TMP/o" || ul_fail "list_group: $(cat "$UL_TMP/o")"
+{ grep -q '^clients: 2 node' "$UL_TMP/o" && grep -q '^servers: 1 node' "$UL_TMP/o"; } || ul_fail "list_group: $(cat "$UL_TMP/o")"
 ok list_group clients
 [[ $(grep -c ' active$' "$UL_TMP/o") == 2 ]] || ul_fail "list_group clients: $(cat "$UL_TMP/o")"
 ok add_batch bulk
@@ -76,7 +76,7 @@ ok run bad
 sleep 0.5
 lst "$UL_TMP/s" stop bad
 [[ $UL_STATUS == 1 ]] || ul_fail "stop bad: status $UL_STATUS: $(cat "$UL_TMP/s" "$UL_TMP/s.err")"
-grep -q 'mismatch [12],.*FAILED' "$UL_TMP/s" && grep -q 'first data mismatch at byte 100 ' "$UL_TMP/s" ||
+{ grep -q 'mismatch [12],.*FAILED' "$UL_TMP/s" && grep -q 'first data mismatch at byte 100 ' "$UL_TMP/s"; } ||
 	ul_fail "stop bad: $(cat "$UL_TMP/s")"
 
 ul_step "unknown names: one error line, exit 1 (lst crashed on list_group: LU-19293)"

@@ -550,8 +550,10 @@ static void *pinger_main(void *arg)
 		if (cs.pinger_quit || !cs.active || ulnetd_stopping(d))
 			continue;
 		for (unsigned i = 0; i < cs.njoined && !cs.pinger_quit; i++) {
+			struct ulnet_sst_con c = cs.con;
 			char why[256];
-			(void)ulnet__sst_con_ping(&cs.con, &cs.joined[i], why, sizeof(why));
+			c.rpc_timeout_ms = c.rpc_timeout_ms < 2000 ? c.rpc_timeout_ms : 2000; /* keep commands moving */
+			(void)ulnet__sst_con_ping(&c, &cs.joined[i], why, sizeof(why));
 		}
 	}
 	pthread_mutex_unlock(&cs.lock);
@@ -1197,13 +1199,7 @@ static int cmd_group_stat(struct ulnetd *d, int argc, char **argv, struct ulnetd
 	t0 = mono_ms();
 	for (unsigned k = 0; k < g->n; k++)
 		ok[k] = !ulnet__sst_con_stat(&cs.con, &g->nodes[k], false, 0, &a[k], why, sizeof(why));
-	pthread_mutex_unlock(&cs.lock);
-	usleep((useconds_t)delay_ms * 1000);
-	pthread_mutex_lock(&cs.lock);
-	if (!cs.active || group_find(pos[0]) != gi) {
-		rc = ulnetd_errorf(out, -ENOENT, "stat: the session or group went away");
-		goto out;
-	}
+	usleep((useconds_t)delay_ms * 1000); /* the lock stays held: the group cannot change meanwhile */
 	for (unsigned k = 0; k < g->n; k++) {
 		const struct ulnet_process_id *id = &g->nodes[k];
 		double s;
