@@ -202,6 +202,23 @@ void tcplnd_conn_close(struct tcplnd_conn *conn, int rc, const char *why)
 	}
 }
 
+/* After a failed socket call: 0 = it would block (stop for now), 1 = interrupted (retry), -1 = the
+ * connection is closed, with "@what: <error>" as the reason unless @quiet. EPIPE and ECONNRESET both
+ * read as -ECONNRESET for the messages that fail with it. */
+static int conn_sock_error(struct tcplnd_conn *conn, const char *what, const char *detail, bool quiet)
+{
+	int err = errno;
+	char why[200];
+
+	if (err == EAGAIN || err == EWOULDBLOCK)
+		return 0;
+	if (err == EINTR)
+		return 1;
+	snprintf(why, sizeof(why), "%s: %s%s", what, strerror(err), detail ? detail : "");
+	tcplnd_conn_close(conn, err == EPIPE || err == ECONNRESET ? -ECONNRESET : -err, quiet ? NULL : why);
+	return -1;
+}
+
 /* ---- handshake ---- */
 
 static void conn_hello_flush(struct tcplnd_conn *conn)
@@ -211,14 +228,8 @@ static void conn_hello_flush(struct tcplnd_conn *conn)
 				 MSG_NOSIGNAL | MSG_DONTWAIT);
 
 		if (r < 0) {
-			char why[160];
-
-			if (errno == EAGAIN || errno == EWOULDBLOCK)
-				return;
-			if (errno == EINTR)
+			if (conn_sock_error(conn, "sending the handshake", NULL, conn->close_after_tx) == 1)
 				continue;
-			snprintf(why, sizeof(why), "sending the handshake: %s", strerror(errno));
-			tcplnd_conn_close(conn, -errno, conn->close_after_tx ? NULL : why);
 			return;
 		}
 		conn->hello_done += (size_t)r;
@@ -320,14 +331,8 @@ static void conn_hello_rx(struct tcplnd_conn *conn)
 			return;
 		r = recv(conn->io.fd, buf, want, MSG_DONTWAIT);
 		if (r < 0) {
-			char why[160];
-
-			if (errno == EAGAIN || errno == EWOULDBLOCK)
-				return;
-			if (errno == EINTR)
+			if (conn_sock_error(conn, "handshake read", NULL, false) == 1)
 				continue;
-			snprintf(why, sizeof(why), "handshake read: %s", strerror(errno));
-			tcplnd_conn_close(conn, -errno, why);
 			return;
 		}
 		if (r == 0) {
@@ -467,15 +472,14 @@ static void conn_flush(struct tcplnd_conn *conn)
 		mh.msg_iovlen = n;
 		r = sendmsg(conn->io.fd, &mh, MSG_NOSIGNAL | MSG_DONTWAIT);
 		if (r < 0) {
-			char why[160];
+			int e = errno;
 
-			if (errno == EAGAIN || errno == EWOULDBLOCK)
-				break;
-			if (errno == EINTR)
+			if (e == EINTR)
 				continue;
-			snprintf(why, sizeof(why), "write: %s", strerror(errno));
+			if (e == EAGAIN || e == EWOULDBLOCK)
+				break;
 			conn->in_flush = false;
-			tcplnd_conn_close(conn, errno == EPIPE ? -ECONNRESET : -errno, why);
+			conn_sock_error(conn, "write", NULL, false);
 			return;
 		}
 		conn->tx_progress = ulnet__now_ns();
@@ -693,14 +697,13 @@ static void conn_rx(struct tcplnd_conn *conn, uint32_t revents)
 		}
 		r = readv(conn->io.fd, iov, (int)(n < IOV_MAX ? n : IOV_MAX));
 		if (r < 0) {
-			char why[160];
+			char detail[48];
+			int rc;
 
-			if (errno == EAGAIN || errno == EWOULDBLOCK)
-				break;
-			if (errno == EINTR)
+			snprintf(detail, sizeof(detail), " (rx %s)", tcplnd_rx_state_name(rx->state));
+			rc = conn_sock_error(conn, "read", detail, false);
+			if (rc == 1)
 				continue;
-			snprintf(why, sizeof(why), "read: %s (rx %s)", strerror(errno), tcplnd_rx_state_name(rx->state));
-			tcplnd_conn_close(conn, errno == ECONNRESET ? -ECONNRESET : -errno, why);
 			break;
 		}
 		if (r == 0) {
