@@ -29,6 +29,17 @@ static inline void ulnet_list_del(struct ulnet_list *n)
 	n->next->prev = n->prev;
 	n->next = n->prev = n;
 }
+/* Move every entry of @from to the tail of @to; @from ends empty. */
+static inline void ulnet_list_splice_tail_init(struct ulnet_list *from, struct ulnet_list *to)
+{
+	if (ulnet_list_empty(from))
+		return;
+	from->next->prev = to->prev;
+	to->prev->next = from->next;
+	from->prev->next = to;
+	to->prev = from->prev;
+	ulnet_list_init(from);
+}
 #define ulnet_list_first(h, type, member) ulnet_container_of((h)->next, type, member)
 #define ulnet_list_for_each_safe(pos, tmp, head) \
 	for ((pos) = (head)->next, (tmp) = (pos)->next; (pos) != (head); (pos) = (tmp), (tmp) = (pos)->next)

@@ -227,10 +227,7 @@ static void peer_fail_txq(struct tcplnd_peer *peer, int rc)
 	struct ulnet_list q, *p, *tmp;
 
 	ulnet_list_init(&q);
-	ulnet_list_for_each_safe(p, tmp, &peer->txq) {
-		ulnet_list_del(p);
-		ulnet_list_add_tail(p, &q);
-	}
+	ulnet_list_splice_tail_init(&peer->txq, &q);
 	ulnet_list_for_each_safe(p, tmp, &q) {
 		struct tcplnd_tx *tx = ulnet_container_of(p, struct tcplnd_tx, link);
 
@@ -301,10 +298,7 @@ void tcplnd_peer_conn_up(struct tcplnd_peer *peer, struct tcplnd_conn *conn)
 	peer->last_alive = ulnet__now_ns();
 	/* work on a private list: queueing may finalize, and that may touch peer->txq */
 	ulnet_list_init(&q);
-	ulnet_list_for_each_safe(p, tmp, &peer->txq) {
-		ulnet_list_del(p);
-		ulnet_list_add_tail(p, &q);
-	}
+	ulnet_list_splice_tail_init(&peer->txq, &q);
 	ulnet_list_for_each_safe(p, tmp, &q) {
 		struct tcplnd_tx *tx = ulnet_container_of(p, struct tcplnd_tx, link);
 		struct tcplnd_conn *c = peer_select(peer, tx->payload + TCPLND_MSG_HDR_SIZE + ULNET_HDR_NID4_SIZE);
