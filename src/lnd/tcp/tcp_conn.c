@@ -181,10 +181,7 @@ void tcplnd_conn_close(struct tcplnd_conn *conn, int rc, const char *why)
 	net->n_conns--;
 
 	ulnet_list_init(&done);
-	ulnet_list_for_each_safe(p, tmp, &conn->txq) {
-		ulnet_list_del(p);
-		ulnet_list_add_tail(p, &done);
-	}
+	ulnet_list_splice_tail_init(&conn->txq, &done);
 	conn->tx_queued_nob = 0;
 	if (conn->rx && conn->rx->msg) {
 		void *msg = conn->rx->msg;
