@@ -80,11 +80,15 @@ ULNET_EXPORT int ulnet_me_unlink(ulnet_node *node, struct ulnet_handle me);
  * MD, -ENOENT stale ME. */
 ULNET_EXPORT int ulnet_md_attach(ulnet_node *node, struct ulnet_handle me, const struct ulnet_md *md,
 				 enum ulnet_unlink unlink, struct ulnet_handle *md_out);
-/* A free-standing MD for the initiator side of put/get. Errors as ulnet_md_attach. */
+/* A free-standing MD for the initiator side of put/get. Each operation on it uses one unit of
+ * threshold (a PUT with ACK uses two: SEND and ACK; a GET two: SEND and REPLY); it goes when the
+ * threshold is used up or on ulnet_md_unlink, whatever @unlink says (kept for LNet's signature).
+ * Errors as ulnet_md_attach. */
 ULNET_EXPORT int ulnet_md_bind(ulnet_node *node, const struct ulnet_md *md, enum ulnet_unlink unlink,
 			       struct ulnet_handle *md_out);
-/* Unlink an MD: at once if idle, else when the messages using it complete. An UNLINK event follows
- * (unlinked = 1); messages still in flight complete with their own events. -ENOENT stale handle. */
+/* Unlink an MD (and the ME it is attached to). Idle: it goes at once with an UNLINK event. Busy: nothing
+ * new matches it, and the last in-flight message's completion event carries unlinked = 1 (as LNet).
+ * -ENOENT stale handle. */
 ULNET_EXPORT int ulnet_md_unlink(ulnet_node *node, struct ulnet_handle md);
 
 #ifdef __cplusplus
