@@ -1,0 +1,169 @@
+/* SPDX-License-Identifier: MIT */
+/* The console side of the selftest engine (sst_internal.h, docs/selftest.md §7): the framework RPCs
+ * this node sends (ulnet__sst_fw_call, used by sst_console.c) and the NIDs a console uses. */
+#include "sst_internal.h"
+
+#include <errno.h>
+#include <pthread.h>
+#include <string.h>
+#include <time.h>
+
+void sst__console_event(struct ulnet_sst *sst, struct sst_rpc *r, int slot, const struct ulnet_event *ev)
+{
+	if (ev->type == ULNET_EVENT_UNLINK && !r->aborting && !r->status[slot])
+		r->status[slot] = -EINTR;
+	else if (ev->status && !r->status[slot])
+		r->status[slot] = ev->status;
+	if (slot == SLOT_RPY && ev->type == ULNET_EVENT_PUT && !ev->status)
+		r->mlen[SLOT_RPY] = ev->mlength;
+	if (!ev->unlinked)
+		return;
+	r->live &= ~(1u << slot);
+	if (slot == SLOT_REQ && r->status[SLOT_REQ] && !r->aborting)
+		sst__rpc_abort(sst, r); /* the request did not go: no reply will come */
+	else if (slot == SLOT_RPY && (r->live & (1u << SLOT_BULK)))
+		(void)ulnet_md_unlink(sst->node, r->mdh[SLOT_BULK]); /* replied: the id list is not needed */
+	if (!r->live) {
+		r->done = true;
+		pthread_cond_broadcast(&sst->con_cv);
+	}
+}
+
+/* Every request body starts with its reply id (and a test request has the bulk id next). */
+static void req_set_ids(struct ulnet_sst_msg *m, uint64_t rpyid, uint64_t bulkid)
+{
+	switch (m->type) {
+	case ULNET_SST_MKSN_REQST: m->body.mksn_reqst.rpyid = rpyid; break;
+	case ULNET_SST_RMSN_REQST: m->body.rmsn_reqst.rpyid = rpyid; break;
+	case ULNET_SST_BATCH_REQST: m->body.bat_reqst.rpyid = rpyid; break;
+	case ULNET_SST_STAT_REQST: m->body.stat_reqst.rpyid = rpyid; break;
+	case ULNET_SST_DEBUG_REQST: m->body.dbg_reqst.rpyid = rpyid; break;
+	case ULNET_SST_JOIN_REQST: m->body.join_reqst.rpyid = rpyid; break;
+	case ULNET_SST_TEST_REQST:
+		m->body.tes_reqst.rpyid = rpyid;
+		m->body.tes_reqst.bulkid = bulkid;
+		break;
+	default: break;
+	}
+}
+
+static uint32_t req_service(uint32_t type)
+{
+	for (uint32_t s = 0; s < ULNET_SST_SVC_FRAMEWORK_MAX; s++)
+		if (ulnet__sst_service_request(s) == (int)type)
+			return s;
+	return UINT32_MAX;
+}
+
+int ulnet__sst_fw_call(struct ulnet_sst *sst, const struct ulnet_process_id *peer, struct ulnet_sst_msg *req,
+		       const struct ulnet_sst_id *ids, unsigned nids, uint32_t timeout_ms, struct ulnet_sst_msg *rep,
+		       uint8_t raw_body[ULNET_SST_BODY_SIZE])
+{
+	uint32_t service = req_service(req->type);
+	struct ulnet_wire_err werr = { 0 };
+	struct timespec dl;
+	struct sst_rpc *r;
+	bool timed_out = false;
+	int rc;
+
+	if (service == UINT32_MAX || nids > ULNET_SST_MAX_IDS)
+		return -EINVAL;
+	clock_gettime(CLOCK_REALTIME, &dl);
+	dl.tv_sec += timeout_ms / 1000;
+	dl.tv_nsec += (long)(timeout_ms % 1000) * 1000000;
+	if (dl.tv_nsec >= 1000000000) {
+		dl.tv_sec++;
+		dl.tv_nsec -= 1000000000;
+	}
+	pthread_mutex_lock(&sst->lock);
+	if (sst->stopping) {
+		pthread_mutex_unlock(&sst->lock);
+		return -ESHUTDOWN;
+	}
+	r = sst__rpc_new(sst, ROLE_CONSOLE);
+	if (!r) {
+		pthread_mutex_unlock(&sst->lock);
+		return -ENOMEM;
+	}
+	r->service = service;
+	r->peer = *peer;
+	if (!r->peer.pid)
+		r->peer.pid = ULNET_PID_LUSTRE;
+	{
+		uint64_t rpyid = sst->next_bits++, bulkid = nids ? sst->next_bits++ : 0;
+		req_set_ids(req, rpyid, bulkid);
+		rc = sst__post_passive(sst, r, SLOT_RPY, rpyid, ULNET_MD_OP_PUT);
+		if (!rc && nids) {
+			rc = sst__rpc_alloc_bulk(sst, r, 0, nids * ULNET_SST_ID_SIZE);
+			for (unsigned i = 0; !rc && i < nids; i++)
+				ulnet__sst_id_pack(&ids[i], r->buf + (size_t)i * ULNET_SST_ID_SIZE);
+			if (!rc)
+				rc = sst__post_passive(sst, r, SLOT_BULK, bulkid, ULNET_MD_OP_GET);
+		}
+	}
+	if (!rc)
+		rc = ulnet__sst_msg_pack(req, r->req);
+	if (!rc) {
+		rc = sst__post_active(sst, r, SLOT_REQ, false, r->req, ULNET_SST_MSG_SIZE, false, ULNET_SST_PORTAL_FRAMEWORK,
+				 service);
+		if (rc)
+			r->status[SLOT_REQ] = rc;
+	}
+	if (rc)
+		sst__rpc_abort(sst, r);
+	if (!r->live)
+		r->done = true;
+	while (!r->done) {
+		if (!timed_out && !r->aborting) {
+			if (pthread_cond_timedwait(&sst->con_cv, &sst->lock, &dl) == ETIMEDOUT && !r->done) {
+				timed_out = true;
+				sst->cnt.rpcs_expired++;
+				sst__rpc_abort(sst, r);
+			}
+		} else {
+			pthread_cond_wait(&sst->con_cv, &sst->lock);
+		}
+	}
+	if (!rc)
+		sst->cnt.rpcs_sent++;
+	/* a reply that arrived wins over whatever the request's own events said */
+	if (!rc && !(r->mlen[SLOT_RPY] && !r->status[SLOT_RPY])) {
+		if (r->status[SLOT_REQ] && r->status[SLOT_REQ] != -EINTR)
+			rc = r->status[SLOT_REQ];
+		else if (timed_out || !r->status[SLOT_RPY] || r->status[SLOT_RPY] == -EINTR)
+			rc = -ETIMEDOUT;
+		else
+			rc = r->status[SLOT_RPY];
+	}
+	if (!rc && ulnet__sst_msg_unpack(r->rpy, r->mlen[SLOT_RPY], rep, &werr))
+		rc = -EPROTO;
+	if (!rc && rep->type != req->type + 1)
+		rc = -EPROTO;
+	if (!rc && raw_body)
+		memcpy(raw_body, r->rpy + ULNET_SST_HDR_SIZE, ULNET_SST_BODY_SIZE);
+	sst__rpc_free(sst, r);
+	pthread_mutex_unlock(&sst->lock);
+	return rc;
+}
+
+uint64_t ulnet__sst_console_nid4(struct ulnet_sst *sst)
+{
+	struct ulnet_ni_info ni;
+
+	for (unsigned i = 0; ulnet_ni_info_get(sst->node, i, &ni) == 0; i++) {
+		uint64_t n4 = ulnet_nid_to_nid4(&ni.nid);
+		if (ni.nid.type != ULNET_LND_LO && n4 != ULNET_NID_ANY4)
+			return n4;
+	}
+	return 0;
+}
+
+bool ulnet__sst_is_local(struct ulnet_sst *sst, const struct ulnet_nid *nid)
+{
+	struct ulnet_ni_info ni;
+
+	for (unsigned i = 0; ulnet_ni_info_get(sst->node, i, &ni) == 0; i++)
+		if (ulnet_nid_equal(&ni.nid, nid))
+			return true;
+	return false;
+}

@@ -1,0 +1,182 @@
+/* SPDX-License-Identifier: MIT */
+/* The selftest engine (selftest.h, docs/selftest.md): request buffers for every service, the brw and
+ * ping servers, the framework server (sessions, tests, batches, stats, and the ulnet extended stats),
+ * the test client that runs RPC loops for ulnet__sst_run() and for batches a console starts, and the
+ * console side's framework RPCs (ulnet__sst_fw_call, used by sst_console.c).
+ *
+ * Everything runs on the engine thread under sst->lock, driven by one EQ. An MD's user_ptr is never
+ * a pointer: it encodes (rpc id << 2 | slot), looked up in a hash, so an event for an RPC that is
+ * gone is ignored instead of dereferenced. An RPC is freed once each of its MDs has delivered its
+ * final event (unlinked = 1), so no buffer is freed while LNet may still touch it.
+ *
+ * Private to src/selftest; what its files share. Files:
+ *   sst_rpc.c          the RPC table, bulk buffers, MD posting helpers, request buffers
+ *   sst_client.c       the test client: RPC loops, error classification, latency samples
+ *   sst_server.c       the brw and ping servers, and the intake of every request
+ *   sst_framework.c    the framework server: session, tests, batches, stats
+ *   sst_console_rpc.c  the console side: framework RPCs this node sends (ulnet__sst_fw_call)
+ *   sst_engine.c       the engine thread, event dispatch, start/stop, inject and stats
+ *   sst_run.c          ulnet__sst_run and its parameter check */
+#ifndef ULNET_SST_INTERNAL_H
+#define ULNET_SST_INTERNAL_H
+
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <time.h>
+
+#include "selftest.h"
+
+enum { SLOT_REQ = 0, SLOT_RPY = 1, SLOT_BULK = 2, NSLOTS = 3 };
+enum sst_role { ROLE_REQBUF = 1, ROLE_CLIENT, ROLE_SERVER, ROLE_CONSOLE };
+/* CANCELLED: stopped by the user or a peer known to be gone; not counted as a failure. */
+enum sst_err { ERR_NONE = 0, ERR_TIMEOUT, ERR_MISMATCH, ERR_REFUSED, ERR_PEER_GONE, ERR_CANCELLED };
+
+#define SST_HASH 4096
+#define SST_SESSION_TIMEOUT 100
+#define SST_MAX_LAT_SAMPLES (4u << 20)
+#define SST_EXT_MAGIC ULNET_SST_EXT_MAGIC
+
+struct sst_test;
+
+struct sst_rpc {
+	struct sst_rpc *hnext;
+	struct sst_rpc *anext, *aprev;   /* client RPCs: active list (timeouts) */
+	uint64_t id;
+	enum sst_role role;
+	uint32_t service;
+	struct sst_test *test;
+	struct ulnet_process_id peer;
+	uint8_t req[ULNET_SST_MSG_SIZE], rpy[ULNET_SST_MSG_SIZE];
+	struct ulnet_handle mdh[NSLOTS];
+	unsigned live;                    /* MDs whose final event is still due */
+	int status[NSLOTS];
+	uint32_t mlen[NSLOTS];
+	bool aborting;
+	enum sst_err err;
+	int remote_status;
+	int local_rc;                     /* a local failure before anything was sent */
+	bool bad_known;
+	uint64_t bad_pos;
+	uint64_t start_ns, deadline_ns;
+	/* bulk */
+	uint8_t *buf;
+	struct ulnet_kiov *kiov;
+	unsigned nkiov;
+	uint32_t len;
+	/* server */
+	struct ulnet_sst_msg in;          /* decoded request */
+	struct ulnet_sst_msg out;         /* reply being built */
+	bool has_bulk;
+	bool ext_stat;                    /* reply body is @ext (ulnet extension) */
+	struct ulnet_sst_stat_ext ext;
+	/* console */
+	bool done;                        /* every MD final */
+};
+
+struct sst_stats {
+	uint64_t ok, failed, bytes;
+	uint64_t errs[6];
+	uint32_t *lat;
+	size_t nlat, caplat;
+	uint64_t lat_max;
+	bool bad_known;
+	uint64_t bad_pos;
+	char first_error[160];
+};
+
+struct sst_test {
+	struct sst_test *next;
+	struct ulnet_sst_params p;
+	uint32_t service;                 /* BRW or PING */
+	uint32_t feats;
+	struct ulnet_process_id *dests;
+	unsigned ndest, dnext;
+	uint64_t started, finished, limit; /* limit 0 = unlimited */
+	uint64_t end_ns;
+	uint32_t inflight;
+	bool stopping, done, dest_gone, framework;
+	uint32_t corrupt_left;
+	uint32_t ping_seq;
+	struct sst_stats st;
+	pthread_cond_t cv;
+	uint64_t batch_id;                /* framework tests */
+	bool is_client;
+	uint64_t run_start_ns, run_end_ns; /* framework tests: last RUN, and when it ended */
+	bool zombie;                      /* framework test of an ended session: freed once idle */
+};
+
+struct ulnet_sst {
+	ulnet_node *node;
+	ulnet_eq *eq;
+	pthread_t thread;
+	pthread_mutex_t lock;
+	bool stopping, thread_started;
+	uint32_t page;
+	uint64_t next_id;
+	uint64_t next_bits;               /* match bits for reply/bulk buffers */
+	struct sst_rpc *hash[SST_HASH];
+	struct sst_rpc *active;           /* client RPCs */
+	struct sst_test *tests;
+	uint32_t inject_left, inject_at;
+	struct ulnet_sst_rpc_counters cnt;
+	/* framework */
+	bool have_session;
+	struct ulnet_sst_sid sid;
+	char ses_name[ULNET_SST_NAME_SIZE + 1];
+	uint32_t ses_feats;
+	uint64_t ses_started_ns, ses_last_ns;
+	uint32_t brw_errors, ping_errors;
+	pthread_cond_t con_cv;            /* console RPCs: broadcast when one completes */
+	bool plain_stats;                 /* test hook: answer stats as lnet_selftest (no extension) */
+};
+
+static inline uint64_t sst__now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+static inline int sst__cmp_u32(const void *a, const void *b)
+{
+	uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
+	return x < y ? -1 : x > y;
+}
+
+/* ---- sst_rpc.c ---- */
+struct sst_rpc *sst__rpc_new(struct ulnet_sst *sst, enum sst_role role);
+struct sst_rpc *sst__rpc_find(struct ulnet_sst *sst, uint64_t id);
+void sst__rpc_free(struct ulnet_sst *sst, struct sst_rpc *r);
+void sst__rpc_abort(struct ulnet_sst *sst, struct sst_rpc *r);
+int sst__rpc_alloc_bulk(struct ulnet_sst *sst, struct sst_rpc *r, uint32_t off, uint32_t len);
+int sst__bulk_check(const struct sst_rpc *r, bool swab, enum ulnet_sst_check check, uint64_t *bad);
+void sst__bulk_corrupt(struct sst_rpc *r, uint32_t at);
+int sst__post_passive(struct ulnet_sst *sst, struct sst_rpc *r, int slot, uint64_t bits, uint32_t options);
+int sst__post_active(struct ulnet_sst *sst, struct sst_rpc *r, int slot, bool get, void *start, uint32_t length,
+		     bool kiov, uint32_t portal, uint64_t bits);
+int sst__post_reqbuf(struct ulnet_sst *sst, uint32_t service);
+
+/* ---- sst_client.c ---- */
+bool sst__test_may_start(const struct sst_test *t, uint64_t now);
+void sst__test_maybe_done(struct ulnet_sst *sst, struct sst_test *t);
+void sst__client_launch(struct ulnet_sst *sst, struct sst_test *t);
+void sst__client_event(struct ulnet_sst *sst, struct sst_rpc *r, int slot, const struct ulnet_event *ev);
+
+/* ---- sst_server.c ---- */
+void sst__server_send_reply(struct ulnet_sst *sst, struct sst_rpc *r);
+void sst__server_event(struct ulnet_sst *sst, struct sst_rpc *r, int slot, const struct ulnet_event *ev);
+void sst__server_request(struct ulnet_sst *sst, struct sst_rpc *buf, const struct ulnet_event *ev);
+
+/* ---- sst_framework.c ---- */
+struct ulnet_sst_sid sst__cur_sid(const struct ulnet_sst *sst);
+void sst__session_end(struct ulnet_sst *sst);
+void sst__tests_reap(struct ulnet_sst *sst);
+void sst__fw_handle(struct ulnet_sst *sst, struct sst_rpc *r);
+void sst__fw_test_add_ids(struct ulnet_sst *sst, struct sst_rpc *r);
+
+/* ---- sst_console_rpc.c ---- */
+void sst__console_event(struct ulnet_sst *sst, struct sst_rpc *r, int slot, const struct ulnet_event *ev);
+
+#endif

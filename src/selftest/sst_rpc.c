@@ -1,0 +1,258 @@
+/* SPDX-License-Identifier: MIT */
+/* Selftest RPCs (sst_internal.h): the RPC table keyed by id, the bulk buffer cache, the passive and
+ * active MD posting helpers every role uses, and the request buffers of every service. */
+#include "sst_internal.h"
+
+#include <errno.h>
+#include <malloc.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* ---- bulk buffer cache ----
+ * A brw RPC needs up to 1 MiB + a page of bulk buffer. Allocating it per RPC costs an mmap, a page
+ * fault per page and an munmap, which made page faults the top of the profile; buffers are recycled
+ * instead (bounded: BUF_CACHE_MAX buffers per process). */
+#define BUF_CACHE_MAX 32
+static struct {
+	pthread_mutex_t lock;
+	void *buf[BUF_CACHE_MAX];
+	unsigned n;
+} buf_cache = { .lock = PTHREAD_MUTEX_INITIALIZER };
+
+static void *buf_get(size_t align, size_t len)
+{
+	void *p = NULL;
+
+	pthread_mutex_lock(&buf_cache.lock);
+	for (unsigned i = 0; i < buf_cache.n; i++) {
+		if ((uintptr_t)buf_cache.buf[i] % align == 0 && malloc_usable_size(buf_cache.buf[i]) >= len) {
+			p = buf_cache.buf[i];
+			buf_cache.buf[i] = buf_cache.buf[--buf_cache.n];
+			break;
+		}
+	}
+	pthread_mutex_unlock(&buf_cache.lock);
+	if (!p && posix_memalign(&p, align, len))
+		p = NULL;
+	return p;
+}
+
+static void buf_put(void *p)
+{
+	if (!p)
+		return;
+	pthread_mutex_lock(&buf_cache.lock);
+	if (buf_cache.n < BUF_CACHE_MAX && malloc_usable_size(p) >= 65536) {
+		buf_cache.buf[buf_cache.n++] = p;
+		p = NULL;
+	}
+	pthread_mutex_unlock(&buf_cache.lock);
+	free(p);
+}
+
+/* ---- RPC table ---- */
+
+struct sst_rpc *sst__rpc_new(struct ulnet_sst *sst, enum sst_role role)
+{
+	struct sst_rpc *r = calloc(1, sizeof(*r));
+
+	if (!r)
+		return NULL;
+	r->id = ++sst->next_id;
+	r->role = role;
+	for (int i = 0; i < NSLOTS; i++)
+		r->mdh[i] = ULNET_HANDLE_NONE;
+	r->hnext = sst->hash[r->id % SST_HASH];
+	sst->hash[r->id % SST_HASH] = r;
+	return r;
+}
+
+struct sst_rpc *sst__rpc_find(struct ulnet_sst *sst, uint64_t id)
+{
+	struct sst_rpc *r;
+
+	for (r = sst->hash[id % SST_HASH]; r; r = r->hnext)
+		if (r->id == id)
+			return r;
+	return NULL;
+}
+
+static void active_del(struct ulnet_sst *sst, struct sst_rpc *r)
+{
+	if (r->aprev)
+		r->aprev->anext = r->anext;
+	else if (sst->active == r)
+		sst->active = r->anext;
+	if (r->anext)
+		r->anext->aprev = r->aprev;
+	r->anext = r->aprev = NULL;
+}
+
+void sst__rpc_free(struct ulnet_sst *sst, struct sst_rpc *r)
+{
+	struct sst_rpc **pp = &sst->hash[r->id % SST_HASH];
+
+	while (*pp && *pp != r)
+		pp = &(*pp)->hnext;
+	if (*pp)
+		*pp = r->hnext;
+	active_del(sst, r);
+	buf_put(r->buf);
+	free(r->kiov);
+	free(r);
+}
+
+static void *slot_ptr(const struct sst_rpc *r, int slot)
+{
+	return (void *)(uintptr_t)(r->id << 2 | (uint64_t)slot);
+}
+
+/* Unlink every MD of @r whose final event is still due; those events arrive later. */
+void sst__rpc_abort(struct ulnet_sst *sst, struct sst_rpc *r)
+{
+	r->aborting = true;
+	for (int i = 0; i < NSLOTS; i++)
+		if (r->live & (1u << i))
+			(void)ulnet_md_unlink(sst->node, r->mdh[i]);
+}
+
+/* Bulk buffer of @len bytes at @off in page-sized fragments of this node. */
+int sst__rpc_alloc_bulk(struct ulnet_sst *sst, struct sst_rpc *r, uint32_t off, uint32_t len)
+{
+	size_t total = ((size_t)off + len + sst->page - 1) / sst->page * sst->page;
+	size_t pos, end = (size_t)off + len;
+	unsigned n = 0;
+
+	r->buf = buf_get(sst->page, total);
+	if (!r->buf)
+		return -ENOMEM;
+	r->kiov = calloc((len + sst->page - 1) / sst->page + 1, sizeof(*r->kiov));
+	if (!r->kiov)
+		return -ENOMEM;
+	for (pos = off; pos < end; n++) {
+		size_t fend = (pos / sst->page + 1) * sst->page;
+		if (fend > end)
+			fend = end;
+		r->kiov[n].kiov_base = r->buf + pos;
+		r->kiov[n].kiov_len = (uint32_t)(fend - pos);
+		pos = fend;
+	}
+	r->nkiov = n;
+	r->len = len;
+	return 0;
+}
+
+int sst__bulk_check(const struct sst_rpc *r, bool swab, enum ulnet_sst_check check, uint64_t *bad)
+{
+	uint64_t xpos = 0;
+
+	for (unsigned i = 0; i < r->nkiov; i++) {
+		if (ulnet__sst_brw_check(r->kiov[i].kiov_base, r->kiov[i].kiov_len, xpos, ULNET_SST_BRW_MAGIC, swab,
+					 check, bad))
+			return 1;
+		xpos += r->kiov[i].kiov_len;
+	}
+	return 0;
+}
+
+void sst__bulk_corrupt(struct sst_rpc *r, uint32_t at)
+{
+	uint64_t xpos = 0;
+
+	if (at >= r->len)
+		at = r->len - 1;
+	for (unsigned i = 0; i < r->nkiov; i++) {
+		if (at < xpos + r->kiov[i].kiov_len) {
+			((uint8_t *)r->kiov[i].kiov_base)[at - xpos] ^= 0x5a;
+			return;
+		}
+		xpos += r->kiov[i].kiov_len;
+	}
+}
+
+/* Passive MD on portal 52 for a reply (@slot RPY) or bulk (@slot BULK). */
+int sst__post_passive(struct ulnet_sst *sst, struct sst_rpc *r, int slot, uint64_t bits, uint32_t options)
+{
+	struct ulnet_process_id any = { ulnet_nid_any(), ULNET_PID_ANY };
+	struct ulnet_handle me;
+	struct ulnet_md md = {
+		.threshold = 1, .options = options, .user_ptr = slot_ptr(r, slot), .eq = sst->eq,
+	};
+	int rc;
+
+	if (slot == SLOT_BULK) {
+		md.start = r->kiov;
+		md.length = r->nkiov;
+		md.options |= ULNET_MD_KIOV;
+	} else {
+		md.start = r->rpy;
+		md.length = ULNET_SST_MSG_SIZE;
+	}
+	rc = ulnet_me_attach(sst->node, ULNET_SST_PORTAL_RDMA, &any, bits, 0, ULNET_UNLINK, ULNET_INS_AFTER, &me);
+	if (rc)
+		return rc;
+	rc = ulnet_md_attach(sst->node, me, &md, ULNET_UNLINK, &r->mdh[slot]);
+	if (rc) {
+		(void)ulnet_me_unlink(sst->node, me);
+		return rc;
+	}
+	r->live |= 1u << slot;
+	return 0;
+}
+
+/* Active PUT (@get false) or GET from @slot's memory. On a synchronous failure the MD is unlinked,
+ * so its final event still comes; the caller learns the error from the return value. */
+int sst__post_active(struct ulnet_sst *sst, struct sst_rpc *r, int slot, bool get, void *start, uint32_t length,
+		     bool kiov, uint32_t portal, uint64_t bits)
+{
+	struct ulnet_md md = {
+		.start = start, .length = length, .threshold = get ? 2 : 1,
+		.options = kiov ? ULNET_MD_KIOV : 0, .user_ptr = slot_ptr(r, slot), .eq = sst->eq,
+	};
+	int rc = ulnet_md_bind(sst->node, &md, ULNET_UNLINK, &r->mdh[slot]);
+
+	if (rc)
+		return rc;
+	r->live |= 1u << slot;
+	rc = get ? ulnet_get(sst->node, r->mdh[slot], &r->peer, portal, bits, 0)
+		 : ulnet_put(sst->node, r->mdh[slot], ULNET_NOACK_REQ, &r->peer, portal, bits, 0, 0);
+	if (rc)
+		(void)ulnet_md_unlink(sst->node, r->mdh[slot]);
+	return rc;
+}
+
+/* ---- request buffers ---- */
+
+int sst__post_reqbuf(struct ulnet_sst *sst, uint32_t service)
+{
+	struct ulnet_process_id any = { ulnet_nid_any(), ULNET_PID_ANY };
+	struct sst_rpc *r = sst__rpc_new(sst, ROLE_REQBUF);
+	struct ulnet_handle me;
+	struct ulnet_md md;
+	int rc;
+
+	if (!r)
+		return -ENOMEM;
+	r->service = service;
+	memset(&md, 0, sizeof(md));
+	md.start = r->req;
+	md.length = ULNET_SST_MSG_SIZE;
+	md.threshold = 1;
+	md.options = ULNET_MD_OP_PUT;
+	md.user_ptr = slot_ptr(r, SLOT_REQ);
+	md.eq = sst->eq;
+	rc = ulnet_me_attach(sst->node, ulnet__sst_service_portal(service), &any, service, 0, ULNET_UNLINK,
+			     ULNET_INS_AFTER, &me);
+	if (!rc) {
+		rc = ulnet_md_attach(sst->node, me, &md, ULNET_UNLINK, &r->mdh[SLOT_REQ]);
+		if (rc)
+			(void)ulnet_me_unlink(sst->node, me);
+	}
+	if (rc) {
+		sst__rpc_free(sst, r);
+		return rc;
+	}
+	r->live = 1u << SLOT_REQ;
+	return 0;
+}

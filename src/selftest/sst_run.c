@@ -1,0 +1,145 @@
+/* SPDX-License-Identifier: MIT */
+/* ulnet__sst_run (sst_internal.h): one test run as this node's client, blocking its caller, and the
+ * parameter check ulnetd also uses. */
+#include "sst_internal.h"
+
+#include <errno.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+int ulnet__sst_params_check(const struct ulnet_sst_params *p, uint32_t page_size, const char **why)
+{
+	static const char *dummy;
+
+	if (!why)
+		why = &dummy;
+	if (p->kind != ULNET_SST_TEST_BRW && p->kind != ULNET_SST_TEST_PING)
+		return *why = "test must be brw or ping", -EINVAL;
+	if (p->concurrency < 1 || p->concurrency > ULNET_SST_MAX_CONCUR)
+		return *why = "concurrency must be 1..1024", -EINVAL;
+	if (!p->duration_ms && !p->count)
+		return *why = "give a duration or a count", -EINVAL;
+	if (p->kind == ULNET_SST_TEST_PING)
+		return 0;
+	if (p->rw != ULNET_SST_BRW_READ && p->rw != ULNET_SST_BRW_WRITE)
+		return *why = "brw needs read or write", -EINVAL;
+	if (p->size < 1 || p->size > ULNET_MTU)
+		return *why = "size must be 1..1048576 bytes", -EINVAL;
+	if (p->check < ULNET_SST_CHECK_NONE || p->check > ULNET_SST_CHECK_FULL)
+		return *why = "check must be none, simple or full", -EINVAL;
+	if (p->offset >= ULNET_MTU)
+		return *why = "offset must be below 1048576", -EINVAL;
+	if (((uint64_t)p->offset % page_size + p->size + page_size - 1) / page_size > ULNET_MD_MAX_FRAGS)
+		return *why = "offset+size need more than ULNET_MD_MAX_FRAGS (1024) page fragments on this node", -EINVAL;
+	return 0;
+}
+
+static void fill_result(const struct sst_test *t, uint64_t t0, struct ulnet_sst_result *res, bool final)
+{
+	memset(res, 0, sizeof(*res));
+	res->rpcs_ok = t->st.ok;
+	res->rpcs_failed = t->st.failed;
+	res->bytes = t->st.bytes;
+	res->seconds = (double)(sst__now_ns() - t0) / 1e9;
+	res->timeout = t->st.errs[ERR_TIMEOUT];
+	/* timeouts to a peer later found gone were the peer going away */
+	res->mismatch = t->st.errs[ERR_MISMATCH];
+	res->refused = t->st.errs[ERR_REFUSED];
+	res->peer_gone = t->st.errs[ERR_PEER_GONE];
+	if (t->dest_gone) {
+		res->peer_gone += res->timeout;
+		res->timeout = 0;
+	}
+	res->mismatch_offset_known = t->st.bad_known;
+	res->first_mismatch_offset = t->st.bad_pos;
+	res->lat_max_us = t->st.lat_max;
+	memcpy(res->first_error, t->st.first_error, sizeof(res->first_error));
+	if (final && t->st.nlat) {
+		qsort(t->st.lat, t->st.nlat, sizeof(uint32_t), sst__cmp_u32);
+		res->lat_p50_us = t->st.lat[(t->st.nlat - 1) * 50 / 100];
+		res->lat_p99_us = t->st.lat[(t->st.nlat - 1) * 99 / 100];
+	}
+}
+
+int ulnet__sst_run(struct ulnet_sst *sst, const struct ulnet_sst_params *p, struct ulnet_sst_result *res,
+		   const char **why)
+{
+	struct sst_test *t;
+	uint64_t t0, next_progress;
+	int rc = ulnet__sst_params_check(p, sst->page, why);
+
+	if (rc)
+		return rc;
+	t = calloc(1, sizeof(*t));
+	if (!t || pthread_cond_init(&t->cv, NULL)) {
+		free(t);
+		return -ENOMEM;
+	}
+	t->p = *p;
+	if (!t->p.dest.pid)
+		t->p.dest.pid = ULNET_PID_LUSTRE;
+	t->dests = &t->p.dest;
+	t->ndest = 1;
+	t->service = p->kind == ULNET_SST_TEST_BRW ? ULNET_SST_SVC_BRW : ULNET_SST_SVC_PING;
+	t->feats = ULNET_SST_FEAT_BULK_LEN;
+	t->limit = p->count;
+	t->corrupt_left = p->rw == ULNET_SST_BRW_WRITE ? p->corrupt_count : 0;
+
+	pthread_mutex_lock(&sst->lock);
+	if (sst->stopping) {
+		pthread_mutex_unlock(&sst->lock);
+		pthread_cond_destroy(&t->cv);
+		free(t);
+		return -ESHUTDOWN;
+	}
+	t->next = sst->tests;
+	sst->tests = t;
+	t0 = sst__now_ns();
+	t->end_ns = p->duration_ms ? t0 + (uint64_t)p->duration_ms * 1000000u : 0;
+	next_progress = t0 + 1000000000u;
+	for (uint32_t i = 0; i < p->concurrency && sst__test_may_start(t, t0); i++)
+		sst__client_launch(sst, t);
+	sst__test_maybe_done(sst, t);
+	while (!t->done && !sst->stopping) {
+		struct timespec ts;
+		clock_gettime(CLOCK_REALTIME, &ts);
+		ts.tv_nsec += 200000000;
+		if (ts.tv_nsec >= 1000000000) {
+			ts.tv_sec++;
+			ts.tv_nsec -= 1000000000;
+		}
+		pthread_cond_timedwait(&t->cv, &sst->lock, &ts);
+		if (p->progress && sst__now_ns() >= next_progress && !t->done) {
+			struct ulnet_sst_result so_far;
+			fill_result(t, t0, &so_far, false);
+			next_progress += 1000000000u;
+			pthread_mutex_unlock(&sst->lock);
+			int stop = p->progress(p->progress_arg, &so_far);
+			pthread_mutex_lock(&sst->lock);
+			if (stop)
+				t->stopping = true;
+		}
+	}
+	fill_result(t, t0, res, true);
+	/* unlink the test; done means no RPC refers to it any more */
+	for (struct sst_test **pp = &sst->tests; *pp; pp = &(*pp)->next)
+		if (*pp == t) {
+			*pp = t->next;
+			break;
+		}
+	rc = t->inflight ? -ESHUTDOWN : 0;
+	if (t->inflight) {
+		/* engine stopping with RPCs in flight: leave the test to ulnet__sst_stop() */
+		t->next = sst->tests;
+		sst->tests = t;
+		pthread_mutex_unlock(&sst->lock);
+		return rc;
+	}
+	pthread_mutex_unlock(&sst->lock);
+	free(t->st.lat);
+	pthread_cond_destroy(&t->cv);
+	free(t);
+	return 0;
+}

@@ -1,0 +1,201 @@
+/* SPDX-License-Identifier: MIT */
+/* The selftest brw and ping servers (sst_internal.h), and the intake of every request a request buffer
+ * receives (framework requests go on to sst_framework.c). */
+#include "sst_internal.h"
+
+#include <errno.h>
+#include <string.h>
+
+#include "log.h"
+
+void sst__server_send_reply(struct ulnet_sst *sst, struct sst_rpc *r)
+{
+	int rc;
+
+	r->out.type = r->in.type + 1;
+	(void)ulnet__sst_msg_pack(&r->out, r->rpy);
+	if (r->ext_stat)
+		ulnet__sst_stat_ext_pack(&r->ext, r->rpy + ULNET_SST_HDR_SIZE);
+	rc = sst__post_active(sst, r, SLOT_RPY, false, r->rpy, ULNET_SST_MSG_SIZE, false, ULNET_SST_PORTAL_RDMA,
+			 r->in.body.brw_reqst.rpyid /* every request starts with its reply id */);
+	if (rc) {
+		sst->cnt.rpcs_dropped++;
+		if (!r->live)
+			sst__rpc_free(sst, r);
+	}
+}
+
+static void server_brw_start(struct ulnet_sst *sst, struct sst_rpc *r)
+{
+	const struct ulnet_sst_brw_reqst *q = &r->in.body.brw_reqst;
+	uint32_t *status = &r->out.body.brw_reply.status;
+	bool write = q->rw == ULNET_SST_BRW_WRITE;
+	uint32_t npg;
+	int rc;
+
+	r->out.ses_feats = r->in.ses_feats;
+	if ((q->rw != ULNET_SST_BRW_READ && !write) || q->flags < ULNET_SST_CHECK_NONE ||
+	    q->flags > ULNET_SST_CHECK_DISCARD) {
+		*status = EINVAL;
+		goto reply;
+	}
+	if (r->in.ses_feats & ~ULNET_SST_FEATS_MASK) {
+		r->out.ses_feats = ULNET_SST_FEATS_MASK;
+		*status = EPROTO;
+		goto reply;
+	}
+	if (!(r->in.ses_feats & ULNET_SST_FEAT_BULK_LEN) && (q->len % sst->page)) {
+		*status = EINVAL; /* page-count sessions only work between equal page sizes */
+		goto reply;
+	}
+	npg = (uint32_t)(((uint64_t)q->len + sst->page - 1) / sst->page);
+	if (q->len == 0 || q->len > ULNET_MTU || npg > ULNET_MAX_IOV) {
+		*status = EINVAL;
+		goto reply;
+	}
+	if (sst__rpc_alloc_bulk(sst, r, 0, q->len)) {
+		*status = ENOMEM;
+		goto reply;
+	}
+	if (q->flags == ULNET_SST_CHECK_SIMPLE || q->flags == ULNET_SST_CHECK_FULL)
+		ulnet__sst_brw_fill(r->buf, q->len, 0, write ? ULNET_SST_BRW_POISON : ULNET_SST_BRW_MAGIC);
+	if (!write && sst->inject_left) {
+		sst->inject_left--;
+		sst__bulk_corrupt(r, sst->inject_at);
+	}
+	r->has_bulk = true;
+	rc = sst__post_active(sst, r, SLOT_BULK, write, r->kiov, r->nkiov, true, ULNET_SST_PORTAL_RDMA, q->bulkid);
+	if (!rc)
+		return; /* the bulk's final event continues in sst__server_event() */
+	*status = EIO;
+	r->has_bulk = false;
+	if (r->live)
+		return; /* the unlink event of the failed bulk MD sends the reply */
+reply:
+	sst__server_send_reply(sst, r);
+}
+
+static void server_bulk_done(struct ulnet_sst *sst, struct sst_rpc *r)
+{
+	const struct ulnet_sst_brw_reqst *q = &r->in.body.brw_reqst;
+	uint64_t bad;
+
+	if (r->status[SLOT_BULK]) {
+		if (!r->out.body.brw_reply.status)
+			r->out.body.brw_reply.status = EIO;
+	} else if (q->rw == ULNET_SST_BRW_WRITE) {
+		if (sst->inject_left) {
+			sst->inject_left--;
+			sst__bulk_corrupt(r, sst->inject_at);
+		}
+		if (sst__bulk_check(r, r->in.swab, (enum ulnet_sst_check)q->flags, &bad)) {
+			r->out.body.brw_reply.status = EBADMSG;
+			/* ulnet extension: say where (kernel peers ignore the reserved words) */
+			r->out.reserved0 = SST_EXT_MAGIC;
+			r->out.reserved1 = (uint32_t)bad;
+			ULNET_LOG(SST, WARN, "brw write from %s: data mismatch at byte %llu",
+				  ulnet_nid_format(&r->peer.nid, (char[ULNET_NID_STRLEN]){ 0 }, ULNET_NID_STRLEN),
+				  (unsigned long long)bad);
+		}
+	}
+	sst__server_send_reply(sst, r);
+}
+
+void sst__server_event(struct ulnet_sst *sst, struct sst_rpc *r, int slot, const struct ulnet_event *ev)
+{
+	if (ev->status && !r->status[slot])
+		r->status[slot] = ev->status;
+	if (slot == SLOT_BULK && !ev->status && ev->type == ULNET_EVENT_REPLY)
+		sst->cnt.bulk_get += ev->mlength;
+	if (slot == SLOT_BULK && !ev->status && ev->type == ULNET_EVENT_SEND && r->in.type == ULNET_SST_BRW_REQST &&
+	    r->in.body.brw_reqst.rw == ULNET_SST_BRW_READ)
+		sst->cnt.bulk_put += ev->mlength;
+	if (!ev->unlinked)
+		return;
+	r->live &= ~(1u << slot);
+	if (ev->type == ULNET_EVENT_UNLINK && !r->status[slot])
+		r->status[slot] = -EINTR;
+	if (slot == SLOT_BULK) {
+		if (sst->stopping) {
+			if (!r->live)
+				sst__rpc_free(sst, r);
+			return;
+		}
+		if (r->in.type == ULNET_SST_TEST_REQST)
+			sst__fw_test_add_ids(sst, r);
+		else
+			server_bulk_done(sst, r);
+		return;
+	}
+	if (slot == SLOT_RPY && r->status[SLOT_RPY])
+		sst->cnt.rpcs_dropped++;
+	if (!r->live)
+		sst__rpc_free(sst, r);
+}
+
+void sst__server_request(struct ulnet_sst *sst, struct sst_rpc *buf, const struct ulnet_event *ev)
+{
+	struct ulnet_wire_err werr = { 0 };
+	struct ulnet_sst_hdr h;
+	struct sst_rpc *r;
+	char peer[ULNET_NID_STRLEN];
+	int want = ulnet__sst_service_request(buf->service);
+
+	ulnet_nid_format(&ev->initiator.nid, peer, sizeof(peer));
+	if (ev->status || ev->mlength != ULNET_SST_MSG_SIZE ||
+	    ulnet__sst_hdr_unpack(buf->req, ev->mlength, &h, &werr) ||
+	    (h.type != (uint32_t)want)) {
+		ULNET_LOG(SST, WARN, "%s: dropping selftest request for service %u: status %d, %u bytes%s%s",
+			  peer, buf->service, ev->status, ev->mlength, werr.field ? ", bad " : "",
+			  werr.field ? werr.field : "");
+		sst->cnt.rpcs_dropped++;
+		return;
+	}
+	sst->cnt.rpcs_rcvd++;
+	r = sst__rpc_new(sst, ROLE_SERVER);
+	if (!r) {
+		sst->cnt.rpcs_dropped++;
+		return;
+	}
+	r->service = buf->service;
+	r->peer = ev->initiator;
+	memcpy(r->req, buf->req, sizeof(r->req));
+	if (ulnet__sst_msg_unpack(r->req, sizeof(r->req), &r->in, &werr)) {
+		/* bad version: answer EPROTO in a reply of the right type, like lnet_selftest */
+		if (h.version != ULNET_SST_MSG_VERSION && h.type < ULNET_SST_MSG_TYPE_COUNT) {
+			r->in.type = h.type;
+			r->in.swab = h.swab;
+			r->in.body.brw_reqst.rpyid = ulnet_get_ho64(r->req + ULNET_SST_HDR_SIZE, h.swab);
+			r->out.body.brw_reply.status = EPROTO;
+			sst__server_send_reply(sst, r);
+			return;
+		}
+		ULNET_LOG(SST, WARN, "%s: dropping selftest request: bad %s", peer, werr.field);
+		sst->cnt.rpcs_dropped++;
+		sst__rpc_free(sst, r);
+		return;
+	}
+	switch (buf->service) {
+	case ULNET_SST_SVC_BRW:
+		server_brw_start(sst, r);
+		break;
+	case ULNET_SST_SVC_PING:
+		if (r->in.body.ping_reqst.magic != ULNET_SST_PING_MAGIC) {
+			ULNET_LOG(SST, WARN, "%s: dropping ping with magic %#x", peer, r->in.body.ping_reqst.magic);
+			sst__rpc_free(sst, r);
+			return;
+		}
+		r->out.body.ping_reply.seq = r->in.body.ping_reqst.seq;
+		r->out.body.ping_reply.magic = ULNET_SST_PING_MAGIC;
+		r->out.ses_feats = r->in.ses_feats;
+		if (r->in.ses_feats & ~ULNET_SST_FEATS_MASK) {
+			r->out.ses_feats = ULNET_SST_FEATS_MASK;
+			r->out.body.ping_reply.status = EPROTO;
+		}
+		sst__server_send_reply(sst, r);
+		break;
+	default:
+		sst__fw_handle(sst, r);
+		break;
+	}
+}
