@@ -46,6 +46,11 @@
 #   ul_one_line FILE REGEX   fail unless FILE has exactly one line and it matches REGEX (grep -E).
 #   ul_diff WANT_FILE GOT_FILE WHAT
 #                            fail with a unified diff unless the files are equal.
+#   ul_xnode_require         exit 77 (skip) unless $CC_BE and $QEMU_BE (default powerpc64-linux-gnu-gcc,
+#                            qemu-ppc64-static) exist; call before ul_init.
+#   ul_xnode_build OUT       build tests/cross/xnode.c (a bare node: tcp NI, ping, selftest services)
+#                            statically for big-endian ppc64 into OUT; run it with
+#                            "$QEMU_BE" -p 65536 OUT NID 65536 for a 64 KiB-page big-endian node.
 #   UL_ATEXIT+=("CMD")      run CMD (eval) at exit after the nodes are stopped: namespaces, links.
 #   ul_step MSG / ul_fail MSG
 #                            progress line on stderr / "FAIL: MSG" and exit 1 (the trap prints logs).
@@ -223,4 +228,23 @@ ul_one_line()
 ul_diff()
 {
 	diff -u "$1" "$2" >&2 || ul_fail "$3 differs from the expected text (diff above: - want, + got)"
+}
+
+CC_BE=${CC_BE:-powerpc64-linux-gnu-gcc}
+QEMU_BE=${QEMU_BE:-qemu-ppc64-static}
+
+ul_xnode_require()
+{
+	if ! command -v "$CC_BE" >/dev/null || ! command -v "$QEMU_BE" >/dev/null; then
+		echo "skip: $CC_BE or $QEMU_BE not installed"
+		exit 77
+	fi
+}
+
+ul_xnode_build()
+{
+	ul_step "cross-compile xnode for big-endian ppc64"
+	"$CC_BE" -std=gnu11 -O2 -static -D_GNU_SOURCE -I"$SRC/include" -I"$SRC/src" -I"$SRC/src/core" \
+		-I"$SRC/src/selftest" -I"$BUILD" "$SRC"/src/core/*.c "$SRC"/src/lnd/lo/*.c "$SRC"/src/lnd/tcp/*.c \
+		"$SRC"/src/selftest/*.c "$SRC/tests/cross/xnode.c" -lpthread -o "$1" || ul_fail "cross build of xnode"
 }

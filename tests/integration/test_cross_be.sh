@@ -6,19 +6,11 @@
 # full data check) in both data directions. Skips (77) when the cross compiler or qemu is missing.
 set -euo pipefail
 source "${SRC:-$(dirname "$0")/../..}/tests/integration/lib.sh"
-CC_BE=${CC_BE:-powerpc64-linux-gnu-gcc}
-QEMU_BE=${QEMU_BE:-qemu-ppc64-static}
-if ! command -v "$CC_BE" >/dev/null || ! command -v "$QEMU_BE" >/dev/null; then
-	echo "skip: $CC_BE or $QEMU_BE not installed"
-	exit 77
-fi
+ul_xnode_require
 ul_init
 SST=$(dirname "$ULNETCTL")/../ulnet-selftest/ulnet-selftest
 X=$UL_TMP/xnode.ppc64
-ul_step "cross-compile xnode for big-endian ppc64"
-"$CC_BE" -std=gnu11 -O2 -static -D_GNU_SOURCE -I"$SRC/include" -I"$SRC/src" -I"$SRC/src/core" \
-	-I"$SRC/src/selftest" -I"$BUILD" "$SRC"/src/core/*.c "$SRC"/src/lnd/lo/*.c "$SRC"/src/lnd/tcp/*.c \
-	"$SRC"/src/selftest/*.c "$SRC/tests/cross/xnode.c" -lpthread -o "$X"
+ul_xnode_build "$X"
 
 A=$(ul_addr 61 1)
 B=$(ul_addr 61 2)
