@@ -19,7 +19,18 @@ N2=$(ul_addr 36 2)@tcp
 tshark -i lo -B 256 -f "tcp port 988 and host $(ul_addr 36 1)" -w "$T/cap.pcapng" >"$T/tshark.log" 2>&1 &
 cap=$!
 for _ in $(seq 100); do grep -q "Capturing on" "$T/tshark.log" && break; sleep 0.05; done
-sleep 0.3
+# "Capturing on" comes before the filter really sees packets: knock on the (still closed) port until a
+# packet shows up in the file, so the nodes' first connection is captured from its first byte
+captured=0
+for _ in $(seq 100); do
+	"$UL_PYTHON" -c 'import socket,sys; s=socket.socket(); s.settimeout(0.2)
+try: s.connect((sys.argv[1], 988))
+except OSError: pass' "$(ul_addr 36 1)"
+	captured=$(capinfos -c -M "$T/cap.pcapng" 2>/dev/null | awk '/Number of packets/ {print $NF}' || true)
+	(( ${captured:-0} > 0 )) && break
+	sleep 0.1
+done
+(( ${captured:-0} > 0 )) || ul_fail "tshark captured nothing on port 988: $(cat "$T/tshark.log")"
 
 for n in 1 2; do
 	ul_start_node "n$n" <<YAML
@@ -50,7 +61,9 @@ tshark -r "$T/cap.pcapng" -Y 'lnet.msg_type' -T fields -E separator='|' -E aggre
 	-e lnet.nid.addr -e lnet.payload_length >"$T/lnet.csv" 2>"$T/decode.err" || true
 total=$(wc -l <"$T/lnet.csv")
 echo "frames with a decoded LNet header: $total" >&2
-"$UL_PYTHON" - "$T/lnet.csv" "$(ul_addr 36 1)" "$(ul_addr 36 2)" "$sent" <<'PY'
+tshark -r "$T/cap.pcapng" -q -z expert >"$T/expert.txt" 2>/dev/null || true
+rc=0
+"$UL_PYTHON" - "$T/lnet.csv" "$(ul_addr 36 1)" "$(ul_addr 36 2)" "$sent" "$T/expert.txt" <<'PY' || rc=$?
 import sys, collections
 ours = {sys.argv[2], sys.argv[3]}
 bad, types = [], {}
@@ -84,10 +97,26 @@ if bad:
 want = collections.Counter({(2, 0): 12, (3, 48): 6, (1, 160): 12, (3, 65536): 3, (3, 1048576): 3})
 if seen != want:
     print("decoded", dict(seen), "!= sent", dict(want), file=sys.stderr)
-    sys.exit(1)
+    # Messages missing but none wrong: the capture dropped segments or the dissector lost sync
+    # (testbed-notes §1), which says nothing about our wire; the shell runs the scenario once more.
+    # Anything decoded with a type, NID or length we did not send is a failure at once.
+    only_missing = all(seen[k] <= want[k] for k in seen)
+    if "not captured" in open(sys.argv[5]).read():
+        print("tshark reports segments that were not captured", file=sys.stderr)
+    sys.exit(3 if only_missing else 1)
 if sum(seen.values()) != int(sys.argv[4]):
     print("decoded", sum(seen.values()), "messages, the nodes sent", sys.argv[4], file=sys.stderr)
     sys.exit(1)
 print("all", sum(seen.values()), "messages sent were decoded", file=sys.stderr)
 PY
+if (( rc == 3 )) && [[ -z ${UL_TSHARK_RETRY:-} ]]; then
+	# an incomplete capture proves nothing either way: run the whole scenario once more
+	ul_step "capture incomplete; running the scenario again"
+	ul_stop_node n1
+	ul_stop_node n2
+	trap - EXIT
+	rm -rf "$UL_TMP"
+	UL_TSHARK_RETRY=1 exec bash "$0"
+fi
+(( rc == 0 )) || ul_fail "decoded messages differ from what was sent (see above)"
 ul_step "PASS"
