@@ -154,7 +154,12 @@ static void xfer(struct pair *p, const struct xcase *c, uint32_t portal, uint64_
 		assert_memory_equal(i->mem + c->src_off, want, c->size);
 		assert_int_equal(i->mem[c->src_off + c->size], 0x11);
 	}
-	/* drain the remaining events (SEND, UNLINKs) so the next case starts clean */
+	/* The memory is borrowed until each MD's own last event: the initiator's SEND (its payload went
+	 * out through the socket) and, for a GET, the target's GET (the REPLY left the target). */
+	assert_int_equal(wait_for(p->eq, ULNET_EVENT_SEND, &ev), 0);
+	if (c->get)
+		assert_int_equal(wait_for(p->eq, ULNET_EVENT_GET, &ev), 0);
+	/* drain the rest (UNLINKs) so the next case starts clean */
 	while (ulnet_eq_wait(p->eq, 0, &ev) == 1)
 		;
 	nstash = 0;
