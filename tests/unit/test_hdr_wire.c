@@ -16,6 +16,7 @@
 #define HDR_MAX 128
 
 #include "hex.h"
+#include "nid_assert.h"
 
 /* ---- vector pieces (each comment gives the value and the spec field) ---- */
 
@@ -234,14 +235,6 @@ static void fix_opaque(struct ulnet_hdr *h)
 	}
 }
 
-static void assert_nid_equal(const struct ulnet_nid *want, const struct ulnet_nid *got)
-{
-	assert_int_equal(got->size, want->size);
-	assert_int_equal(got->type, want->type);
-	assert_int_equal(got->num, want->num);
-	for (int i = 0; i < 4; i++)
-		assert_int_equal(got->addr[i], want->addr[i]);
-}
 
 static void assert_wmd_equal(const struct ulnet_wire_handle *want, const struct ulnet_wire_handle *got)
 {

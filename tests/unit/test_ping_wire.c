@@ -16,6 +16,7 @@
 #define PING_MAX 2048
 
 #include "hex.h"
+#include "nid_assert.h"
 
 /* ---- vectors: little-endian sender (LE) and its big-endian twin (BE) ---- */
 
@@ -147,14 +148,6 @@ static const struct ping_case ping_cases[] = {
 		 LE_TCP1 LE_UP "00100000" LE_UP "08020000" "20010db8" "00000000" "00000001" },
 };
 
-static void assert_nid_equal(const struct ulnet_nid *want, const struct ulnet_nid *got)
-{
-	assert_int_equal(got->size, want->size);
-	assert_int_equal(got->type, want->type);
-	assert_int_equal(got->num, want->num);
-	for (int i = 0; i < 4; i++)
-		assert_int_equal(got->addr[i], want->addr[i]);
-}
 
 static void assert_ping_equal(const struct ulnet_ping_info *want, const struct ulnet_ping_info *got)
 {
