@@ -161,9 +161,8 @@ struct fab_dev;
 struct fab_provider_ops {
 	const char *name; /* "shm", "verbs" */
 
-	/* Open the device that serves local address @addr (port ignored) with limits @lim (copied).
-	 * 0; -EINVAL bad limits; -EADDRINUSE another open device serves @addr in this process;
-	 * -ENOMEM; -EPERM the provider cannot work on this host (logged with the reason). */
+	/* Open the device that serves local address @addr (port ignored) with limits @lim (copied;
+	 * NULL = fab_limits_default). 0; -EINVAL bad limits; -ENOMEM; another -errno from the kernel. */
 	int (*dev_open)(const struct sockaddr_in *addr, const struct fab_limits *lim, struct fab_dev **out);
 	/* Destroy every id, QP and region still open, then the device. Nothing is reported. */
 	void (*dev_close)(struct fab_dev *dev);
