@@ -113,24 +113,24 @@ static void test_provider_select(void **state)
 }
 
 #ifdef ULNET_HAVE_FABRIC_SHM
-static void test_segs_translate(void **state)
+static void test_iov_slice(void **state)
 {
-	const struct shm_seg segs[] = {{1000, 100}, {5000, 50}, {9000, 10}};
+	const struct iovec segs[] = {{(void *)1000, 100}, {(void *)5000, 50}, {(void *)9000, 10}};
 	struct iovec iov[4];
 
 	(void)state;
-	assert_int_equal(shm_segs_translate(segs, 3, 0, 160, iov, 4), 3);
+	assert_int_equal(shm_iov_slice(segs, 3, 0, 160, iov, 4), 3);
 	assert_int_equal((uintptr_t)iov[0].iov_base, 1000);
 	assert_int_equal(iov[2].iov_len, 10);
-	assert_int_equal(shm_segs_translate(segs, 3, 90, 20, iov, 4), 2);
+	assert_int_equal(shm_iov_slice(segs, 3, 90, 20, iov, 4), 2);
 	assert_int_equal((uintptr_t)iov[0].iov_base, 1090);
 	assert_int_equal(iov[0].iov_len, 10);
 	assert_int_equal((uintptr_t)iov[1].iov_base, 5000);
 	assert_int_equal(iov[1].iov_len, 10);
-	assert_int_equal(shm_segs_translate(segs, 3, 150, 10, iov, 4), 1);
+	assert_int_equal(shm_iov_slice(segs, 3, 150, 10, iov, 4), 1);
 	assert_int_equal((uintptr_t)iov[0].iov_base, 9000);
-	assert_int_equal(shm_segs_translate(segs, 3, 150, 11, iov, 4), -1); /* past the end */
-	assert_int_equal(shm_segs_translate(segs, 3, 0, 160, iov, 2), -1);  /* too many pieces */
+	assert_int_equal(shm_iov_slice(segs, 3, 150, 11, iov, 4), -1); /* past the end */
+	assert_int_equal(shm_iov_slice(segs, 3, 0, 160, iov, 2), -1);  /* too many pieces */
 }
 
 static void test_eperm_msg(void **state)
@@ -158,7 +158,7 @@ int main(void)
 	tests[n++] = (struct CMUnitTest){.name = "provider choose", .test_func = test_provider_choose};
 	tests[n++] = (struct CMUnitTest){.name = "provider select", .test_func = test_provider_select};
 #ifdef ULNET_HAVE_FABRIC_SHM
-	tests[n++] = (struct CMUnitTest){.name = "segment translation", .test_func = test_segs_translate};
+	tests[n++] = (struct CMUnitTest){.name = "iovec slice", .test_func = test_iov_slice};
 	tests[n++] = (struct CMUnitTest){.name = "EPERM line", .test_func = test_eperm_msg};
 #endif
 	return _cmocka_run_group_tests("fabric_pure", tests, n, NULL, NULL);

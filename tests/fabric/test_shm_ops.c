@@ -271,48 +271,42 @@ static char guarded[64 + 4096 + 64];
 
 static void guard_init(void) { memset(guarded, 0xcc, sizeof(guarded)); }
 
-static void test_rdma_past_end(void **state)
+/* A fresh pair; b registers the guarded 4 KiB with @acc; a's RDMA at region offset @off (may be
+ * negative) of @len bytes with b's rkey XOR @key_xor must be refused with the canaries intact. */
+static void refused_case(enum fab_wr_opcode op, unsigned acc, int64_t off, uint32_t len, uint32_t key_xor)
 {
 	struct pair p;
 	struct fab_mr m;
 
+	guard_init();
+	pair_up(&p, NULL, 8, 8);
+	reg(p.b, guarded + 64, 4096, acc, &m);
+	expect_rdma_refused(&p, op, m.addr + (uint64_t)off, m.rkey ^ key_xor, len, guarded, guarded + 64 + 4096);
+	pair_down(&p);
+}
+
+static void test_rdma_past_end(void **state)
+{
 	(void)state;
 	for (int op = FAB_WR_RDMA_WRITE; op <= FAB_WR_RDMA_READ; op++) {
-		guard_init();
-		pair_up(&p, NULL, 8, 8);
-		reg(p.b, guarded + 64, 4096, ALL, &m);
-		/* 16 bytes from 8 before the end */
-		expect_rdma_refused(&p, (enum fab_wr_opcode)op, m.addr + 4096 - 8, m.rkey, 16, guarded, guarded + 64 + 4096);
-		pair_down(&p);
-		guard_init();
-		pair_up(&p, NULL, 8, 8);
-		reg(p.b, guarded + 64, 4096, ALL, &m);
-		/* before the start */
-		expect_rdma_refused(&p, (enum fab_wr_opcode)op, m.addr - 1, m.rkey, 4, guarded, guarded + 64 + 4096);
-		pair_down(&p);
+		refused_case((enum fab_wr_opcode)op, ALL, 4096 - 8, 16, 0); /* 16 bytes from 8 before the end */
+		refused_case((enum fab_wr_opcode)op, ALL, -1, 4, 0);        /* from before the start */
 	}
 }
 
 static void test_bad_rkey(void **state)
 {
 	struct pair p;
-	struct fab_mr m;
 
 	(void)state;
-	guard_init();
+	refused_case(FAB_WR_RDMA_WRITE, ALL, 0, 16, 0x00ff0000u); /* another index */
+	refused_case(FAB_WR_RDMA_READ, ALL, 0, 16, 0x00000001u);  /* another generation */
 	pair_up(&p, NULL, 8, 8);
-	reg(p.b, guarded + 64, 4096, ALL, &m);
-	expect_rdma_refused(&p, FAB_WR_RDMA_WRITE, m.addr, m.rkey ^ 0x00ff0000u, 16, guarded, guarded + 64 + 4096);
+	expect_rdma_refused(&p, FAB_WR_RDMA_READ, (uintptr_t)guarded, 0, 16, NULL, NULL); /* key 0 */
 	pair_down(&p);
-	pair_up(&p, NULL, 8, 8);
-	expect_rdma_refused(&p, FAB_WR_RDMA_READ, (uintptr_t)guarded, 0, 16, NULL, NULL);
-	pair_down(&p);
-	/* a region without the remote right */
-	guard_init();
-	pair_up(&p, NULL, 8, 8);
-	reg(p.b, guarded + 64, 4096, FAB_ACCESS_LOCAL_WRITE | FAB_ACCESS_REMOTE_READ, &m);
-	expect_rdma_refused(&p, FAB_WR_RDMA_WRITE, m.addr, m.rkey, 16, guarded, guarded + 64 + 4096);
-	pair_down(&p);
+	/* regions without the remote right */
+	refused_case(FAB_WR_RDMA_WRITE, FAB_ACCESS_LOCAL_WRITE | FAB_ACCESS_REMOTE_READ, 0, 16, 0);
+	refused_case(FAB_WR_RDMA_READ, FAB_ACCESS_LOCAL_WRITE | FAB_ACCESS_REMOTE_WRITE, 0, 16, 0);
 }
 
 static void test_deregistered_rkey(void **state)

@@ -146,9 +146,9 @@ int shm_dereg_mr(struct fab_dev *dev, const struct fab_mr *mr);
 int shm_mr_acquire(struct shm_mr_entry *tbl, uint32_t tbl_n, pid_t pid, uint32_t key, uint64_t addr,
 		   uint64_t len, unsigned access, struct iovec *iov, int max, struct shm_mr_entry **held);
 void shm_mr_release(struct shm_mr_entry *held);
-/* Pure: the region offset range [off, off+len) over @segs as iovecs. Count, or -1 if over @max. */
-int shm_segs_translate(const struct shm_seg *segs, uint32_t nseg, uint64_t off, uint64_t len,
-		       struct iovec *iov, int max);
+/* Pure: bytes [off, off+len) of the concatenation of @in[0..n) as at most @max iovecs. The count,
+ * or -1 when the list is shorter than off+len or more than @max pieces are needed. */
+int shm_iov_slice(const struct iovec *in, int n, uint64_t off, uint64_t len, struct iovec *out, int max);
 
 /* shm_cm.c */
 int shm_create_id(struct fab_dev *dev, void *context, struct fab_cm_id **out);

@@ -137,26 +137,25 @@ int shm_dereg_mr(struct fab_dev *dev, const struct fab_mr *mr)
 	return 0;
 }
 
-int shm_segs_translate(const struct shm_seg *segs, uint32_t nseg, uint64_t off, uint64_t len,
-		       struct iovec *iov, int max)
+int shm_iov_slice(const struct iovec *in, int n, uint64_t off, uint64_t len, struct iovec *out, int max)
 {
-	int n = 0;
+	int k = 0;
 
-	for (uint32_t i = 0; i < nseg && len; i++) {
+	for (int i = 0; i < n && len; i++) {
 		uint64_t take;
 
-		if (off >= segs[i].len) {
-			off -= segs[i].len;
+		if (off >= in[i].iov_len) {
+			off -= in[i].iov_len;
 			continue;
 		}
-		if (n == max)
+		if (k == max)
 			return -1;
-		take = segs[i].len - off < len ? segs[i].len - off : len;
-		iov[n++] = (struct iovec){(void *)(uintptr_t)(segs[i].base + off), take};
+		take = in[i].iov_len - off < len ? in[i].iov_len - off : len;
+		out[k++] = (struct iovec){(char *)in[i].iov_base + off, take};
 		len -= take;
 		off = 0;
 	}
-	return len ? -1 : n;
+	return len ? -1 : k;
 }
 
 int shm_mr_acquire(struct shm_mr_entry *tbl, uint32_t tbl_n, pid_t pid, uint32_t key, uint64_t addr,
@@ -165,6 +164,7 @@ int shm_mr_acquire(struct shm_mr_entry *tbl, uint32_t tbl_n, pid_t pid, uint32_t
 	uint32_t idx = SHM_KEY_IDX(key);
 	struct shm_mr_entry *e;
 	struct shm_seg stack_segs[16], *segs = stack_segs;
+	struct iovec stack_iov[16], *ranges = stack_iov;
 	int n = -EACCES;
 
 	if (key < (1u << 16) || idx >= tbl_n)
@@ -185,7 +185,8 @@ int shm_mr_acquire(struct shm_mr_entry *tbl, uint32_t tbl_n, pid_t pid, uint32_t
 	}
 	if (e->nseg > 1024)
 		goto out;
-	if (e->nseg > sizeof(stack_segs) / sizeof(stack_segs[0]) && !(segs = malloc(e->nseg * sizeof(*segs)))) {
+	if (e->nseg > sizeof(stack_segs) / sizeof(stack_segs[0]) &&
+	    (!(segs = malloc(e->nseg * sizeof(*segs))) || !(ranges = malloc(e->nseg * sizeof(*ranges))))) {
 		n = -ENOMEM;
 		goto out;
 	}
@@ -200,12 +201,16 @@ int shm_mr_acquire(struct shm_mr_entry *tbl, uint32_t tbl_n, pid_t pid, uint32_t
 			goto out;
 		}
 	}
-	n = shm_segs_translate(segs, e->nseg, addr - e->addr, len, iov, max);
+	for (uint32_t i = 0; i < e->nseg; i++)
+		ranges[i] = (struct iovec){(void *)(uintptr_t)segs[i].base, segs[i].len};
+	n = shm_iov_slice(ranges, (int)e->nseg, addr - e->addr, len, iov, max);
 	if (n < 0)
 		n = -EACCES;
 out:
 	if (segs != stack_segs)
 		free(segs);
+	if (ranges != stack_iov)
+		free(ranges);
 	if (n < 0) {
 		atomic_fetch_sub(&e->busy, 1);
 		return n;

@@ -143,28 +143,6 @@ static int local_iov(struct fab_qp *qp, const struct fab_sge *sge, uint32_t n, u
 	return cnt;
 }
 
-/* [off, off+len) of an iovec list. Count, or -1 over @max. */
-static int iov_slice(const struct iovec *in, int n, uint64_t off, uint64_t len, struct iovec *out, int max)
-{
-	int k = 0;
-
-	for (int i = 0; i < n && len; i++) {
-		uint64_t take;
-
-		if (off >= in[i].iov_len) {
-			off -= in[i].iov_len;
-			continue;
-		}
-		if (k == max)
-			return -1;
-		take = in[i].iov_len - off < len ? in[i].iov_len - off : len;
-		out[k++] = (struct iovec){(char *)in[i].iov_base + off, take};
-		len -= take;
-		off = 0;
-	}
-	return k;
-}
-
 /* The peer is SIGKILLed and gone when this returns (fault injection: death mid-RDMA). */
 static void kill_peer_and_wait(pid_t pid)
 {
@@ -226,16 +204,16 @@ static enum fab_wc_status exec_rdma(struct fab_qp *qp, const struct shm_swr *s, 
 		return rn == -EACCES ? FAB_WC_REM_ACCESS_ERR : vm_errno_status(qp, -rn);
 	if (dev->faults.kill_peer_rdma_nth && --dev->faults.kill_peer_rdma_nth == 0) {
 		/* move the first half, then the peer dies: the rest must fail, not hang or crash */
-		int a = iov_slice(liov, ln, 0, total / 2, l2, SHM_IOV_MAX);
-		int b = iov_slice(riov, rn, 0, total / 2, r2, SHM_IOV_MAX);
+		int a = shm_iov_slice(liov, ln, 0, total / 2, l2, SHM_IOV_MAX);
+		int b = shm_iov_slice(riov, rn, 0, total / 2, r2, SHM_IOV_MAX);
 		ssize_t n = write ? process_vm_writev(qp->id->peer_pid, l2, (unsigned long)a, r2, (unsigned long)b, 0)
 				  : process_vm_readv(qp->id->peer_pid, l2, (unsigned long)a, r2, (unsigned long)b, 0);
 
 		if (n > 0)
 			done = (uint64_t)n;
 		kill_peer_and_wait(qp->id->peer_pid);
-		ln = iov_slice(liov, ln, done, total - done, l2, SHM_IOV_MAX);
-		rn = iov_slice(riov, rn, done, total - done, r2, SHM_IOV_MAX);
+		ln = shm_iov_slice(liov, ln, done, total - done, l2, SHM_IOV_MAX);
+		rn = shm_iov_slice(riov, rn, done, total - done, r2, SHM_IOV_MAX);
 		memcpy(liov, l2, (size_t)ln * sizeof(*liov));
 		memcpy(riov, r2, (size_t)rn * sizeof(*riov));
 	}
