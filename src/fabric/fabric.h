@@ -190,6 +190,8 @@ struct fab_provider_ops {
 
 	/* Create a connection id with @context (returned in events). 0; -ENOMEM. */
 	int (*create_id)(struct fab_dev *dev, void *context, struct fab_cm_id **out);
+	/* Set the context later events about @id carry (a passive id starts with NULL). */
+	void (*set_context)(struct fab_cm_id *id, void *context);
 	/* Destroy @id and its QP (flushing nothing: no completion follows). Idempotent on NULL. */
 	void (*destroy_id)(struct fab_cm_id *id);
 	/* Listen on @addr (the device's address; port given). 0; -EADDRINUSE; -EINVAL. */

@@ -37,6 +37,7 @@ static void pair_up(struct pair *p, const struct fab_limits *lim, uint32_t sq, u
 	assert_memory_equal(ev.private_data, "hello-req", 9);
 	assert_int_equal(ev.peer.sin_addr.s_addr, aa.sin_addr.s_addr);
 	p->idb = ev.id;
+	OPS->set_context(p->idb, (void *)0xbb);
 	assert_int_equal(OPS->create_qp(p->idb, &attr, (void *)0x1b, &p->qb), 0);
 	assert_int_equal(OPS->accept(p->idb, "hello-ack", 9), 0);
 	ft_expect_event(p->da, 2, FAB_CM_ESTABLISHED, &ev);
@@ -45,6 +46,7 @@ static void pair_up(struct pair *p, const struct fab_limits *lim, uint32_t sq, u
 	assert_memory_equal(ev.private_data, "hello-ack", 9);
 	ft_expect_event(p->db, 2, FAB_CM_ESTABLISHED, &ev);
 	assert_ptr_equal(ev.id, p->idb);
+	assert_ptr_equal(ev.context, (void *)0xbb);
 }
 
 static void pair_down(struct pair *p)

@@ -153,6 +153,7 @@ int shm_iov_slice(const struct iovec *in, int n, uint64_t off, uint64_t len, str
 /* shm_cm.c */
 int shm_create_id(struct fab_dev *dev, void *context, struct fab_cm_id **out);
 void shm_destroy_id(struct fab_cm_id *id);
+void shm_set_context(struct fab_cm_id *id, void *context);
 int shm_listen(struct fab_cm_id *id, const struct sockaddr_in *addr, int backlog);
 int shm_connect(struct fab_cm_id *id, const struct sockaddr_in *dst, const void *pdata, size_t len, int timeout_ms);
 int shm_accept(struct fab_cm_id *id, const void *pdata, size_t len);

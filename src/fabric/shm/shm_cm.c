@@ -10,6 +10,7 @@
 #include <sys/epoll.h>
 #include <sys/mman.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/un.h>
 #include <arpa/inet.h>
 #include <unistd.h>
@@ -160,11 +161,17 @@ static void id_close_fd(struct fab_cm_id *id)
 /* Map the peer's registration table (takes ownership of @fd). */
 static int map_peer_table(struct fab_cm_id *id, int fd, uint32_t n)
 {
+	struct stat st;
 	void *p;
 
 	if (fd < 0 || n == 0 || n > 65535) {
 		if (fd >= 0)
 			close(fd);
+		return -EPROTO;
+	}
+	/* a table shorter than announced would SIGBUS us on the first look-up past its end */
+	if (fstat(fd, &st) < 0 || (uint64_t)st.st_size < (uint64_t)n * sizeof(struct shm_mr_entry)) {
+		close(fd);
 		return -EPROTO;
 	}
 	p = mmap(NULL, (size_t)n * sizeof(struct shm_mr_entry), PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
@@ -197,6 +204,11 @@ int shm_create_id(struct fab_dev *dev, void *context, struct fab_cm_id **out)
 	ulnet_list_add_tail(&id->link, &dev->ids);
 	*out = id;
 	return 0;
+}
+
+void shm_set_context(struct fab_cm_id *id, void *context)
+{
+	id->context = context;
 }
 
 void shm_destroy_id(struct fab_cm_id *id)

@@ -337,6 +337,7 @@ const struct fab_provider_ops fab_shm_ops = {
 	.dereg_mr = shm_dereg_mr,
 	.create_id = shm_create_id,
 	.destroy_id = shm_destroy_id,
+	.set_context = shm_set_context,
 	.listen = shm_listen,
 	.create_qp = shm_create_qp,
 	.connect = shm_connect,
