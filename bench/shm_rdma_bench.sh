@@ -5,6 +5,7 @@
 #   - against ucx_perftest over UCX's cma transport, put_bw and get with zcopy (goal >= 0.9).
 # ucx_perftest comes from Debian's ucx-utils, installed here on demand (benches do not run in CI).
 # This VM is noisy: the measurements are interleaved over ROUNDS rounds and the medians compared.
+# Buffers are 2 MiB aligned with MADV_HUGEPAGE (memcpy's too; HUGE=0 turns it off).
 # Usage: bench/shm_rdma_bench.sh [SECONDS]   (BUILD=build dir, default ./build; ROUNDS=5; WS_MIB=1:
 #        the working set, 1 MiB like ucx_perftest's single buffer)
 set -euo pipefail
