@@ -37,6 +37,7 @@
 #include <stdint.h>
 #include <netinet/in.h>
 #include <sys/uio.h>
+#include "config.h"      /* ULNET_HAVE_FABRIC_SHM */
 #include "ulnet/node.h" /* struct ulnet_kv */
 
 #define FAB_PRIVATE_DATA_MAX 56 /* RDMA CM REQ over IB, TCP port space (lnet-wire.md §2.5.5) */
