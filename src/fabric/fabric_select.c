@@ -103,6 +103,7 @@ int fab_provider_select(const char *requested, const struct sockaddr_in *addr,
 	*out = &fab_shm_ops;
 	return 0;
 #else
+	(void)out;
 	ULNET_LOG(FABRIC, ERR, "o2ib %s: shm provider not built (-Dfabric_shm=disabled)", a);
 	return -EPROTONOSUPPORT;
 #endif
