@@ -12,6 +12,7 @@
 #include <setjmp.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 #include <cmocka.h>
 #include "config.h"
 #include "fabric.h"
@@ -29,6 +30,10 @@ static inline struct sockaddr_in ft_addr(int n, int port)
 	inet_pton(AF_INET, s, &a.sin_addr);
 	return a;
 }
+
+/* The first of 64 ports this test process may use: two runs of a test at once (two worktrees,
+ * parallel suites) must not meet on one abstract name. */
+static inline int ft_port_base(void) { return 1024 + (int)(getpid() % 900) * 64; }
 
 static inline uint64_t ft_now_ms(void)
 {

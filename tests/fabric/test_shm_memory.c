@@ -78,7 +78,7 @@ static void test_1000_regions_100_qps(void **state)
 	struct fab_mr mr[NMR];
 	struct fab_cm_event ev;
 	char *mem = malloc((size_t)NMR * 4096), b;
-	int pfd[2], port = 7900, st, established = 0;
+	int pfd[2], port = ft_port_base(), st, established = 0;
 	long kb, child_kb;
 	pid_t child;
 

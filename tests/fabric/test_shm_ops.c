@@ -12,7 +12,8 @@ struct pair {
 	struct fab_dev *da[2], *db[2]; /* {a, b} and {b, a} for the helpers */
 };
 
-static int next_port = 7000;
+/* abstract names are per network namespace, not per worktree: a port block per process */
+static int next_port;
 
 static void pair_up(struct pair *p, const struct fab_limits *lim, uint32_t sq, uint32_t rq)
 {
@@ -564,6 +565,7 @@ static void test_limits(void **state)
 
 int main(void)
 {
+	next_port = ft_port_base();
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_send_recv),
 		cmocka_unit_test(test_rdma_write_read),

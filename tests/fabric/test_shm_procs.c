@@ -13,7 +13,8 @@
 #define TGT_LEN (1u << 20)
 #define ALL (FAB_ACCESS_LOCAL_WRITE | FAB_ACCESS_REMOTE_WRITE | FAB_ACCESS_REMOTE_READ)
 
-static int next_port = 7500;
+/* abstract names are per network namespace, not per worktree: a port block per process */
+static int next_port;
 
 /* The child: a target with a 1 MiB region it advertises in the accept private data. Each message
  * received is a fill byte: it checks the whole region holds it (the WRITE arrived before the SEND)
@@ -226,6 +227,7 @@ static void test_peer_death_read(void **state)
 
 int main(void)
 {
+	next_port = ft_port_base();
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_write_send_read),
 		cmocka_unit_test(test_peer_death_write),
