@@ -201,8 +201,14 @@ static void test_reject_reasons(void **state)
 		if (!r->with_cp && r->version != 0x11)
 			n = 7;
 		o2ib_active_on_reject(buf, (size_t)n, &a, &x);
-		print_message("%-15s v%x -> retry %d err %d: %s\n", o2ib_rej_why_name(r->why), r->version, x.retry, x.err,
-			      x.reason);
+		{
+			char line[300];
+
+			o2ib_reject_describe(&x, &a, line, sizeof(line));
+			print_message("%s\n", line);
+			assert_null(strchr(line, '\n'));
+			assert_non_null(strstr(line, x.reason));
+		}
 		assert_int_equal(x.retry, r->retry);
 		assert_int_equal(x.err, r->err);
 		assert_int_equal(a.version, r->after_version);
@@ -291,6 +297,21 @@ static void test_passive_rejects(void **state)
 	assert_int_equal(d.rej.why, O2IB_REJECT_FATAL);
 	assert_int_equal(d.rej.version, 0x11);
 	assert_int_equal(o2ib_rej_pack(&d.rej, buf, sizeof(buf)), 7); /* V1 gets the 7-byte form */
+	/* the log line names what was asked and what we accept */
+	o2ib_active_connreq(&a, &act, &req);
+	req.u.connparams.max_frags = 300;
+	n = o2ib_msg_pack(&req, false, buf, sizeof(buf));
+	DECIDE((size_t)n);
+	assert_int_equal(d.rej.why, O2IB_REJECT_RDMA_FRAGS);
+	{
+		char line[300];
+
+		o2ib_passive_describe(&d, line, sizeof(line));
+		print_message("%s\n", line);
+		assert_non_null(strstr(line, "rejected RDMA_FRAGS"));
+		assert_non_null(strstr(line, "max_frags 300"));
+		assert_non_null(strstr(line, "I accept 8/257/4096"));
+	}
 	/* a known peer with another incarnation: STALE and close the old connections */
 	pv = (struct o2ib_peer_view){ .known = true, .stamp = STAMP_A - 5, .version = 0x12 };
 	PACK();

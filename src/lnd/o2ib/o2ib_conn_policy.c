@@ -3,6 +3,8 @@
 #include "o2ib_conn_policy.h"
 
 #include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
 #include <string.h>
 
 uint16_t o2ib_depth_for_qp(const struct o2ib_conn_tun *tun, uint16_t depth, uint16_t max_frags)
@@ -75,6 +77,9 @@ void o2ib_passive_decide(const uint8_t *priv, size_t len, const struct o2ib_loca
 	}
 	d->peer_nid = req->srcnid;
 	d->peer_stamp = req->srcstamp;
+	d->asked_version = req->version;
+	if (req->type == O2IB_MSG_CONNREQ)
+		d->asked = req->u.connparams;
 	v1 = req->version == O2IB_MSG_VERSION_1;
 	if (req->dstnid != me->nid)
 		return reject(d, me, req->version, O2IB_REJECT_FATAL, "CONNREQ for another NID");
@@ -111,6 +116,21 @@ void o2ib_passive_decide(const uint8_t *priv, size_t len, const struct o2ib_loca
 	d->cp.queue_depth = o2ib_depth_for_qp(&me->tun, cp->queue_depth, cp->max_frags);
 	d->cp.max_msg_size = O2IB_MSG_SIZE;
 	d->reason = d->cp.queue_depth < cp->queue_depth ? "accepted; queue depth reduced to fit the QP" : "accepted";
+}
+
+int o2ib_passive_describe(const struct o2ib_passive_decision *d, char *buf, size_t cap)
+{
+	if (d->accept)
+		return snprintf(buf, cap,
+				"CONNREQ from 0x%016" PRIx64 " v0x%x accepted: queue depth %u (asked %u), max_frags %u: %s",
+				d->peer_nid, d->version, d->cp.queue_depth, d->asked.queue_depth, d->cp.max_frags,
+				d->reason);
+	return snprintf(buf, cap,
+			"CONNREQ from 0x%016" PRIx64 " v0x%x rejected %s: %s (asked queue depth %u max_frags %u "
+			"max_msg_size %u; I accept %u/%u/%u, tunables peer_credits and max_frags)",
+			d->peer_nid, d->asked_version, o2ib_rej_why_name(d->rej.why), d->reason, d->asked.queue_depth,
+			d->asked.max_frags, d->asked.max_msg_size, d->rej.cp.queue_depth, d->rej.cp.max_frags,
+			d->rej.cp.max_msg_size);
 }
 
 /* ---- active ---- */
@@ -194,6 +214,9 @@ void o2ib_active_on_reject(const uint8_t *priv, size_t len, struct o2ib_active *
 	if (o2ib_rej_unpack(priv, len, &r, &err))
 		return act(x, O2IB_GIVE_UP, -ECONNREFUSED, "rejected without o2ib private data");
 	x->why = r.why;
+	x->has_cp = r.has_cp;
+	x->peer_cp = r.cp;
+	x->peer_version = r.version;
 	switch (r.why) {
 	case O2IB_REJECT_CONN_RACE:
 		return act(x, O2IB_RETRY_LATER, 0, "connection race lost: reconnect once the rejected connection is gone");
@@ -233,4 +256,26 @@ void o2ib_active_on_reject(const uint8_t *priv, size_t len, struct o2ib_active *
 	default:
 		return act(x, O2IB_GIVE_UP, -ECONNREFUSED, "rejected for an unknown reason");
 	}
+}
+
+int o2ib_reject_describe(const struct o2ib_reject_action *x, const struct o2ib_active *a, char *buf, size_t cap)
+{
+	static const char *const retry[] = { "giving up", "retrying now", "retrying later" };
+	int n = snprintf(buf, cap, "connection to 0x%016" PRIx64 " rejected %s (peer v0x%x", a->peer_nid,
+			 x->why ? o2ib_rej_why_name(x->why) : "without o2ib data", x->peer_version);
+
+	if (n < 0 || (size_t)n >= cap)
+		return n;
+	if (x->has_cp)
+		n += snprintf(buf + n, cap - (size_t)n, ", accepts queue depth %u max_frags %u",
+			      x->peer_cp.queue_depth, x->peer_cp.max_frags);
+	if ((size_t)n >= cap)
+		return n;
+	if (x->retry == O2IB_GIVE_UP)
+		return n + snprintf(buf + n, cap - (size_t)n,
+				    "): %s; giving up (our proposal: v0x%x queue depth %u max_frags %u, tunables "
+				    "peer_credits and max_frags): %s",
+				    x->reason, a->version, a->queue_depth, a->max_frags, strerror(-x->err));
+	return n + snprintf(buf + n, cap - (size_t)n, "): %s; %s with v0x%x queue depth %u max_frags %u", x->reason,
+			    retry[x->retry], a->version, a->queue_depth, a->max_frags);
 }

@@ -54,11 +54,16 @@ struct o2ib_passive_decision {
 	struct o2ib_rej rej;           /* reject: the private data to send */
 	uint64_t peer_nid, peer_stamp; /* from the CONNREQ (0 if it did not parse) */
 	bool close_stale;              /* close my existing connections to this peer */
-	const char *reason;            /* one line for the log */
+	struct o2ib_connparams asked;  /* what the CONNREQ proposed (0s if it did not parse) */
+	uint16_t asked_version;
+	const char *reason;            /* why, in words; o2ib_passive_describe() adds the values */
 };
 /* Decide on a CONNREQ's private data. Always fills @out (a reject is a decision, not an error). */
 void o2ib_passive_decide(const uint8_t *priv, size_t len, const struct o2ib_local *me,
 			 const struct o2ib_peer_view *pv, struct o2ib_passive_decision *out);
+/* One log line: the decision, the reason, what the peer asked, what we accept, and the tunables
+ * (peer_credits, max_frags) that decide it. Returns snprintf's value. */
+int o2ib_passive_describe(const struct o2ib_passive_decision *d, char *buf, size_t cap);
 
 /* The active side's state for one peer across attempts. */
 struct o2ib_active {
@@ -94,9 +99,15 @@ struct o2ib_reject_action {
 	enum o2ib_retry retry;
 	int err;                 /* GIVE_UP: negative errno */
 	uint8_t why;             /* the reason received (0 if unparseable) */
+	bool has_cp;             /* the reject carried the peer's values */
+	struct o2ib_connparams peer_cp;
+	uint16_t peer_version;
 	const char *reason;
 };
 /* Handle a CM reject's private data; updates @a for a retry. */
 void o2ib_active_on_reject(const uint8_t *priv, size_t len, struct o2ib_active *a, struct o2ib_reject_action *act);
+/* One log line: the reason received, the peer's values, what we proposed (@a after the call holds
+ * the retry values), the reaction. */
+int o2ib_reject_describe(const struct o2ib_reject_action *x, const struct o2ib_active *a, char *buf, size_t cap);
 
 #endif

@@ -83,7 +83,11 @@ const char *o2ib_rej_why_name(unsigned why)
 
 int o2ib_wire_err_format(const struct o2ib_wire_err *err, char *buf, size_t cap)
 {
-	return snprintf(buf, cap, "%s=%" PRIu64 " at offset %zu: %s (limit %" PRIu64 ")",
+	/* magics and checksums read better in hex */
+	bool hex = err->field && (strstr(err->field, "magic") || strstr(err->field, "cksum"));
+
+	return snprintf(buf, cap, hex ? "%s=0x%" PRIx64 " at offset %zu: %s (limit 0x%" PRIx64 ")"
+				      : "%s=%" PRIu64 " at offset %zu: %s (limit %" PRIu64 ")",
 			err->field ? err->field : "?", err->got, err->offset, err->why ? err->why : "invalid",
 			err->limit);
 }
