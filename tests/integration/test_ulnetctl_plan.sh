@@ -61,7 +61,8 @@ ul_run "$T/nb.out" "$T/nb.err" "$ULNETCTL" plan "${lu[@]}" --bounce-size 0
 ul_one_line "$T/nb.err" '^ulnetctl: plan: no plan \(Message too long\): .*bounce'
 
 ul_step "usage errors: exit 2"
-for bad in "--src-form pages" "--len 2M" "--src-page-size 3000" "--max-qp-wr 1" "--bogus 1" "--len"; do
+for bad in "--src-form pages" "--len 2M" "--len 0" "--len 4K --resid 8K" "--src-page-size 3000" "--max-qp-wr 1" \
+	   "--bogus 1" "--len"; do
 	# shellcheck disable=SC2086
 	ul_run "$T/u.out" "$T/u.err" "$ULNETCTL" plan $bad
 	(( UL_STATUS == 2 )) || ul_fail "'$bad': status $UL_STATUS, want 2"

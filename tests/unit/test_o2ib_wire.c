@@ -276,6 +276,18 @@ static void test_max_frags_param(void **state)
 	assert_int_equal(n, 4092);
 	assert_int_equal(o2ib_msg_unpack(buf, (size_t)n, 100000, &out, &err), 0);
 	assert_int_equal(o2ib_msg_pack(&m, false, buf, 4091), -ENOSPC);
+	/* IMMEDIATE: 3976 bytes fill a message; one more (or a wrapped length) is refused */
+	memset(&m, 0, sizeof(m));
+	m.version = 0x12;
+	m.type = O2IB_MSG_IMMEDIATE;
+	m.u.immediate.hdr.type = 1;
+	m.u.immediate.payload = buf + 2048; /* any bytes */
+	m.u.immediate.payload_len = O2IB_IMMEDIATE_MAX_PAYLOAD;
+	assert_int_equal(o2ib_msg_size(&m), O2IB_MSG_SIZE);
+	m.u.immediate.payload_len = O2IB_IMMEDIATE_MAX_PAYLOAD + 1;
+	assert_int_equal(o2ib_msg_size(&m), -EINVAL);
+	m.u.immediate.payload_len = UINT32_MAX - 100;
+	assert_int_equal(o2ib_msg_pack(&m, false, buf, sizeof(buf)), -EINVAL);
 }
 
 static void test_cksum(void **state)

@@ -131,8 +131,10 @@ int plan_main(int argc, char **argv)
 	}
 	if (resid == UINT64_MAX)
 		resid = len;
-	if (len == 0 || resid > len)
-		return fail_usage("--len must be 1..1M and --resid at most --len; --len is", argc ? argv[0] : "");
+	if (len == 0 || resid > len) {
+		fprintf(stderr, "ulnetctl: plan: --len must be 1..1M and --resid at most --len\n");
+		return 2;
+	}
 	for (int k = 0; k < 2; k++) {
 		uint64_t ps = k ? dst.page_size : src.page_size;
 
@@ -140,8 +142,10 @@ int plan_main(int argc, char **argv)
 			return fail_usage("page size must be a power of two from 4K to 64K, not", k ? "--dst-page-size"
 												 : "--src-page-size");
 	}
-	if (sge == 0 || qp < 2 || frags == 0)
-		return fail_usage("limits: --max-send-sge >= 1, --max-qp-wr >= 2, --max-frags >= 1;", "");
+	if (sge == 0 || qp < 2 || frags == 0) {
+		fprintf(stderr, "ulnetctl: plan: limits: --max-send-sge >= 1, --max-qp-wr >= 2, --max-frags >= 1\n");
+		return 2;
+	}
 
 	ss = synth(&src, SRC_BASE, resid ? resid : 1, &smem);
 	ds = synth(&dst, DST_BASE, len, &dmem);

@@ -163,7 +163,9 @@ int o2ib_msg_size(const struct o2ib_msg *m)
 		return O2IB_CONN_MSG_SIZE;
 	case O2IB_MSG_NOOP:
 		return O2IB_HDR_SIZE;
-	case O2IB_MSG_IMMEDIATE:
+	case O2IB_MSG_IMMEDIATE: /* we never send more than one receive buffer holds */
+		if (m->u.immediate.payload_len > O2IB_IMMEDIATE_MAX_PAYLOAD)
+			return -EINVAL;
 		return (int)(O2IB_IMMEDIATE_HDR_SIZE + m->u.immediate.payload_len);
 	case O2IB_MSG_PUT_REQ:
 		return O2IB_PUTREQ_SIZE;

@@ -134,8 +134,8 @@ int o2ib_wire_err_format(const struct o2ib_wire_err *err, char *buf, size_t cap)
  * non-x86 kernel); 0 becomes 1. @signed_char gives the pre-6.2 x86_64 variant. */
 uint32_t o2ib_cksum(const uint8_t *buf, size_t len, bool signed_char);
 
-/* Bytes the packed message will take (without writing), or -EINVAL for an unknown type or a descriptor
- * with more than O2IB_RD_FRAGS_CAP fragments. */
+/* Bytes the packed message will take (without writing), or -EINVAL for an unknown type, an IMMEDIATE
+ * payload above 3976 bytes or a descriptor with more than O2IB_RD_FRAGS_CAP fragments. */
 int o2ib_msg_size(const struct o2ib_msg *m);
 /* Pack @m (magic, nob and cksum are computed: cksum only when @cksum). @swab writes the opposite byte
  * order, as a peer of the other endianness would (tests, fuzz seeds). Returns bytes written, -ENOSPC
