@@ -59,7 +59,8 @@ static int con_call(struct ulnet_sst_con *c, const struct ulnet_process_id *node
 	if (status) {
 		snprintf(why, cap, "%s: %s: %s (status %u)", nid_str(node, nid), what,
 			 status < 4096 ? errno_text((int)status) : "unknown status", status);
-		return status < 4096 ? -(int)status : -EPROTO;
+		/* the node's EINVAL is not a bad console argument (that is what -EINVAL means to callers) */
+		return status == EINVAL ? -ENOEXEC : status < 4096 ? -(int)status : -EPROTO;
 	}
 	return 0;
 }
@@ -70,8 +71,8 @@ static void con_msg(struct ulnet_sst_msg *m, uint32_t type)
 	m->type = type;
 }
 
-int ulnet__sst_con_join(struct ulnet_sst_con *c, const struct ulnet_process_id *node, bool force, char *why,
-			size_t cap)
+int ulnet__sst_con_join(struct ulnet_sst_con *c, const struct ulnet_process_id *node, bool force,
+			uint32_t *node_feats, char *why, size_t cap)
 {
 	struct ulnet_sst_msg req, rep;
 	char nid[ULNET_NID_STRLEN];
@@ -94,6 +95,8 @@ int ulnet__sst_con_join(struct ulnet_sst_con *c, const struct ulnet_process_id *
 			 nid_str(node, nid), rep.ses_feats, c->feats);
 		return -EPROTO;
 	}
+	if (node_feats) /* kernel nodes leave the reserved words zero */
+		*node_feats = rep.reserved0 == ULNET_SST_EXT_MAGIC ? rep.reserved1 : 0;
 	return 0;
 }
 
@@ -128,8 +131,8 @@ int ulnet__sst_con_ping(struct ulnet_sst_con *c, const struct ulnet_process_id *
 }
 
 int ulnet__sst_con_test_add(struct ulnet_sst_con *c, const struct ulnet_process_id *node, uint64_t bid,
-			    const struct ulnet_sst_con_test *t, bool is_client, const struct ulnet_process_id *dests,
-			    unsigned ndest, char *why, size_t cap)
+			    const struct ulnet_sst_con_test *t, bool is_client, uint32_t node_feats,
+			    const struct ulnet_process_id *dests, unsigned ndest, char *why, size_t cap)
 {
 	struct ulnet_sst_id ids[ULNET_SST_MAX_IDS];
 	struct ulnet_sst_msg req, rep;
@@ -140,6 +143,13 @@ int ulnet__sst_con_test_add(struct ulnet_sst_con *c, const struct ulnet_process_
 		snprintf(why, cap, "%s: add test: %u destinations, at most %u", nid_str(node, nid), ndest,
 			 ULNET_SST_MAX_IDS);
 		return -EINVAL;
+	}
+	if (is_client && t->service == ULNET_SST_SVC_BRW && !(node_feats & ULNET_SST_NODE_ANY_OFFSET)) {
+		char rule[400];
+		if (ulnet__sst_kernel_offset_check(t->size, t->offset, rule, sizeof(rule))) {
+			snprintf(why, cap, "%s: %s", nid_str(node, nid), rule);
+			return -EINVAL;
+		}
 	}
 	con_msg(&req, ULNET_SST_TEST_REQST);
 	q->sid = c->sid;

@@ -301,6 +301,10 @@ void sst__fw_handle(struct ulnet_sst *sst, struct sst_rpc *r)
 	}
 reply:
 	out->ses_feats = feats;
+	if (in->type == ULNET_SST_MKSN_REQST || in->type == ULNET_SST_DEBUG_REQST) {
+		out->reserved0 = ULNET_SST_EXT_MAGIC; /* "this node is ulnet" (docs/selftest.md §6) */
+		out->reserved1 = ULNET_SST_NODE_FEATS;
+	}
 	sst__server_send_reply(sst, r);
 }
 

@@ -55,6 +55,7 @@ static struct con_state {
 	struct con_group *groups[CON_MAX_GROUPS];
 	struct con_batch *batches[CON_MAX_BATCHES];
 	struct ulnet_process_id joined[CON_MAX_NODES];
+	uint32_t joined_feats[CON_MAX_NODES]; /* what each announced at join (ULNET_SST_NODE_*; 0: kernel) */
 	uint64_t next_bid;
 	bool force;
 	/* pinger */
@@ -99,12 +100,25 @@ static bool name_ok(const char *s)
 	return true;
 }
 
-static bool joined(const struct ulnet_process_id *id)
+static int joined_index(const struct ulnet_process_id *id)
 {
 	for (unsigned i = 0; i < cs.njoined; i++)
 		if (ulnet_nid_equal(&cs.joined[i].nid, &id->nid))
-			return true;
-	return false;
+			return (int)i;
+	return -1;
+}
+
+static bool joined(const struct ulnet_process_id *id)
+{
+	return joined_index(id) >= 0;
+}
+
+/* The ulnet features @id announced when it joined; 0 (a kernel node) when unknown. */
+static uint32_t joined_feats(const struct ulnet_process_id *id)
+{
+	int i = joined_index(id);
+
+	return i < 0 ? 0 : cs.joined_feats[i];
 }
 
 static void *pinger_main(void *arg)
@@ -296,7 +310,8 @@ static int cmd_group_add(struct ulnetd *d, int argc, char **argv, struct ulnetd_
 			rc = ulnetd_errorf(out, -ENOSPC, "add_group: at most %d nodes per session", CON_MAX_NODES);
 			goto fail;
 		}
-		rc = ulnet__sst_con_join(&cs.con, &g->nodes[k], cs.force, why, sizeof(why));
+		rc = ulnet__sst_con_join(&cs.con, &g->nodes[k], cs.force, &cs.joined_feats[cs.njoined], why,
+					 sizeof(why));
 		if (rc) {
 			rc = ulnetd_errorf(out, rc, "add_group %s: %s; group not added", g->name, why);
 			goto fail;
@@ -414,7 +429,7 @@ static int cmd_test_add(struct ulnetd *d, int argc, char **argv, struct ulnetd_o
 		{ "--distribute", NULL, ULNETD_OPT_STR, 0, 0, &dist },
 		{ "--timeout", NULL, ULNETD_OPT_INT, 0, 3600, &timeout },
 	};
-	char *pos[8], why[256];
+	char *pos[8], why[512];
 	int npos, rc, bi, fg, tg, wi = 1;
 	struct con_test ct = { 0 };
 	struct con_batch *b;
@@ -495,6 +510,17 @@ static int cmd_test_add(struct ulnetd *d, int argc, char **argv, struct ulnetd_o
 		ct.span = cs.groups[tg]->n;
 	ct.from = fg;
 	ct.to = tg;
+	/* before anything is sent: no client node that may be a kernel node gets an offset it cannot survive */
+	for (unsigned i = 0; ct.t.service == ULNET_SST_SVC_BRW && i < cs.groups[fg]->n; i++) {
+		const struct ulnet_process_id *id = &cs.groups[fg]->nodes[i];
+		char nid[ULNET_NID_STRLEN];
+		if (!(joined_feats(id) & ULNET_SST_NODE_ANY_OFFSET) &&
+		    ulnet__sst_kernel_offset_check(ct.t.size, ct.t.offset, why, sizeof(why))) {
+			rc = ulnetd_errorf(out, -EINVAL, "add_test: client %s is not known to be a ulnet node: %s",
+					   ulnet_nid_format(&id->nid, nid, sizeof(nid)), why);
+			goto out;
+		}
+	}
 	{
 		const struct con_group *src = cs.groups[fg], *dst = cs.groups[tg];
 		/* lst: servers first, each asked for buffers for the units that may aim at it */
@@ -503,7 +529,7 @@ static int cmd_test_add(struct ulnetd *d, int argc, char **argv, struct ulnetd_o
 		struct ulnet_sst_con_test st = ct.t;
 		st.loop = (int32_t)(nmax * ct.dist * ct.t.concurrency);
 		for (unsigned k = 0; k < dst->n; k++)
-			if ((rc = ulnet__sst_con_test_add(&cs.con, &dst->nodes[k], b->bid, &st, false, NULL, 0, why,
+			if ((rc = ulnet__sst_con_test_add(&cs.con, &dst->nodes[k], b->bid, &st, false, 0, NULL, 0, why,
 							  sizeof(why)))) {
 				rc = ulnetd_errorf(out, rc, "add_test: %s", why);
 				goto out;
@@ -514,7 +540,8 @@ static int cmd_test_add(struct ulnetd *d, int argc, char **argv, struct ulnetd_o
 			unsigned start = ((i / ct.dist) * ct.span) % dst->n;
 			for (unsigned k = 0; k < ct.span; k++)
 				dests[k] = dst->nodes[(start + k) % dst->n];
-			if ((rc = ulnet__sst_con_test_add(&cs.con, &src->nodes[i], b->bid, &ct.t, true, dests, ct.span,
+			if ((rc = ulnet__sst_con_test_add(&cs.con, &src->nodes[i], b->bid, &ct.t, true,
+							  joined_feats(&src->nodes[i]), dests, ct.span,
 							  why, sizeof(why)))) {
 				rc = ulnetd_errorf(out, rc, "add_test: %s", why);
 				goto out;
