@@ -61,10 +61,11 @@ static void tick(struct ulnet_sst *sst)
 			sst__rpc_abort(sst, r);
 		}
 	}
+	/* a stop without force lets RPCs in flight finish (lnet_selftest's batch stop) */
 	for (struct sst_test *t = sst->tests; t; t = t->next)
-		if (!t->done && (t->stopping || t->dest_gone || (t->end_ns && now >= t->end_ns)))
+		if (!t->done && t->inflight && (t->abort || t->dest_gone))
 			for (r = sst->active; r; r = r->anext)
-				if (r->test == t && !r->aborting && (t->stopping || t->dest_gone)) {
+				if (r->test == t && !r->aborting) {
 					r->err = t->dest_gone ? ERR_PEER_GONE : ERR_CANCELLED;
 					sst__rpc_abort(sst, r);
 				}
@@ -155,7 +156,7 @@ void ulnet__sst_stop(struct ulnet_sst *sst)
 	pthread_mutex_lock(&sst->lock);
 	sst->stopping = true;
 	for (struct sst_test *t = sst->tests; t; t = t->next)
-		t->stopping = true;
+		t->stopping = t->abort = true;
 	for (int i = 0; i < SST_HASH; i++)
 		for (struct sst_rpc *r = sst->hash[i]; r; r = r->hnext)
 			sst__rpc_abort(sst, r);

@@ -18,13 +18,16 @@ struct ulnet_sst_sid sst__cur_sid(const struct ulnet_sst *sst)
 	return sst->have_session ? sst->sid : ULNET_SST_SID_NONE;
 }
 
-static void tests_stop(struct ulnet_sst *sst, uint64_t batch, bool all)
+/* Stop launching RPCs for batch @batch (@all: every batch). As lnet_selftest: RPCs in flight finish
+ * (their server's bulk and reply still find our MDs) unless @force, which aborts them. */
+static void tests_stop(struct ulnet_sst *sst, uint64_t batch, bool all, bool force)
 {
 	for (struct sst_test *t = sst->tests; t; t = t->next) {
 		if (!t->framework || (!all && t->batch_id != batch))
 			continue;
 		t->stopping = true;
-		for (struct sst_rpc *r = sst->active; r; r = r->anext)
+		t->abort |= force;
+		for (struct sst_rpc *r = sst->active; force && r; r = r->anext)
 			if (r->test == t && !r->aborting) {
 				r->err = ERR_CANCELLED;
 				sst__rpc_abort(sst, r);
@@ -35,7 +38,7 @@ static void tests_stop(struct ulnet_sst *sst, uint64_t batch, bool all)
 
 void sst__session_end(struct ulnet_sst *sst)
 {
-	tests_stop(sst, 0, true);
+	tests_stop(sst, 0, true, true);
 	for (struct sst_test *t = sst->tests; t; t = t->next)
 		t->zombie |= t->framework;
 	sst->have_session = false;
@@ -237,7 +240,7 @@ void sst__fw_handle(struct ulnet_sst *sst, struct sst_rpc *r)
 				if (!t->framework || t->zombie || t->batch_id != q->bid || !t->is_client ||
 				    (t->inflight && !t->done))
 					continue;
-				t->done = t->stopping = t->dest_gone = false;
+				t->done = t->stopping = t->abort = t->dest_gone = false;
 				t->started = t->finished = 0;
 				free(t->st.lat);
 				memset(&t->st, 0, sizeof(t->st));
@@ -248,7 +251,7 @@ void sst__fw_handle(struct ulnet_sst *sst, struct sst_rpc *r)
 					sst__client_launch(sst, t);
 			}
 		} else if (q->opc == ULNET_SST_BATCH_STOP) {
-			tests_stop(sst, q->bid, false);
+			tests_stop(sst, q->bid, false, q->arg != 0); /* bar_arg: force */
 		} else if (q->opc == ULNET_SST_BATCH_QUERY) {
 			unsigned idx = 0;
 			for (struct sst_test *t = sst->tests; t; t = t->next) {

@@ -96,6 +96,7 @@ struct sst_test {
 	uint64_t end_ns;
 	uint32_t inflight;
 	bool stopping, done, dest_gone, framework;
+	bool abort;                       /* stopping with force: in-flight RPCs are aborted too */
 	uint32_t corrupt_left;
 	uint32_t ping_seq;
 	struct sst_stats st;

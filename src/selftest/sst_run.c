@@ -119,7 +119,7 @@ int ulnet__sst_run(struct ulnet_sst *sst, const struct ulnet_sst_params *p, stru
 			int stop = p->progress(p->progress_arg, &so_far);
 			pthread_mutex_lock(&sst->lock);
 			if (stop)
-				t->stopping = true;
+				t->stopping = t->abort = true; /* the caller gave up: do not wait */
 		}
 	}
 	fill_result(t, t0, res, true);

@@ -583,12 +583,15 @@ static struct con_base *base_of(struct con_batch *b, const struct ulnet_process_
 	return NULL;
 }
 
-static int batch_lookup(struct ulnetd_out *out, const char *cmd, int argc, char **argv, struct con_batch **bp)
+/* @force: where --force goes (NULL: the command takes no option). */
+static int batch_lookup(struct ulnetd_out *out, const char *cmd, int argc, char **argv, bool *force,
+			struct con_batch **bp)
 {
+	const struct ulnetd_opt opts[] = { { "--force", NULL, ULNETD_OPT_FLAG, 0, 0, force } };
 	char *pos[1];
 	int npos, rc, bi;
 
-	if ((rc = ulnetd_parse_args(out, cmd, argc, argv, NULL, 0, pos, 1, &npos)))
+	if ((rc = ulnetd_parse_args(out, cmd, argc, argv, opts, force ? 1 : 0, pos, 1, &npos)))
 		return rc;
 	if (npos != 1)
 		return ulnetd_errorf(out, -EINVAL, "%s: give the batch NAME", cmd);
@@ -611,7 +614,7 @@ static int cmd_batch_run(struct ulnetd *d, int argc, char **argv, struct ulnetd_
 
 	(void)d;
 	pthread_mutex_lock(&cs.lock);
-	if ((rc = batch_lookup(out, "run", argc, argv, &b)))
+	if ((rc = batch_lookup(out, "run", argc, argv, NULL, &b)))
 		goto out;
 	if (!b->ntests) {
 		rc = ulnetd_errorf(out, -EINVAL, "run: batch '%s' has no test", b->name);
@@ -724,18 +727,25 @@ static int cmd_batch_stop(struct ulnetd *d, int argc, char **argv, struct ulnetd
 	struct con_batch *b;
 	char why[256];
 	unsigned nc;
-	uint64_t until;
+	uint64_t until, wait_ms = cs.con.rpc_timeout_ms;
+	bool force = false;
 	int rc;
 
 	(void)d;
 	pthread_mutex_lock(&cs.lock);
-	if ((rc = batch_lookup(out, "stop", argc, argv, &b)))
+	if ((rc = batch_lookup(out, "stop", argc, argv, &force, &b)))
 		goto out;
 	nc = batch_nodes(b, false, cli, CON_MAX_NODES);
 	for (unsigned i = 0; i < nc; i++)
-		(void)ulnet__sst_con_batch(&cs.con, &cli[i], b->bid, ULNET_SST_BATCH_STOP, 0, NULL, why, sizeof(why));
-	/* wait for RPCs in flight: until every client says idle, or the RPC timeout */
-	until = ulnetd_sst_mono_ms() + cs.con.rpc_timeout_ms + 2000;
+		(void)ulnet__sst_con_batch(&cs.con, &cli[i], b->bid, ULNET_SST_BATCH_STOP, force, NULL, why,
+					   sizeof(why));
+	/* without force, RPCs in flight finish or time out on the clients: wait for that, and a little more */
+	for (unsigned t = 0; !force && t < b->ntests; t++) {
+		uint32_t rpc_ms = b->tests[t].t.rpc_timeout_ms ? b->tests[t].t.rpc_timeout_ms : 64000;
+		if (rpc_ms > wait_ms)
+			wait_ms = rpc_ms;
+	}
+	until = ulnetd_sst_mono_ms() + wait_ms + 2000;
 	for (unsigned i = 0; i < nc; i++) {
 		uint32_t active = 1;
 		while (!ulnet__sst_con_batch(&cs.con, &cli[i], b->bid, ULNET_SST_BATCH_QUERY, 0, &active, why,
@@ -851,7 +861,8 @@ static const struct ulnetd_cmd lst_cmds[] = {
 	{ "selftest batch add", "NAME", "lst add_batch", cmd_batch_add },
 	{ "selftest batch list", "", "lst list_batch", cmd_batch_list },
 	{ "selftest batch run", "NAME", "lst run", cmd_batch_run },
-	{ "selftest batch stop", "NAME", "lst stop, then one JSON result per client node", cmd_batch_stop },
+	{ "selftest batch stop", "NAME [--force]",
+	  "lst stop (--force aborts RPCs in flight), then one JSON result per client node", cmd_batch_stop },
 	{ "selftest test add", "--batch B --from G --to G [--loop N] [--concurrency N] [--distribute x:y] "
 			       "[--timeout SEC] brw [read|write] [size=S] [off=O] [check=C] | ping",
 	  "lst add_test", cmd_test_add },
