@@ -6,7 +6,8 @@
 # extension: the reserved words stay zero), and checks each brw TEST client entry with the kernel's
 # offset rules: an offset that is not a multiple of 8 is refused (EINVAL); one that makes the transfer
 # span more pages than ceil(len / 4096) is counted as a crash (a real kernel node LBUGs). Counts go to
-# STATE (JSON, rewritten after every request). Usage:
+# STATE (JSON, rewritten after every request). It also answers LNet pings (GET on portal 0) with ping
+# info announcing BASE, NI_STATUS, MULTI_RAIL and DISCOVERY, as a kernel Multi-Rail node does. Usage:
 #   kernel_sst_client.py ADDR STATE [--refuse-tests ERRNO]
 import json, os, socket, struct, sys, threading
 
@@ -16,7 +17,9 @@ refuse = int(sys.argv[sys.argv.index("--refuse-tests") + 1]) if "--refuse-tests"
 SOCKLND, PID_LUSTRE, PAGE = 2, 12345, 4096
 ACCEPTOR_MAGIC, HELLO_MAGIC, SRPC_MAGIC = 0xacce7100, 0x45726963, 0xeeb0f00d
 KSOCK_NOOP, KSOCK_LNET = 0xc0, 0xc1
-LNET_PUT = 1
+LNET_PUT, LNET_GET, LNET_REPLY = 1, 2, 3
+PING_MATCHBITS, PING_MAGIC, PING_FEATS = 0x8000000000000000, 0x70696E67, 0x01 | 0x02 | 0x08 | 0x10
+LOLND, NI_UP = 9, 0x15aac0de
 PORTAL_REQUEST, PORTAL_FRAMEWORK, PORTAL_RDMA = 50, 51, 52
 MKSN, RMSN, BATCH, STAT, TEST, DEBUG, BRW = 0, 2, 4, 6, 8, 10, 12
 EINVAL = 22
@@ -28,7 +31,7 @@ def nid_of(ip):
 
 MY_NID, INCARNATION = nid_of(addr), 0x5157_0000_0000_0001
 lock = threading.Lock()
-counts = {"mksn": 0, "rmsn": 0, "debug": 0, "batch": 0, "stat": 0, "tests": 0, "client_tests": 0,
+counts = {"pings": 0, "mksn": 0, "rmsn": 0, "debug": 0, "batch": 0, "stat": 0, "tests": 0, "client_tests": 0,
           "server_tests": 0, "brw": 0, "unaligned_refused": 0, "would_crash": 0, "accepted": []}
 session = {"sid": b"\0" * 16, "name": b"\0" * 32}
 
@@ -145,6 +148,22 @@ def serve(conn):
             if zc0:  # zero-copy sender: acknowledge the cookie
                 with send_lock:
                     conn.sendall(struct.pack("<IIQQ", KSOCK_NOOP, 0, 0, zc0))
+            if mtype == LNET_GET:
+                ret_wmd = hdr[32:48]
+                match_bits, portal, _soff, sink_len = struct.unpack("<QIII", hdr[48:68])
+                if portal != 0 or match_bits != PING_MATCHBITS:
+                    continue
+                with lock:
+                    counts["pings"] += 1
+                    save()
+                info = struct.pack("<IIII", PING_MAGIC, PING_FEATS, PID_LUSTRE, 2)
+                info += struct.pack("<QII", LOLND << 48, counts["pings"], 0) + struct.pack("<QII", MY_NID, NI_UP, 0)
+                info = info[:sink_len]
+                lh = struct.pack("<QQIIII", snid, MY_NID, spid, PID_LUSTRE, LNET_REPLY, len(info))
+                lh += ret_wmd + b"\0" * 24
+                with send_lock:
+                    conn.sendall(struct.pack("<IIQQ", KSOCK_LNET, 0, 0, 0) + lh + info)
+                continue
             if mtype != LNET_PUT:
                 continue
             match_bits, _hdata, portal, _off = struct.unpack("<QQII", hdr[48:72])
