@@ -71,6 +71,8 @@ struct ulnet_sst_stats {
 	uint32_t brw_errors, ping_errors;
 	bool session_active;
 	struct ulnet_sst_sid sid;
+	uint32_t server_rpcs, server_waiting; /* under way; waiting for bulk memory */
+	uint64_t server_bulk_bytes;           /* bulk memory server RPCs hold now */
 	char session_name[ULNET_SST_NAME_SIZE + 1];
 };
 void ulnet__sst_stats(struct ulnet_sst *sst, struct ulnet_sst_stats *out);

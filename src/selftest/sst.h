@@ -183,6 +183,14 @@ struct ulnet_sst_msg {
  * both sides) but never reads the reserved words. */
 #define ULNET_SST_NODE_ANY_OFFSET 0x1u   /* brw clients take any offset and size */
 #define ULNET_SST_NODE_FEATS ULNET_SST_NODE_ANY_OFFSET
+/* test reply refused by a ulnet limit: status ENOSPC/EINVAL/ENOMEM, reserved0 = EXT_MAGIC, reserved1 =
+ * which limit (the values are the node's; a ulnet console knows them from here). */
+#define ULNET_SST_LIMIT_TESTS 1u         /* tests per session */
+#define ULNET_SST_LIMIT_TIMEOUT 2u       /* client RPC timeout */
+#define ULNET_SST_LIMIT_CLIENT_MEM 3u    /* client RPC memory, node-wide */
+#define ULNET_SST_MAX_TESTS 1024u        /* per session (lst console: 64 batches x 16 tests) */
+#define ULNET_SST_MAX_RPC_TIMEOUT_MS 3600000u
+#define ULNET_SST_MAX_CLIENT_MEM (256u << 20) /* concurrency x destinations x (size + a page), summed */
 #define ULNET_SST_STAT_TYPE_EXT 0x554c4e54u
 #define ULNET_SST_STAT_EXT_V1 1u
 #define ULNET_SST_EXT_ERR_SIZE 44u

@@ -460,6 +460,9 @@ static int cmd_stat(struct ulnetd *d, int argc, char **argv, struct ulnetd_out *
 	ulnetd_emit_uint(&e, "bulk_put", st.rpc.bulk_put);
 	ulnetd_emit_uint(&e, "brw_errors", st.brw_errors);
 	ulnetd_emit_uint(&e, "ping_errors", st.ping_errors);
+	ulnetd_emit_uint(&e, "server_rpcs", st.server_rpcs);
+	ulnetd_emit_uint(&e, "server_waiting", st.server_waiting);
+	ulnetd_emit_uint(&e, "server_bulk_bytes", st.server_bulk_bytes);
 	ulnetd_emit_end(&e);
 	ulnetd_emit_end(&e);
 	return 0;
