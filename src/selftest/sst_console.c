@@ -30,6 +30,21 @@ static const char *errno_text(int e)
 	}
 }
 
+/* Which ulnet node limit a refused TEST hit (docs/selftest.md §6); NULL if none is named. */
+static const char *limit_text(uint32_t code)
+{
+	_Static_assert(ULNET_SST_MAX_TESTS == 1024 && ULNET_SST_MAX_RPC_TIMEOUT_MS == 3600000 &&
+			       ULNET_SST_MAX_CLIENT_MEM == 256u << 20, "the texts below name these limits");
+	switch (code) {
+	case ULNET_SST_LIMIT_TESTS: return "at most 1024 tests per session";
+	case ULNET_SST_LIMIT_TIMEOUT: return "client RPC timeout at most 3600 s";
+	case ULNET_SST_LIMIT_CLIENT_MEM:
+		return "a session's client tests may hold at most 256 MiB (concurrency x destinations x (size + "
+		       "a page)); lower --concurrency or size";
+	default: return NULL;
+	}
+}
+
 /* One request to @node; a transport failure or a non-zero reply status becomes -errno and a line. */
 static int con_call(struct ulnet_sst_con *c, const struct ulnet_process_id *node, struct ulnet_sst_msg *req,
 		    const struct ulnet_sst_id *ids, unsigned nids, struct ulnet_sst_msg *rep, uint8_t *raw,
@@ -57,8 +72,11 @@ static int con_call(struct ulnet_sst_con *c, const struct ulnet_process_id *node
 	}
 	status = rep->body.rmsn_reply.status; /* every framework reply starts with its status */
 	if (status) {
-		snprintf(why, cap, "%s: %s: %s (status %u)", nid_str(node, nid), what,
-			 status < 4096 ? errno_text((int)status) : "unknown status", status);
+		const char *lim = rep->type == ULNET_SST_TEST_REPLY && rep->reserved0 == ULNET_SST_EXT_MAGIC
+					  ? limit_text(rep->reserved1) : NULL;
+		snprintf(why, cap, "%s: %s: %s (status %u)%s%s", nid_str(node, nid), what,
+			 status < 4096 ? errno_text((int)status) : "unknown status", status,
+			 lim ? "; ulnet node limit: " : "", lim ? lim : "");
 		/* the node's EINVAL is not a bad console argument (that is what -EINVAL means to callers) */
 		return status == EINVAL ? -ENOEXEC : status < 4096 ? -(int)status : -EPROTO;
 	}
