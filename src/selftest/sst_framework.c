@@ -129,11 +129,12 @@ static void stat_ext_fill(struct ulnet_sst *sst, uint64_t bid, struct ulnet_sst_
 static uint64_t client_test_mem(const struct ulnet_sst *sst, const struct ulnet_sst_msg *in)
 {
 	const struct ulnet_sst_test_reqst *q = &in->body.tes_reqst;
-	uint64_t per = sizeof(struct sst_rpc);
+	uint64_t per = sizeof(struct sst_rpc), len;
 
-	if (q->service == ULNET_SST_SVC_BRW)
-		per += (in->ses_feats & ULNET_SST_FEAT_BULK_LEN ? q->u.bulk_v1.len : (uint64_t)q->u.bulk_v0.npg * sst->page) +
-		       sst->page;
+	if (q->service == ULNET_SST_SVC_BRW) {
+		len = in->ses_feats & ULNET_SST_FEAT_BULK_LEN ? q->u.bulk_v1.len : (uint64_t)q->u.bulk_v0.npg * sst->page;
+		per += len + sst->page;
+	}
 	return per * q->concur * q->ndest;
 }
 
@@ -432,7 +433,7 @@ void sst__fw_test_add_ids(struct ulnet_sst *sst, struct sst_rpc *r)
 		t->p.duration_ms = 0;
 		t->client_mem = client_test_mem(sst, &r->in);
 	}
-	if (!sst->have_session) { /* the session ended while the ids were fetched */
+	if (!sst->have_session || !sid_eq(q->sid, sst->sid)) { /* the session ended while the ids came */
 		sst__test_free(t);
 		r->out.body.tes_reply.status = ENOENT;
 		sst__server_send_reply(sst, r);

@@ -154,6 +154,7 @@ struct ulnet_sst {
 	uint64_t srv_bulk_bytes, srv_bulk_max;
 	uint32_t srv_timeout_ms;
 	unsigned reqbuf_owed[SST_SVC_SLOTS]; /* request buffers to repost (their RPC ended) */
+	bool reqbuf_warned;               /* a repost failed; logged once until one succeeds */
 	unsigned srv_nrpcs, srv_nwaiting;
 	bool plain_stats;                 /* test hook: answer stats as lnet_selftest (no extension) */
 };

@@ -173,12 +173,17 @@ void sst__server_kick(struct ulnet_sst *sst)
 		server_brw_start(sst, r);
 	}
 	for (uint32_t s = 0; s < SST_SVC_SLOTS; s++)
-		for (; sst->reqbuf_owed[s]; sst->reqbuf_owed[s]--)
-			if (sst__post_reqbuf(sst, s)) {
-				ULNET_LOG(SST, ERR, "cannot repost a request buffer for service %u (%u owed); retrying",
-					  s, sst->reqbuf_owed[s]);
+		for (; sst->reqbuf_owed[s]; sst->reqbuf_owed[s]--) {
+			int rc = sst__post_reqbuf(sst, s);
+			if (rc) { /* retried on the next engine loop */
+				if (!sst->reqbuf_warned)
+					ULNET_LOG(SST, ERR, "cannot repost a request buffer for service %u (%u owed): %s; "
+						  "retrying", s, sst->reqbuf_owed[s], ulnet_strerror(rc));
+				sst->reqbuf_warned = true;
 				break;
 			}
+			sst->reqbuf_warned = false;
+		}
 }
 
 void sst__server_expire(struct ulnet_sst *sst, uint64_t now)
