@@ -4,8 +4,10 @@
 # from lnet-wire.md §2.3/§2.6 and docs/selftest.md §3/§6 apart from ulnet's code. As a socklnd V3 peer
 # at ADDR it makes a session on NODE, then sends TEST requests: a client entry with a 49-day RPC timeout,
 # a client entry of concurrency 1024 x 1 MiB, and 1025 server entries. Prints one JSON object: each
-# reply's status and ulnet limit code (msg_reserved1 when msg_reserved0 is "ULNT").
-# Usage: sst_hostile_console.py ADDR NODE_ADDR
+# reply's status and ulnet limit code (msg_reserved1 when msg_reserved0 is "ULNT"). With --hold it then
+# sends a valid client entry whose destination list it never serves (the node's GET gets no answer),
+# prints "held", and keeps its connections until stdin closes.
+# Usage: sst_hostile_console.py ADDR NODE_ADDR [--hold]
 import json, socket, struct, sys, threading
 
 addr, node_ip = sys.argv[1], sys.argv[2]
@@ -97,7 +99,7 @@ SID = struct.pack("<Qq", me, 12345)
 next_id = [1]
 
 
-def call(mtype, body_after_rpyid, r0=0, r1=0):
+def call(mtype, body_after_rpyid, r0=0, r1=0, wait=True):
     """Send request @mtype to the framework portal; return (status, reserved0, reserved1)."""
     rpyid = next_id[0]
     next_id[0] += 1
@@ -107,6 +109,8 @@ def call(mtype, body_after_rpyid, r0=0, r1=0):
     hdr += struct.pack("<QQII", 1 if mtype == 0 else 4 if mtype == 8 else 2, 0, 51, 0)
     with send_lock:
         conns[0].sendall(struct.pack("<IIQQ", 0xc1, 0, 0, 0) + hdr + msg)
+    if not wait:
+        return None
     with cv:
         if not cv.wait_for(lambda: rpyid in replies, timeout=10):
             raise SystemExit("no reply to request type %d" % mtype)
@@ -115,13 +119,19 @@ def call(mtype, body_after_rpyid, r0=0, r1=0):
     return struct.unpack("<I", rep[24:28])[0], q0, q1
 
 
-def test(is_client, concur, ndest, length, r0=0, r1=0):
+def test(is_client, concur, ndest, length, r0=0, r1=0, wait=True):
     body = struct.pack("<Q", 0x5000 + next_id[0]) + SID + struct.pack("<QIII", 1, 11, 1, concur)
     body += struct.pack("<BBI", is_client, 0, ndest) + struct.pack("<HHII", 2, 1, length, 0)
-    return call(8, body, r0, r1)
+    return call(8, body, r0, r1, wait)
 
 
 out = {}
+if "--hold" in sys.argv:  # before the test count limit is reached: a valid client entry
+    call(0, SID + struct.pack("<I", 1) + b"hostile".ljust(32, b"\0"))
+    test(1, 1, 100, 4096, wait=False)
+    print("held", flush=True)
+    sys.stdin.read()
+    sys.exit(0)
 st = call(0, SID + struct.pack("<I", 0) + b"hostile".ljust(32, b"\0"))
 out["mksn"] = st[0]
 out["timeout"] = test(1, 1, 1, 4096, ULNT, 49 * 24 * 3600 * 1000)

@@ -11,7 +11,10 @@ source "${SRC:-$(dirname "$0")/../..}/tests/integration/sst_common.sh"
 ul_init
 [[ -x $SST ]] || ul_fail "no ulnet-selftest at $SST"
 sst_require_tcp 204
-sst_two_nodes 204
+ULNET_SST_SERVER_TIMEOUT_MS=3000 sst_node n1 204 1 4096
+sst_node n2 204 2 65536
+N1=$(ul_addr 204 1)@tcp
+N2=$(ul_addr 204 2)@tcp
 cpu_ticks() { awk '{print $14 + $15}' "/proc/$(ul_pid n1)/stat"; }
 
 ul_step "a hostile remote console"
@@ -27,6 +30,29 @@ for re in "refused: RPC timeout 4233600000 ms, limit 3600000 ms" \
 done
 t0=$(cpu_ticks); sleep 2; t1=$(cpu_ticks)
 echo "ulnetd CPU with 1024 idle tests: $(( (t1 - t0) * 100 / $(getconf CLK_TCK) / 2 ))% of a core (2 s)" >&2
+
+ul_step "a TEST client entry whose destination list never comes ends at the server deadline"
+stat1() { "$SST" --node "$(ul_sock n1)" --json stat > "$UL_TMP/n1.sst" || ul_fail "stat n1"; }
+field() { "$UL_PYTHON" -c "import json,sys; print(json.load(open(sys.argv[1]))['selftest'][sys.argv[2]])" "$UL_TMP/n1.sst" "$1"; }
+stat1; exp0=$(field rpcs_expired)
+mkfifo "$UL_TMP/hold"
+"$UL_PYTHON" "$SRC/tests/integration/sst_hostile_console.py" "$(ul_addr 204 6)" "$(ul_addr 204 1)" --hold \
+	< "$UL_TMP/hold" > "$UL_TMP/hold.out" 2> "$UL_TMP/hold.err" &
+HOLD=$!
+UL_ATEXIT+=("kill $HOLD")
+exec 9> "$UL_TMP/hold"
+for i in $(seq 600); do
+	stat1
+	(( $(field rpcs_expired) > exp0 )) && break
+	kill -0 $HOLD 2>/dev/null || ul_fail "held console: $(cat "$UL_TMP/hold.err")"
+	sleep 0.05
+done
+(( $(field rpcs_expired) > exp0 )) || ul_fail "the TEST entry never expired: $(cat "$UL_TMP/n1.sst")"
+grep -q "selftest server RPC(s) not done within 3000 ms" "$(ul_log n1)" || ul_fail "no expiry line"
+exec 9>&-
+wait $HOLD 2>/dev/null
+for i in $(seq 600); do stat1; (( $(field server_rpcs) == 0 )) && break; sleep 0.05; done
+(( $(field server_rpcs) == 0 )) || ul_fail "the TEST entry's RPC is still held: $(cat "$UL_TMP/n1.sst")"
 
 ul_step "a ulnet console sees the limit; it counts every client test of the session"
 export ULNET_NODE
