@@ -131,10 +131,11 @@ int ulnet__sst_con_join(struct ulnet_sst_con *c, const struct ulnet_process_id *
 			uint32_t *node_feats, char *why, size_t cap);
 int ulnet__sst_con_leave(struct ulnet_sst_con *c, const struct ulnet_process_id *node, char *why, size_t cap);
 /* DEBUG: 0 = the node is in this session; -EBUSY another session (its name in @why), -ESRCH none. */
-/* Client entries of a brw test: a node without ULNET_SST_NODE_ANY_OFFSET (a kernel node) is never sent
- * an offset it cannot survive (ulnet__sst_kernel_offset_check); the caller checks before sending
- * anything, this is the last guard (-EINVAL). */
 int ulnet__sst_con_ping(struct ulnet_sst_con *c, const struct ulnet_process_id *node, char *why, size_t cap);
+/* TEST. @node_feats: what the node announced at join. Client entries of a brw test: a node without
+ * ULNET_SST_NODE_ANY_OFFSET (a kernel node) is never sent an offset it cannot survive
+ * (ulnet__sst_kernel_offset_check); callers check before sending anything, this is the last guard
+ * (-EINVAL). */
 int ulnet__sst_con_test_add(struct ulnet_sst_con *c, const struct ulnet_process_id *node, uint64_t bid,
 			    const struct ulnet_sst_con_test *t, bool is_client, uint32_t node_feats,
 			    const struct ulnet_process_id *dests, unsigned ndest, char *why, size_t cap);
