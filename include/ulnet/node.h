@@ -104,6 +104,8 @@ struct ulnet_peer_info {
 	char state[16];                 /* "up", "down", "connecting" */
 	int max_tx_credits, tx_credits, min_tx_credits, tx_queued;
 	uint64_t send_count, recv_count;
+	bool ping_known;                /* a ping reply from the peer was decoded; then: */
+	uint32_t ping_features;         /* what it announced (ULNET_PING_FEAT_*, e.g. MULTI_RAIL) */
 };
 ULNET_EXPORT int ulnet_peer_info_get(ulnet_node *node, unsigned idx, struct ulnet_peer_info *out);
 

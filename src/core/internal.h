@@ -57,6 +57,8 @@ struct ulnet_peer {
 	int max_tx_credits, tx_credits, min_tx_credits;
 	struct ulnet_list txq;       /* messages waiting for a peer credit */
 	uint64_t send_count, recv_count;
+	bool ping_known;             /* a ping reply from this NID was decoded: */
+	uint32_t ping_features;      /* its pi_features */
 };
 
 struct ulnet_ni {
@@ -181,6 +183,8 @@ int ulnet__send(struct ulnet_node *node, struct ulnet_msg *msg, const struct uln
 struct ulnet_peer *ulnet__peer_find(struct ulnet_node *node, struct ulnet_ni *ni, const struct ulnet_nid *nid,
 				    bool create);
 void ulnet__peers_free(struct ulnet_node *node);
+/* Remember what a ping reply from @nid announced, on every peer entry of that NID. Locked. */
+void ulnet__peer_note_ping(struct ulnet_node *node, const struct ulnet_nid *nid, uint32_t features);
 /* 0: credits taken, send now; 1: queued. */
 int ulnet__credits_take(struct ulnet_msg *msg);
 /* Return the credits @msg holds and launch the messages they unblock. */

@@ -41,6 +41,20 @@ struct ulnet_peer *ulnet__peer_find(struct ulnet_node *node, struct ulnet_ni *ni
 	return lp;
 }
 
+void ulnet__peer_note_ping(struct ulnet_node *node, const struct ulnet_nid *nid, uint32_t features)
+{
+	struct ulnet_list *h = &node->peers[peer_hash(nid)], *p;
+
+	for (p = h->next; p != h; p = p->next) {
+		struct ulnet_peer *lp = ulnet_container_of(p, struct ulnet_peer, hash_link);
+
+		if (ulnet_nid_equal(&lp->nid, nid)) {
+			lp->ping_known = true;
+			lp->ping_features = features;
+		}
+	}
+}
+
 static void fail_queue(struct ulnet_list *q)
 {
 	while (!ulnet_list_empty(q)) {
@@ -169,6 +183,8 @@ int ulnet_peer_info_get(ulnet_node *node, unsigned idx, struct ulnet_peer_info *
 			out->tx_queued = queued;
 			out->send_count = lp->send_count;
 			out->recv_count = lp->recv_count;
+			out->ping_known = lp->ping_known;
+			out->ping_features = lp->ping_features;
 			rc = 0;
 			break;
 		}

@@ -35,7 +35,7 @@ static const char usage_text[] =
 	"  lst style (state kept in the node's ulnetd):\n"
 	"       ulnet-selftest new_session NAME [--timeout SEC] [--force] | end_session | show_session\n"
 	"       ulnet-selftest add_group NAME NID... | list_group [NAME] | stat GROUP [--delay SEC]\n"
-	"       ulnet-selftest add_batch NAME | list_batch | run BATCH | stop BATCH\n"
+	"       ulnet-selftest add_batch NAME | list_batch | run BATCH | stop BATCH [--force]\n"
 	"       ulnet-selftest add_test --batch B --from G1 --to G2 [--loop N] [--concurrency N]\n"
 	"                      [--distribute x:y] [--timeout SEC] brw read|write [size=S] [off=O] [check=C] | ping\n"
 	"--node defaults to $ULNET_NODE; that node is the console. --from may be it or any other node.\n";
@@ -505,7 +505,7 @@ static const struct lst_cmd lst_cmds[] = {
 	{ "add_batch", "batch add", 1, 1, "add_batch NAME" },
 	{ "list_batch", "batch list", 0, 0, "list_batch" },
 	{ "run", "batch run", 1, 1, "run BATCH" },
-	{ "stop", "batch stop", 1, 1, "stop BATCH" },
+	{ "stop", "batch stop", 1, 1, "stop BATCH [--force]" },
 	{ "add_test", "test add", 1, 8,
 	  "add_test --batch B --from G1 --to G2 [--loop N] [--concurrency N] [--distribute x:y] [--timeout SEC] "
 	  "brw read|write [size=S] [off=O] [check=none|simple|full] | ping" },

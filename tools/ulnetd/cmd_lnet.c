@@ -352,7 +352,8 @@ static int cmd_peer_show(struct ulnetd *d, int argc, char **argv, struct ulnetd_
 		ulnet_nid_format(&p.nid, nid, sizeof(nid));
 		ulnetd_emit_map(&e, NULL);
 		ulnetd_emit_str(&e, "primary nid", nid);
-		ulnetd_emit_bool(&e, "Multi-Rail", false);
+		/* as the peer's ping info said (lnet-wire.md §2.4: MULTI_RAIL 0x08); False before any ping */
+		ulnetd_emit_bool(&e, "Multi-Rail", p.ping_known && (p.ping_features & 0x08));
 		ulnetd_emit_list(&e, "peer ni");
 		ulnetd_emit_map(&e, NULL);
 		ulnetd_emit_str(&e, "nid", nid);
