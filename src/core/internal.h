@@ -84,8 +84,10 @@ struct ulnet_msg {
 	struct ulnet_peer *peer;     /* tx peer (NULL on lo) */
 	struct ulnet_libmd *md;      /* NULL when dropped */
 	void *rx_priv;               /* LND context of the received message this answers */
+	struct ulnet_list done_link; /* node->done_q once finalized */
+	int status;                  /* as given to ulnet__finalize */
 	bool is_tx;
-	bool finalized;
+	bool finalized;              /* queued for completion (set once; the message lives until then) */
 	bool peer_credit, ni_credit; /* held */
 	bool ack_wanted;             /* rx PUT: send an ACK after the data is in */
 	bool has_event;
@@ -121,6 +123,9 @@ struct ulnet_node {
 	struct epoll_event *cur_evs; /* batch being dispatched (io_stop clears stale entries) */
 	int cur_nevs;
 	uint64_t last_tick_ns;
+	/* Finalized messages waiting for the loop's completion phase (msg.c). Completing one may
+	 * launch others (credits) and they may finalize at once: they join the tail, never the stack. */
+	struct ulnet_list done_q;
 	struct ulnet_pending_cb *cbs;
 	size_t n_cbs, cap_cbs;
 };
@@ -168,10 +173,19 @@ void ulnet__eq_ref(ulnet_eq *eq, int delta);
 void ulnet__eq_release(ulnet_eq *eq);
 /* Deliver @ev to the MD's eq now and queue its handler for the loop thread. */
 void ulnet__event_deliver(struct ulnet_node *node, const struct ulnet_md *umd, const struct ulnet_event *ev);
+/* The same, for a caller that took an EQ reference to keep the queue alive until now: the push and
+ * the reference drop are one step for any thread waiting on the queue. */
+void ulnet__event_deliver_unref(struct ulnet_node *node, const struct ulnet_md *umd, const struct ulnet_event *ev);
 
 /* msg.c */
 struct ulnet_msg *ulnet__msg_alloc(struct ulnet_node *node, unsigned niov);
 void ulnet__msg_free(struct ulnet_msg *msg);
+/* Undo a message that never left the core (no credit, no LND, no event): release its MD now. */
+void ulnet__msg_abort(struct ulnet_msg *msg);
+/* The completion phase: complete at most @budget finalized messages in FIFO order (credits back,
+ * queued sends launched, MD released, event delivered). Returns true if more are waiting. Lock held. */
+#define ULNET_COMPLETION_BUDGET 512u
+bool ulnet__completions_run(struct ulnet_node *node, unsigned budget);
 
 /* move.c */
 int ulnet__send(struct ulnet_node *node, struct ulnet_msg *msg, const struct ulnet_process_id *target,
@@ -180,6 +194,8 @@ int ulnet__send(struct ulnet_node *node, struct ulnet_msg *msg, const struct uln
 /* peer.c: credits */
 struct ulnet_peer *ulnet__peer_find(struct ulnet_node *node, struct ulnet_ni *ni, const struct ulnet_nid *nid,
 				    bool create);
+/* Fail every message waiting for a peer credit with -ESHUTDOWN (node teardown). */
+void ulnet__peers_fail_queues(struct ulnet_node *node);
 void ulnet__peers_free(struct ulnet_node *node);
 /* 0: credits taken, send now; 1: queued. */
 int ulnet__credits_take(struct ulnet_msg *msg);

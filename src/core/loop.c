@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* The node's loop thread. One turn: epoll_wait (100 ms at most), io callbacks and LND ticks under the
- * node lock, then the user handlers queued meanwhile, run without the lock (docs/progress.md). */
+ * node lock, the completion phase (at most ULNET_COMPLETION_BUDGET finalized messages, msg.c), then
+ * the user handlers queued meanwhile, run without the lock (docs/progress.md). */
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
@@ -139,7 +140,7 @@ static void *loop_main(void *arg)
 
 	pthread_mutex_lock(&node->lock);
 	while (!node->stopping) {
-		int n, timeout = node->n_cbs ? 0 : 100;
+		int n, timeout = node->n_cbs || !ulnet_list_empty(&node->done_q) ? 0 : 100;
 		uint64_t now;
 
 		pthread_mutex_unlock(&node->lock);
@@ -170,6 +171,8 @@ static void *loop_main(void *arg)
 		now = ulnet__now_ns();
 		if (now - node->last_tick_ns >= LOOP_TICK_NS)
 			tick(node, now);
+		/* bounded: a flood of completions cannot starve the sockets; the rest wait one turn */
+		ulnet__completions_run(node, ULNET_COMPLETION_BUDGET);
 		run_callbacks(node);
 	}
 	run_callbacks(node);

@@ -196,9 +196,7 @@ void ulnet__md_unlink_locked(struct ulnet_node *node, struct ulnet_libmd *md)
 		if (umd.eq)
 			ulnet__eq_ref(umd.eq, 1); /* outlive md_free until the event is queued */
 		md_free(node, md);
-		ulnet__event_deliver(node, &umd, &ev);
-		if (umd.eq)
-			ulnet__eq_ref(umd.eq, -1);
+		ulnet__event_deliver_unref(node, &umd, &ev);
 	}
 }
 

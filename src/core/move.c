@@ -82,7 +82,7 @@ static int start_op(ulnet_node *node, struct ulnet_handle mdh, const struct ulne
 }
 
 /* The header is filled: take the MD, prepare the SEND event and send. On a refusal the message is
- * completed without an event and the error returned. */
+ * undone at once without an event and the error returned. */
 static int launch_op(struct ulnet_node *node, struct ulnet_msg *msg, struct ulnet_libmd *md,
 		     const struct ulnet_process_id *target, uint64_t hdr_data)
 {
@@ -95,10 +95,8 @@ static int launch_op(struct ulnet_node *node, struct ulnet_msg *msg, struct ulne
 				put ? h->msg.put.match_bits : h->msg.get.match_bits,
 				put ? h->msg.put.offset : h->msg.get.src_offset, hdr_data, (int)h->type);
 	rc = ulnet__send(node, msg, target, NULL);
-	if (rc) {
-		msg->has_event = false;
-		ulnet__finalize(msg, rc); /* releases the MD reference */
-	}
+	if (rc)
+		ulnet__msg_abort(msg); /* never left the core: no event, the MD reference goes now */
 	return rc;
 }
 

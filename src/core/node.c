@@ -47,6 +47,7 @@ int ulnet_node_open(const struct ulnet_node_opts *opts, ulnet_node **out)
 	for (unsigned i = 0; i < ULNET_PEER_BUCKETS; i++)
 		ulnet_list_init(&node->peers[i]);
 	ulnet_list_init(&node->nis);
+	ulnet_list_init(&node->done_q);
 	rc = ulnet__loop_init(node);
 	if (rc) {
 		pthread_mutex_destroy(&node->lock);
@@ -85,13 +86,19 @@ void ulnet_node_close(ulnet_node *node)
 	if (node->thread)
 		ulnet__loop_stop(node);
 	pthread_mutex_lock(&node->lock);
-	/* LNDs first (they finalize what they own with -ESHUTDOWN), lo last */
-	while (!ulnet_list_empty(&node->nis)) {
-		struct ulnet_ni *ni = ulnet_container_of(node->nis.prev, struct ulnet_ni, link);
+	/* LNDs first (they finalize what they own with -ESHUTDOWN), lo last. An NI stops taking sends
+	 * before its LND goes: what credits launch from here on fails with -ESHUTDOWN (peer.c). */
+	for (struct ulnet_list *p = node->nis.prev; p != &node->nis; p = p->prev) {
+		struct ulnet_ni *ni = ulnet_container_of(p, struct ulnet_ni, link);
+		bool was_started = ni->started;
 
-		ulnet_list_del(&ni->link);
-		if (ni->started)
+		ni->started = false;
+		if (was_started)
 			ni->ops->lnd_shutdown(ni);
+	}
+	for (struct ulnet_list *p = node->nis.next; p != &node->nis; p = p->next) {
+		struct ulnet_ni *ni = ulnet_container_of(p, struct ulnet_ni, link);
+
 		while (!ulnet_list_empty(&ni->txq)) {
 			struct ulnet_msg *m = ulnet_list_first(&ni->txq, struct ulnet_msg, link);
 
@@ -99,6 +106,15 @@ void ulnet_node_close(ulnet_node *node)
 			m->ni_credit = m->peer_credit = false;
 			ulnet__finalize(m, -ESHUTDOWN);
 		}
+	}
+	ulnet__peers_fail_queues(node);
+	/* complete everything while the NIs and peers the messages name still exist */
+	while (ulnet__completions_run(node, ULNET_COMPLETION_BUDGET))
+		;
+	while (!ulnet_list_empty(&node->nis)) {
+		struct ulnet_ni *ni = ulnet_container_of(node->nis.prev, struct ulnet_ni, link);
+
+		ulnet_list_del(&ni->link);
 		if (ni == node->lo_ni)
 			node->lo_ni = NULL;
 		ulnet__ni_destroy(ni);

@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /* Peers and transmit credits. A message needs one peer credit (peer_credits per peer) and one NI
  * credit (credits per NI) to reach its LND; without them it waits in FIFO order and is launched
- * when a credit comes back. Nothing is dropped for lack of credits. */
+ * when a credit comes back. Nothing is dropped for lack of credits. Credits come back only in the
+ * completion phase (msg.c), so launching the next message never nests inside an LND call. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -53,6 +54,17 @@ static void fail_queue(struct ulnet_list *q)
 	}
 }
 
+void ulnet__peers_fail_queues(struct ulnet_node *node)
+{
+	for (unsigned b = 0; b < ULNET_PEER_BUCKETS; b++) {
+		struct ulnet_list *h = &node->peers[b], *p;
+
+		for (p = h->next; p != h; p = p->next)
+			fail_queue(&ulnet_container_of(p, struct ulnet_peer, hash_link)->txq);
+	}
+}
+
+/* Node teardown, after ulnet__peers_fail_queues and the last completion phase. */
 void ulnet__peers_free(struct ulnet_node *node)
 {
 	for (unsigned b = 0; b < ULNET_PEER_BUCKETS; b++) {
@@ -61,7 +73,6 @@ void ulnet__peers_free(struct ulnet_node *node)
 		while (!ulnet_list_empty(h)) {
 			struct ulnet_peer *lp = ulnet_list_first(h, struct ulnet_peer, hash_link);
 
-			fail_queue(&lp->txq);
 			ulnet_list_del(&lp->hash_link);
 			free(lp);
 		}
@@ -103,6 +114,11 @@ void ulnet__post_send(struct ulnet_msg *msg)
 
 	if (ulnet__credits_take(msg) != 0)
 		return;
+	if (!msg->ni->started) {
+		/* node shutdown: the LND is gone; the credits come back in the completion phase */
+		ulnet__finalize(msg, -ESHUTDOWN);
+		return;
+	}
 	rc = msg->ni->ops->lnd_send(msg->ni, msg->rx_priv, msg);
 	if (rc < 0) {
 		char nid[ULNET_NID_STRLEN];

@@ -1,0 +1,144 @@
+/* SPDX-License-Identifier: MIT */
+/* Deferred, bounded completions: 10,000 messages queued behind one peer credit complete one after the
+ * other on a thread with a 256 KiB stack (with recursive completion they would need megabytes), and
+ * the completion phase stops at its budget. The test LND holds the first message and finalizes every
+ * later one inside lnd_send, as lo does: the worst case for recursion. */
+#include <errno.h>
+#include <limits.h>
+#include <pthread.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+#include <cmocka.h>
+#include "internal.h"
+
+#define N_QUEUED 10000
+#define SMALL_STACK (256u * 1024u)
+
+static struct ulnet_msg *held;
+static bool hold_next;
+
+static int inl_startup(struct ulnet_ni *ni) { (void)ni; return 0; }
+static void inl_shutdown(struct ulnet_ni *ni)
+{
+	(void)ni;
+	if (held)
+		ulnet__finalize(held, -ESHUTDOWN);
+	held = NULL;
+}
+static int inl_send(struct ulnet_ni *ni, void *rx_priv, struct ulnet_msg *msg)
+{
+	(void)ni, (void)rx_priv;
+	if (hold_next) {
+		hold_next = false;
+		held = msg;
+		return 0;
+	}
+	ulnet__finalize(msg, 0);
+	return 0;
+}
+static int inl_recv(struct ulnet_ni *ni, void *rx_priv, struct ulnet_msg *msg, const struct iovec *iov,
+		    unsigned niov, uint32_t mlen, uint32_t rlen)
+{
+	(void)ni, (void)rx_priv, (void)iov, (void)niov, (void)mlen, (void)rlen;
+	if (msg)
+		ulnet__finalize(msg, 0);
+	return 0;
+}
+static const struct ulnet_lnd_ops inl_ops = {
+	.lnd_type = ULNET_LND_KFI, .lnd_name = "kfi", .lnd_startup = inl_startup,
+	.lnd_shutdown = inl_shutdown, .lnd_send = inl_send, .lnd_recv = inl_recv,
+};
+
+struct drive {
+	ulnet_node *node;
+	bool more_after_one;  /* a budget of 1 left work behind */
+	bool done_q_empty;    /* the unbounded run finished everything */
+};
+
+/* Runs on the small stack: release the one credit and run the completion phase by hand, with the
+ * node lock held throughout so the loop thread cannot take any of the work. */
+static void *drive_main(void *arg)
+{
+	struct drive *d = arg;
+	struct ulnet_node *node = d->node;
+
+	pthread_mutex_lock(&node->lock);
+	ulnet__finalize(held, 0);
+	held = NULL;
+	d->more_after_one = ulnet__completions_run(node, 1);
+	while (ulnet__completions_run(node, UINT_MAX))
+		;
+	d->done_q_empty = ulnet_list_empty(&node->done_q);
+	pthread_mutex_unlock(&node->lock);
+	return NULL;
+}
+
+static void ten_thousand_behind_one_credit(void **state)
+{
+	struct ulnet_kv tun[] = { { "peer_credits", "1" }, { "credits", "256" } };
+	struct ulnet_ni_conf conf = { .net = "kfi", .nid = "5@kfi", .tunables = tun, .n_tunables = 2 };
+	struct ulnet_process_id p6 = { .pid = ULNET_PID_LUSTRE };
+	static uint8_t buf[8];
+	struct ulnet_md md = { .start = buf, .length = sizeof(buf), .threshold = ULNET_MD_THRESH_INF };
+	struct ulnet_peer_info pi;
+	struct ulnet_handle h;
+	struct ulnet_event ev;
+	struct drive d = { 0 };
+	pthread_attr_t attr;
+	pthread_t t;
+	ulnet_node *node;
+	ulnet_eq *eq;
+	int sends = 0;
+
+	(void)state;
+	ulnet__lnd_find("lo"); /* builtins first */
+	ulnet__lnd_register(&inl_ops);
+	assert_int_equal(ulnet_node_open(NULL, &node), 0);
+	assert_int_equal(ulnet_ni_add(node, &conf), 0);
+	assert_int_equal(ulnet_eq_create(&eq), 0);
+	md.eq = eq;
+	assert_int_equal(ulnet_nid_parse("6@kfi", &p6.nid, NULL), 0);
+	assert_int_equal(ulnet_md_bind(node, &md, ULNET_RETAIN, &h), 0);
+	pthread_mutex_lock(&node->lock);
+	hold_next = true;
+	pthread_mutex_unlock(&node->lock);
+	for (int i = 0; i <= N_QUEUED; i++)
+		assert_int_equal(ulnet_put(node, h, ULNET_NOACK_REQ, &p6, 1, 0, 0, (uint64_t)i), 0);
+	assert_int_equal(ulnet_peer_info_get(node, 0, &pi), 0);
+	assert_int_equal(pi.tx_queued, N_QUEUED); /* all but the held one wait for its credit */
+
+	d.node = node;
+	assert_int_equal(pthread_attr_init(&attr), 0);
+	assert_int_equal(pthread_attr_setstacksize(&attr, SMALL_STACK), 0);
+	assert_int_equal(pthread_create(&t, &attr, drive_main, &d), 0);
+	assert_int_equal(pthread_join(t, NULL), 0);
+	pthread_attr_destroy(&attr);
+	assert_true(d.more_after_one);
+	assert_true(d.done_q_empty);
+
+	while (sends < N_QUEUED + 1 && ulnet_eq_wait(eq, 5000, &ev) == 1) {
+		assert_int_equal(ev.type, ULNET_EVENT_SEND);
+		assert_int_equal(ev.status, 0);
+		assert_int_equal(ev.hdr_data, (uint64_t)sends); /* FIFO: queue order kept */
+		sends++;
+	}
+	assert_int_equal(sends, N_QUEUED + 1);
+	assert_int_equal(ulnet_peer_info_get(node, 0, &pi), 0);
+	assert_int_equal(pi.tx_queued, 0);
+	assert_int_equal(pi.tx_credits, pi.max_tx_credits);
+	assert_int_equal(ulnet_md_unlink(node, h), 0);
+	ulnet_node_close(node);
+	assert_int_equal(ulnet_eq_destroy(eq), 0);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(ten_thousand_behind_one_credit),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
