@@ -27,7 +27,8 @@ struct ulnet_ni_conf {
 	const char *net;               /* "tcp", "tcp1", "o2ib", "lo" */
 	const char *nid;               /* "127.0.0.2@tcp"; or NULL and @interfaces */
 	const char *const *interfaces; /* NULL-terminated interface names (address taken from the first) */
-	const struct ulnet_kv *tunables;     /* peer_timeout, peer_credits, peer_buffer_credits, credits */
+	const struct ulnet_kv *tunables;     /* peer_timeout, peer_credits, peer_buffer_credits, credits,
+					      * peer_queue_msgs, peer_queue_bytes */
 	size_t n_tunables;
 	const struct ulnet_kv *lnd_tunables; /* LND specific (tcp: accept_port, timeout, ...) */
 	size_t n_lnd_tunables;
@@ -82,6 +83,8 @@ struct ulnet_stats {
 	uint64_t errors;
 	uint64_t send_count, recv_count, route_count, drop_count;
 	uint64_t send_length, recv_length, route_length, drop_length;
+	uint64_t tx_queue_full;  /* sends refused: the peer's queue was at peer_queue_msgs/_bytes */
+	uint64_t tx_timeouts;    /* GET/PUT+ACK transactions that ended in -ETIMEDOUT */
 };
 ULNET_EXPORT void ulnet_stats_get(ulnet_node *node, struct ulnet_stats *out);
 

@@ -20,6 +20,10 @@
 
 #define ULNET_HANDLE_BUCKETS 1024
 #define ULNET_PEER_BUCKETS 256
+/* A peer's credit queue: 4096 messages (about 2 MiB of message state) or 64 MiB of payload. A peer
+ * that asks for more (GETs it never reads the replies of) gets -ENOBUFS, not our memory. */
+#define ULNET_PEER_QUEUE_MSGS_DEFAULT 4096u
+#define ULNET_PEER_QUEUE_BYTES_DEFAULT (64ull << 20)
 
 enum ulnet_obj_kind { ULNET_OBJ_MD = 1, ULNET_OBJ_ME = 2 };
 
@@ -56,6 +60,9 @@ struct ulnet_peer {
 	struct ulnet_ni *ni;
 	int max_tx_credits, tx_credits, min_tx_credits;
 	struct ulnet_list txq;       /* messages waiting for a peer credit */
+	unsigned txq_msgs;           /* ... how many, and their payload bytes: bounded by the NI's */
+	uint64_t txq_bytes;          /*     peer_queue_msgs / peer_queue_bytes (peer.c) */
+	uint64_t txq_refused;        /* refused since the queue last filled (for the "drained" line) */
 	uint64_t send_count, recv_count;
 };
 
@@ -69,6 +76,8 @@ struct ulnet_ni {
 	void *conf_arena;
 	int peer_credits, credits, peer_buffer_credits, peer_timeout;
 	int tx_credits, min_tx_credits;
+	unsigned peer_queue_msgs;    /* per-peer credit queue bounds (a flooding peer's cost is capped) */
+	uint64_t peer_queue_bytes;
 	struct ulnet_list txq;       /* messages waiting for an NI credit */
 	uint32_t status;
 	bool started;
@@ -126,6 +135,7 @@ struct ulnet_node {
 	/* Finalized messages waiting for the loop's completion phase (msg.c). Completing one may
 	 * launch others (credits) and they may finalize at once: they join the tail, never the stack. */
 	struct ulnet_list done_q;
+	unsigned n_done;             /* its length, for ulnet__node_backlogged */
 	struct ulnet_pending_cb *cbs;
 	size_t n_cbs, cap_cbs;
 };
@@ -185,6 +195,8 @@ void ulnet__msg_abort(struct ulnet_msg *msg);
 /* The completion phase: complete at most @budget finalized messages in FIFO order (credits back,
  * queued sends launched, MD released, event delivered). Returns true if more are waiting. Lock held. */
 #define ULNET_COMPLETION_BUDGET 512u
+/* Completions waiting beyond which ulnet__node_backlogged() asks LNDs to stop reading (lnd.h). */
+#define ULNET_COMPLETION_BACKLOG (4u * ULNET_COMPLETION_BUDGET)
 bool ulnet__completions_run(struct ulnet_node *node, unsigned budget);
 
 /* move.c */
@@ -197,7 +209,7 @@ struct ulnet_peer *ulnet__peer_find(struct ulnet_node *node, struct ulnet_ni *ni
 /* Fail every message waiting for a peer credit with -ESHUTDOWN (node teardown). */
 void ulnet__peers_fail_queues(struct ulnet_node *node);
 void ulnet__peers_free(struct ulnet_node *node);
-/* 0: credits taken, send now; 1: queued. */
+/* 0: credits taken, send now; 1: queued; -ENOBUFS: the peer's queue is full (nothing taken). */
 int ulnet__credits_take(struct ulnet_msg *msg);
 /* Return the credits @msg holds and launch the messages they unblock. */
 void ulnet__credits_return(struct ulnet_msg *msg);

@@ -81,6 +81,10 @@ const struct ulnet_ni_conf *ulnet__ni_conf(const struct ulnet_ni *ni);
 uint32_t ulnet__ni_peer_timeout(const struct ulnet_ni *ni);
 uint32_t ulnet__node_page_size(const struct ulnet_node *node);
 uint64_t ulnet__now_ns(void); /* CLOCK_MONOTONIC */
+/* True while many finalized messages wait for the completion phase. An LND reading a socket stops
+ * reading (and lets the loop turn) while this holds: each message parsed may allocate a reply or an
+ * event, so reading on would let a peer that sends faster than we complete grow our memory. */
+bool ulnet__node_backlogged(const struct ulnet_node *node);
 
 /* Io watchers on the node's epoll loop. The callback runs on the loop thread with the node lock held.
  * ulnet__io_start may be called again to change @events; ulnet__io_stop is idempotent and must be

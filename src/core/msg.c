@@ -70,6 +70,7 @@ void ulnet__finalize(struct ulnet_msg *msg, int status)
 	msg->finalized = true;
 	msg->status = status;
 	ulnet_list_add_tail(&msg->done_link, &node->done_q);
+	node->n_done++;
 	/* an API caller (or a test) finalized: the loop thread must come round to complete it */
 	if (was_idle && !pthread_equal(pthread_self(), node->thread))
 		ulnet__loop_wake(node);
@@ -127,9 +128,15 @@ bool ulnet__completions_run(struct ulnet_node *node, unsigned budget)
 		struct ulnet_msg *msg = ulnet_list_first(&node->done_q, struct ulnet_msg, done_link);
 
 		ulnet_list_del(&msg->done_link);
+		node->n_done--;
 		msg_complete(msg);
 	}
 	return !ulnet_list_empty(&node->done_q);
+}
+
+bool ulnet__node_backlogged(const struct ulnet_node *node)
+{
+	return node->n_done >= ULNET_COMPLETION_BACKLOG;
 }
 
 void ulnet__msg_abort(struct ulnet_msg *msg)

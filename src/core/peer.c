@@ -42,12 +42,49 @@ struct ulnet_peer *ulnet__peer_find(struct ulnet_node *node, struct ulnet_ni *ni
 	return lp;
 }
 
-static void fail_queue(struct ulnet_list *q)
+/* Take the first message off @lp's credit queue. */
+static struct ulnet_msg *peer_txq_pop(struct ulnet_peer *lp)
 {
-	while (!ulnet_list_empty(q)) {
-		struct ulnet_msg *m = ulnet_list_first(q, struct ulnet_msg, link);
+	struct ulnet_msg *m = ulnet_list_first(&lp->txq, struct ulnet_msg, link);
 
-		ulnet_list_del(&m->link);
+	ulnet_list_del(&m->link);
+	lp->txq_msgs--;
+	lp->txq_bytes -= m->v.hdr.payload_length;
+	if (lp->txq_msgs == 0 && lp->txq_refused) {
+		char nid[ULNET_NID_STRLEN];
+
+		ULNET_LOG(CORE, WARN, "peer %s: transmit queue drained; %llu messages were refused while it "
+			  "was full", ulnet_nid_format(&lp->nid, nid, sizeof(nid)),
+			  (unsigned long long)lp->txq_refused);
+		lp->txq_refused = 0;
+	}
+	return m;
+}
+
+/* The queue is full: one line when it fills (not one per refused message), counted always. */
+static int peer_txq_full(struct ulnet_peer *lp, const struct ulnet_msg *msg)
+{
+	struct ulnet_ni *ni = lp->ni;
+
+	ni->node->stats.tx_queue_full++;
+	if (lp->txq_refused++ == 0) {
+		char nid[ULNET_NID_STRLEN];
+
+		ULNET_LOG(CORE, ERR, "peer %s: transmit queue full (%u messages, %llu bytes waiting for credits; "
+			  "this one %u bytes; limits peer_queue_msgs %u, peer_queue_bytes %llu): refusing new "
+			  "messages to it with -ENOBUFS until it drains (tunables peer_queue_msgs, "
+			  "peer_queue_bytes)", ulnet_nid_format(&lp->nid, nid, sizeof(nid)), lp->txq_msgs,
+			  (unsigned long long)lp->txq_bytes, msg->v.hdr.payload_length, ni->peer_queue_msgs,
+			  (unsigned long long)ni->peer_queue_bytes);
+	}
+	return -ENOBUFS;
+}
+
+static void fail_queue(struct ulnet_peer *lp)
+{
+	while (!ulnet_list_empty(&lp->txq)) {
+		struct ulnet_msg *m = peer_txq_pop(lp);
+
 		/* it never reached the LND: it holds no credit worth returning */
 		m->peer_credit = m->ni_credit = false;
 		ulnet__finalize(m, -ESHUTDOWN);
@@ -60,7 +97,7 @@ void ulnet__peers_fail_queues(struct ulnet_node *node)
 		struct ulnet_list *h = &node->peers[b], *p;
 
 		for (p = h->next; p != h; p = p->next)
-			fail_queue(&ulnet_container_of(p, struct ulnet_peer, hash_link)->txq);
+			fail_queue(ulnet_container_of(p, struct ulnet_peer, hash_link));
 	}
 }
 
@@ -86,12 +123,19 @@ int ulnet__credits_take(struct ulnet_msg *msg)
 	struct ulnet_ni *ni = msg->ni;
 
 	if (lp && !msg->peer_credit) {
+		uint32_t len = msg->v.hdr.payload_length;
+
+		if (lp->tx_credits <= 0 &&
+		    (lp->txq_msgs >= ni->peer_queue_msgs || lp->txq_bytes + len > ni->peer_queue_bytes))
+			return peer_txq_full(lp, msg);
 		msg->peer_credit = true;
 		lp->tx_credits--;
 		if (lp->tx_credits < lp->min_tx_credits)
 			lp->min_tx_credits = lp->tx_credits;
 		if (lp->tx_credits < 0) {
 			ulnet_list_add_tail(&msg->link, &lp->txq);
+			lp->txq_msgs++;
+			lp->txq_bytes += len;
 			return 1;
 		}
 	}
@@ -110,9 +154,13 @@ int ulnet__credits_take(struct ulnet_msg *msg)
 
 void ulnet__post_send(struct ulnet_msg *msg)
 {
-	int rc;
+	int rc = ulnet__credits_take(msg);
 
-	if (ulnet__credits_take(msg) != 0)
+	if (rc < 0) {
+		ulnet__finalize(msg, rc); /* logged once per full episode by peer_txq_full */
+		return;
+	}
+	if (rc > 0)
 		return;
 	if (!msg->ni->started) {
 		/* node shutdown: the LND is gone; the credits come back in the completion phase */
@@ -147,12 +195,8 @@ void ulnet__credits_return(struct ulnet_msg *msg)
 	if (msg->peer_credit) {
 		msg->peer_credit = false;
 		lp->tx_credits++;
-		if (!ulnet_list_empty(&lp->txq)) {
-			struct ulnet_msg *next = ulnet_list_first(&lp->txq, struct ulnet_msg, link);
-
-			ulnet_list_del(&next->link);
-			ulnet__post_send(next);
-		}
+		if (!ulnet_list_empty(&lp->txq))
+			ulnet__post_send(peer_txq_pop(lp));
 	}
 }
 
@@ -169,8 +213,6 @@ int ulnet_peer_info_get(ulnet_node *node, unsigned idx, struct ulnet_peer_info *
 
 		for (p = h->next; p != h; p = p->next, i++) {
 			struct ulnet_peer *lp = ulnet_container_of(p, struct ulnet_peer, hash_link);
-			int queued = 0;
-			struct ulnet_list *q;
 
 			if (i != idx)
 				continue;
@@ -180,9 +222,7 @@ int ulnet_peer_info_get(ulnet_node *node, unsigned idx, struct ulnet_peer_info *
 			out->max_tx_credits = lp->max_tx_credits;
 			out->tx_credits = lp->tx_credits;
 			out->min_tx_credits = lp->min_tx_credits;
-			for (q = lp->txq.next; q != &lp->txq; q = q->next)
-				queued++;
-			out->tx_queued = queued;
+			out->tx_queued = (int)lp->txq_msgs;
 			out->send_count = lp->send_count;
 			out->recv_count = lp->recv_count;
 			rc = 0;

@@ -78,8 +78,8 @@ static void *drive_main(void *arg)
 
 static void ten_thousand_behind_one_credit(void **state)
 {
-	struct ulnet_kv tun[] = { { "peer_credits", "1" }, { "credits", "256" } };
-	struct ulnet_ni_conf conf = { .net = "kfi", .nid = "5@kfi", .tunables = tun, .n_tunables = 2 };
+	struct ulnet_kv tun[] = { { "peer_credits", "1" }, { "credits", "256" }, { "peer_queue_msgs", "20000" } };
+	struct ulnet_ni_conf conf = { .net = "kfi", .nid = "5@kfi", .tunables = tun, .n_tunables = 3 };
 	struct ulnet_process_id p6 = { .pid = ULNET_PID_LUSTRE };
 	static uint8_t buf[8];
 	struct ulnet_md md = { .start = buf, .length = sizeof(buf), .threshold = ULNET_MD_THRESH_INF };
@@ -94,8 +94,6 @@ static void ten_thousand_behind_one_credit(void **state)
 	int sends = 0;
 
 	(void)state;
-	ulnet__lnd_find("lo"); /* builtins first */
-	ulnet__lnd_register(&inl_ops);
 	assert_int_equal(ulnet_node_open(NULL, &node), 0);
 	assert_int_equal(ulnet_ni_add(node, &conf), 0);
 	assert_int_equal(ulnet_eq_create(&eq), 0);
@@ -134,11 +132,68 @@ static void ten_thousand_behind_one_credit(void **state)
 	assert_int_equal(ulnet_eq_destroy(eq), 0);
 }
 
+/* A peer's credit queue is bounded: past peer_queue_msgs a send fails with -ENOBUFS (its SEND event
+ * carries it), counted in tx_queue_full; what was queued still goes once the credit is back. */
+static void peer_queue_bounded(void **state)
+{
+	struct ulnet_kv tun[] = { { "peer_credits", "1" }, { "peer_queue_msgs", "3" } };
+	struct ulnet_ni_conf conf = { .net = "kfi", .nid = "5@kfi", .tunables = tun, .n_tunables = 2 };
+	struct ulnet_process_id p6 = { .pid = ULNET_PID_LUSTRE };
+	static uint8_t buf[8];
+	struct ulnet_md md = { .start = buf, .length = sizeof(buf), .threshold = ULNET_MD_THRESH_INF };
+	struct ulnet_stats st;
+	struct ulnet_handle h;
+	struct ulnet_event ev;
+	ulnet_node *node;
+	ulnet_eq *eq;
+	int ok = 0, refused = 0;
+
+	(void)state;
+	assert_int_equal(ulnet_node_open(NULL, &node), 0);
+	assert_int_equal(ulnet_ni_add(node, &conf), 0);
+	assert_int_equal(ulnet_eq_create(&eq), 0);
+	md.eq = eq;
+	assert_int_equal(ulnet_nid_parse("6@kfi", &p6.nid, NULL), 0);
+	assert_int_equal(ulnet_md_bind(node, &md, ULNET_RETAIN, &h), 0);
+	pthread_mutex_lock(&node->lock);
+	hold_next = true;
+	pthread_mutex_unlock(&node->lock);
+	for (int i = 0; i < 6; i++) /* 1 holds the credit, 3 queue, 2 are refused */
+		assert_int_equal(ulnet_put(node, h, ULNET_NOACK_REQ, &p6, 1, 0, 0, (uint64_t)i), 0);
+	assert_int_equal(ulnet_eq_wait(eq, 5000, &ev), 1);
+	assert_int_equal(ev.status, -ENOBUFS);
+	assert_int_equal(ev.hdr_data, 4);
+	assert_int_equal(ulnet_eq_wait(eq, 5000, &ev), 1);
+	assert_int_equal(ev.status, -ENOBUFS);
+	assert_int_equal(ev.hdr_data, 5);
+	ulnet_stats_get(node, &st);
+	assert_int_equal(st.tx_queue_full, 2);
+	pthread_mutex_lock(&node->lock);
+	ulnet__finalize(held, 0);
+	held = NULL;
+	pthread_mutex_unlock(&node->lock);
+	while (ok + refused < 6 && ulnet_eq_wait(eq, 5000, &ev) == 1)
+		ev.status ? refused++ : ok++;
+	assert_int_equal(ok, 4);
+	assert_int_equal(refused, 0); /* the two refusals were read above */
+	assert_int_equal(ulnet_md_unlink(node, h), 0);
+	ulnet_node_close(node);
+	assert_int_equal(ulnet_eq_destroy(eq), 0);
+}
+
+static int setup(void **state)
+{
+	(void)state;
+	ulnet__lnd_find("lo"); /* builtins first */
+	return ulnet__lnd_register(&inl_ops) < 0 ? -1 : 0;
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(ten_thousand_behind_one_credit),
+		cmocka_unit_test(peer_queue_bounded),
 	};
 
-	return cmocka_run_group_tests(tests, NULL, NULL);
+	return cmocka_run_group_tests(tests, setup, NULL);
 }

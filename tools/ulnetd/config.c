@@ -266,7 +266,8 @@ static int kv_add(struct cfgp *p, struct ulnet_kv **arr, size_t *n, const char *
 	return 0;
 }
 
-static const char *const tunable_keys[] = { "peer_timeout", "peer_credits", "peer_buffer_credits", "credits" };
+static const char *const tunable_keys[] = { "peer_timeout", "peer_credits", "peer_buffer_credits", "credits",
+					    "peer_queue_msgs", "peer_queue_bytes" };
 
 static int parse_tunables(struct cfgp *p, const yaml_node_t *n, struct ulnet_ni_conf *c)
 {
