@@ -358,7 +358,7 @@ static int parse_reply_or_ack(struct ulnet_ni *ni, const struct ulnet_hdr *hdr, 
 int ulnet__parse(struct ulnet_ni *ni, const struct ulnet_hdr *hdr, const struct ulnet_nid *from, void *rx_priv)
 {
 	struct ulnet_node *node = ni->node;
-	char dst[ULNET_NID_STRLEN], src[ULNET_NID_STRLEN];
+	char dst[ULNET_NID_STRLEN], src[ULNET_NID_STRLEN], mine[ULNET_NID_STRLEN];
 	bool for_me = ni == node->lo_ni ? ulnet__nid_is_local(node, &hdr->dest_nid)
 					: ulnet_nid_equal(&hdr->dest_nid, &ni->nid);
 
@@ -371,7 +371,7 @@ int ulnet__parse(struct ulnet_ni *ni, const struct ulnet_hdr *hdr, const struct 
 		ULNET_LOG(CORE, ERR, "%s: message from %s for %s arrived on NI %s (routing is not enabled)",
 			  ni->ops->lnd_name, ulnet_nid_format(&hdr->src_nid, src, sizeof(src)),
 			  ulnet_nid_format(&hdr->dest_nid, dst, sizeof(dst)),
-			  ulnet_nid_format(&ni->nid, dst, sizeof(dst)));
+			  ulnet_nid_format(&ni->nid, mine, sizeof(mine)));
 		return -EPROTO;
 	}
 	if ((hdr->type == ULNET_MSG_PUT || hdr->type == ULNET_MSG_REPLY) && hdr->payload_length > ULNET_MTU) {

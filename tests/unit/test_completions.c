@@ -10,6 +10,7 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <string.h>
 #include <cmocka.h>
 #include "internal.h"
@@ -181,6 +182,42 @@ static void peer_queue_bounded(void **state)
 	assert_int_equal(ulnet_eq_destroy(eq), 0);
 }
 
+static char last_err[512];
+static void capture(int level, const char *subsys, const char *line)
+{
+	(void)subsys;
+	if (level == 0)
+		snprintf(last_err, sizeof(last_err), "%s", line);
+}
+
+/* Review fix: the misdirected-message line names the source, the destination and the NI (it used to
+ * print the NI's NID in place of the destination). */
+static void misdirected_line_names_all_three(void **state)
+{
+	struct ulnet_ni_conf conf = { .net = "kfi", .nid = "5@kfi" };
+	struct ulnet_hdr hdr = { .type = ULNET_MSG_PUT };
+	struct ulnet_ni *ni = NULL;
+	ulnet_node *node;
+	int rc;
+
+	(void)state;
+	assert_int_equal(ulnet_node_open(NULL, &node), 0);
+	assert_int_equal(ulnet_ni_add(node, &conf), 0);
+	assert_int_equal(ulnet_nid_parse("6@kfi", &hdr.src_nid, NULL), 0);
+	assert_int_equal(ulnet_nid_parse("7@kfi", &hdr.dest_nid, NULL), 0);
+	ulnet_log_set(capture, 0);
+	pthread_mutex_lock(&node->lock);
+	for (struct ulnet_list *p = node->nis.next; p != &node->nis; p = p->next)
+		if (ulnet_container_of(p, struct ulnet_ni, link) != node->lo_ni)
+			ni = ulnet_container_of(p, struct ulnet_ni, link);
+	rc = ulnet__parse(ni, &hdr, &hdr.src_nid, NULL);
+	pthread_mutex_unlock(&node->lock);
+	ulnet_log_set(NULL, 1);
+	assert_int_equal(rc, -EPROTO);
+	assert_non_null(strstr(last_err, "from 6@kfi for 7@kfi arrived on NI 5@kfi"));
+	ulnet_node_close(node);
+}
+
 static int setup(void **state)
 {
 	(void)state;
@@ -193,6 +230,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(ten_thousand_behind_one_credit),
 		cmocka_unit_test(peer_queue_bounded),
+		cmocka_unit_test(misdirected_line_names_all_three),
 	};
 
 	return cmocka_run_group_tests(tests, setup, NULL);
