@@ -14,7 +14,13 @@ extern "C" {
 struct ulnet_node_opts {
 	uint32_t pid;        /* 0 = ULNET_PID_LUSTRE */
 	uint32_t page_size;  /* 0 = sysconf(_SC_PAGESIZE); else a power of two in [4096, 2 MiB] */
+	/* Seconds a GET waits for its REPLY, and an ACK-requested PUT for its ACK, before it ends with
+	 * a REPLY/ACK event of status -ETIMEDOUT and its MD is unlinked (LNet's transaction timeout).
+	 * 0 = ULNET_TXN_TIMEOUT_DEFAULT; at most ULNET_TXN_TIMEOUT_MAX. */
+	uint32_t transaction_timeout;
 };
+#define ULNET_TXN_TIMEOUT_DEFAULT 50
+#define ULNET_TXN_TIMEOUT_MAX 86400
 
 /* One "key: value" tunable for an NI (config file: tunables / lnd tunables). */
 struct ulnet_kv {

@@ -27,6 +27,15 @@
 
 enum ulnet_obj_kind { ULNET_OBJ_MD = 1, ULNET_OBJ_ME = 2 };
 
+/* A timer on the node's heap (timer.c). @fn runs on the loop thread with the node lock held, once
+ * per arming; it may re-arm. */
+struct ulnet_node;
+struct ulnet_timer {
+	uint64_t deadline;           /* node clock, ns */
+	unsigned idx;                /* heap position + 1; 0 = not armed */
+	void (*fn)(struct ulnet_node *node, struct ulnet_timer *t, uint64_t now);
+};
+
 /* A live MD. Its fragments are normalised to an iovec array whatever the user's form was. */
 struct ulnet_libmd {
 	uint64_t cookie;
@@ -41,6 +50,11 @@ struct ulnet_libmd {
 	int refcount;                /* messages using it */
 	bool zombie;                 /* unlink requested */
 	void *free_on_unlink;        /* internal buffers (ping) */
+	/* Transaction timeout (md.c): GETs / ACK-requested PUTs sent from this MD whose REPLY / ACK
+	 * has not come; when the timer fires they end with -ETIMEDOUT and the MD is unlinked. */
+	unsigned txn_pending;
+	struct ulnet_timer txn_timer;
+	struct ulnet_event txn_ev;   /* the last such SEND's event, the template of the timeout event */
 };
 
 struct ulnet_me {
@@ -99,6 +113,7 @@ struct ulnet_msg {
 	bool finalized;              /* queued for completion (set once; the message lives until then) */
 	bool peer_credit, ni_credit; /* held */
 	bool ack_wanted;             /* rx PUT: send an ACK after the data is in */
+	bool txn;                    /* tx GET / ACK-requested PUT counted in md->txn_pending */
 	bool has_event;
 	struct ulnet_event ev;       /* prepared at match/send time, delivered at finalize */
 	struct iovec iov_store[];    /* v.iov points here */
@@ -131,7 +146,12 @@ struct ulnet_node {
 	bool stopping;
 	struct epoll_event *cur_evs; /* batch being dispatched (io_stop clears stale entries) */
 	int cur_nevs;
-	uint64_t last_tick_ns;
+	struct ulnet_timer lnd_tick; /* LND ticks, every ULNET_LND_TICK_NS */
+	struct ulnet_timer **timers; /* min-heap on deadline (timer.c) */
+	unsigned n_timers, cap_timers;
+	uint64_t (*clock)(void *arg); /* NULL: CLOCK_MONOTONIC; tests inject their own */
+	void *clock_arg;
+	uint64_t txn_timeout_ns;     /* transaction timeout (node option transaction_timeout) */
 	/* Finalized messages waiting for the loop's completion phase (msg.c). Completing one may
 	 * launch others (credits) and they may finalize at once: they join the tail, never the stack. */
 	struct ulnet_list done_q;
@@ -234,6 +254,21 @@ void ulnet__loop_stop(struct ulnet_node *node);
 void ulnet__loop_wake(struct ulnet_node *node);
 void ulnet__unlock(struct ulnet_node *node);
 void ulnet__queue_cb(struct ulnet_node *node, ulnet_event_handler h, const struct ulnet_event *ev);
+
+/* timer.c */
+uint64_t ulnet__node_now(const struct ulnet_node *node);
+void ulnet__node_set_clock(struct ulnet_node *node, uint64_t (*clock)(void *arg), void *arg);
+/* Arm (or move) @t to @deadline. -ENOMEM only when the heap cannot grow (logged). */
+int ulnet__timer_arm(struct ulnet_node *node, struct ulnet_timer *t, uint64_t deadline);
+void ulnet__timer_cancel(struct ulnet_node *node, struct ulnet_timer *t);
+/* Run every timer due at @now; returns how many ran. */
+unsigned ulnet__timers_run(struct ulnet_node *node, uint64_t now);
+/* Milliseconds until the next deadline, at most @max_ms. */
+int ulnet__timers_next_ms(const struct ulnet_node *node, uint64_t now, int max_ms);
+
+/* md.c: transaction timeout */
+void ulnet__md_txn_start(struct ulnet_node *node, struct ulnet_libmd *md, const struct ulnet_event *send_ev);
+void ulnet__md_txn_end(struct ulnet_node *node, struct ulnet_libmd *md);
 
 /* ping.c */
 int ulnet__ping_service_refresh(struct ulnet_node *node);

@@ -94,6 +94,12 @@ static int launch_op(struct ulnet_node *node, struct ulnet_msg *msg, struct ulne
 	prepare_initiator_event(node, msg, md, target, put ? h->msg.put.ptl_index : h->msg.get.ptl_index,
 				put ? h->msg.put.match_bits : h->msg.get.match_bits,
 				put ? h->msg.put.offset : h->msg.get.src_offset, hdr_data, (int)h->type);
+	/* a GET waits for its REPLY, an ACK-requested PUT for its ACK: start the transaction timeout
+	 * before sending (on lo the answer arrives inside ulnet__send) */
+	if (!put || h->msg.put.ack_wmd.wh_interface_cookie != ULNET_WIRE_COOKIE_NONE) {
+		msg->txn = true;
+		ulnet__md_txn_start(node, md, &msg->ev);
+	}
 	rc = ulnet__send(node, msg, target, NULL);
 	if (rc)
 		ulnet__msg_abort(msg); /* never left the core: no event, the MD reference goes now */
@@ -337,6 +343,7 @@ static int parse_reply_or_ack(struct ulnet_ni *ni, const struct ulnet_hdr *hdr, 
 		}
 		mlen = md->total;
 	}
+	ulnet__md_txn_end(ni->node, md); /* answered: no timeout for this transaction */
 	ulnet__md_use(md);
 	msg = rx_msg_new(ni, hdr, md, rx_priv);
 	if (!msg) {

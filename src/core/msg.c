@@ -106,6 +106,8 @@ static void msg_complete(struct ulnet_msg *msg)
 		if (status == 0 && msg->ack_wanted)
 			send_ack(msg);
 	}
+	if (msg->txn && status != 0)
+		ulnet__md_txn_end(node, msg->md); /* not sent: no REPLY/ACK to wait for (the SEND event says why) */
 	if (msg->md) {
 		struct ulnet_md umd = msg->md->umd;
 
@@ -141,7 +143,12 @@ bool ulnet__node_backlogged(const struct ulnet_node *node)
 
 void ulnet__msg_abort(struct ulnet_msg *msg)
 {
-	if (msg->md)
+	if (msg->txn)
+		ulnet__md_txn_end(msg->node, msg->md);
+	if (msg->md) {
+		if (msg->md->threshold != ULNET_MD_THRESH_INF)
+			msg->md->threshold++; /* the refused operation does not count against it */
 		ulnet__md_release(msg->node, msg->md);
+	}
 	ulnet__msg_free(msg);
 }

@@ -31,6 +31,13 @@ int ulnet_node_open(const struct ulnet_node_opts *opts, ulnet_node **out)
 	node->pid = opts && opts->pid ? opts->pid : ULNET_PID_LUSTRE;
 	node->page_size = opts && opts->page_size ? opts->page_size : (uint32_t)(sys_ps > 0 ? sys_ps : 4096);
 	rc = check_page_size(node->page_size);
+	if (rc == 0 && opts && opts->transaction_timeout > ULNET_TXN_TIMEOUT_MAX) {
+		ULNET_LOG(CORE, ERR, "node: transaction_timeout %u s > %u s (setting transaction_timeout)",
+			  opts->transaction_timeout, ULNET_TXN_TIMEOUT_MAX);
+		rc = -EINVAL;
+	}
+	node->txn_timeout_ns = (uint64_t)(opts && opts->transaction_timeout ? opts->transaction_timeout
+							      : ULNET_TXN_TIMEOUT_DEFAULT) * 1000000000ull;
 	if (rc) {
 		free(node);
 		return rc;
@@ -124,6 +131,7 @@ void ulnet_node_close(ulnet_node *node)
 	pthread_mutex_unlock(&node->lock);
 	/* handlers queued by the shutdown itself are not run: the node is gone */
 	free(node->cbs);
+	free(node->timers);
 	close(node->epfd);
 	close(node->wakefd);
 	pthread_mutex_destroy(&node->lock);

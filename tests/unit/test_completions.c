@@ -11,6 +11,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <cmocka.h>
 #include "internal.h"
@@ -218,6 +219,147 @@ static void misdirected_line_names_all_three(void **state)
 	ulnet_node_close(node);
 }
 
+/* ---- timers and the transaction timeout, on an injected clock ---- */
+
+static uint64_t fake_now;
+static uint64_t fake_clock(void *arg) { (void)arg; return fake_now; }
+
+static uint64_t fired[200];
+static unsigned n_fired;
+struct tagged { struct ulnet_timer t; unsigned tag; };
+static void record(struct ulnet_node *node, struct ulnet_timer *t, uint64_t now)
+{
+	(void)node;
+	assert_true(t->deadline <= now);
+	fired[n_fired++] = t->deadline;
+	(void)ulnet_container_of(t, struct tagged, t);
+}
+
+/* The heap runs due timers in deadline order, never a cancelled one, and a moved one at its new time. */
+static void timer_heap_order(void **state)
+{
+	struct ulnet_node *node = calloc(1, sizeof(*node));
+	static struct tagged ts[150];
+	uint64_t seed = 12345, last = 0;
+	unsigned ran;
+
+	(void)state;
+	assert_non_null(node);
+	for (unsigned i = 0; i < 150; i++) {
+		seed = seed * 6364136223846793005ull + 1442695040888963407ull;
+		ts[i].t.fn = record;
+		ts[i].tag = i;
+		assert_int_equal(ulnet__timer_arm(node, &ts[i].t, 1000 + (seed >> 40) % 100000), 0);
+	}
+	for (unsigned i = 0; i < 150; i += 3)
+		ulnet__timer_cancel(node, &ts[i].t);
+	assert_int_equal(ulnet__timer_arm(node, &ts[1].t, 5), 0); /* moved to the front */
+	assert_int_equal(node->n_timers, 100);
+	assert_int_equal(ulnet__timers_next_ms(node, 0, 1000), 1); /* 5 ns rounds up to 1 ms */
+	assert_int_equal(ulnet__timers_run(node, 4), 0);
+	assert_int_equal(ulnet__timers_run(node, 5), 1);
+	ran = ulnet__timers_run(node, 50000);
+	assert_int_equal(ran, n_fired - 1);
+	ran = ulnet__timers_run(node, UINT64_MAX);
+	assert_true(ran > 0);
+	assert_int_equal(n_fired, 100);
+	for (unsigned i = 0; i < n_fired; i++) {
+		assert_true(fired[i] >= last);
+		last = fired[i];
+	}
+	for (unsigned i = 0; i < 150; i++)
+		assert_int_equal(ts[i].t.idx, 0);
+	free(node->timers);
+	free(node);
+}
+
+static unsigned armed_timers(ulnet_node *node)
+{
+	unsigned n;
+
+	pthread_mutex_lock(&node->lock);
+	n = node->n_timers;
+	pthread_mutex_unlock(&node->lock);
+	return n;
+}
+
+/* A GET whose REPLY never comes ends, at the transaction timeout on the node's clock and not before,
+ * with a REPLY event of status -ETIMEDOUT that unlinks the MD. A GET answered (ping on lo) or never
+ * sent (no NI reaches the target) leaves no timer behind. */
+static void transaction_timeout(void **state)
+{
+	struct ulnet_node_opts opts = { .transaction_timeout = 50 };
+	struct ulnet_ni_conf conf = { .net = "kfi", .nid = "5@kfi" };
+	struct ulnet_process_id p6 = { .pid = ULNET_PID_LUSTRE }, lo = { .pid = ULNET_PID_LUSTRE };
+	struct ulnet_process_id far = { .pid = ULNET_PID_LUSTRE };
+	static uint8_t buf[64];
+	struct ulnet_md md = { .start = buf, .length = sizeof(buf), .threshold = 2 };
+	struct ulnet_ping_result pr;
+	struct ulnet_stats st;
+	struct ulnet_handle h;
+	struct ulnet_event ev;
+	ulnet_node *node;
+	ulnet_eq *eq;
+	unsigned base;
+
+	(void)state;
+	assert_int_equal(ulnet_node_open(&opts, &node), 0);
+	assert_int_equal(ulnet_ni_add(node, &conf), 0);
+	assert_int_equal(ulnet_eq_create(&eq), 0);
+	md.eq = eq;
+	assert_int_equal(ulnet_nid_parse("6@kfi", &p6.nid, NULL), 0);
+	assert_int_equal(ulnet_nid_parse("0@lo", &lo.nid, NULL), 0);
+	assert_int_equal(ulnet_nid_parse("6@kfi1", &far.nid, NULL), 0);
+	base = armed_timers(node); /* the LND tick */
+
+	assert_int_equal(ulnet_ping(node, &lo, 2000, &pr), 0);
+	assert_int_equal(armed_timers(node), base);
+	assert_int_equal(ulnet_md_bind(node, &md, ULNET_UNLINK, &h), 0);
+	assert_int_equal(ulnet_get(node, h, &far, 0, 0, 0), -EHOSTUNREACH);
+	assert_int_equal(armed_timers(node), base);
+
+	pthread_mutex_lock(&node->lock);
+	fake_now = ulnet__now_ns();
+	ulnet__node_set_clock(node, fake_clock, NULL);
+	hold_next = true;
+	pthread_mutex_unlock(&node->lock);
+	assert_int_equal(ulnet_get(node, h, &p6, 0, 0x77, 0), 0);
+	assert_int_equal(armed_timers(node), base + 1);
+	pthread_mutex_lock(&node->lock);
+	ulnet__finalize(held, 0); /* the GET is on the wire */
+	held = NULL;
+	pthread_mutex_unlock(&node->lock);
+	assert_int_equal(ulnet_eq_wait(eq, 5000, &ev), 1);
+	assert_int_equal(ev.type, ULNET_EVENT_SEND);
+	assert_int_equal(ev.status, 0);
+	assert_false(ev.unlinked);
+
+	pthread_mutex_lock(&node->lock);
+	fake_now += 49ull * 1000000000ull;
+	ulnet__timers_run(node, fake_now);
+	pthread_mutex_unlock(&node->lock);
+	assert_int_equal(ulnet_eq_wait(eq, 0, &ev), 0); /* 49 s: still waiting */
+
+	pthread_mutex_lock(&node->lock);
+	fake_now += 2ull * 1000000000ull;
+	ulnet__timers_run(node, fake_now);
+	pthread_mutex_unlock(&node->lock);
+	assert_int_equal(ulnet_eq_wait(eq, 5000, &ev), 1);
+	assert_int_equal(ev.type, ULNET_EVENT_REPLY);
+	assert_int_equal(ev.status, -ETIMEDOUT);
+	assert_int_equal(ev.match_bits, 0x77);
+	assert_true(ev.unlinked);
+	assert_int_equal(ulnet_md_unlink(node, h), -ENOENT); /* gone with the timeout */
+	assert_int_equal(armed_timers(node), base);
+	ulnet_stats_get(node, &st);
+	assert_int_equal(st.tx_timeouts, 1);
+	pthread_mutex_lock(&node->lock);
+	ulnet__node_set_clock(node, NULL, NULL);
+	pthread_mutex_unlock(&node->lock);
+	ulnet_node_close(node);
+	assert_int_equal(ulnet_eq_destroy(eq), 0);
+}
+
 static int setup(void **state)
 {
 	(void)state;
@@ -231,6 +373,8 @@ int main(void)
 		cmocka_unit_test(ten_thousand_behind_one_credit),
 		cmocka_unit_test(peer_queue_bounded),
 		cmocka_unit_test(misdirected_line_names_all_three),
+		cmocka_unit_test(timer_heap_order),
+		cmocka_unit_test(transaction_timeout),
 	};
 
 	return cmocka_run_group_tests(tests, setup, NULL);

@@ -189,6 +189,10 @@ static int parse_node(struct cfgp *p, const yaml_node_t *n)
 			if (x < 4096 || x > 2097152 || (x & (x - 1)))
 				return fail(p, v, "bad page_size %lld: must be a power of two from 4096 to 2097152", x);
 			p->cfg->opts.page_size = (uint32_t)x;
+		} else if (!strcmp(ks, "transaction_timeout")) {
+			if ((rc = get_int(p, v, ks, 1, ULNET_TXN_TIMEOUT_MAX, &x)))
+				return rc;
+			p->cfg->opts.transaction_timeout = (uint32_t)x;
 		} else if (!strcmp(ks, "control")) {
 			const char *s;
 
