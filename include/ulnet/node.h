@@ -54,12 +54,17 @@ ULNET_EXPORT uint32_t ulnet_node_page_size(const ulnet_node *node);
 ULNET_EXPORT void ulnet_node_primary_nid(ulnet_node *node, struct ulnet_nid *out);
 
 /* Send @md (its whole length) to @target's @portal. 0: a SEND event follows, and an ACK as well if
- * @ack and the target MD allows; they may come in either order. -EINVAL, -ENOENT stale @md,
- * -EHOSTUNREACH no NI reaches @target, -EMSGSIZE over ULNET_MTU; no event follows an error. */
+ * @ack and the target MD allows; they may come in either order. A send that fails (no NI reaches
+ * @target: -EHOSTUNREACH; the peer's queue is full: -ENOBUFS; the connection failed...) ends in a
+ * SEND event with that status and no ACK; an ACK that never comes ends in an ACK event with
+ * -ETIMEDOUT (transaction_timeout). -EINVAL, -ENOENT stale @md, -EMSGSIZE over ULNET_MTU: refused
+ * before anything was sent; no event follows these. */
 ULNET_EXPORT int ulnet_put(ulnet_node *node, struct ulnet_handle md, enum ulnet_ack_req ack,
 			   const struct ulnet_process_id *target, uint32_t portal, uint64_t match_bits,
 			   uint32_t offset, uint64_t hdr_data);
-/* Fetch into @md from @target's @portal. 0: SEND then REPLY events (REPLY with status on failure). */
+/* Fetch into @md from @target's @portal. 0: SEND then REPLY events; a failed send ends in the SEND
+ * event with its error (no REPLY follows); a REPLY that never comes ends in a REPLY event with
+ * -ETIMEDOUT that unlinks @md. Errors returned as for ulnet_put. */
 ULNET_EXPORT int ulnet_get(ulnet_node *node, struct ulnet_handle md, const struct ulnet_process_id *target,
 			   uint32_t portal, uint64_t match_bits, uint32_t offset);
 

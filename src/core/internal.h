@@ -210,8 +210,6 @@ void ulnet__event_deliver_unref(struct ulnet_node *node, const struct ulnet_md *
 /* msg.c */
 struct ulnet_msg *ulnet__msg_alloc(struct ulnet_node *node, unsigned niov);
 void ulnet__msg_free(struct ulnet_msg *msg);
-/* Undo a message that never left the core (no credit, no LND, no event): release its MD now. */
-void ulnet__msg_abort(struct ulnet_msg *msg);
 /* The completion phase: complete at most @budget finalized messages in FIFO order (credits back,
  * queued sends launched, MD released, event delivered). Returns true if more are waiting. Lock held. */
 #define ULNET_COMPLETION_BUDGET 512u

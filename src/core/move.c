@@ -81,8 +81,10 @@ static int start_op(ulnet_node *node, struct ulnet_handle mdh, const struct ulne
 	return 0;
 }
 
-/* The header is filled: take the MD, prepare the SEND event and send. On a refusal the message is
- * undone at once without an event and the error returned. */
+/* The header is filled: take the MD, prepare the SEND event and send. From here every failure ends in
+ * exactly one event carrying the error, as in LNet (LNetPut/LNetGet return 0 once the message exists):
+ * a target no NI reaches gets a SEND event with -EHOSTUNREACH, not a silent return code that a
+ * caller waiting for events would never see. */
 static int launch_op(struct ulnet_node *node, struct ulnet_msg *msg, struct ulnet_libmd *md,
 		     const struct ulnet_process_id *target, uint64_t hdr_data)
 {
@@ -102,8 +104,8 @@ static int launch_op(struct ulnet_node *node, struct ulnet_msg *msg, struct ulne
 	}
 	rc = ulnet__send(node, msg, target, NULL);
 	if (rc)
-		ulnet__msg_abort(msg); /* never left the core: no event, the MD reference goes now */
-	return rc;
+		ulnet__finalize(msg, rc); /* the SEND event says why; no REPLY/ACK follows (msg.c) */
+	return 0;
 }
 
 int ulnet_put(ulnet_node *node, struct ulnet_handle mdh, enum ulnet_ack_req ack,

@@ -140,15 +140,3 @@ bool ulnet__node_backlogged(const struct ulnet_node *node)
 {
 	return node->n_done >= ULNET_COMPLETION_BACKLOG;
 }
-
-void ulnet__msg_abort(struct ulnet_msg *msg)
-{
-	if (msg->txn)
-		ulnet__md_txn_end(msg->node, msg->md);
-	if (msg->md) {
-		if (msg->md->threshold != ULNET_MD_THRESH_INF)
-			msg->md->threshold++; /* the refused operation does not count against it */
-		ulnet__md_release(msg->node, msg->md);
-	}
-	ulnet__msg_free(msg);
-}

@@ -315,8 +315,18 @@ static void transaction_timeout(void **state)
 	assert_int_equal(ulnet_ping(node, &lo, 2000, &pr), 0);
 	assert_int_equal(armed_timers(node), base);
 	assert_int_equal(ulnet_md_bind(node, &md, ULNET_UNLINK, &h), 0);
-	assert_int_equal(ulnet_get(node, h, &far, 0, 0, 0), -EHOSTUNREACH);
+	/* no NI reaches it: exactly one event, the SEND with the error */
+	assert_int_equal(ulnet_get(node, h, &far, 0, 0, 0), 0);
+	assert_int_equal(ulnet_eq_wait(eq, 5000, &ev), 1);
+	assert_int_equal(ev.type, ULNET_EVENT_SEND);
+	assert_int_equal(ev.status, -EHOSTUNREACH);
+	assert_false(ev.unlinked);
 	assert_int_equal(armed_timers(node), base);
+	assert_int_equal(ulnet_md_unlink(node, h), 0);
+	assert_int_equal(ulnet_eq_wait(eq, 5000, &ev), 1);
+	assert_int_equal(ev.type, ULNET_EVENT_UNLINK);
+	assert_int_equal(ulnet_eq_wait(eq, 0, &ev), 0);
+	assert_int_equal(ulnet_md_bind(node, &md, ULNET_UNLINK, &h), 0);
 
 	pthread_mutex_lock(&node->lock);
 	fake_now = ulnet__now_ns();
