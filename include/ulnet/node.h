@@ -18,7 +18,12 @@ struct ulnet_node_opts {
 	 * a REPLY/ACK event of status -ETIMEDOUT and its MD is unlinked (LNet's transaction timeout).
 	 * 0 = ULNET_TXN_TIMEOUT_DEFAULT; at most ULNET_TXN_TIMEOUT_MAX. */
 	uint32_t transaction_timeout;
+	/* Peers the node keeps state for (credits, queue, counters), 0 = ULNET_MAX_PEERS_DEFAULT. A peer
+	 * idle for 60 s is forgotten; when the table is full the longest idle one makes room, and if
+	 * every one is busy a send to a new peer fails with -ENOBUFS. */
+	uint32_t max_peers;
 };
+#define ULNET_MAX_PEERS_DEFAULT 16384
 #define ULNET_TXN_TIMEOUT_DEFAULT 50
 #define ULNET_TXN_TIMEOUT_MAX 86400
 

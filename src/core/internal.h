@@ -24,6 +24,9 @@
  * that asks for more (GETs it never reads the replies of) gets -ENOBUFS, not our memory. */
 #define ULNET_PEER_QUEUE_MSGS_DEFAULT 4096u
 #define ULNET_PEER_QUEUE_BYTES_DEFAULT (64ull << 20)
+/* A core peer nothing refers to is forgotten after this long, as LND peers are (tcp: 60 s): a GET
+ * with a spoofed source NID must not leave a peer forever. */
+#define ULNET_PEER_IDLE_S 60
 
 enum ulnet_obj_kind { ULNET_OBJ_MD = 1, ULNET_OBJ_ME = 2 };
 
@@ -78,6 +81,11 @@ struct ulnet_peer {
 	uint64_t txq_bytes;          /*     peer_queue_msgs / peer_queue_bytes (peer.c) */
 	uint64_t txq_refused;        /* refused since the queue last filled (for the "drained" line) */
 	uint64_t send_count, recv_count;
+	/* Life cycle (peer.c): messages naming this peer; at 0 it waits on node->idle_peers (oldest
+	 * first) and is freed after ULNET_PEER_IDLE_S, or earlier when the table is full. */
+	unsigned refs;
+	uint64_t idle_since;         /* node clock */
+	struct ulnet_list idle_link;
 };
 
 struct ulnet_ni {
@@ -135,7 +143,10 @@ struct ulnet_node {
 	struct ulnet_list nis;
 	struct ulnet_ni *lo_ni;
 	struct ulnet_list peers[ULNET_PEER_BUCKETS];
-	unsigned n_peers;
+	unsigned n_peers, max_peers; /* max_peers: node option, bounds the table */
+	bool peers_full_logged;
+	struct ulnet_list idle_peers; /* peers with refs 0, oldest first */
+	struct ulnet_timer peer_sweep;
 	struct ulnet_stats stats;
 	/* ping service */
 	struct ulnet_handle ping_me;
@@ -227,6 +238,9 @@ struct ulnet_peer *ulnet__peer_find(struct ulnet_node *node, struct ulnet_ni *ni
 /* Fail every message waiting for a peer credit with -ESHUTDOWN (node teardown). */
 void ulnet__peers_fail_queues(struct ulnet_node *node);
 void ulnet__peers_free(struct ulnet_node *node);
+/* A message names @lp (ulnet__send) / no longer does (message freed). */
+void ulnet__peer_get(struct ulnet_peer *lp);
+void ulnet__peer_put(struct ulnet_node *node, struct ulnet_peer *lp);
 /* 0: credits taken, send now; 1: queued; -ENOBUFS: the peer's queue is full (nothing taken). */
 int ulnet__credits_take(struct ulnet_msg *msg);
 /* Return the credits @msg holds and launch the messages they unblock. */

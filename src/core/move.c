@@ -31,7 +31,8 @@ int ulnet__send(struct ulnet_node *node, struct ulnet_msg *msg, const struct uln
 	if (!local) {
 		msg->peer = ulnet__peer_find(node, ni, &target->nid, true);
 		if (!msg->peer)
-			return -ENOMEM;
+			return -ENOBUFS; /* out of memory, or the peer table is full of busy peers (logged) */
+		ulnet__peer_get(msg->peer);
 	}
 	ulnet__post_send(msg);
 	return 0;

@@ -26,6 +26,8 @@ struct ulnet_msg *ulnet__msg_alloc(struct ulnet_node *node, unsigned niov)
 
 void ulnet__msg_free(struct ulnet_msg *msg)
 {
+	if (msg->peer)
+		ulnet__peer_put(msg->node, msg->peer);
 	msg->node->stats.msgs_alloc--;
 	free(msg);
 }

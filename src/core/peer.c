@@ -17,6 +17,15 @@ static unsigned peer_hash(const struct ulnet_nid *nid)
 	return h % ULNET_PEER_BUCKETS;
 }
 
+/* @lp is idle (refs 0: no message names it, so its queue is empty and its credits are home). */
+static void peer_free(struct ulnet_node *node, struct ulnet_peer *lp)
+{
+	ulnet_list_del(&lp->idle_link);
+	ulnet_list_del(&lp->hash_link);
+	node->n_peers--;
+	free(lp);
+}
+
 struct ulnet_peer *ulnet__peer_find(struct ulnet_node *node, struct ulnet_ni *ni, const struct ulnet_nid *nid,
 				    bool create)
 {
@@ -25,11 +34,31 @@ struct ulnet_peer *ulnet__peer_find(struct ulnet_node *node, struct ulnet_ni *ni
 
 	for (p = h->next; p != h; p = p->next) {
 		lp = ulnet_container_of(p, struct ulnet_peer, hash_link);
-		if (lp->ni == ni && ulnet_nid_equal(&lp->nid, nid))
+		if (lp->ni == ni && ulnet_nid_equal(&lp->nid, nid)) {
+			if (!lp->refs) { /* used again: the idle clock restarts */
+				lp->idle_since = ulnet__node_now(node);
+				ulnet_list_del(&lp->idle_link);
+				ulnet_list_add_tail(&lp->idle_link, &node->idle_peers);
+			}
 			return lp;
+		}
 	}
 	if (!create)
 		return NULL;
+	if (node->n_peers >= node->max_peers && !ulnet_list_empty(&node->idle_peers)) {
+		/* full: the peer idle the longest makes room */
+		peer_free(node, ulnet_list_first(&node->idle_peers, struct ulnet_peer, idle_link));
+	}
+	if (node->n_peers >= node->max_peers) {
+		char s[ULNET_NID_STRLEN];
+
+		if (!node->peers_full_logged)
+			ULNET_LOG(CORE, ERR, "peer table full: %u peers, all busy; cannot add %s (node option max_peers %u)",
+				  node->n_peers, ulnet_nid_format(nid, s, sizeof(s)), node->max_peers);
+		node->peers_full_logged = true;
+		return NULL;
+	}
+	node->peers_full_logged = false;
 	lp = calloc(1, sizeof(*lp));
 	if (!lp)
 		return NULL;
@@ -38,8 +67,45 @@ struct ulnet_peer *ulnet__peer_find(struct ulnet_node *node, struct ulnet_ni *ni
 	lp->max_tx_credits = lp->tx_credits = lp->min_tx_credits = ni->peer_credits;
 	ulnet_list_init(&lp->txq);
 	ulnet_list_add_tail(&lp->hash_link, h);
+	/* idle until a message names it (the caller's, at once) */
+	lp->idle_since = ulnet__node_now(node);
+	ulnet_list_add_tail(&lp->idle_link, &node->idle_peers);
 	node->n_peers++;
 	return lp;
+}
+
+/* Forget the peers idle for ULNET_PEER_IDLE_S; re-arm for the next one due. */
+static void peer_sweep(struct ulnet_node *node, struct ulnet_timer *t, uint64_t now)
+{
+	const uint64_t idle_ns = ULNET_PEER_IDLE_S * 1000000000ull;
+
+	while (!ulnet_list_empty(&node->idle_peers)) {
+		struct ulnet_peer *lp = ulnet_list_first(&node->idle_peers, struct ulnet_peer, idle_link);
+
+		if (now - lp->idle_since < idle_ns) {
+			ulnet__timer_arm(node, t, lp->idle_since + idle_ns);
+			return;
+		}
+		peer_free(node, lp);
+	}
+}
+
+void ulnet__peer_get(struct ulnet_peer *lp)
+{
+	if (lp->refs++ == 0)
+		ulnet_list_del(&lp->idle_link);
+}
+
+void ulnet__peer_put(struct ulnet_node *node, struct ulnet_peer *lp)
+{
+	if (--lp->refs > 0)
+		return;
+	lp->idle_since = ulnet__node_now(node);
+	ulnet_list_add_tail(&lp->idle_link, &node->idle_peers);
+	if (!node->peer_sweep.idx) {
+		node->peer_sweep.fn = peer_sweep;
+		ulnet__timer_arm(node, &node->peer_sweep, lp->idle_since + ULNET_PEER_IDLE_S * 1000000000ull);
+	}
 }
 
 /* Take the first message off @lp's credit queue. */

@@ -278,7 +278,7 @@ static unsigned armed_timers(ulnet_node *node)
 	unsigned n;
 
 	pthread_mutex_lock(&node->lock);
-	n = node->n_timers;
+	n = node->n_timers - (node->peer_sweep.idx ? 1 : 0); /* not the idle peer sweep */
 	pthread_mutex_unlock(&node->lock);
 	return n;
 }
@@ -370,6 +370,63 @@ static void transaction_timeout(void **state)
 	assert_int_equal(ulnet_eq_destroy(eq), 0);
 }
 
+static struct ulnet_ni *kfi_ni(ulnet_node *node)
+{
+	for (struct ulnet_list *p = node->nis.next; p != &node->nis; p = p->next)
+		if (ulnet_container_of(p, struct ulnet_ni, link) != node->lo_ni)
+			return ulnet_container_of(p, struct ulnet_ni, link);
+	return NULL;
+}
+
+/* Issue 13 "spoofed sources": ping GETs from 100 spoofed source NIDs each make a core peer (for the
+ * REPLY); the table never holds more than max_peers (the longest idle makes room), and once idle for
+ * ULNET_PEER_IDLE_S on the node's clock every one is gone. */
+static void spoofed_sources_leave_no_peer(void **state)
+{
+	struct ulnet_node_opts opts = { .max_peers = 4 };
+	struct ulnet_ni_conf conf = { .net = "kfi", .nid = "5@kfi" };
+	struct ulnet_hdr hdr = { .type = ULNET_MSG_GET, .dest_pid = ULNET_PID_LUSTRE, .src_pid = ULNET_PID_LUSTRE };
+	struct ulnet_stats st;
+	struct ulnet_ni *ni;
+	ulnet_node *node;
+	unsigned most = 0;
+
+	(void)state;
+	assert_int_equal(ulnet_node_open(&opts, &node), 0);
+	assert_int_equal(ulnet_ni_add(node, &conf), 0);
+	assert_int_equal(ulnet_nid_parse("5@kfi", &hdr.dest_nid, NULL), 0);
+	hdr.msg.get.ptl_index = ULNET_RESERVED_PORTAL;
+	hdr.msg.get.match_bits = ULNET_PING_MATCHBITS;
+	hdr.msg.get.sink_length = 4096;
+	pthread_mutex_lock(&node->lock);
+	fake_now = ulnet__now_ns();
+	ulnet__node_set_clock(node, fake_clock, NULL);
+	ni = kfi_ni(node);
+	for (unsigned i = 0; i < 100; i++) {
+		char s[32];
+
+		snprintf(s, sizeof(s), "%u@kfi", 100 + i);
+		assert_int_equal(ulnet_nid_parse(s, &hdr.src_nid, NULL), 0);
+		assert_int_equal(ulnet__parse(ni, &hdr, &hdr.src_nid, NULL), 0);
+		while (ulnet__completions_run(node, UINT_MAX))
+			;
+		most = node->n_peers > most ? node->n_peers : most;
+		fake_now += 1000000; /* 1 ms apart */
+	}
+	assert_int_equal(most, 4);
+	fake_now += (ULNET_PEER_IDLE_S - 1) * 1000000000ull;
+	ulnet__timers_run(node, fake_now);
+	assert_int_equal(node->n_peers, 4); /* the last four: not idle long enough yet */
+	fake_now += 2 * 1000000000ull;
+	ulnet__timers_run(node, fake_now);
+	assert_int_equal(node->n_peers, 0);
+	ulnet__node_set_clock(node, NULL, NULL);
+	pthread_mutex_unlock(&node->lock);
+	ulnet_stats_get(node, &st);
+	assert_int_equal(st.send_count, 100); /* every spoofed GET was answered */
+	ulnet_node_close(node);
+}
+
 static int setup(void **state)
 {
 	(void)state;
@@ -385,6 +442,7 @@ int main(void)
 		cmocka_unit_test(misdirected_line_names_all_three),
 		cmocka_unit_test(timer_heap_order),
 		cmocka_unit_test(transaction_timeout),
+		cmocka_unit_test(spoofed_sources_leave_no_peer),
 	};
 
 	return cmocka_run_group_tests(tests, setup, NULL);

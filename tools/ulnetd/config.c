@@ -193,6 +193,10 @@ static int parse_node(struct cfgp *p, const yaml_node_t *n)
 			if ((rc = get_int(p, v, ks, 1, ULNET_TXN_TIMEOUT_MAX, &x)))
 				return rc;
 			p->cfg->opts.transaction_timeout = (uint32_t)x;
+		} else if (!strcmp(ks, "max_peers")) {
+			if ((rc = get_int(p, v, ks, 1, UINT32_MAX, &x)))
+				return rc;
+			p->cfg->opts.max_peers = (uint32_t)x;
 		} else if (!strcmp(ks, "control")) {
 			const char *s;
 
