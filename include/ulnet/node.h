@@ -14,7 +14,18 @@ extern "C" {
 struct ulnet_node_opts {
 	uint32_t pid;        /* 0 = ULNET_PID_LUSTRE */
 	uint32_t page_size;  /* 0 = sysconf(_SC_PAGESIZE); else a power of two in [4096, 2 MiB] */
+	/* Seconds a GET waits for its REPLY, and an ACK-requested PUT for its ACK, before it ends with
+	 * a REPLY/ACK event of status -ETIMEDOUT and its MD is unlinked (LNet's transaction timeout).
+	 * 0 = ULNET_TXN_TIMEOUT_DEFAULT; at most ULNET_TXN_TIMEOUT_MAX. */
+	uint32_t transaction_timeout;
+	/* Peers the node keeps state for (credits, queue, counters), 0 = ULNET_MAX_PEERS_DEFAULT. A peer
+	 * idle for 60 s is forgotten; when the table is full the longest idle one makes room, and if
+	 * every one is busy a send to a new peer fails with -ENOBUFS. */
+	uint32_t max_peers;
 };
+#define ULNET_MAX_PEERS_DEFAULT 16384
+#define ULNET_TXN_TIMEOUT_DEFAULT 50
+#define ULNET_TXN_TIMEOUT_MAX 86400
 
 /* One "key: value" tunable for an NI (config file: tunables / lnd tunables). */
 struct ulnet_kv {
@@ -27,7 +38,8 @@ struct ulnet_ni_conf {
 	const char *net;               /* "tcp", "tcp1", "o2ib", "lo" */
 	const char *nid;               /* "127.0.0.2@tcp"; or NULL and @interfaces */
 	const char *const *interfaces; /* NULL-terminated interface names (address taken from the first) */
-	const struct ulnet_kv *tunables;     /* peer_timeout, peer_credits, peer_buffer_credits, credits */
+	const struct ulnet_kv *tunables;     /* peer_timeout, peer_credits, peer_buffer_credits, credits,
+					      * peer_queue_msgs, peer_queue_bytes */
 	size_t n_tunables;
 	const struct ulnet_kv *lnd_tunables; /* LND specific (tcp: accept_port, timeout, ...) */
 	size_t n_lnd_tunables;
@@ -47,12 +59,17 @@ ULNET_EXPORT uint32_t ulnet_node_page_size(const ulnet_node *node);
 ULNET_EXPORT void ulnet_node_primary_nid(ulnet_node *node, struct ulnet_nid *out);
 
 /* Send @md (its whole length) to @target's @portal. 0: a SEND event follows, and an ACK as well if
- * @ack and the target MD allows; they may come in either order. -EINVAL, -ENOENT stale @md,
- * -EHOSTUNREACH no NI reaches @target, -EMSGSIZE over ULNET_MTU; no event follows an error. */
+ * @ack and the target MD allows; they may come in either order. A send that fails (no NI reaches
+ * @target: -EHOSTUNREACH; the peer's queue is full: -ENOBUFS; the connection failed...) ends in a
+ * SEND event with that status and no ACK; an ACK that never comes ends in an ACK event with
+ * -ETIMEDOUT (transaction_timeout). -EINVAL, -ENOENT stale @md, -EMSGSIZE over ULNET_MTU: refused
+ * before anything was sent; no event follows these. */
 ULNET_EXPORT int ulnet_put(ulnet_node *node, struct ulnet_handle md, enum ulnet_ack_req ack,
 			   const struct ulnet_process_id *target, uint32_t portal, uint64_t match_bits,
 			   uint32_t offset, uint64_t hdr_data);
-/* Fetch into @md from @target's @portal. 0: SEND then REPLY events (REPLY with status on failure). */
+/* Fetch into @md from @target's @portal. 0: SEND then REPLY events; a failed send ends in the SEND
+ * event with its error (no REPLY follows); a REPLY that never comes ends in a REPLY event with
+ * -ETIMEDOUT that unlinks @md. Errors returned as for ulnet_put. */
 ULNET_EXPORT int ulnet_get(ulnet_node *node, struct ulnet_handle md, const struct ulnet_process_id *target,
 			   uint32_t portal, uint64_t match_bits, uint32_t offset);
 
@@ -82,6 +99,8 @@ struct ulnet_stats {
 	uint64_t errors;
 	uint64_t send_count, recv_count, route_count, drop_count;
 	uint64_t send_length, recv_length, route_length, drop_length;
+	uint64_t tx_queue_full;  /* sends refused: the peer's queue was at peer_queue_msgs/_bytes */
+	uint64_t tx_timeouts;    /* GET/PUT+ACK transactions that ended in -ETIMEDOUT */
 };
 ULNET_EXPORT void ulnet_stats_get(ulnet_node *node, struct ulnet_stats *out);
 

@@ -78,8 +78,12 @@ void ulnet__eq_release(ulnet_eq *eq)
 		eq_free(eq);
 }
 
-void ulnet__eq_push(ulnet_eq *eq, const struct ulnet_event *ev)
+/* Push @ev; with @unref, also drop one reference in the same critical section, so a waiter that sees
+ * the event (say an MD's last) and destroys the queue never finds the reference still held. */
+static void eq_push(ulnet_eq *eq, const struct ulnet_event *ev, bool unref)
 {
+	bool gone;
+
 	pthread_mutex_lock(&eq->lock);
 	if (eq->count == eq->cap) {
 		size_t ncap = eq->cap ? eq->cap * 2 : 64;
@@ -88,9 +92,8 @@ void ulnet__eq_push(ulnet_eq *eq, const struct ulnet_event *ev)
 		if (!n) {
 			/* Keep the event rather than lose it: block-free fallback is impossible here, so
 			 * log loudly; this only happens when the process is out of memory. */
-			pthread_mutex_unlock(&eq->lock);
 			ULNET_LOG(CORE, ERR, "event queue: out of memory growing to %zu events; event lost", ncap);
-			return;
+			goto out;
 		}
 		for (size_t i = 0; i < eq->count; i++)
 			n[i] = eq->ring[(eq->head + i) % eq->cap];
@@ -102,7 +105,18 @@ void ulnet__eq_push(ulnet_eq *eq, const struct ulnet_event *ev)
 	eq->ring[(eq->head + eq->count) % eq->cap] = *ev;
 	eq->count++;
 	pthread_cond_signal(&eq->cond);
+out:
+	if (unref)
+		eq->refs--;
+	gone = eq->doomed && eq->refs == 0;
 	pthread_mutex_unlock(&eq->lock);
+	if (gone)
+		eq_free(eq);
+}
+
+void ulnet__eq_push(ulnet_eq *eq, const struct ulnet_event *ev)
+{
+	eq_push(eq, ev, false);
 }
 
 int ulnet_eq_wait(ulnet_eq *eq, int timeout_ms, struct ulnet_event *ev)
@@ -153,8 +167,16 @@ const char *ulnet_event_kind_name(enum ulnet_event_kind kind)
 
 void ulnet__event_deliver(struct ulnet_node *node, const struct ulnet_md *umd, const struct ulnet_event *ev)
 {
-	if (umd->eq)
-		ulnet__eq_push(umd->eq, ev);
 	if (umd->handler)
 		ulnet__queue_cb(node, umd->handler, ev);
+	if (umd->eq)
+		eq_push(umd->eq, ev, false);
+}
+
+void ulnet__event_deliver_unref(struct ulnet_node *node, const struct ulnet_md *umd, const struct ulnet_event *ev)
+{
+	if (umd->handler)
+		ulnet__queue_cb(node, umd->handler, ev);
+	if (umd->eq)
+		eq_push(umd->eq, ev, true);
 }

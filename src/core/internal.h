@@ -20,8 +20,24 @@
 
 #define ULNET_HANDLE_BUCKETS 1024
 #define ULNET_PEER_BUCKETS 256
+/* A peer's credit queue: 4096 messages (about 2 MiB of message state) or 64 MiB of payload. A peer
+ * that asks for more (GETs it never reads the replies of) gets -ENOBUFS, not our memory. */
+#define ULNET_PEER_QUEUE_MSGS_DEFAULT 4096u
+#define ULNET_PEER_QUEUE_BYTES_DEFAULT (64ull << 20)
+/* A core peer nothing refers to is forgotten after this long, as LND peers are (tcp: 60 s): a GET
+ * with a spoofed source NID must not leave a peer forever. */
+#define ULNET_PEER_IDLE_S 60
 
 enum ulnet_obj_kind { ULNET_OBJ_MD = 1, ULNET_OBJ_ME = 2 };
+
+/* A timer on the node's heap (timer.c). @fn runs on the loop thread with the node lock held, once
+ * per arming; it may re-arm. */
+struct ulnet_node;
+struct ulnet_timer {
+	uint64_t deadline;           /* node clock, ns */
+	unsigned idx;                /* heap position + 1; 0 = not armed */
+	void (*fn)(struct ulnet_node *node, struct ulnet_timer *t, uint64_t now);
+};
 
 /* A live MD. Its fragments are normalised to an iovec array whatever the user's form was. */
 struct ulnet_libmd {
@@ -37,6 +53,11 @@ struct ulnet_libmd {
 	int refcount;                /* messages using it */
 	bool zombie;                 /* unlink requested */
 	void *free_on_unlink;        /* internal buffers (ping) */
+	/* Transaction timeout (md.c): GETs / ACK-requested PUTs sent from this MD whose REPLY / ACK
+	 * has not come; when the timer fires they end with -ETIMEDOUT and the MD is unlinked. */
+	unsigned txn_pending;
+	struct ulnet_timer txn_timer;
+	struct ulnet_event txn_ev;   /* the last such SEND's event, the template of the timeout event */
 };
 
 struct ulnet_me {
@@ -56,9 +77,17 @@ struct ulnet_peer {
 	struct ulnet_ni *ni;
 	int max_tx_credits, tx_credits, min_tx_credits;
 	struct ulnet_list txq;       /* messages waiting for a peer credit */
+	unsigned txq_msgs;           /* ... how many, and their payload bytes: bounded by the NI's */
+	uint64_t txq_bytes;          /*     peer_queue_msgs / peer_queue_bytes (peer.c) */
+	uint64_t txq_refused;        /* refused since the queue last filled (for the "drained" line) */
 	uint64_t send_count, recv_count;
 	bool ping_known;             /* a ping reply from this NID was decoded: */
 	uint32_t ping_features;      /* its pi_features */
+	/* Life cycle (peer.c): messages naming this peer; at 0 it waits on node->idle_peers (oldest
+	 * first) and is freed after ULNET_PEER_IDLE_S, or earlier when the table is full. */
+	unsigned refs;
+	uint64_t idle_since;         /* node clock */
+	struct ulnet_list idle_link;
 };
 
 struct ulnet_ni {
@@ -71,6 +100,8 @@ struct ulnet_ni {
 	void *conf_arena;
 	int peer_credits, credits, peer_buffer_credits, peer_timeout;
 	int tx_credits, min_tx_credits;
+	unsigned peer_queue_msgs;    /* per-peer credit queue bounds (a flooding peer's cost is capped) */
+	uint64_t peer_queue_bytes;
 	struct ulnet_list txq;       /* messages waiting for an NI credit */
 	uint32_t status;
 	bool started;
@@ -86,10 +117,13 @@ struct ulnet_msg {
 	struct ulnet_peer *peer;     /* tx peer (NULL on lo) */
 	struct ulnet_libmd *md;      /* NULL when dropped */
 	void *rx_priv;               /* LND context of the received message this answers */
+	struct ulnet_list done_link; /* node->done_q once finalized */
+	int status;                  /* as given to ulnet__finalize */
 	bool is_tx;
-	bool finalized;
+	bool finalized;              /* queued for completion (set once; the message lives until then) */
 	bool peer_credit, ni_credit; /* held */
 	bool ack_wanted;             /* rx PUT: send an ACK after the data is in */
+	bool txn;                    /* tx GET / ACK-requested PUT counted in md->txn_pending */
 	bool has_event;
 	struct ulnet_event ev;       /* prepared at match/send time, delivered at finalize */
 	struct iovec iov_store[];    /* v.iov points here */
@@ -111,7 +145,10 @@ struct ulnet_node {
 	struct ulnet_list nis;
 	struct ulnet_ni *lo_ni;
 	struct ulnet_list peers[ULNET_PEER_BUCKETS];
-	unsigned n_peers;
+	unsigned n_peers, max_peers; /* max_peers: node option, bounds the table */
+	bool peers_full_logged;
+	struct ulnet_list idle_peers; /* peers with refs 0, oldest first */
+	struct ulnet_timer peer_sweep;
 	struct ulnet_stats stats;
 	/* ping service */
 	struct ulnet_handle ping_me;
@@ -122,7 +159,16 @@ struct ulnet_node {
 	bool stopping;
 	struct epoll_event *cur_evs; /* batch being dispatched (io_stop clears stale entries) */
 	int cur_nevs;
-	uint64_t last_tick_ns;
+	struct ulnet_timer lnd_tick; /* LND ticks, every ULNET_LND_TICK_NS */
+	struct ulnet_timer **timers; /* min-heap on deadline (timer.c) */
+	unsigned n_timers, cap_timers;
+	uint64_t (*clock)(void *arg); /* NULL: CLOCK_MONOTONIC; tests inject their own */
+	void *clock_arg;
+	uint64_t txn_timeout_ns;     /* transaction timeout (node option transaction_timeout) */
+	/* Finalized messages waiting for the loop's completion phase (msg.c). Completing one may
+	 * launch others (credits) and they may finalize at once: they join the tail, never the stack. */
+	struct ulnet_list done_q;
+	unsigned n_done;             /* its length, for ulnet__node_backlogged */
 	struct ulnet_pending_cb *cbs;
 	size_t n_cbs, cap_cbs;
 };
@@ -170,10 +216,19 @@ void ulnet__eq_ref(ulnet_eq *eq, int delta);
 void ulnet__eq_release(ulnet_eq *eq);
 /* Deliver @ev to the MD's eq now and queue its handler for the loop thread. */
 void ulnet__event_deliver(struct ulnet_node *node, const struct ulnet_md *umd, const struct ulnet_event *ev);
+/* The same, for a caller that took an EQ reference to keep the queue alive until now: the push and
+ * the reference drop are one step for any thread waiting on the queue. */
+void ulnet__event_deliver_unref(struct ulnet_node *node, const struct ulnet_md *umd, const struct ulnet_event *ev);
 
 /* msg.c */
 struct ulnet_msg *ulnet__msg_alloc(struct ulnet_node *node, unsigned niov);
 void ulnet__msg_free(struct ulnet_msg *msg);
+/* The completion phase: complete at most @budget finalized messages in FIFO order (credits back,
+ * queued sends launched, MD released, event delivered). Returns true if more are waiting. Lock held. */
+#define ULNET_COMPLETION_BUDGET 512u
+/* Completions waiting beyond which ulnet__node_backlogged() asks LNDs to stop reading (lnd.h). */
+#define ULNET_COMPLETION_BACKLOG (4u * ULNET_COMPLETION_BUDGET)
+bool ulnet__completions_run(struct ulnet_node *node, unsigned budget);
 
 /* move.c */
 int ulnet__send(struct ulnet_node *node, struct ulnet_msg *msg, const struct ulnet_process_id *target,
@@ -182,10 +237,15 @@ int ulnet__send(struct ulnet_node *node, struct ulnet_msg *msg, const struct uln
 /* peer.c: credits */
 struct ulnet_peer *ulnet__peer_find(struct ulnet_node *node, struct ulnet_ni *ni, const struct ulnet_nid *nid,
 				    bool create);
+/* Fail every message waiting for a peer credit with -ESHUTDOWN (node teardown). */
+void ulnet__peers_fail_queues(struct ulnet_node *node);
 void ulnet__peers_free(struct ulnet_node *node);
 /* Remember what a ping reply from @nid announced, on every peer entry of that NID. Locked. */
 void ulnet__peer_note_ping(struct ulnet_node *node, const struct ulnet_nid *nid, uint32_t features);
-/* 0: credits taken, send now; 1: queued. */
+/* A message names @lp (ulnet__send) / no longer does (message freed). */
+void ulnet__peer_get(struct ulnet_peer *lp);
+void ulnet__peer_put(struct ulnet_node *node, struct ulnet_peer *lp);
+/* 0: credits taken, send now; 1: queued; -ENOBUFS: the peer's queue is full (nothing taken). */
 int ulnet__credits_take(struct ulnet_msg *msg);
 /* Return the credits @msg holds and launch the messages they unblock. */
 void ulnet__credits_return(struct ulnet_msg *msg);
@@ -210,6 +270,21 @@ void ulnet__loop_stop(struct ulnet_node *node);
 void ulnet__loop_wake(struct ulnet_node *node);
 void ulnet__unlock(struct ulnet_node *node);
 void ulnet__queue_cb(struct ulnet_node *node, ulnet_event_handler h, const struct ulnet_event *ev);
+
+/* timer.c */
+uint64_t ulnet__node_now(const struct ulnet_node *node);
+void ulnet__node_set_clock(struct ulnet_node *node, uint64_t (*clock)(void *arg), void *arg);
+/* Arm (or move) @t to @deadline. -ENOMEM only when the heap cannot grow (logged). */
+int ulnet__timer_arm(struct ulnet_node *node, struct ulnet_timer *t, uint64_t deadline);
+void ulnet__timer_cancel(struct ulnet_node *node, struct ulnet_timer *t);
+/* Run every timer due at @now; returns how many ran. */
+unsigned ulnet__timers_run(struct ulnet_node *node, uint64_t now);
+/* Milliseconds until the next deadline, at most @max_ms. */
+int ulnet__timers_next_ms(const struct ulnet_node *node, uint64_t now, int max_ms);
+
+/* md.c: transaction timeout */
+void ulnet__md_txn_start(struct ulnet_node *node, struct ulnet_libmd *md, const struct ulnet_event *send_ev);
+void ulnet__md_txn_end(struct ulnet_node *node, struct ulnet_libmd *md);
 
 /* ping.c */
 int ulnet__ping_service_refresh(struct ulnet_node *node);

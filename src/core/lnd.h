@@ -3,7 +3,14 @@
  *
  * Threading: every op, io callback and tick runs on the node's loop thread or an API caller's thread,
  * always with the node lock held. An LND therefore needs no locks of its own, must never block, and
- * must never call back into the public API. */
+ * must never call back into the public API.
+ *
+ * Completions are deferred: ulnet__finalize() only queues the message. The loop's completion phase
+ * (after io callbacks and ticks, a bounded number per turn) returns its credits, launches the
+ * messages those credits unblock (lnd_send), releases the MD and delivers the event. So lnd_send is
+ * never called from inside ulnet__finalize, and an LND may finalize from anywhere (its own lnd_send,
+ * lnd_recv, an io callback, lnd_shutdown) without guarding against re-entry through the core.
+ * ulnet__parse() may still call lnd_recv() and, for a GET, lnd_send() (the REPLY) before it returns. */
 #ifndef ULNET_LND_H
 #define ULNET_LND_H
 
@@ -30,7 +37,9 @@ struct ulnet_lnd_ops {
 	/* Transmit @msg: header msg->hdr, payload msg->iov[0..niov) (msg->hdr.payload_length bytes).
 	 * @rx_priv: NULL, except for a REPLY/ACK the core builds while handling a received message, where it
 	 * is that message's rx_priv. 0: the LND owns @msg and calls ulnet__finalize(msg, rc) exactly once,
-	 * later or before returning. <0: nothing happened; the caller still owns @msg. Never blocks. */
+	 * later or before returning. <0: nothing happened; the caller still owns @msg. Never blocks.
+	 * Called from API calls, ulnet__parse (REPLY/ACK) and the completion phase; never nested in a
+	 * ulnet__finalize of this LND. */
 	int (*lnd_send)(struct ulnet_ni *ni, void *rx_priv, struct ulnet_msg *msg);
 	/* Called exactly once for every message ulnet__parse() accepted from this LND, possibly before
 	 * ulnet__parse returns. Deliver the first @mlen payload bytes into @iov[0..niov) and discard the
@@ -53,7 +62,9 @@ struct ulnet_msg_lnd_view {
 	unsigned niov;
 };
 const struct ulnet_msg_lnd_view *ulnet__msg_view(const struct ulnet_msg *msg);
-/* Complete @msg once with @status (0 or -errno). May run the next queued message inline. */
+/* Complete @msg once with @status (0 or -errno). Only queues it for the loop's completion phase:
+ * never calls back into the LND, never frees @msg before returning. After this call the LND must not
+ * touch @msg again (it is freed in the completion phase). Callable from any LND context. */
 void ulnet__finalize(struct ulnet_msg *msg, int status);
 
 /* Hand a received header to the core. @from: the NID the message came from (last hop).
@@ -70,6 +81,10 @@ const struct ulnet_ni_conf *ulnet__ni_conf(const struct ulnet_ni *ni);
 uint32_t ulnet__ni_peer_timeout(const struct ulnet_ni *ni);
 uint32_t ulnet__node_page_size(const struct ulnet_node *node);
 uint64_t ulnet__now_ns(void); /* CLOCK_MONOTONIC */
+/* True while many finalized messages wait for the completion phase. An LND reading a socket stops
+ * reading (and lets the loop turn) while this holds: each message parsed may allocate a reply or an
+ * event, so reading on would let a peer that sends faster than we complete grow our memory. */
+bool ulnet__node_backlogged(const struct ulnet_node *node);
 
 /* Io watchers on the node's epoll loop. The callback runs on the loop thread with the node lock held.
  * ulnet__io_start may be called again to change @events; ulnet__io_stop is idempotent and must be

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
-/* The node's loop thread. One turn: epoll_wait (100 ms at most), io callbacks and LND ticks under the
- * node lock, then the user handlers queued meanwhile, run without the lock (docs/progress.md). */
+/* The node's loop thread. One turn: epoll_wait (until the next timer), io callbacks and due timers
+ * (LND ticks, transaction timeouts) under the node lock, the completion phase (at most ULNET_COMPLETION_BUDGET finalized messages, msg.c), then
+ * the user handlers queued meanwhile, run without the lock (docs/progress.md). */
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
@@ -11,7 +12,8 @@
 #include "internal.h"
 
 #define LOOP_MAX_EVENTS 64
-#define LOOP_TICK_NS 100000000ull
+#define LOOP_TICK_NS 100000000ull /* LND ticks: a periodic timer */
+#define LOOP_MAX_WAIT_MS 1000      /* epoll_wait bound: an injected clock may jump without a wake */
 
 uint64_t ulnet__now_ns(void)
 {
@@ -119,17 +121,20 @@ static void run_callbacks(struct ulnet_node *node)
 	}
 }
 
-static void tick(struct ulnet_node *node, uint64_t now)
+/* The LND tick timer: timeouts, keepalives and reconnects of every LND, every 100 ms. LNDs read the
+ * real clock (ulnet__now_ns) for their own deadlines. */
+static void lnd_tick(struct ulnet_node *node, struct ulnet_timer *t, uint64_t now)
 {
 	struct ulnet_list *p;
+	uint64_t real = ulnet__now_ns();
 
-	node->last_tick_ns = now;
 	for (p = node->nis.next; p != &node->nis; p = p->next) {
 		struct ulnet_ni *ni = ulnet_container_of(p, struct ulnet_ni, link);
 
 		if (ni->ops->lnd_tick)
-			ni->ops->lnd_tick(ni, now);
+			ni->ops->lnd_tick(ni, real);
 	}
+	ulnet__timer_arm(node, t, now + LOOP_TICK_NS);
 }
 
 static void *loop_main(void *arg)
@@ -139,8 +144,8 @@ static void *loop_main(void *arg)
 
 	pthread_mutex_lock(&node->lock);
 	while (!node->stopping) {
-		int n, timeout = node->n_cbs ? 0 : 100;
-		uint64_t now;
+		int n, timeout = node->n_cbs || !ulnet_list_empty(&node->done_q)
+					 ? 0 : ulnet__timers_next_ms(node, ulnet__node_now(node), LOOP_MAX_WAIT_MS);
 
 		pthread_mutex_unlock(&node->lock);
 		n = epoll_wait(node->epfd, evs, LOOP_MAX_EVENTS, timeout);
@@ -167,9 +172,9 @@ static void *loop_main(void *arg)
 		}
 		node->cur_nevs = 0;
 		node->cur_evs = NULL;
-		now = ulnet__now_ns();
-		if (now - node->last_tick_ns >= LOOP_TICK_NS)
-			tick(node, now);
+		ulnet__timers_run(node, ulnet__node_now(node));
+		/* bounded: a flood of completions cannot starve the sockets; the rest wait one turn */
+		ulnet__completions_run(node, ULNET_COMPLETION_BUDGET);
 		run_callbacks(node);
 	}
 	run_callbacks(node);
@@ -179,7 +184,15 @@ static void *loop_main(void *arg)
 
 int ulnet__loop_start(struct ulnet_node *node)
 {
-	int rc = pthread_create(&node->thread, NULL, loop_main, node);
+	int rc;
+
+	pthread_mutex_lock(&node->lock);
+	node->lnd_tick.fn = lnd_tick;
+	rc = ulnet__timer_arm(node, &node->lnd_tick, ulnet__node_now(node) + LOOP_TICK_NS);
+	pthread_mutex_unlock(&node->lock);
+	if (rc)
+		return rc;
+	rc = pthread_create(&node->thread, NULL, loop_main, node);
 
 	return -rc;
 }

@@ -167,12 +167,12 @@ static void md_free(struct ulnet_node *node, struct ulnet_libmd *md)
 		}
 	}
 	ulnet_list_del(&md->hash_link);
+	ulnet__timer_cancel(node, &md->txn_timer);
 	if (md->umd.eq)
 		ulnet__eq_ref(md->umd.eq, -1);
 	free(md->free_on_unlink);
 	free(md->frags);
 	free(md);
-	(void)node;
 }
 
 bool ulnet__md_release(struct ulnet_node *node, struct ulnet_libmd *md)
@@ -196,10 +196,66 @@ void ulnet__md_unlink_locked(struct ulnet_node *node, struct ulnet_libmd *md)
 		if (umd.eq)
 			ulnet__eq_ref(umd.eq, 1); /* outlive md_free until the event is queued */
 		md_free(node, md);
-		ulnet__event_deliver(node, &umd, &ev);
-		if (umd.eq)
-			ulnet__eq_ref(umd.eq, -1);
+		ulnet__event_deliver_unref(node, &umd, &ev);
 	}
+}
+
+/* ---- transaction timeout (LNet's lnet_transaction_timeout) ---- */
+
+/* The REPLY or ACK of every transaction pending on this MD is overdue: each ends in one event of that
+ * type with -ETIMEDOUT, and the MD is unlinked (the last event says so when it goes now; while a
+ * message still holds it, that message's completion carries the unlink). */
+static void md_txn_expired(struct ulnet_node *node, struct ulnet_timer *t, uint64_t now)
+{
+	struct ulnet_libmd *md = ulnet_container_of(t, struct ulnet_libmd, txn_timer);
+	struct ulnet_event ev = md->txn_ev;
+	struct ulnet_md umd = md->umd;
+	unsigned n = md->txn_pending;
+	char nid[ULNET_NID_STRLEN];
+
+	(void)now;
+	ULNET_LOG(CORE, WARN, "%s to %s portal %u match bits 0x%llx: no %s within the transaction timeout "
+		  "(%llu s; node option transaction_timeout): -ETIMEDOUT, MD unlinked",
+		  ev.msg_type == ULNET_MSG_GET ? "GET" : "PUT", ulnet_nid_format(&ev.target.nid, nid, sizeof(nid)),
+		  ev.pt_index, (unsigned long long)ev.match_bits, ev.msg_type == ULNET_MSG_GET ? "REPLY" : "ACK",
+		  (unsigned long long)(node->txn_timeout_ns / 1000000000ull));
+	node->stats.tx_timeouts += n;
+	md->txn_pending = 0;
+	ev.type = ev.msg_type == ULNET_MSG_GET ? ULNET_EVENT_REPLY : ULNET_EVENT_ACK;
+	ev.status = -ETIMEDOUT;
+	ev.mlength = 0;
+	ev.unlinked = false;
+	for (unsigned i = 1; i < n; i++)
+		ulnet__event_deliver(node, &umd, &ev);
+	if (md->refcount > 0) {
+		if (md->me)
+			ulnet__me_unlink_locked(node, md->me);
+		else
+			ulnet__md_unlink_locked(node, md);
+		ulnet__event_deliver(node, &umd, &ev);
+		return;
+	}
+	/* idle: it goes now and this event is its last */
+	if (umd.eq)
+		ulnet__eq_ref(umd.eq, 1);
+	md->zombie = true;
+	md_free(node, md);
+	ev.unlinked = true;
+	ulnet__event_deliver_unref(node, &umd, &ev);
+}
+
+void ulnet__md_txn_start(struct ulnet_node *node, struct ulnet_libmd *md, const struct ulnet_event *send_ev)
+{
+	md->txn_pending++;
+	md->txn_ev = *send_ev;
+	md->txn_timer.fn = md_txn_expired;
+	ulnet__timer_arm(node, &md->txn_timer, ulnet__node_now(node) + node->txn_timeout_ns);
+}
+
+void ulnet__md_txn_end(struct ulnet_node *node, struct ulnet_libmd *md)
+{
+	if (md->txn_pending && --md->txn_pending == 0)
+		ulnet__timer_cancel(node, &md->txn_timer);
 }
 
 static unsigned frag_index(const struct ulnet_libmd *md, uint32_t offset, uint32_t *in_frag)

@@ -31,7 +31,8 @@ int ulnet__send(struct ulnet_node *node, struct ulnet_msg *msg, const struct uln
 	if (!local) {
 		msg->peer = ulnet__peer_find(node, ni, &target->nid, true);
 		if (!msg->peer)
-			return -ENOMEM;
+			return -ENOBUFS; /* out of memory, or the peer table is full of busy peers (logged) */
+		ulnet__peer_get(msg->peer);
 	}
 	ulnet__post_send(msg);
 	return 0;
@@ -81,8 +82,10 @@ static int start_op(ulnet_node *node, struct ulnet_handle mdh, const struct ulne
 	return 0;
 }
 
-/* The header is filled: take the MD, prepare the SEND event and send. On a refusal the message is
- * completed without an event and the error returned. */
+/* The header is filled: take the MD, prepare the SEND event and send. From here every failure ends in
+ * exactly one event carrying the error, as in LNet (LNetPut/LNetGet return 0 once the message exists):
+ * a target no NI reaches gets a SEND event with -EHOSTUNREACH, not a silent return code that a
+ * caller waiting for events would never see. */
 static int launch_op(struct ulnet_node *node, struct ulnet_msg *msg, struct ulnet_libmd *md,
 		     const struct ulnet_process_id *target, uint64_t hdr_data)
 {
@@ -94,12 +97,16 @@ static int launch_op(struct ulnet_node *node, struct ulnet_msg *msg, struct ulne
 	prepare_initiator_event(node, msg, md, target, put ? h->msg.put.ptl_index : h->msg.get.ptl_index,
 				put ? h->msg.put.match_bits : h->msg.get.match_bits,
 				put ? h->msg.put.offset : h->msg.get.src_offset, hdr_data, (int)h->type);
-	rc = ulnet__send(node, msg, target, NULL);
-	if (rc) {
-		msg->has_event = false;
-		ulnet__finalize(msg, rc); /* releases the MD reference */
+	/* a GET waits for its REPLY, an ACK-requested PUT for its ACK: start the transaction timeout
+	 * before sending (on lo the answer arrives inside ulnet__send) */
+	if (!put || h->msg.put.ack_wmd.wh_interface_cookie != ULNET_WIRE_COOKIE_NONE) {
+		msg->txn = true;
+		ulnet__md_txn_start(node, md, &msg->ev);
 	}
-	return rc;
+	rc = ulnet__send(node, msg, target, NULL);
+	if (rc)
+		ulnet__finalize(msg, rc); /* the SEND event says why; no REPLY/ACK follows (msg.c) */
+	return 0;
 }
 
 int ulnet_put(ulnet_node *node, struct ulnet_handle mdh, enum ulnet_ack_req ack,
@@ -339,6 +346,7 @@ static int parse_reply_or_ack(struct ulnet_ni *ni, const struct ulnet_hdr *hdr, 
 		}
 		mlen = md->total;
 	}
+	ulnet__md_txn_end(ni->node, md); /* answered: no timeout for this transaction */
 	ulnet__md_use(md);
 	msg = rx_msg_new(ni, hdr, md, rx_priv);
 	if (!msg) {
@@ -360,7 +368,7 @@ static int parse_reply_or_ack(struct ulnet_ni *ni, const struct ulnet_hdr *hdr, 
 int ulnet__parse(struct ulnet_ni *ni, const struct ulnet_hdr *hdr, const struct ulnet_nid *from, void *rx_priv)
 {
 	struct ulnet_node *node = ni->node;
-	char dst[ULNET_NID_STRLEN], src[ULNET_NID_STRLEN];
+	char dst[ULNET_NID_STRLEN], src[ULNET_NID_STRLEN], mine[ULNET_NID_STRLEN];
 	bool for_me = ni == node->lo_ni ? ulnet__nid_is_local(node, &hdr->dest_nid)
 					: ulnet_nid_equal(&hdr->dest_nid, &ni->nid);
 
@@ -373,7 +381,7 @@ int ulnet__parse(struct ulnet_ni *ni, const struct ulnet_hdr *hdr, const struct 
 		ULNET_LOG(CORE, ERR, "%s: message from %s for %s arrived on NI %s (routing is not enabled)",
 			  ni->ops->lnd_name, ulnet_nid_format(&hdr->src_nid, src, sizeof(src)),
 			  ulnet_nid_format(&hdr->dest_nid, dst, sizeof(dst)),
-			  ulnet_nid_format(&ni->nid, dst, sizeof(dst)));
+			  ulnet_nid_format(&ni->nid, mine, sizeof(mine)));
 		return -EPROTO;
 	}
 	if ((hdr->type == ULNET_MSG_PUT || hdr->type == ULNET_MSG_REPLY) && hdr->payload_length > ULNET_MTU) {

@@ -1,6 +1,9 @@
 /* SPDX-License-Identifier: MIT */
-/* Message allocation and completion: every message is finalized exactly once, which returns its
- * credits, releases its MD and delivers the event prepared for it. */
+/* Message allocation and completion. Every message is finalized exactly once; finalizing only queues
+ * it on node->done_q. The loop's completion phase (ulnet__completions_run) then returns its credits,
+ * launches what they unblock, releases its MD and delivers the event prepared for it. So no LND call
+ * ever nests inside another message's completion, and the stack depth is the same for one message
+ * or a hundred thousand. */
 #include <stdlib.h>
 #include <string.h>
 #include "internal.h"
@@ -14,6 +17,7 @@ struct ulnet_msg *ulnet__msg_alloc(struct ulnet_node *node, unsigned niov)
 	msg->node = node;
 	msg->v.iov = msg->iov_store;
 	ulnet_list_init(&msg->link);
+	ulnet_list_init(&msg->done_link);
 	node->stats.msgs_alloc++;
 	if (node->stats.msgs_alloc > node->stats.msgs_max)
 		node->stats.msgs_max = node->stats.msgs_alloc;
@@ -22,6 +26,8 @@ struct ulnet_msg *ulnet__msg_alloc(struct ulnet_node *node, unsigned niov)
 
 void ulnet__msg_free(struct ulnet_msg *msg)
 {
+	if (msg->peer)
+		ulnet__peer_put(msg->node, msg->peer);
 	msg->node->stats.msgs_alloc--;
 	free(msg);
 }
@@ -55,14 +61,31 @@ static void send_ack(struct ulnet_msg *put)
 void ulnet__finalize(struct ulnet_msg *msg, int status)
 {
 	struct ulnet_node *node = msg->node;
-	struct ulnet_ni *ni = msg->ni;
-	uint32_t len = msg->v.hdr.payload_length;
+	bool was_idle = ulnet_list_empty(&node->done_q);
 
+	/* The message stays allocated until the completion phase, so a second finalize before then is
+	 * caught here; one after it would be a use after free in the caller (contract: exactly once). */
 	if (msg->finalized) {
 		ULNET_LOG(CORE, ERR, "message finalized twice (status %d); ignoring", status);
 		return;
 	}
 	msg->finalized = true;
+	msg->status = status;
+	ulnet_list_add_tail(&msg->done_link, &node->done_q);
+	node->n_done++;
+	/* an API caller (or a test) finalized: the loop thread must come round to complete it */
+	if (was_idle && !pthread_equal(pthread_self(), node->thread))
+		ulnet__loop_wake(node);
+}
+
+/* Complete one finalized message. Whatever it launches finalizes onto done_q, not into this frame. */
+static void msg_complete(struct ulnet_msg *msg)
+{
+	struct ulnet_node *node = msg->node;
+	struct ulnet_ni *ni = msg->ni;
+	uint32_t len = msg->v.hdr.payload_length;
+	int status = msg->status;
+
 	if (msg->is_tx) {
 		ulnet__credits_return(msg);
 		if (status == 0) {
@@ -85,6 +108,8 @@ void ulnet__finalize(struct ulnet_msg *msg, int status)
 		if (status == 0 && msg->ack_wanted)
 			send_ack(msg);
 	}
+	if (msg->txn && status != 0)
+		ulnet__md_txn_end(node, msg->md); /* not sent: no REPLY/ACK to wait for (the SEND event says why) */
 	if (msg->md) {
 		struct ulnet_md umd = msg->md->umd;
 
@@ -92,12 +117,28 @@ void ulnet__finalize(struct ulnet_msg *msg, int status)
 		if (umd.eq)
 			ulnet__eq_ref(umd.eq, 1);
 		msg->ev.unlinked = ulnet__md_release(node, msg->md);
-		if (msg->has_event) {
-			msg->ev.status = status;
-			ulnet__event_deliver(node, &umd, &msg->ev);
-		}
-		if (umd.eq)
+		msg->ev.status = status;
+		if (msg->has_event)
+			ulnet__event_deliver_unref(node, &umd, &msg->ev);
+		else if (umd.eq)
 			ulnet__eq_ref(umd.eq, -1);
 	}
 	ulnet__msg_free(msg);
+}
+
+bool ulnet__completions_run(struct ulnet_node *node, unsigned budget)
+{
+	while (budget-- > 0 && !ulnet_list_empty(&node->done_q)) {
+		struct ulnet_msg *msg = ulnet_list_first(&node->done_q, struct ulnet_msg, done_link);
+
+		ulnet_list_del(&msg->done_link);
+		node->n_done--;
+		msg_complete(msg);
+	}
+	return !ulnet_list_empty(&node->done_q);
+}
+
+bool ulnet__node_backlogged(const struct ulnet_node *node)
+{
+	return node->n_done >= ULNET_COMPLETION_BACKLOG;
 }

@@ -167,9 +167,15 @@ static int apply_tunables(struct ulnet_ni *ni)
 		} else if (!strcmp(kv->key, "credits")) {
 			rc = ulnet__kv_int("tunables", kv, 1, 65535, &v);
 			ni->credits = (int)v;
+		} else if (!strcmp(kv->key, "peer_queue_msgs")) {
+			rc = ulnet__kv_int("tunables", kv, 1, 1 << 24, &v);
+			ni->peer_queue_msgs = (unsigned)v;
+		} else if (!strcmp(kv->key, "peer_queue_bytes")) {
+			rc = ulnet__kv_int("tunables", kv, 1 << 20, 1L << 40, &v);
+			ni->peer_queue_bytes = (uint64_t)v;
 		} else {
 			ULNET_LOG(CORE, ERR, "tunables: unknown key '%s' (known: peer_timeout, peer_credits, "
-				  "peer_buffer_credits, credits)", kv->key);
+				  "peer_buffer_credits, credits, peer_queue_msgs, peer_queue_bytes)", kv->key);
 			return -EINVAL;
 		}
 		if (rc)
@@ -211,6 +217,8 @@ int ulnet__ni_create(struct ulnet_node *node, const struct ulnet_ni_conf *conf, 
 	ni->peer_timeout = 180;
 	ni->peer_credits = 8;
 	ni->credits = 256;
+	ni->peer_queue_msgs = ULNET_PEER_QUEUE_MSGS_DEFAULT;
+	ni->peer_queue_bytes = ULNET_PEER_QUEUE_BYTES_DEFAULT;
 	ulnet_list_init(&ni->txq);
 	ni->status = ULNET_NI_STATUS_UP;
 	rc = conf_copy(ni, conf);

@@ -31,6 +31,13 @@ int ulnet_node_open(const struct ulnet_node_opts *opts, ulnet_node **out)
 	node->pid = opts && opts->pid ? opts->pid : ULNET_PID_LUSTRE;
 	node->page_size = opts && opts->page_size ? opts->page_size : (uint32_t)(sys_ps > 0 ? sys_ps : 4096);
 	rc = check_page_size(node->page_size);
+	if (rc == 0 && opts && opts->transaction_timeout > ULNET_TXN_TIMEOUT_MAX) {
+		ULNET_LOG(CORE, ERR, "node: transaction_timeout %u s > %u s (setting transaction_timeout)",
+			  opts->transaction_timeout, ULNET_TXN_TIMEOUT_MAX);
+		rc = -EINVAL;
+	}
+	node->txn_timeout_ns = (uint64_t)(opts && opts->transaction_timeout ? opts->transaction_timeout
+							      : ULNET_TXN_TIMEOUT_DEFAULT) * 1000000000ull;
 	if (rc) {
 		free(node);
 		return rc;
@@ -47,6 +54,9 @@ int ulnet_node_open(const struct ulnet_node_opts *opts, ulnet_node **out)
 	for (unsigned i = 0; i < ULNET_PEER_BUCKETS; i++)
 		ulnet_list_init(&node->peers[i]);
 	ulnet_list_init(&node->nis);
+	ulnet_list_init(&node->done_q);
+	ulnet_list_init(&node->idle_peers);
+	node->max_peers = opts && opts->max_peers ? opts->max_peers : ULNET_MAX_PEERS_DEFAULT;
 	rc = ulnet__loop_init(node);
 	if (rc) {
 		pthread_mutex_destroy(&node->lock);
@@ -85,13 +95,19 @@ void ulnet_node_close(ulnet_node *node)
 	if (node->thread)
 		ulnet__loop_stop(node);
 	pthread_mutex_lock(&node->lock);
-	/* LNDs first (they finalize what they own with -ESHUTDOWN), lo last */
-	while (!ulnet_list_empty(&node->nis)) {
-		struct ulnet_ni *ni = ulnet_container_of(node->nis.prev, struct ulnet_ni, link);
+	/* LNDs first (they finalize what they own with -ESHUTDOWN), lo last. An NI stops taking sends
+	 * before its LND goes: what credits launch from here on fails with -ESHUTDOWN (peer.c). */
+	for (struct ulnet_list *p = node->nis.prev; p != &node->nis; p = p->prev) {
+		struct ulnet_ni *ni = ulnet_container_of(p, struct ulnet_ni, link);
+		bool was_started = ni->started;
 
-		ulnet_list_del(&ni->link);
-		if (ni->started)
+		ni->started = false;
+		if (was_started)
 			ni->ops->lnd_shutdown(ni);
+	}
+	for (struct ulnet_list *p = node->nis.next; p != &node->nis; p = p->next) {
+		struct ulnet_ni *ni = ulnet_container_of(p, struct ulnet_ni, link);
+
 		while (!ulnet_list_empty(&ni->txq)) {
 			struct ulnet_msg *m = ulnet_list_first(&ni->txq, struct ulnet_msg, link);
 
@@ -99,6 +115,15 @@ void ulnet_node_close(ulnet_node *node)
 			m->ni_credit = m->peer_credit = false;
 			ulnet__finalize(m, -ESHUTDOWN);
 		}
+	}
+	ulnet__peers_fail_queues(node);
+	/* complete everything while the NIs and peers the messages name still exist */
+	while (ulnet__completions_run(node, ULNET_COMPLETION_BUDGET))
+		;
+	while (!ulnet_list_empty(&node->nis)) {
+		struct ulnet_ni *ni = ulnet_container_of(node->nis.prev, struct ulnet_ni, link);
+
+		ulnet_list_del(&ni->link);
 		if (ni == node->lo_ni)
 			node->lo_ni = NULL;
 		ulnet__ni_destroy(ni);
@@ -108,6 +133,7 @@ void ulnet_node_close(ulnet_node *node)
 	pthread_mutex_unlock(&node->lock);
 	/* handlers queued by the shutdown itself are not run: the node is gone */
 	free(node->cbs);
+	free(node->timers);
 	close(node->epfd);
 	close(node->wakefd);
 	pthread_mutex_destroy(&node->lock);

@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /* Peers and transmit credits. A message needs one peer credit (peer_credits per peer) and one NI
  * credit (credits per NI) to reach its LND; without them it waits in FIFO order and is launched
- * when a credit comes back. Nothing is dropped for lack of credits. */
+ * when a credit comes back. Nothing is dropped for lack of credits. Credits come back only in the
+ * completion phase (msg.c), so launching the next message never nests inside an LND call. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -16,6 +17,15 @@ static unsigned peer_hash(const struct ulnet_nid *nid)
 	return h % ULNET_PEER_BUCKETS;
 }
 
+/* @lp is idle (refs 0: no message names it, so its queue is empty and its credits are home). */
+static void peer_free(struct ulnet_node *node, struct ulnet_peer *lp)
+{
+	ulnet_list_del(&lp->idle_link);
+	ulnet_list_del(&lp->hash_link);
+	node->n_peers--;
+	free(lp);
+}
+
 struct ulnet_peer *ulnet__peer_find(struct ulnet_node *node, struct ulnet_ni *ni, const struct ulnet_nid *nid,
 				    bool create)
 {
@@ -24,11 +34,31 @@ struct ulnet_peer *ulnet__peer_find(struct ulnet_node *node, struct ulnet_ni *ni
 
 	for (p = h->next; p != h; p = p->next) {
 		lp = ulnet_container_of(p, struct ulnet_peer, hash_link);
-		if (lp->ni == ni && ulnet_nid_equal(&lp->nid, nid))
+		if (lp->ni == ni && ulnet_nid_equal(&lp->nid, nid)) {
+			if (!lp->refs) { /* used again: the idle clock restarts */
+				lp->idle_since = ulnet__node_now(node);
+				ulnet_list_del(&lp->idle_link);
+				ulnet_list_add_tail(&lp->idle_link, &node->idle_peers);
+			}
 			return lp;
+		}
 	}
 	if (!create)
 		return NULL;
+	if (node->n_peers >= node->max_peers && !ulnet_list_empty(&node->idle_peers)) {
+		/* full: the peer idle the longest makes room */
+		peer_free(node, ulnet_list_first(&node->idle_peers, struct ulnet_peer, idle_link));
+	}
+	if (node->n_peers >= node->max_peers) {
+		char s[ULNET_NID_STRLEN];
+
+		if (!node->peers_full_logged)
+			ULNET_LOG(CORE, ERR, "peer table full: %u peers, all busy; cannot add %s (node option max_peers %u)",
+				  node->n_peers, ulnet_nid_format(nid, s, sizeof(s)), node->max_peers);
+		node->peers_full_logged = true;
+		return NULL;
+	}
+	node->peers_full_logged = false;
 	lp = calloc(1, sizeof(*lp));
 	if (!lp)
 		return NULL;
@@ -37,6 +67,9 @@ struct ulnet_peer *ulnet__peer_find(struct ulnet_node *node, struct ulnet_ni *ni
 	lp->max_tx_credits = lp->tx_credits = lp->min_tx_credits = ni->peer_credits;
 	ulnet_list_init(&lp->txq);
 	ulnet_list_add_tail(&lp->hash_link, h);
+	/* idle until a message names it (the caller's, at once) */
+	lp->idle_since = ulnet__node_now(node);
+	ulnet_list_add_tail(&lp->idle_link, &node->idle_peers);
 	node->n_peers++;
 	return lp;
 }
@@ -55,18 +88,100 @@ void ulnet__peer_note_ping(struct ulnet_node *node, const struct ulnet_nid *nid,
 	}
 }
 
-static void fail_queue(struct ulnet_list *q)
+/* Forget the peers idle for ULNET_PEER_IDLE_S; re-arm for the next one due. */
+static void peer_sweep(struct ulnet_node *node, struct ulnet_timer *t, uint64_t now)
 {
-	while (!ulnet_list_empty(q)) {
-		struct ulnet_msg *m = ulnet_list_first(q, struct ulnet_msg, link);
+	const uint64_t idle_ns = ULNET_PEER_IDLE_S * 1000000000ull;
 
-		ulnet_list_del(&m->link);
+	while (!ulnet_list_empty(&node->idle_peers)) {
+		struct ulnet_peer *lp = ulnet_list_first(&node->idle_peers, struct ulnet_peer, idle_link);
+
+		if (now - lp->idle_since < idle_ns) {
+			ulnet__timer_arm(node, t, lp->idle_since + idle_ns);
+			return;
+		}
+		peer_free(node, lp);
+	}
+}
+
+void ulnet__peer_get(struct ulnet_peer *lp)
+{
+	if (lp->refs++ == 0)
+		ulnet_list_del(&lp->idle_link);
+}
+
+void ulnet__peer_put(struct ulnet_node *node, struct ulnet_peer *lp)
+{
+	if (--lp->refs > 0)
+		return;
+	lp->idle_since = ulnet__node_now(node);
+	ulnet_list_add_tail(&lp->idle_link, &node->idle_peers);
+	if (!node->peer_sweep.idx) {
+		node->peer_sweep.fn = peer_sweep;
+		ulnet__timer_arm(node, &node->peer_sweep, lp->idle_since + ULNET_PEER_IDLE_S * 1000000000ull);
+	}
+}
+
+/* Take the first message off @lp's credit queue. */
+static struct ulnet_msg *peer_txq_pop(struct ulnet_peer *lp)
+{
+	struct ulnet_msg *m = ulnet_list_first(&lp->txq, struct ulnet_msg, link);
+
+	ulnet_list_del(&m->link);
+	lp->txq_msgs--;
+	lp->txq_bytes -= m->v.hdr.payload_length;
+	if (lp->txq_msgs == 0 && lp->txq_refused) {
+		char nid[ULNET_NID_STRLEN];
+
+		ULNET_LOG(CORE, WARN, "peer %s: transmit queue drained; %llu messages were refused while it "
+			  "was full", ulnet_nid_format(&lp->nid, nid, sizeof(nid)),
+			  (unsigned long long)lp->txq_refused);
+		lp->txq_refused = 0;
+	}
+	return m;
+}
+
+/* The queue is full: one line when it fills (not one per refused message), counted always. */
+static int peer_txq_full(struct ulnet_peer *lp, const struct ulnet_msg *msg)
+{
+	struct ulnet_ni *ni = lp->ni;
+
+	ni->node->stats.tx_queue_full++;
+	if (lp->txq_refused++ == 0) {
+		char nid[ULNET_NID_STRLEN];
+
+		ULNET_LOG(CORE, ERR, "peer %s: transmit queue full (%u messages, %llu bytes waiting for credits; "
+			  "this one %u bytes; limits peer_queue_msgs %u, peer_queue_bytes %llu): refusing new "
+			  "messages to it with -ENOBUFS until it drains (tunables peer_queue_msgs, "
+			  "peer_queue_bytes)", ulnet_nid_format(&lp->nid, nid, sizeof(nid)), lp->txq_msgs,
+			  (unsigned long long)lp->txq_bytes, msg->v.hdr.payload_length, ni->peer_queue_msgs,
+			  (unsigned long long)ni->peer_queue_bytes);
+	}
+	return -ENOBUFS;
+}
+
+static void fail_queue(struct ulnet_peer *lp)
+{
+	while (!ulnet_list_empty(&lp->txq)) {
+		struct ulnet_msg *m = peer_txq_pop(lp);
+
 		/* it never reached the LND: it holds no credit worth returning */
 		m->peer_credit = m->ni_credit = false;
 		ulnet__finalize(m, -ESHUTDOWN);
 	}
 }
 
+void ulnet__peers_fail_queues(struct ulnet_node *node)
+{
+	for (unsigned b = 0; b < ULNET_PEER_BUCKETS; b++) {
+		struct ulnet_list *h = &node->peers[b], *p;
+
+		for (p = h->next; p != h; p = p->next)
+			fail_queue(ulnet_container_of(p, struct ulnet_peer, hash_link));
+	}
+}
+
+/* Node teardown, after ulnet__peers_fail_queues and the last completion phase. */
 void ulnet__peers_free(struct ulnet_node *node)
 {
 	for (unsigned b = 0; b < ULNET_PEER_BUCKETS; b++) {
@@ -75,7 +190,6 @@ void ulnet__peers_free(struct ulnet_node *node)
 		while (!ulnet_list_empty(h)) {
 			struct ulnet_peer *lp = ulnet_list_first(h, struct ulnet_peer, hash_link);
 
-			fail_queue(&lp->txq);
 			ulnet_list_del(&lp->hash_link);
 			free(lp);
 		}
@@ -89,12 +203,19 @@ int ulnet__credits_take(struct ulnet_msg *msg)
 	struct ulnet_ni *ni = msg->ni;
 
 	if (lp && !msg->peer_credit) {
+		uint32_t len = msg->v.hdr.payload_length;
+
+		if (lp->tx_credits <= 0 &&
+		    (lp->txq_msgs >= ni->peer_queue_msgs || lp->txq_bytes + len > ni->peer_queue_bytes))
+			return peer_txq_full(lp, msg);
 		msg->peer_credit = true;
 		lp->tx_credits--;
 		if (lp->tx_credits < lp->min_tx_credits)
 			lp->min_tx_credits = lp->tx_credits;
 		if (lp->tx_credits < 0) {
 			ulnet_list_add_tail(&msg->link, &lp->txq);
+			lp->txq_msgs++;
+			lp->txq_bytes += len;
 			return 1;
 		}
 	}
@@ -113,10 +234,19 @@ int ulnet__credits_take(struct ulnet_msg *msg)
 
 void ulnet__post_send(struct ulnet_msg *msg)
 {
-	int rc;
+	int rc = ulnet__credits_take(msg);
 
-	if (ulnet__credits_take(msg) != 0)
+	if (rc < 0) {
+		ulnet__finalize(msg, rc); /* logged once per full episode by peer_txq_full */
 		return;
+	}
+	if (rc > 0)
+		return;
+	if (!msg->ni->started) {
+		/* node shutdown: the LND is gone; the credits come back in the completion phase */
+		ulnet__finalize(msg, -ESHUTDOWN);
+		return;
+	}
 	rc = msg->ni->ops->lnd_send(msg->ni, msg->rx_priv, msg);
 	if (rc < 0) {
 		char nid[ULNET_NID_STRLEN];
@@ -145,12 +275,8 @@ void ulnet__credits_return(struct ulnet_msg *msg)
 	if (msg->peer_credit) {
 		msg->peer_credit = false;
 		lp->tx_credits++;
-		if (!ulnet_list_empty(&lp->txq)) {
-			struct ulnet_msg *next = ulnet_list_first(&lp->txq, struct ulnet_msg, link);
-
-			ulnet_list_del(&next->link);
-			ulnet__post_send(next);
-		}
+		if (!ulnet_list_empty(&lp->txq))
+			ulnet__post_send(peer_txq_pop(lp));
 	}
 }
 
@@ -167,8 +293,6 @@ int ulnet_peer_info_get(ulnet_node *node, unsigned idx, struct ulnet_peer_info *
 
 		for (p = h->next; p != h; p = p->next, i++) {
 			struct ulnet_peer *lp = ulnet_container_of(p, struct ulnet_peer, hash_link);
-			int queued = 0;
-			struct ulnet_list *q;
 
 			if (i != idx)
 				continue;
@@ -178,9 +302,7 @@ int ulnet_peer_info_get(ulnet_node *node, unsigned idx, struct ulnet_peer_info *
 			out->max_tx_credits = lp->max_tx_credits;
 			out->tx_credits = lp->tx_credits;
 			out->min_tx_credits = lp->min_tx_credits;
-			for (q = lp->txq.next; q != &lp->txq; q = q->next)
-				queued++;
-			out->tx_queued = queued;
+			out->tx_queued = (int)lp->txq_msgs;
 			out->send_count = lp->send_count;
 			out->recv_count = lp->recv_count;
 			out->ping_known = lp->ping_known;

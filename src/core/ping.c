@@ -72,7 +72,7 @@ int ulnet_ping(ulnet_node *node, const struct ulnet_process_id *target, int time
 	       struct ulnet_ping_result *out)
 {
 	struct ulnet_process_id tgt;
-	struct ulnet_handle mdh;
+	struct ulnet_handle mdh = { 0 }; /* cookie 0 names no MD: out_eq finds nothing if binding failed */
 	struct ulnet_md umd = { 0 };
 	struct ulnet_event ev;
 	struct ulnet_wire_err err = { 0 };
@@ -164,7 +164,7 @@ out_eq:
 	/* The MD may still be held by an LND: the buffer and EQ are freed with it. */
 	pthread_mutex_lock(&node->lock);
 	{
-		struct ulnet_libmd *md = ulnet__handle_lookup(node, mdh.cookie, ULNET_OBJ_MD);
+		struct ulnet_libmd *md = mdh.cookie ? ulnet__handle_lookup(node, mdh.cookie, ULNET_OBJ_MD) : NULL;
 
 		if (md) {
 			md->free_on_unlink = buf;

@@ -3,6 +3,7 @@
  * offsets, threshold, MAX_SIZE, unlink while a message is in flight, and transmit credits. A "hold"
  * LND (registered as kfi) keeps sent messages until the test completes them. */
 #include <errno.h>
+#include <sched.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -298,6 +299,21 @@ static int held_count(ulnet_node *node)
 	return n;
 }
 
+/* Completions run in the loop's completion phase: wait until it has run every one queued. */
+static void settle(ulnet_node *node)
+{
+	for (;;) {
+		bool idle;
+
+		pthread_mutex_lock(&node->lock);
+		idle = ulnet_list_empty(&node->done_q);
+		pthread_mutex_unlock(&node->lock);
+		if (idle)
+			return;
+		sched_yield();
+	}
+}
+
 static void complete_first(ulnet_node *node, int status)
 {
 	struct ulnet_msg *m;
@@ -307,6 +323,7 @@ static void complete_first(ulnet_node *node, int status)
 	memmove(held, held + 1, (size_t)(--n_held) * sizeof(held[0]));
 	ulnet__finalize(m, status);
 	pthread_mutex_unlock(&node->lock);
+	settle(node);
 }
 
 static ulnet_node *hold_node(const char *peer_credits, const char *credits)

@@ -311,6 +311,8 @@ static int cmd_stats_show(struct ulnetd *d, int argc, char **argv, struct ulnetd
 	ulnetd_emit_uint(&e, "recv_length", st.recv_length);
 	ulnetd_emit_uint(&e, "route_length", st.route_length);
 	ulnetd_emit_uint(&e, "drop_length", st.drop_length);
+	ulnetd_emit_uint(&e, "tx_queue_full", st.tx_queue_full);
+	ulnetd_emit_uint(&e, "tx_timeouts", st.tx_timeouts);
 	ulnetd_emit_end(&e);
 	ulnetd_emit_end(&e);
 	return 0;

@@ -189,6 +189,14 @@ static int parse_node(struct cfgp *p, const yaml_node_t *n)
 			if (x < 4096 || x > 2097152 || (x & (x - 1)))
 				return fail(p, v, "bad page_size %lld: must be a power of two from 4096 to 2097152", x);
 			p->cfg->opts.page_size = (uint32_t)x;
+		} else if (!strcmp(ks, "transaction_timeout")) {
+			if ((rc = get_int(p, v, ks, 1, ULNET_TXN_TIMEOUT_MAX, &x)))
+				return rc;
+			p->cfg->opts.transaction_timeout = (uint32_t)x;
+		} else if (!strcmp(ks, "max_peers")) {
+			if ((rc = get_int(p, v, ks, 1, UINT32_MAX, &x)))
+				return rc;
+			p->cfg->opts.max_peers = (uint32_t)x;
 		} else if (!strcmp(ks, "control")) {
 			const char *s;
 
@@ -266,7 +274,8 @@ static int kv_add(struct cfgp *p, struct ulnet_kv **arr, size_t *n, const char *
 	return 0;
 }
 
-static const char *const tunable_keys[] = { "peer_timeout", "peer_credits", "peer_buffer_credits", "credits" };
+static const char *const tunable_keys[] = { "peer_timeout", "peer_credits", "peer_buffer_credits", "credits",
+					    "peer_queue_msgs", "peer_queue_bytes" };
 
 static int parse_tunables(struct cfgp *p, const yaml_node_t *n, struct ulnet_ni_conf *c)
 {

@@ -680,7 +680,8 @@ static void conn_rx(struct tcplnd_conn *conn, uint32_t revents)
 	size_t budget = RX_BUDGET;
 
 	conn->in_rx = true;
-	while (conn->state == TCPLND_CONN_UP && budget) {
+	/* backlogged: what we read now only waits in the completion queue; epoll brings us back */
+	while (conn->state == TCPLND_CONN_UP && budget && !ulnet__node_backlogged(conn->net->node)) {
 		struct tcplnd_rx *rx = conn->rx;
 		struct iovec *iov;
 		unsigned n = tcplnd_rx_bufs(rx, &iov);
