@@ -73,6 +73,7 @@ struct ulnet_ni {
 	uint32_t status;
 	bool started;
 	uint64_t send_count, recv_count, drop_count;
+	long *lnd_tun;               /* values of ops->lnd_tunables, owned */
 	void *priv;
 };
 
@@ -193,6 +194,20 @@ bool ulnet__nid_is_local(struct ulnet_node *node, const struct ulnet_nid *nid);
 void ulnet_node_primary_nid_locked(struct ulnet_node *node, struct ulnet_nid *out);
 int ulnet__ni_create(struct ulnet_node *node, const struct ulnet_ni_conf *conf, struct ulnet_ni **out);
 void ulnet__ni_destroy(struct ulnet_ni *ni);
+
+/* tunable.c */
+enum {
+	ULNET__NI_TUN_PEER_TIMEOUT,
+	ULNET__NI_TUN_PEER_CREDITS,
+	ULNET__NI_TUN_PEER_BUFFER_CREDITS,
+	ULNET__NI_TUN_CREDITS,
+	ULNET__NI_TUN_COUNT
+};
+extern const struct ulnet_tunable ulnet__ni_tunable_table[ULNET__NI_TUN_COUNT];
+/* Set @values[0..n) to the defaults of @table, then parse @kvs into them. 0, or -EINVAL after one log
+ * line "<subsys>: <key> '<value>': <reason>" (or naming the unknown key and the known ones). */
+int ulnet__tunables_apply(const char *subsys, const struct ulnet_tunable *table, size_t n,
+			  const struct ulnet_kv *kvs, size_t nkv, long *values);
 
 /* lnd_registry.c */
 const struct ulnet_lnd_ops *ulnet__lnd_find(const char *name);

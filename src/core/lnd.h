@@ -11,6 +11,7 @@
 #include <stdint.h>
 #include <sys/uio.h>
 #include "ulnet/node.h"
+#include "ulnet/tunable.h"
 #include "hdr.h"
 #include "log.h"
 
@@ -41,8 +42,11 @@ struct ulnet_lnd_ops {
 			unsigned niov, uint32_t mlen, uint32_t rlen);
 	/* Optional: called about every 100 ms from the loop for timeouts, keepalives, reconnects. */
 	void (*lnd_tick)(struct ulnet_ni *ni, uint64_t now_ns);
-	/* Optional: "key: value\n" lines of the LND tunables for net show / export. */
-	void (*lnd_tunables_show)(struct ulnet_ni *ni, char *buf, size_t len);
+	/* The keys of `lnd tunables` (may be empty). The core parses the configuration against this table
+	 * before lnd_startup (an unknown key or a bad value fails ulnet_ni_add with a log line naming it),
+	 * the LND reads the values with ulnet__ni_lnd_tunable, and tools print them from the table. */
+	const struct ulnet_tunable *lnd_tunables;
+	size_t lnd_n_tunables;
 };
 
 /* What an LND reads from its message. Everything else in struct ulnet_msg is the core's. */
@@ -85,8 +89,7 @@ struct ulnet_io {
 int ulnet__io_start(struct ulnet_node *node, struct ulnet_io *io, uint32_t events);
 void ulnet__io_stop(struct ulnet_node *node, struct ulnet_io *io);
 
-/* Numeric tunable helper: parses @value as an integer in [min, max]; logs "<subsys>: <key> <value>:
- * <reason> (allowed min..max)" on failure. 0 or -EINVAL. */
-int ulnet__kv_int(const char *subsys, const struct ulnet_kv *kv, long min, long max, long *out);
+/* The value of lnd_tunables[@k] for @ni: configured, or the table's default. */
+long ulnet__ni_lnd_tunable(const struct ulnet_ni *ni, size_t k);
 
 #endif
