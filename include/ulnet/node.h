@@ -111,6 +111,16 @@ struct ulnet_peer_info {
 };
 ULNET_EXPORT int ulnet_peer_info_get(ulnet_node *node, unsigned idx, struct ulnet_peer_info *out);
 
+/* What a peer's connection allows, as its LND negotiated it. */
+struct ulnet_peer_limits {
+	uint32_t max_frags;    /* fragments in one RDMA descriptor / message */
+	uint32_t queue_depth;  /* messages in flight (the peer's credits) */
+	uint32_t max_msg_size; /* largest payload in one message */
+};
+/* The limits of peer @nid. 0; -EHOSTUNREACH no NI reaches it; -EOPNOTSUPP its LND cannot say;
+ * -ENOENT the LND has no state for it (not connected yet). */
+ULNET_EXPORT int ulnet_peer_limits_get(ulnet_node *node, const struct ulnet_nid *nid, struct ulnet_peer_limits *out);
+
 /* Logging: one line per call to the sink (default: stderr). @level: 0 error, 1 warning, 2 info,
  * 3 debug. Thread-safe. */
 typedef void (*ulnet_log_sink)(int level, const char *subsys, const char *line);

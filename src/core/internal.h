@@ -37,6 +37,8 @@ struct ulnet_libmd {
 	int refcount;                /* messages using it */
 	bool zombie;                 /* unlink requested */
 	void *free_on_unlink;        /* internal buffers (ping) */
+	void *lnd_reg;               /* an LND's registration of this memory (lnd_contract.c) */
+	struct ulnet_ni *lnd_reg_ni; /* the NI whose LND filled lnd_reg */
 };
 
 struct ulnet_me {
@@ -57,6 +59,7 @@ struct ulnet_peer {
 	int max_tx_credits, tx_credits, min_tx_credits;
 	struct ulnet_list txq;       /* messages waiting for a peer credit */
 	uint64_t send_count, recv_count;
+	int buf_credits;             /* forwarding: router buffers this peer may still hold */
 };
 
 struct ulnet_ni {
@@ -90,6 +93,9 @@ struct ulnet_msg {
 	bool peer_credit, ni_credit; /* held */
 	bool ack_wanted;             /* rx PUT: send an ACK after the data is in */
 	bool has_event;
+	bool rdma_reply;             /* REPLY handed to lnd_recv by ulnet__parse_rdma */
+	uint8_t fwd;                 /* forward.c: 0, or the stage of a message being forwarded */
+	struct ulnet_peer *fwd_from; /* forward.c: the peer charged for the router buffer */
 	struct ulnet_event ev;       /* prepared at match/send time, delivered at finalize */
 	struct iovec iov_store[];    /* v.iov points here */
 };
@@ -124,6 +130,10 @@ struct ulnet_node {
 	uint64_t last_tick_ns;
 	struct ulnet_pending_cb *cbs;
 	size_t n_cbs, cap_cbs;
+	/* forwarding (forward.c) */
+	bool forwarding;
+	unsigned fwd_bufs_free;
+	struct ulnet_list fwd_waitq; /* received messages waiting for a buffer or a peer buffer credit */
 };
 
 /* handles (md.c) */
@@ -221,6 +231,20 @@ void ulnet__loop_stop(struct ulnet_node *node);
 void ulnet__loop_wake(struct ulnet_node *node);
 void ulnet__unlock(struct ulnet_node *node);
 void ulnet__queue_cb(struct ulnet_node *node, ulnet_event_handler h, const struct ulnet_event *ev);
+
+/* lnd_contract.c */
+/* The MD is being freed: tell the LND that registered it. */
+void ulnet__md_lnd_release(struct ulnet_libmd *md);
+/* @ni is shutting down: release every registration its LND holds, while the LND can still do so. */
+void ulnet__md_lnd_release_ni(struct ulnet_node *node, struct ulnet_ni *ni);
+
+/* forward.c */
+/* @hdr is for another node and forwarding is on: receive it into a router buffer (now or later). */
+int ulnet__forward_parse(struct ulnet_ni *ni, const struct ulnet_hdr *hdr, const struct ulnet_nid *from,
+			 void *rx_priv);
+/* ulnet__finalize of a message being forwarded. */
+void ulnet__forward_finalize(struct ulnet_msg *msg, int status);
+void ulnet__forward_free(struct ulnet_node *node);
 
 /* ping.c */
 int ulnet__ping_service_refresh(struct ulnet_node *node);

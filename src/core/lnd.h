@@ -18,6 +18,59 @@
 struct ulnet_ni;
 struct ulnet_msg;
 
+/* ---- The LND contract beyond send and receive (RDMA LNDs, routers) ----
+ *
+ * Rendezvous receive. An LND whose peers move large payloads by RDMA hands a GET that arrived as an
+ * RDMA request (o2iblnd's GET_REQ carrying the initiator's sink descriptor) to ulnet__parse_rdma
+ * instead of ulnet__parse. On a match the core builds no REPLY header and sends nothing: it calls
+ * lnd_recv once with the REPLY message (msg != NULL, ulnet__msg_is_reply() true), @iov the matched
+ * MD's source fragments and @mlen the reply length. The LND moves the data itself (RDMA write, then
+ * GET_DONE) and calls ulnet__finalize(reply, status). No match: lnd_recv(msg NULL) as for any drop,
+ * and the LND answers GET_DONE(-ENODATA).
+ *
+ * Out-of-band REPLY (the initiator's side). When an LND sends a GET as an RDMA request, it calls
+ * ulnet__create_reply_msg(ni, get) before the GET can complete; that message carries the initiator's
+ * REPLY event. When GET_DONE arrives, ulnet__set_reply_len(reply, nob) records how many bytes landed
+ * (the event's mlength and rlength) and ulnet__finalize(reply, status) delivers the event. A REPLY
+ * message that is never finalized is a leak; finalize it with an error when the GET fails.
+ *
+ * Fragments at send time. ulnet__msg_view(msg)->rdma_iov describes the memory the peer may access:
+ * a PUT's (or REPLY's) source fragments, and a GET's sink fragments (the whole MD; payload_length of
+ * a GET stays 0 and iov is empty). An LND that ships payloads inline ignores it.
+ *
+ * The MD's memory for registration. ulnet__msg_md(msg, &m) gives the fragment list of the message's
+ * MD with its form (contiguous, iovec, or kiov whose fragments never cross a node page), and a slot
+ * (*m.lnd_reg) the LND may fill with its registration. The core calls lnd_md_unlinked(ni, md memory,
+ * reg) exactly once when an MD whose slot is set is freed (unlinked, or exhausted, with no message
+ * left on it) and before its UNLINK event, so no registration outlives the user's memory. The slot
+ * belongs to the first NI that fills it.
+ *
+ * Delayed and eager receive. The core may not be able to receive a message at once (the router's
+ * case: no buffer, or the sending peer used up its peer_buffer_credits). It then keeps the message
+ * and calls lnd_eager_recv(ni, rx_priv, msg, &new_priv) if the LND has it: the LND takes the payload
+ * out of its receive resources (copies it, returns the rx credit, reposts the buffer) and returns a
+ * new rx_priv that lnd_recv will be given later. Without lnd_eager_recv, the message keeps its
+ * receive resources until lnd_recv is called (the LND must then stop reading that connection).
+ * Either way lnd_recv is called exactly once, when a buffer and a credit are free.
+ *
+ * Forwarding. With forwarding on (ulnet__node_set_forwarding), a message for another node is
+ * received into a router buffer, charged to its sender's peer_buffer_credits, then sent on to the
+ * next hop with its header unchanged; the buffer and credit come back when that send completes.
+ *
+ * Peers. lnd_query_peer reports a peer's negotiated limits (ulnet_peer_limits_get for tools and the
+ * planner); -ENOENT when the LND has no state for it. ulnet__peer_down(ni, nid, status) tells the
+ * core that a peer is gone: every message still waiting for a credit to it is finalized with
+ * @status (messages the LND owns are the LND's to fail). */
+enum ulnet_frag_form { ULNET_FRAG_CONTIG, ULNET_FRAG_IOVEC, ULNET_FRAG_KIOV };
+struct ulnet_lnd_md {
+	enum ulnet_frag_form form;
+	const struct iovec *frags; /* normalised; KIOV: each within one node page */
+	unsigned nfrags;
+	uint32_t length;           /* bytes */
+	uint32_t page_size;        /* the node's page size (KIOV) */
+	void **lnd_reg;            /* the LND's registration slot for this MD (NULL until it fills it) */
+};
+
 struct ulnet_lnd_ops {
 	uint32_t lnd_type;   /* wire LND number (ULNET_LND_SOCK, ...) */
 	const char *lnd_name; /* "tcp", "o2ib", "lo" */
@@ -47,6 +100,13 @@ struct ulnet_lnd_ops {
 	 * the LND reads the values with ulnet__ni_lnd_tunable, and tools print them from the table. */
 	const struct ulnet_tunable *lnd_tunables;
 	size_t lnd_n_tunables;
+	/* Optional (see the contract above): release a delayed message's receive resources. 0 and
+	 * *new_priv set, or <0: keep them (the message still waits). */
+	int (*lnd_eager_recv)(struct ulnet_ni *ni, void *rx_priv, struct ulnet_msg *msg, void **new_priv);
+	/* Optional: the MD whose slot holds @reg is being freed; drop the registration now. */
+	void (*lnd_md_unlinked)(struct ulnet_ni *ni, const struct ulnet_lnd_md *md, void *reg);
+	/* Optional: the negotiated limits of peer @nid. 0, -ENOENT (no state for it). */
+	int (*lnd_query_peer)(struct ulnet_ni *ni, const struct ulnet_nid *nid, struct ulnet_peer_limits *out);
 };
 
 /* What an LND reads from its message. Everything else in struct ulnet_msg is the core's. */
@@ -55,6 +115,9 @@ struct ulnet_msg_lnd_view {
 	struct ulnet_process_id target; /* next hop process */
 	const struct iovec *iov;
 	unsigned niov;
+	const struct iovec *rdma_iov; /* PUT/REPLY: source fragments; GET: sink fragments (whole MD) */
+	unsigned rdma_niov;
+	uint32_t rdma_len;            /* bytes in rdma_iov */
 };
 const struct ulnet_msg_lnd_view *ulnet__msg_view(const struct ulnet_msg *msg);
 /* Complete @msg once with @status (0 or -errno). May run the next queued message inline. */
@@ -64,6 +127,23 @@ void ulnet__finalize(struct ulnet_msg *msg, int status);
  * 0: accepted or dropped; lnd_recv is (or was, before this returns) called exactly once.
  * <0 (-EPROTO): the message is bad (logged); lnd_recv is NOT called; the LND closes the connection. */
 int ulnet__parse(struct ulnet_ni *ni, const struct ulnet_hdr *hdr, const struct ulnet_nid *from, void *rx_priv);
+
+/* Rendezvous receive of a GET (see the contract above). Same return values as ulnet__parse. */
+int ulnet__parse_rdma(struct ulnet_ni *ni, const struct ulnet_hdr *hdr, const struct ulnet_nid *from,
+		      void *rx_priv);
+/* true for the REPLY message lnd_recv gets after ulnet__parse_rdma. */
+bool ulnet__msg_is_reply(const struct ulnet_msg *msg);
+/* The initiator's REPLY message for @get (a GET this LND is sending). NULL: no memory, or @get has no
+ * MD; the LND then fails the GET. */
+struct ulnet_msg *ulnet__create_reply_msg(struct ulnet_ni *ni, struct ulnet_msg *get);
+/* Bytes that arrived for @reply (capped at the MD length). */
+void ulnet__set_reply_len(struct ulnet_msg *reply, uint32_t len);
+/* The memory of @msg's MD. 0, or -ENOENT (no MD: an ACK, a drop). */
+int ulnet__msg_md(struct ulnet_msg *msg, struct ulnet_lnd_md *out);
+/* Peer @nid on @ni is gone: fail what waits for a credit to it with @status (<0). */
+void ulnet__peer_down(struct ulnet_ni *ni, const struct ulnet_nid *nid, int status);
+/* Forward messages for other nodes (tests and a future router). */
+void ulnet__node_set_forwarding(struct ulnet_node *node, bool on, unsigned buffers);
 
 /* NI accessors. */
 void *ulnet__ni_priv(struct ulnet_ni *ni);

@@ -58,6 +58,10 @@ void ulnet__finalize(struct ulnet_msg *msg, int status)
 	struct ulnet_ni *ni = msg->ni;
 	uint32_t len = msg->v.hdr.payload_length;
 
+	if (msg->fwd) { /* forwarded: received, then sent on (forward.c) */
+		ulnet__forward_finalize(msg, status);
+		return;
+	}
 	if (msg->finalized) {
 		ULNET_LOG(CORE, ERR, "message finalized twice (status %d); ignoring", status);
 		return;

@@ -90,6 +90,7 @@ void ulnet_node_close(ulnet_node *node)
 		struct ulnet_ni *ni = ulnet_container_of(node->nis.prev, struct ulnet_ni, link);
 
 		ulnet_list_del(&ni->link);
+		ulnet__md_lnd_release_ni(node, ni);
 		if (ni->started)
 			ni->ops->lnd_shutdown(ni);
 		while (!ulnet_list_empty(&ni->txq)) {
@@ -103,6 +104,7 @@ void ulnet_node_close(ulnet_node *node)
 			node->lo_ni = NULL;
 		ulnet__ni_destroy(ni);
 	}
+	ulnet__forward_free(node);
 	ulnet__peers_free(node);
 	ulnet__md_free_all(node);
 	pthread_mutex_unlock(&node->lock);
