@@ -71,7 +71,17 @@ int ulnet__forward_parse(struct ulnet_ni *ni, const struct ulnet_hdr *hdr, const
 	struct ulnet_peer *lp = ulnet__peer_find(node, ni, from, true);
 	struct ulnet_msg *msg = lp ? ulnet__msg_alloc(node, 1) : NULL;
 	bool local = false;
+	char s[ULNET_NID_STRLEN];
 
+	if (hdr->payload_length > ULNET_MTU || ((hdr->type == ULNET_MSG_ACK || hdr->type == ULNET_MSG_GET) &&
+						 hdr->payload_length)) {
+		ULNET_LOG(CORE, ERR, "%s: message from %s to forward: payload_length %u (type %u, LNET_MTU %u); closing",
+			  ni->ops->lnd_name, ulnet_nid_format(&hdr->src_nid, s, sizeof(s)), hdr->payload_length,
+			  hdr->type, ULNET_MTU);
+		if (msg)
+			ulnet__msg_free(msg);
+		return -EPROTO;
+	}
 	if (!msg || !ulnet__ni_for_dest(node, &hdr->dest_nid, &local) || local) {
 		char dst[ULNET_NID_STRLEN];
 

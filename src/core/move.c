@@ -398,6 +398,15 @@ static int parse(struct ulnet_ni *ni, const struct ulnet_hdr *hdr, const struct 
 			  ulnet_nid_format(from, src, sizeof(src)));
 		return -EPROTO;
 	}
+	if (!for_me && node->forwarding && ni != node->lo_ni && !rdma_req)
+		return ulnet__forward_parse(ni, hdr, from, rx_priv);
+	if (!for_me) {
+		ULNET_LOG(CORE, ERR, "%s: message from %s for %s arrived on NI %s (routing is not enabled)",
+			  ni->ops->lnd_name, ulnet_nid_format(&hdr->src_nid, src, sizeof(src)),
+			  ulnet_nid_format(&hdr->dest_nid, dst, sizeof(dst)),
+			  ulnet_nid_format(&ni->nid, dst, sizeof(dst)));
+		return -EPROTO;
+	}
 	if ((hdr->type == ULNET_MSG_PUT || hdr->type == ULNET_MSG_REPLY) && hdr->payload_length > ULNET_MTU) {
 		ULNET_LOG(CORE, ERR, "%s: message from %s: payload_length %u > LNET_MTU %u; closing",
 			  ni->ops->lnd_name, ulnet_nid_format(&hdr->src_nid, src, sizeof(src)), hdr->payload_length,
@@ -408,15 +417,6 @@ static int parse(struct ulnet_ni *ni, const struct ulnet_hdr *hdr, const struct 
 		ULNET_LOG(CORE, ERR, "%s: %s from %s with payload_length %u (must be 0); closing",
 			  ni->ops->lnd_name, hdr->type == ULNET_MSG_ACK ? "ACK" : "GET",
 			  ulnet_nid_format(&hdr->src_nid, src, sizeof(src)), hdr->payload_length);
-		return -EPROTO;
-	}
-	if (!for_me && node->forwarding && ni != node->lo_ni && !rdma_req)
-		return ulnet__forward_parse(ni, hdr, from, rx_priv);
-	if (!for_me) {
-		ULNET_LOG(CORE, ERR, "%s: message from %s for %s arrived on NI %s (routing is not enabled)",
-			  ni->ops->lnd_name, ulnet_nid_format(&hdr->src_nid, src, sizeof(src)),
-			  ulnet_nid_format(&hdr->dest_nid, dst, sizeof(dst)),
-			  ulnet_nid_format(&ni->nid, dst, sizeof(dst)));
 		return -EPROTO;
 	}
 	if (rdma_req && hdr->type != ULNET_MSG_GET) {
