@@ -38,6 +38,8 @@ ULNET_EXPORT const struct ulnet_tunable *ulnet_tunable_find(const struct ulnet_t
  * "expected one of secure, all, none") written to @why. */
 ULNET_EXPORT int ulnet_tunable_parse(const struct ulnet_tunable *t, const char *text, long *out, char *why,
 				     size_t whylen);
+/* The keys of @table as "a, b, c" ("none" for an empty table), cut to @len, for error messages. */
+ULNET_EXPORT void ulnet_tunable_keys(const struct ulnet_tunable *table, size_t n, char *buf, size_t len);
 /* The name of enum value @v, or NULL for other types and values out of range. */
 ULNET_EXPORT const char *ulnet_tunable_enum_name(const struct ulnet_tunable *t, long v);
 

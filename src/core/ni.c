@@ -312,24 +312,29 @@ int ulnet_ni_info_get(ulnet_node *node, unsigned idx, struct ulnet_ni_info *out)
 	return rc;
 }
 
-int ulnet_ni_lnd_tunable_get(ulnet_node *node, unsigned idx, size_t k, long *out)
+/* The NI number @idx (0 = lo), or NULL past the last. */
+static struct ulnet_ni *ni_at(struct ulnet_node *node, unsigned idx)
 {
 	struct ulnet_list *p;
-	unsigned i = 0;
+
+	for (p = node->nis.next; p != &node->nis; p = p->next)
+		if (idx-- == 0)
+			return ulnet_container_of(p, struct ulnet_ni, link);
+	return NULL;
+}
+
+int ulnet_ni_lnd_tunable_get(ulnet_node *node, unsigned idx, size_t k, long *out)
+{
+	struct ulnet_ni *ni;
 	int rc = -ENOENT;
 
 	if (!node || !out)
 		return -EINVAL;
 	pthread_mutex_lock(&node->lock);
-	for (p = node->nis.next; p != &node->nis; p = p->next, i++) {
-		struct ulnet_ni *ni = ulnet_container_of(p, struct ulnet_ni, link);
-
-		if (i == idx && k < ni->ops->lnd_n_tunables) {
-			*out = ni->lnd_tun[k];
-			rc = 0;
-		}
-		if (i == idx)
-			break;
+	ni = ni_at(node, idx);
+	if (ni && k < ni->ops->lnd_n_tunables) {
+		*out = ni->lnd_tun[k];
+		rc = 0;
 	}
 	pthread_mutex_unlock(&node->lock);
 	return rc;

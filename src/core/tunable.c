@@ -51,6 +51,17 @@ const char *ulnet_tunable_enum_name(const struct ulnet_tunable *t, long v)
 	return t->names[v];
 }
 
+void ulnet_tunable_keys(const struct ulnet_tunable *table, size_t n, char *buf, size_t len)
+{
+	size_t off = 0;
+
+	if (!len)
+		return;
+	snprintf(buf, len, "%s", n ? "" : "none");
+	for (size_t k = 0; k < n && off < len; k++)
+		off += (size_t)snprintf(buf + off, len - off, "%s%s", k ? ", " : "", table[k].key);
+}
+
 static int parse_bool(const char *s, long *out)
 {
 	static const char *const yes[] = { "1", "true", "yes", "on" }, *const no[] = { "0", "false", "no", "off" };
@@ -124,14 +135,10 @@ int ulnet__tunables_apply(const char *subsys, const struct ulnet_tunable *table,
 
 		if (!t) {
 			char known[512];
-			size_t off = 0;
 
-			known[0] = '\0';
-			for (size_t k = 0; k < n && off < sizeof(known); k++)
-				off += (size_t)snprintf(known + off, sizeof(known) - off, "%s%s", k ? ", " : "",
-							table[k].key);
+			ulnet_tunable_keys(table, n, known, sizeof(known));
 			ULNET_LOG(CORE, ERR, "%s: unknown key '%s' (known: %s)", subsys, kvs[i].key ? kvs[i].key : "",
-				  n ? known : "none");
+				  known);
 			return -EINVAL;
 		}
 		if (ulnet_tunable_parse(t, kvs[i].value, &values[t - table], why, sizeof(why))) {

@@ -314,13 +314,9 @@ static int parse_kv_table(struct cfgp *p, const yaml_node_t *n, const char *sect
 		}
 		if (have_table && !t) {
 			char known[512];
-			size_t off = 0;
 
-			known[0] = '\0';
-			for (size_t i = 0; i < nt && off < sizeof(known); i++)
-				off += (size_t)snprintf(known + off, sizeof(known) - off, "%s%s", i ? ", " : "",
-							table[i].key);
-			rc = fail(p, k, "unknown key '%s' in %s (known: %s)", ks, section, nt ? known : "none");
+			ulnet_tunable_keys(table, nt, known, sizeof(known));
+			rc = fail(p, k, "unknown key '%s' in %s (known: %s)", ks, section, known);
 			break;
 		}
 		if (t && (rc = tunable_check(p, t, v, section, lo)))
