@@ -152,6 +152,7 @@ const struct ulnet_nid *ulnet__ni_nid(const struct ulnet_ni *ni);
 void ulnet__ni_set_nid(struct ulnet_ni *ni, const struct ulnet_nid *nid);
 const struct ulnet_ni_conf *ulnet__ni_conf(const struct ulnet_ni *ni);
 uint32_t ulnet__ni_peer_timeout(const struct ulnet_ni *ni);
+uint32_t ulnet__ni_peer_credits(const struct ulnet_ni *ni);
 uint32_t ulnet__node_page_size(const struct ulnet_node *node);
 uint64_t ulnet__now_ns(void); /* CLOCK_MONOTONIC */
 

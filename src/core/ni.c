@@ -12,6 +12,7 @@ struct ulnet_node *ulnet__ni_node(struct ulnet_ni *ni) { return ni->node; }
 const struct ulnet_nid *ulnet__ni_nid(const struct ulnet_ni *ni) { return &ni->nid; }
 const struct ulnet_ni_conf *ulnet__ni_conf(const struct ulnet_ni *ni) { return &ni->conf; }
 uint32_t ulnet__ni_peer_timeout(const struct ulnet_ni *ni) { return (uint32_t)ni->peer_timeout; }
+uint32_t ulnet__ni_peer_credits(const struct ulnet_ni *ni) { return (uint32_t)ni->peer_credits; }
 uint32_t ulnet__node_page_size(const struct ulnet_node *node) { return node->page_size; }
 
 void ulnet__ni_set_nid(struct ulnet_ni *ni, const struct ulnet_nid *nid)

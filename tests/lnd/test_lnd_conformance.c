@@ -5,7 +5,7 @@
  * and 64 KiB; a GET whose reply is truncated; an MD unlinked while its transfer is in flight; a peer
  * that vanishes mid-message; a corrupt header that closes one connection while the node keeps
  * serving; 10,000 messages queued behind one credit from a thread with a 256 KiB stack (the node's
- * threads get the same stack). Cases that need a wire or a second node say "skipped" on lo.
+ * threads get the same stack); peer limits after traffic. Cases that need a wire or a second node say "skipped" on lo.
  * tcp addresses: 127.240.P.1 and 127.240.P.2, port 988 (run as root, under the network lock). */
 #include <arpa/inet.h>
 #include <errno.h>
@@ -364,6 +364,28 @@ static void test_corrupt_header(void **state)
 	pair_free(p);
 }
 
+/* After traffic the LND knows the peer and reports limits a planner can use; an unknown one is -ENOENT
+ * (or the LND cannot say, -EOPNOTSUPP, which no LND here may answer). */
+static void test_peer_limits(void **state)
+{
+	struct pair *p = pair_new(4096, NULL, 0);
+	const struct xcase put = { "put", 100, FORM_CONTIG, FORM_CONTIG, 0, 0, 0, false };
+	struct ulnet_peer_limits l = { 0 };
+
+	(void)state;
+	xfer(p, &put, 17, 1);
+	assert_int_equal(ulnet_peer_limits_get(p->a, &p->idb.nid, &l), 0);
+	assert_true(l.max_frags >= 1);
+	assert_true(l.max_msg_size >= ULNET_MTU);
+	if (K->two_nodes) {
+		struct ulnet_nid stranger = p->idb.nid;
+
+		stranger.addr[0] += 100; /* same net, never talked to */
+		assert_int_equal(ulnet_peer_limits_get(p->a, &stranger, &l), -ENOENT);
+	}
+	pair_free(p);
+}
+
 /* ---- 10,000 messages behind one credit ---- */
 
 #define FLOOD 10000
@@ -444,6 +466,7 @@ int main(int argc, char **argv)
 		cmocka_unit_test(test_unlink_in_flight),
 		cmocka_unit_test(test_peer_vanishes),
 		cmocka_unit_test(test_corrupt_header),
+		cmocka_unit_test(test_peer_limits),
 		cmocka_unit_test(test_flood_one_credit),
 	};
 	struct CMUnitTest t4[50], t64[50];

@@ -766,6 +766,20 @@ static void tcplnd_tick(struct ulnet_ni *ni, uint64_t now)
 	tcplnd_acceptor_tick(net);
 }
 
+/* socklnd negotiates no limits: a payload goes inline as any number of fragments up to LNET_MTU, and
+ * the queue depth is the NI's peer_credits. Known only once we have state for the peer. */
+static int tcplnd_query_peer(struct ulnet_ni *ni, const struct ulnet_nid *nid, struct ulnet_peer_limits *out)
+{
+	struct tcplnd_peer *peer = tcplnd_peer_find(net_of(ni), nid, false);
+
+	if (!peer)
+		return -ENOENT;
+	out->max_frags = ULNET_MD_MAX_FRAGS;
+	out->queue_depth = (uint32_t)ulnet__ni_peer_credits(ni);
+	out->max_msg_size = ULNET_MTU;
+	return 0;
+}
+
 const struct ulnet_lnd_ops ulnet__tcplnd_ops = {
 	.lnd_type = ULNET_LND_SOCK,
 	.lnd_name = "tcp",
@@ -777,4 +791,5 @@ const struct ulnet_lnd_ops ulnet__tcplnd_ops = {
 	.lnd_tick = tcplnd_tick,
 	.lnd_tunables = tcplnd_tunables,
 	.lnd_n_tunables = N_TUNABLES,
+	.lnd_query_peer = tcplnd_query_peer,
 };
