@@ -342,6 +342,7 @@ static int cmd_peer_show(struct ulnetd *d, int argc, char **argv, struct ulnetd_
 	ulnetd_emit_list(&e, "peer");
 	for (unsigned i = 0;; i++) {
 		struct ulnet_peer_info p;
+		struct ulnet_peer_limits lim;
 		char nid[ULNET_NID_STRLEN];
 
 		memset(&p, 0, sizeof(p));
@@ -366,6 +367,14 @@ static int cmd_peer_show(struct ulnetd *d, int argc, char **argv, struct ulnetd_
 			ulnetd_emit_uint(&e, "send_count", p.send_count);
 			ulnetd_emit_uint(&e, "recv_count", p.recv_count);
 			ulnetd_emit_end(&e);
+			/* what the LND negotiated with this peer, when it can say */
+			if (ulnet_peer_limits_get(d->node, &p.nid, &lim) == 0) {
+				ulnetd_emit_map(&e, "limits");
+				ulnetd_emit_uint(&e, "max_frags", lim.max_frags);
+				ulnetd_emit_uint(&e, "queue_depth", lim.queue_depth);
+				ulnetd_emit_uint(&e, "max_msg_size", lim.max_msg_size);
+				ulnetd_emit_end(&e);
+			}
 		}
 		ulnetd_emit_end(&e);
 		ulnetd_emit_end(&e);
