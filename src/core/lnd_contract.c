@@ -62,10 +62,10 @@ int ulnet__msg_md(struct ulnet_msg *msg, struct ulnet_lnd_md *out)
 	out->nfrags = md->nfrags;
 	out->length = md->total;
 	out->page_size = msg->node->page_size;
-	if (md->lnd_reg_ni && md->lnd_reg_ni != msg->ni) {
+	if (md->lnd_reg && md->lnd_reg_ni != msg->ni) {
 		out->lnd_reg = NULL; /* another NI's registration: not this LND's to touch */
 	} else {
-		md->lnd_reg_ni = msg->ni;
+		md->lnd_reg_ni = msg->ni; /* an empty slot goes to whoever fills it */
 		out->lnd_reg = &md->lnd_reg;
 	}
 	return 0;
