@@ -33,6 +33,7 @@ struct tst_state {
 	unsigned nunreg;
 	struct ulnet_lnd_md unreg_md[TST_MAX];
 	struct ulnet_peer_limits limits;
+	bool eager_refuse;        /* behave like an LND that cannot copy a payload out */
 };
 static struct tst_state tst;
 
@@ -84,6 +85,8 @@ static int tst_eager_recv(struct ulnet_ni *ni, void *rx_priv, struct ulnet_msg *
 {
 	(void)ni;
 	(void)msg;
+	if (tst.eager_refuse)
+		return -EAGAIN;
 	tst.eager_in[tst.neager] = rx_priv;
 	tst.eager_out[tst.neager] = (void *)((uintptr_t)rx_priv | 0x1000);
 	*new_priv = tst.eager_out[tst.neager++];

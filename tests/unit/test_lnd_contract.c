@@ -329,14 +329,53 @@ static void test_forward_delayed(void **state)
 	assert_int_equal(st.route_count, 3);
 	assert_int_equal(st.route_length, 9000);
 	assert_int_equal(st.msgs_alloc, 0);
+	lock(&f);
 	assert_int_equal(f.node->fwd_bufs_free, 2);
+	unlock(&f);
 	no_event(&f); /* forwarding shows the application nothing */
 	fx_close(&f);
 }
 
-/* Delayed receive that the LND cannot make eager: a second kind of LND without lnd_eager_recv keeps
- * its resources; covered by the same path with eager_recv refusing. Here: a message for no reachable
- * NI is dropped, not delayed. */
+/* An LND that cannot receive eagerly keeps its receive resources while the message waits, and gets
+ * its own rx_priv back in lnd_recv. */
+static void test_forward_delayed_not_eager(void **state)
+{
+	struct fixture f;
+	struct ulnet_hdr h[2];
+	struct ulnet_nid src = tst_nid(2);
+	struct ulnet_stats st;
+
+	(void)state;
+	fx_open(&f, NULL, 0);
+	tst.eager_refuse = true;
+	lock(&f);
+	ulnet__node_set_forwarding(f.node, true, 1);
+	for (unsigned i = 0; i < 2; i++) {
+		h[i] = tst_hdr(ULNET_MSG_PUT, 2, 3, 10);
+		tst.rx_held++;
+		assert_int_equal(ulnet__parse(f.ni, &h[i], &src, (void *)(uintptr_t)(0x10 * (i + 1))), 0);
+	}
+	unlock(&f);
+	assert_int_equal(tst.nrecv, 1);
+	assert_int_equal(tst.neager, 0);
+	assert_int_equal(tst.rx_held, 2); /* the waiting message still holds its receive resources */
+	lock(&f);
+	ulnet__finalize(tst.recvs[0].msg, 0);
+	ulnet__finalize(tst.sent[0], 0);
+	unlock(&f);
+	assert_int_equal(tst.nrecv, 2);
+	assert_ptr_equal(tst.recvs[1].rx_priv, (void *)0x20);
+	lock(&f);
+	ulnet__finalize(tst.recvs[1].msg, 0);
+	ulnet__finalize(tst.sent[1], 0);
+	unlock(&f);
+	ulnet_stats_get(f.node, &st);
+	assert_int_equal(st.route_count, 2);
+	no_event(&f);
+	fx_close(&f);
+}
+
+/* Forwarding a message no NI reaches drops it (not delayed); with forwarding off it is an error. */
 static void test_forward_no_route(void **state)
 {
 	struct fixture f;
@@ -497,6 +536,7 @@ int main(void)
 		cmocka_unit_test(test_rendezvous_get),
 		cmocka_unit_test(test_oob_reply),
 		cmocka_unit_test(test_forward_delayed),
+		cmocka_unit_test(test_forward_delayed_not_eager),
 		cmocka_unit_test(test_forward_no_route),
 		cmocka_unit_test(test_md_unlink_during_registration),
 		cmocka_unit_test(test_peer_down),
