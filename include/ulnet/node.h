@@ -6,6 +6,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 #include "event.h"
+#include "tunable.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -112,11 +113,14 @@ struct ulnet_ni_info {
 	int peer_credits, credits, peer_buffer_credits, peer_timeout;
 	int tx_credits, min_tx_credits; /* available now / lowest seen */
 	uint64_t send_count, recv_count, drop_count;
-	char lnd_tunables[512];         /* "key: value\n" lines, LND specific */
+	const struct ulnet_tunable *lnd_tunables; /* the LND's table (static); values: ulnet_ni_lnd_tunable_get */
+	size_t n_lnd_tunables;
 	char interfaces[64];            /* interface name(s), "" when none */
 };
 /* Fill @out for the NI number @idx (0 = lo). -ENOENT past the last. */
 ULNET_EXPORT int ulnet_ni_info_get(ulnet_node *node, unsigned idx, struct ulnet_ni_info *out);
+/* The value of lnd_tunables[@k] of NI @idx. -ENOENT past the last NI or key. */
+ULNET_EXPORT int ulnet_ni_lnd_tunable_get(ulnet_node *node, unsigned idx, size_t k, long *out);
 
 struct ulnet_peer_info {
 	struct ulnet_nid nid;
@@ -127,6 +131,16 @@ struct ulnet_peer_info {
 	uint32_t ping_features;         /* what it announced (ULNET_PING_FEAT_*, e.g. MULTI_RAIL) */
 };
 ULNET_EXPORT int ulnet_peer_info_get(ulnet_node *node, unsigned idx, struct ulnet_peer_info *out);
+
+/* What a peer's connection allows, as its LND negotiated it. */
+struct ulnet_peer_limits {
+	uint32_t max_frags;    /* fragments in one RDMA descriptor / message */
+	uint32_t queue_depth;  /* messages in flight (the peer's credits) */
+	uint32_t max_msg_size; /* largest payload in one message */
+};
+/* The limits of peer @nid. 0; -EHOSTUNREACH no NI reaches it; -EOPNOTSUPP its LND cannot say;
+ * -ENOENT the LND has no state for it (not connected yet). */
+ULNET_EXPORT int ulnet_peer_limits_get(ulnet_node *node, const struct ulnet_nid *nid, struct ulnet_peer_limits *out);
 
 /* Logging: one line per call to the sink (default: stderr). @level: 0 error, 1 warning, 2 info,
  * 3 debug. Thread-safe. */

@@ -58,6 +58,8 @@ struct ulnet_libmd {
 	unsigned txn_pending;
 	struct ulnet_timer txn_timer;
 	struct ulnet_event txn_ev;   /* the last such SEND's event, the template of the timeout event */
+	void *lnd_reg;               /* an LND's registration of this memory (lnd_contract.c) */
+	struct ulnet_ni *lnd_reg_ni; /* the NI whose LND filled lnd_reg */
 };
 
 struct ulnet_me {
@@ -88,6 +90,7 @@ struct ulnet_peer {
 	unsigned refs;
 	uint64_t idle_since;         /* node clock */
 	struct ulnet_list idle_link;
+	int buf_credits;             /* forwarding: router buffers this peer may still hold */
 };
 
 struct ulnet_ni {
@@ -106,6 +109,7 @@ struct ulnet_ni {
 	uint32_t status;
 	bool started;
 	uint64_t send_count, recv_count, drop_count;
+	long *lnd_tun;               /* values of ops->lnd_tunables, owned */
 	void *priv;
 };
 
@@ -125,6 +129,9 @@ struct ulnet_msg {
 	bool ack_wanted;             /* rx PUT: send an ACK after the data is in */
 	bool txn;                    /* tx GET / ACK-requested PUT counted in md->txn_pending */
 	bool has_event;
+	bool rdma_reply;             /* REPLY handed to lnd_recv by ulnet__parse_rdma */
+	uint8_t fwd;                 /* forward.c: 0, or the stage of a message being forwarded */
+	struct ulnet_peer *fwd_from; /* forward.c: the peer charged for the router buffer */
 	struct ulnet_event ev;       /* prepared at match/send time, delivered at finalize */
 	struct iovec iov_store[];    /* v.iov points here */
 };
@@ -171,6 +178,10 @@ struct ulnet_node {
 	unsigned n_done;             /* its length, for ulnet__node_backlogged */
 	struct ulnet_pending_cb *cbs;
 	size_t n_cbs, cap_cbs;
+	/* forwarding (forward.c) */
+	bool forwarding;
+	unsigned fwd_bufs_free;
+	struct ulnet_list fwd_waitq; /* received messages waiting for a buffer or a peer buffer credit */
 };
 
 /* handles (md.c) */
@@ -258,6 +269,22 @@ void ulnet_node_primary_nid_locked(struct ulnet_node *node, struct ulnet_nid *ou
 int ulnet__ni_create(struct ulnet_node *node, const struct ulnet_ni_conf *conf, struct ulnet_ni **out);
 void ulnet__ni_destroy(struct ulnet_ni *ni);
 
+/* tunable.c */
+enum {
+	ULNET__NI_TUN_PEER_TIMEOUT,
+	ULNET__NI_TUN_PEER_CREDITS,
+	ULNET__NI_TUN_PEER_BUFFER_CREDITS,
+	ULNET__NI_TUN_CREDITS,
+	ULNET__NI_TUN_PEER_QUEUE_MSGS,
+	ULNET__NI_TUN_PEER_QUEUE_BYTES,
+	ULNET__NI_TUN_COUNT
+};
+extern const struct ulnet_tunable ulnet__ni_tunable_table[ULNET__NI_TUN_COUNT];
+/* Set @values[0..n) to the defaults of @table, then parse @kvs into them. 0, or -EINVAL after one log
+ * line "<subsys>: <key> '<value>': <reason>" (or naming the unknown key and the known ones). */
+int ulnet__tunables_apply(const char *subsys, const struct ulnet_tunable *table, size_t n,
+			  const struct ulnet_kv *kvs, size_t nkv, long *values);
+
 /* lnd_registry.c */
 const struct ulnet_lnd_ops *ulnet__lnd_find(const char *name);
 int ulnet__lnd_register(const struct ulnet_lnd_ops *ops);
@@ -285,6 +312,19 @@ int ulnet__timers_next_ms(const struct ulnet_node *node, uint64_t now, int max_m
 /* md.c: transaction timeout */
 void ulnet__md_txn_start(struct ulnet_node *node, struct ulnet_libmd *md, const struct ulnet_event *send_ev);
 void ulnet__md_txn_end(struct ulnet_node *node, struct ulnet_libmd *md);
+/* lnd_contract.c */
+/* The MD is being freed: tell the LND that registered it. */
+void ulnet__md_lnd_release(struct ulnet_libmd *md);
+/* @ni is shutting down: release every registration its LND holds, while the LND can still do so. */
+void ulnet__md_lnd_release_ni(struct ulnet_node *node, struct ulnet_ni *ni);
+
+/* forward.c */
+/* @hdr is for another node and forwarding is on: receive it into a router buffer (now or later). */
+int ulnet__forward_parse(struct ulnet_ni *ni, const struct ulnet_hdr *hdr, const struct ulnet_nid *from,
+			 void *rx_priv);
+/* ulnet__finalize of a message being forwarded. */
+void ulnet__forward_finalize(struct ulnet_msg *msg, int status);
+void ulnet__forward_free(struct ulnet_node *node);
 
 /* ping.c */
 int ulnet__ping_service_refresh(struct ulnet_node *node);

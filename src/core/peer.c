@@ -65,6 +65,7 @@ struct ulnet_peer *ulnet__peer_find(struct ulnet_node *node, struct ulnet_ni *ni
 	lp->nid = *nid;
 	lp->ni = ni;
 	lp->max_tx_credits = lp->tx_credits = lp->min_tx_credits = ni->peer_credits;
+	lp->buf_credits = ni->peer_buffer_credits ? ni->peer_buffer_credits : ni->peer_credits;
 	ulnet_list_init(&lp->txq);
 	ulnet_list_add_tail(&lp->hash_link, h);
 	/* idle until a message names it (the caller's, at once) */

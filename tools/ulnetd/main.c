@@ -52,7 +52,7 @@ int main(int argc, char **argv)
 	struct ulnetd d = { 0 };
 	struct ulnetd_config *cfg = NULL;
 	const char *config = NULL, *control = NULL;
-	char err[512];
+	char err[1024];
 	sigset_t set;
 	int opt, rc, sigfd = -1, status = 1;
 
