@@ -35,7 +35,7 @@ net:
 EOF
 
 ul_step "unknown keys"
-expect_bad 1 "/node\\.yaml:8: unknown key 'peer_credit' in tunables \\(known: peer_timeout, peer_credits, peer_buffer_credits, credits\\)$" <<'EOF'
+expect_bad 1 "/node\\.yaml:8: unknown key 'peer_credit' in tunables \\(known: peer_timeout, peer_credits, peer_buffer_credits, credits, peer_queue_msgs, peer_queue_bytes\\)$" <<'EOF'
 node:
     pid: 12345
 net:

@@ -437,7 +437,8 @@ static void *flood_thread(void *arg)
 
 static void test_flood_one_credit(void **state)
 {
-	const struct ulnet_kv tun[] = { { "peer_credits", "1" }, { "credits", "1" } };
+	/* the whole flood waits behind one credit: let the peer queue hold it (its default bound is 4096) */
+	const struct ulnet_kv tun[] = { { "peer_credits", "1" }, { "credits", "1" }, { "peer_queue_msgs", "20000" } };
 	pthread_attr_t attr, saved;
 	struct flood f;
 	pthread_t t;
@@ -448,7 +449,7 @@ static void test_flood_one_credit(void **state)
 	assert_int_equal(pthread_attr_init(&attr), 0);
 	assert_int_equal(pthread_attr_setstacksize(&attr, 256 << 10), 0);
 	assert_int_equal(pthread_setattr_default_np(&attr), 0);
-	f.p = pair_new(4096, tun, 2);
+	f.p = pair_new(4096, tun, sizeof(tun) / sizeof(tun[0]));
 	assert_int_equal(pthread_create(&t, &attr, flood_thread, &f), 0);
 	assert_int_equal(pthread_join(t, NULL), 0);
 	assert_int_equal(f.rc, 0);
