@@ -8,11 +8,17 @@
 #ifdef ULNET_HAVE_LND_TCP
 extern const struct ulnet_lnd_ops ulnet__tcplnd_ops;
 #endif
+#ifdef ULNET_HAVE_LND_O2IB
+extern const struct ulnet_lnd_ops ulnet__o2iblnd_ops;
+#endif
 
 static const struct ulnet_lnd_ops *const builtin_lnds[] = {
 	&ulnet__lolnd_ops,
 #ifdef ULNET_HAVE_LND_TCP
 	&ulnet__tcplnd_ops,
+#endif
+#ifdef ULNET_HAVE_LND_O2IB
+	&ulnet__o2iblnd_ops,
 #endif
 };
 

@@ -297,41 +297,63 @@ static int tunable_check(struct cfgp *p, const struct ulnet_tunable *t, const ya
 
 /* A tunables mapping whose keys are those of @table. !@have_table: the LND is not built into this
  * ulnet (ulnet_ni_add says so), keep the strings as they are. @lo: the lo net's entry. */
+/* One `key: value` of a tunables section, checked against @table when there is one. */
+static int kv_pair(struct cfgp *p, const yaml_node_t *k, const char *ks, const yaml_node_t *v, const char *section,
+		   const struct ulnet_tunable *table, size_t nt, bool have_table, bool lo, struct ulnet_kv **arr,
+		   size_t *cnt)
+{
+	const struct ulnet_tunable *t = ulnet_tunable_find(table, nt, ks);
+	const char *s;
+	int rc;
+
+	if (!*ks)
+		return fail(p, k, "empty key in %s", section);
+	if (have_table && !t) {
+		char known[768];
+
+		ulnet_tunable_keys(table, nt, known, sizeof(known));
+		return fail(p, k, "unknown key '%s' in %s (known: %s)", ks, section, known);
+	}
+	if (t && (rc = tunable_check(p, t, v, section, lo)))
+		return rc;
+	if ((rc = get_str(p, v, ks, &s)))
+		return rc;
+	return kv_add(p, arr, cnt, ks, s);
+}
+
+/* A map of scalars; with @nested, a key that is no tunable itself and whose value is a map (o2ib's
+ * `device: {max_send_sge: 1}`) is flattened to `device.max_send_sge`, the form LND tables use. */
 static int parse_kv_table(struct cfgp *p, const yaml_node_t *n, const char *section,
-			  const struct ulnet_tunable *table, size_t nt, bool have_table, bool lo, struct ulnet_kv **out,
-			  size_t *nout)
+			  const struct ulnet_tunable *table, size_t nt, bool have_table, bool lo, bool nested,
+			  struct ulnet_kv **out, size_t *nout)
 {
 	struct ulnet_kv *arr = NULL;
-	yaml_node_t *k, *v;
-	const char *ks;
+	yaml_node_t *k, *v, *k2, *v2;
+	const char *ks, *ks2;
 	size_t cnt = 0;
 	bool empty;
-	int rc;
+	int rc = 0;
 
 	*out = NULL;
 	*nout = 0;
 	if ((rc = want_map(p, n, section, &empty)) || empty)
 		return rc;
 	FOREACH_PAIR(p, n, k, ks, v) {
-		const struct ulnet_tunable *t = ulnet_tunable_find(table, nt, ks);
-		const char *s;
+		if (nested && v->type == YAML_MAPPING_NODE && *ks && !ulnet_tunable_find(table, nt, ks)) {
+			FOREACH_PAIR(p, v, k2, ks2, v2) {
+				char flat[128];
 
-		if (!*ks) {
-			rc = fail(p, k, "empty key in %s", section);
-			break;
+				if ((size_t)snprintf(flat, sizeof(flat), "%s.%s", ks, ks2) >= sizeof(flat)) {
+					rc = fail(p, k2, "key '%s.%s' in %s is too long", ks, ks2, section);
+					break;
+				}
+				if ((rc = kv_pair(p, k2, flat, v2, section, table, nt, have_table, lo, &arr, &cnt)))
+					break;
+			}
+		} else {
+			rc = kv_pair(p, k, ks, v, section, table, nt, have_table, lo, &arr, &cnt);
 		}
-		if (have_table && !t) {
-			char known[512];
-
-			ulnet_tunable_keys(table, nt, known, sizeof(known));
-			rc = fail(p, k, "unknown key '%s' in %s (known: %s)", ks, section, known);
-			break;
-		}
-		if (t && (rc = tunable_check(p, t, v, section, lo)))
-			break;
-		if ((rc = get_str(p, v, ks, &s)))
-			break;
-		if ((rc = kv_add(p, &arr, &cnt, ks, s)))
+		if (rc)
 			break;
 	}
 	*out = arr;
@@ -347,7 +369,7 @@ static int parse_tunables(struct cfgp *p, const yaml_node_t *n, uint32_t net, st
 	int rc;
 
 	ulnet_ni_tunables(&table, &nt);
-	rc = parse_kv_table(p, n, "tunables", table, nt, true, (net >> 16) == ULNET_LND_LO, &arr, &c->n_tunables);
+	rc = parse_kv_table(p, n, "tunables", table, nt, true, (net >> 16) == ULNET_LND_LO, false, &arr, &c->n_tunables);
 	c->tunables = arr;
 	return rc;
 }
@@ -361,7 +383,7 @@ static int parse_lnd_tunables(struct cfgp *p, const yaml_node_t *n, uint32_t net
 	struct ulnet_kv *arr;
 	int rc;
 
-	rc = parse_kv_table(p, n, "lnd tunables", table, nt, built, false, &arr, &c->n_lnd_tunables);
+	rc = parse_kv_table(p, n, "lnd tunables", table, nt, built, false, true, &arr, &c->n_lnd_tunables);
 	c->lnd_tunables = arr;
 	return rc;
 }

@@ -1,0 +1,124 @@
+/* SPDX-License-Identifier: MIT */
+/* The o2ib LND over the fabric layer: shared state of o2ib_lnd.c (ops table, tunables, peers, the
+ * send and receive entry points) and o2ib_conn.c (connections: handshake, receive ring, credits,
+ * posting). Everything runs under the node lock on the loop thread (lnd.h), so nothing here locks.
+ * Facts: lnet-wire.md §2.5 (messages), §4.1 (credits), §4.3 (connections), §4.4 (timeouts). */
+#ifndef ULNET_O2IB_H
+#define ULNET_O2IB_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <netinet/in.h>
+#include "fabric.h"
+#include "lnd.h"
+#include "list.h"
+#include "o2ib_conn_policy.h"
+#include "o2ib_wire.h"
+
+#define O2IB_PEER_BUCKETS 64u
+
+struct o2ib_tun {
+	int provider;          /* enum o2ib_provider */
+	int port;
+	int peer_credits;      /* 0: the NI's peer_credits */
+	int peer_credits_hiw;  /* 0: half the queue depth */
+	int concurrent_sends;  /* 0: the queue depth */
+	int map_on_demand;
+	int timeout;           /* s */
+	int keepalive;         /* s, 0 off */
+};
+
+struct o2ib_net {
+	struct ulnet_ni *ni;
+	struct o2ib_tun tun;
+	const struct fab_provider_ops *fab;
+	struct fab_dev *dev;
+	struct fab_cm_id *listener;
+	struct ulnet_io io;
+	struct o2ib_local me;  /* nid4, incarnation, negotiation tunables */
+	struct sockaddr_in addr;
+	struct ulnet_list peers[O2IB_PEER_BUCKETS];
+	struct ulnet_list pending; /* accepted conns waiting for ESTABLISHED (not yet their peer's conn) */
+	struct ulnet_list zombies; /* closed conns waiting for their id to go and their rxs to come back */
+	bool shutting_down;
+};
+
+struct o2ib_conn;
+
+/* A peer: its queued messages while no connection is up, and the active side's negotiation state. */
+struct o2ib_peer {
+	struct ulnet_list link;
+	struct o2ib_net *net;
+	struct ulnet_nid nid;
+	uint64_t nid4;
+	struct o2ib_conn *conn;     /* connecting or established, or NULL */
+	struct ulnet_list txq;      /* struct o2ib_tx waiting for a connection */
+	struct o2ib_active act;     /* the active side across attempts */
+	uint16_t last_version;      /* 0 = never connected */
+	uint64_t last_stamp;        /* the peer's incarnation as last seen */
+	uint32_t races;             /* CONN_RACE rejects we sent it */
+	uint64_t retry_at_ns;       /* RETRY_LATER: reconnect after this */
+	struct ulnet_peer_limits limits; /* negotiated, for lnd_query_peer */
+	bool have_limits;
+};
+
+enum o2ib_conn_state { O2IB_CONN_ACTIVE_CONNECT = 1, O2IB_CONN_PASSIVE_WAIT, O2IB_CONN_ESTABLISHED,
+		       O2IB_CONN_CLOSING };
+
+/* One queued or posted message. */
+struct o2ib_tx {
+	struct ulnet_list link;
+	struct ulnet_msg *lntmsg;   /* finalized when the SEND completes (NULL: NOOP) */
+	uint64_t deadline_ns;
+	struct o2ib_msg msg;        /* packed when posted: credits, version and stamps are the conn's then */
+	uint8_t payload[O2IB_IMMEDIATE_MAX_PAYLOAD]; /* msg.u.immediate.payload points here */
+};
+
+/* A receive buffer: one 4096-byte slot of the conn's receive area. */
+struct o2ib_rx {
+	struct o2ib_conn *conn;
+	uint32_t idx;
+	bool held;                  /* handed to the core, waiting for lnd_recv */
+	struct o2ib_msg msg;
+};
+
+struct o2ib_conn {
+	struct ulnet_list link;     /* net->pending while PASSIVE_WAIT, net->zombies once closed */
+	struct o2ib_net *net;
+	struct o2ib_peer *peer;     /* NULL while a passive conn has not been matched to a peer */
+	struct fab_cm_id *id;
+	struct fab_qp *qp;
+	enum o2ib_conn_state state;
+	int close_status;
+	uint16_t version, queue_depth, max_frags;
+	uint64_t peer_stamp;
+	/* credits (lnet-wire.md §4.1) */
+	int credits, outstanding_credits, reserved_credits, nsends_posted, noops_posted;
+	struct ulnet_list txq;      /* credit queue (IMMEDIATE) */
+	struct ulnet_list txq_nocred;
+	uint32_t nrx, nslots, rx_held;
+	uint8_t *rx_area, *tx_area;
+	struct fab_mr rx_mr, tx_mr;
+	bool rx_mr_ok, tx_mr_ok;
+	struct o2ib_rx *rxs;
+	struct o2ib_tx **slots;     /* posted tx per send slot, NULL = free */
+	uint64_t last_send_ns, last_recv_ns;
+	bool destroyed;             /* id destroyed: no completion follows */
+};
+
+/* o2ib_lnd.c */
+struct o2ib_peer *o2ib_peer_find(struct o2ib_net *net, const struct ulnet_nid *nid, bool create);
+void o2ib_tx_done(struct o2ib_net *net, struct o2ib_tx *tx, int status);
+
+/* o2ib_conn.c */
+int o2ib_connect(struct o2ib_peer *peer);
+void o2ib_conn_close(struct o2ib_conn *conn, int status, const char *why);
+void o2ib_conn_queue(struct o2ib_conn *conn, struct o2ib_tx *tx);
+void o2ib_conn_check_sends(struct o2ib_conn *conn);
+void o2ib_rx_repost(struct o2ib_rx *rx, bool credit);
+void o2ib_progress(struct o2ib_net *net);
+void o2ib_conn_tick(struct o2ib_conn *conn, uint64_t now_ns);
+void o2ib_reap_zombies(struct o2ib_net *net);
+const char *o2ib_nid_str(const struct ulnet_nid *nid, char *buf, size_t len);
+
+#endif

@@ -1,0 +1,736 @@
+/* SPDX-License-Identifier: MIT */
+/* o2ib connections over the fabric: the CM handshake (CONNREQ/CONNACK/kib_rej through
+ * o2ib_conn_policy), the receive ring, credits and posting (lnet-wire.md §4.1, §4.3), and the
+ * completion and event loop. A closed conn waits on net->zombies until its id is destroyed and the
+ * core has given back every receive it holds; only then is it freed, so no completion or lnd_recv
+ * ever meets freed memory. */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "o2ib.h"
+
+#define NS_PER_MS 1000000ull
+#define NS_PER_S 1000000000ull
+#define WR_TX (1ull << 32) /* wr_id: TX | send slot, or the receive index */
+#define CONN_RETRY_NS NS_PER_S
+
+static const struct fab_provider_ops *fab_of(const struct o2ib_conn *c) { return c->net->fab; }
+
+static const char *peer_str(const struct o2ib_conn *conn, char *buf, size_t len)
+{
+	return conn->peer ? o2ib_nid_str(&conn->peer->nid, buf, len) : "(unknown peer)";
+}
+
+/* ---- setup ---- */
+
+static struct o2ib_conn *conn_alloc(struct o2ib_net *net, struct o2ib_peer *peer)
+{
+	struct o2ib_conn *conn = calloc(1, sizeof(*conn));
+
+	if (!conn)
+		return NULL;
+	conn->net = net;
+	conn->peer = peer;
+	ulnet_list_init(&conn->txq);
+	ulnet_list_init(&conn->txq_nocred);
+	ulnet_list_init(&conn->link);
+	conn->last_send_ns = conn->last_recv_ns = ulnet__now_ns();
+	return conn;
+}
+
+static int post_rx(struct o2ib_conn *conn, uint32_t i)
+{
+	struct fab_sge sge = { (uint64_t)(uintptr_t)(conn->rx_area + (size_t)i * O2IB_MSG_SIZE), O2IB_MSG_SIZE,
+			       conn->rx_mr.lkey };
+	struct fab_recv_wr wr = { NULL, i, &sge, 1 };
+	const struct fab_recv_wr *bad;
+
+	return fab_of(conn)->post_recv(conn->qp, &wr, &bad);
+}
+
+/* The QP, the receive ring (2 x depth + 2 buffers of 4096 bytes) and the send slots, all posted. */
+static int conn_setup_qp(struct o2ib_conn *conn, uint16_t depth)
+{
+	const struct fab_provider_ops *f = fab_of(conn);
+	uint32_t max_wr = f->dev_limits(conn->net->dev)->max_qp_wr;
+	struct fab_qp_attr attr;
+	struct iovec r;
+	int rc;
+
+	conn->nrx = 2u * depth + 2u;
+	conn->nslots = conn->nrx;
+	attr.max_recv_wr = conn->nrx < max_wr ? conn->nrx : max_wr;
+	attr.max_send_wr = conn->nslots < max_wr ? conn->nslots : max_wr;
+	conn->nrx = attr.max_recv_wr;
+	conn->nslots = attr.max_send_wr;
+	conn->rx_area = aligned_alloc(4096, (size_t)conn->nrx * O2IB_MSG_SIZE);
+	conn->tx_area = aligned_alloc(4096, (size_t)conn->nslots * O2IB_MSG_SIZE);
+	conn->rxs = calloc(conn->nrx, sizeof(*conn->rxs));
+	conn->slots = calloc(conn->nslots, sizeof(*conn->slots));
+	if (!conn->rx_area || !conn->tx_area || !conn->rxs || !conn->slots)
+		return -ENOMEM;
+	r.iov_base = conn->rx_area;
+	r.iov_len = (size_t)conn->nrx * O2IB_MSG_SIZE;
+	if ((rc = f->reg_mr(conn->net->dev, &r, 1, FAB_ACCESS_LOCAL_WRITE, &conn->rx_mr)))
+		return rc;
+	conn->rx_mr_ok = true;
+	r.iov_base = conn->tx_area;
+	r.iov_len = (size_t)conn->nslots * O2IB_MSG_SIZE;
+	if ((rc = f->reg_mr(conn->net->dev, &r, 1, FAB_ACCESS_LOCAL_WRITE, &conn->tx_mr)))
+		return rc;
+	conn->tx_mr_ok = true;
+	if ((rc = f->create_qp(conn->id, &attr, conn, &conn->qp)))
+		return rc;
+	for (uint32_t i = 0; i < conn->nrx; i++) {
+		conn->rxs[i].conn = conn;
+		conn->rxs[i].idx = i;
+		if ((rc = post_rx(conn, i)))
+			return rc;
+	}
+	return 0;
+}
+
+/* Free a conn whose id is gone (or never was) and whose receives are all back. */
+static void conn_free(struct o2ib_conn *conn)
+{
+	const struct fab_provider_ops *f = fab_of(conn);
+
+	if (conn->rx_mr_ok)
+		f->dereg_mr(conn->net->dev, &conn->rx_mr);
+	if (conn->tx_mr_ok)
+		f->dereg_mr(conn->net->dev, &conn->tx_mr);
+	free(conn->rx_area);
+	free(conn->tx_area);
+	free(conn->rxs);
+	free(conn->slots);
+	free(conn);
+}
+
+static void fail_list(struct o2ib_net *net, struct ulnet_list *q, int status)
+{
+	while (!ulnet_list_empty(q)) {
+		struct o2ib_tx *tx = ulnet_container_of(q->next, struct o2ib_tx, link);
+
+		ulnet_list_del(&tx->link);
+		o2ib_tx_done(net, tx, status);
+	}
+}
+
+/* Destroy the id and QP: no completion follows, so the posted txs are completed here. */
+static void conn_destroy_id(struct o2ib_conn *conn)
+{
+	if (conn->destroyed)
+		return;
+	conn->destroyed = true;
+	fab_of(conn)->destroy_id(conn->id);
+	conn->id = NULL;
+	conn->qp = NULL;
+	for (uint32_t s = 0; conn->slots && s < conn->nslots; s++)
+		if (conn->slots[s]) {
+			o2ib_tx_done(conn->net, conn->slots[s], conn->close_status ? conn->close_status : -ECONNABORTED);
+			conn->slots[s] = NULL;
+		}
+}
+
+void o2ib_reap_zombies(struct o2ib_net *net)
+{
+	struct ulnet_list *p = net->zombies.next, *next;
+
+	for (; p != &net->zombies; p = next) {
+		struct o2ib_conn *conn = ulnet_container_of(p, struct o2ib_conn, link);
+
+		next = p->next;
+		if (net->shutting_down)
+			conn_destroy_id(conn);
+		if (!conn->destroyed || (conn->rx_held && !net->shutting_down))
+			continue;
+		ulnet_list_del(&conn->link);
+		conn_free(conn);
+	}
+}
+
+static void peer_failed(struct o2ib_peer *peer, int status)
+{
+	fail_list(peer->net, &peer->txq, status);
+	if (!peer->net->shutting_down)
+		ulnet__peer_down(peer->net->ni, &peer->nid, status);
+}
+
+void o2ib_conn_close(struct o2ib_conn *conn, int status, const char *why)
+{
+	char ns[ULNET_NID_STRLEN];
+	bool was_up = conn->state == O2IB_CONN_ESTABLISHED;
+
+	if (conn->state == O2IB_CONN_CLOSING)
+		return;
+	if (conn->state == O2IB_CONN_PASSIVE_WAIT)
+		ulnet_list_del(&conn->link);
+	if (why)
+		ULNET_LOG(O2IB, ERR, "%s: closing the connection (%s): %s", peer_str(conn, ns, sizeof(ns)),
+			  strerror(-status), why);
+	conn->state = O2IB_CONN_CLOSING;
+	conn->close_status = status;
+	fail_list(conn->net, &conn->txq, status);
+	fail_list(conn->net, &conn->txq_nocred, status);
+	if (!was_up)
+		conn_destroy_id(conn); /* never connected: no DISCONNECTED event to wait for */
+	else if (!conn->destroyed)
+		fab_of(conn)->disconnect(conn->id);
+	ulnet_list_add_tail(&conn->link, &conn->net->zombies);
+	if (conn->peer && conn->peer->conn == conn) {
+		conn->peer->conn = NULL;
+		if (status && was_up && !conn->net->shutting_down)
+			ulnet__peer_down(conn->net->ni, &conn->peer->nid, status);
+	}
+}
+
+/* ---- active side ---- */
+
+static int connect_attempt(struct o2ib_peer *peer)
+{
+	struct o2ib_net *net = peer->net;
+	const struct fab_provider_ops *f = net->fab;
+	struct o2ib_conn *conn = conn_alloc(net, peer);
+	struct sockaddr_in dst = { .sin_family = AF_INET, .sin_port = net->addr.sin_port,
+				   .sin_addr.s_addr = htonl(peer->nid.addr[0]) };
+	struct o2ib_msg m;
+	uint8_t pd[FAB_PRIVATE_DATA_MAX];
+	int timeout_ms = net->tun.timeout * 1000 / 4 > 5000 ? net->tun.timeout * 1000 / 4 : 5000;
+	int rc, n;
+
+	if (!conn)
+		return -ENOMEM;
+	if ((rc = f->create_id(net->dev, conn, &conn->id))) {
+		free(conn);
+		return rc;
+	}
+	if ((rc = conn_setup_qp(conn, peer->act.queue_depth)))
+		goto fail;
+	o2ib_active_connreq(&net->me, &peer->act, &m);
+	n = o2ib_msg_pack(&m, false, pd, sizeof(pd));
+	if (n < 0) {
+		rc = n;
+		goto fail;
+	}
+	if ((rc = f->connect(conn->id, &dst, pd, (size_t)n, timeout_ms)))
+		goto fail;
+	conn->state = O2IB_CONN_ACTIVE_CONNECT;
+	peer->conn = conn;
+	peer->act.attempts++;
+	return 0;
+fail:
+	conn_destroy_id(conn);
+	conn_free(conn);
+	return rc;
+}
+
+int o2ib_connect(struct o2ib_peer *peer)
+{
+	char ns[ULNET_NID_STRLEN];
+	int rc;
+
+	o2ib_active_init(&peer->net->me, peer->nid4, peer->last_version, peer->last_stamp, &peer->act);
+	rc = connect_attempt(peer);
+	if (rc) {
+		ULNET_LOG(O2IB, ERR, "%s: cannot start a connection: %s", o2ib_nid_str(&peer->nid, ns, sizeof(ns)),
+			  strerror(-rc));
+		peer_failed(peer, rc);
+	}
+	return rc;
+}
+
+/* ---- credits and posting (lnet-wire.md §4.1) ---- */
+
+static int hiw(const struct o2ib_conn *conn)
+{
+	int d = conn->queue_depth, h = conn->net->tun.peer_credits_hiw ? conn->net->tun.peer_credits_hiw : d / 2;
+
+	if (h >= d)
+		h = d - 1;
+	return h > 0 ? h : 1; /* a depth of 1 (a small max_qp_wr) returns every credit at once */
+}
+
+static bool v2(const struct o2ib_conn *conn) { return conn->version != O2IB_MSG_VERSION_1; }
+
+static bool keepalive_due(const struct o2ib_conn *conn, uint64_t now)
+{
+	return conn->net->tun.keepalive &&
+	       now >= conn->last_send_ns + (uint64_t)conn->net->tun.keepalive * NS_PER_S;
+}
+
+static bool need_noop(const struct o2ib_conn *conn, uint64_t now)
+{
+	if (conn->outstanding_credits < hiw(conn) && !keepalive_due(conn, now))
+		return false;
+	if (v2(conn) && (conn->noops_posted >= 2 || !ulnet_list_empty(&conn->txq_nocred)))
+		return false;
+	return ulnet_list_empty(&conn->txq) || conn->credits == 0;
+}
+
+void o2ib_conn_queue(struct o2ib_conn *conn, struct o2ib_tx *tx)
+{
+	bool nocred = tx->msg.type == O2IB_MSG_NOOP && v2(conn);
+
+	if (!tx->deadline_ns)
+		tx->deadline_ns = ulnet__now_ns() + (uint64_t)conn->net->tun.timeout * NS_PER_S;
+	ulnet_list_add_tail(&tx->link, nocred ? &conn->txq_nocred : &conn->txq);
+}
+
+static int max_sends(const struct o2ib_conn *conn)
+{
+	int c = conn->net->tun.concurrent_sends ? conn->net->tun.concurrent_sends : conn->queue_depth;
+
+	return c < (int)conn->nslots ? c : (int)conn->nslots;
+}
+
+/* Post @tx on a free send slot with the credits we owe. 0, 1 (no slot free), or -errno. */
+static int post_tx(struct o2ib_conn *conn, struct o2ib_tx *tx, int credit)
+{
+	struct o2ib_net *net = conn->net;
+	struct fab_sge sge;
+	struct fab_send_wr wr = { 0 };
+	const struct fab_send_wr *bad;
+	uint8_t *buf;
+	uint32_t s;
+	int n, rc;
+
+	for (s = 0; s < conn->nslots && conn->slots[s]; s++)
+		;
+	if (s == conn->nslots)
+		return 1;
+	buf = conn->tx_area + (size_t)s * O2IB_MSG_SIZE;
+	tx->msg.version = conn->version;
+	tx->msg.credits = (uint8_t)conn->outstanding_credits;
+	tx->msg.srcnid = net->me.nid;
+	tx->msg.srcstamp = net->me.stamp;
+	tx->msg.dstnid = conn->peer->nid4;
+	tx->msg.dststamp = conn->peer_stamp;
+	n = o2ib_msg_pack(&tx->msg, false, buf, O2IB_MSG_SIZE);
+	if (n < 0)
+		return n;
+	sge = (struct fab_sge){ (uint64_t)(uintptr_t)buf, (uint32_t)n, conn->tx_mr.lkey };
+	wr.wr_id = WR_TX | s;
+	wr.opcode = FAB_WR_SEND;
+	wr.signaled = true;
+	wr.sg_list = &sge;
+	wr.num_sge = 1;
+	if ((rc = fab_of(conn)->post_send(conn->qp, &wr, &bad)))
+		return rc;
+	conn->slots[s] = tx;
+	conn->credits -= credit;
+	conn->outstanding_credits = 0;
+	conn->nsends_posted++;
+	conn->noops_posted += tx->msg.type == O2IB_MSG_NOOP;
+	conn->last_send_ns = ulnet__now_ns();
+	return 0;
+}
+
+void o2ib_conn_check_sends(struct o2ib_conn *conn)
+{
+	uint64_t now = ulnet__now_ns();
+
+	if (conn->state != O2IB_CONN_ESTABLISHED)
+		return;
+	if (need_noop(conn, now)) {
+		struct o2ib_tx *noop = calloc(1, sizeof(*noop));
+
+		if (noop) {
+			noop->msg.type = O2IB_MSG_NOOP;
+			o2ib_conn_queue(conn, noop);
+		}
+	}
+	while (conn->nsends_posted < max_sends(conn)) {
+		struct ulnet_list *q = !ulnet_list_empty(&conn->txq_nocred) ? &conn->txq_nocred
+				     : !ulnet_list_empty(&conn->txq) ? &conn->txq : NULL;
+		struct o2ib_tx *tx;
+		int credit, rc;
+
+		if (!q)
+			break;
+		tx = ulnet_container_of(q->next, struct o2ib_tx, link);
+		credit = q == &conn->txq;
+		if (credit && conn->credits == 0)
+			break;
+		/* the last credit is kept for a NOOP, so credits can always flow back (V2 NOOPs need no
+		 * credit, and at depth 1 the rule would stop everything) */
+		if (credit && conn->credits == 1 && conn->outstanding_credits == 0 && tx->msg.type != O2IB_MSG_NOOP &&
+		    !v2(conn) && conn->queue_depth > 1)
+			break;
+		if (tx->msg.type == O2IB_MSG_NOOP && conn->outstanding_credits == 0 && !keepalive_due(conn, now)) {
+			ulnet_list_del(&tx->link); /* redundant: nothing to return */
+			o2ib_tx_done(conn->net, tx, 0);
+			continue;
+		}
+		rc = post_tx(conn, tx, credit);
+		if (rc == 1)
+			break;
+		ulnet_list_del(&tx->link);
+		if (rc < 0) {
+			o2ib_tx_done(conn->net, tx, rc);
+			o2ib_conn_close(conn, rc, "cannot post a send");
+			return;
+		}
+	}
+}
+
+void o2ib_rx_repost(struct o2ib_rx *rx, bool credit)
+{
+	struct o2ib_conn *conn = rx->conn;
+	int rc;
+
+	if (conn->state == O2IB_CONN_CLOSING || conn->destroyed)
+		return;
+	if ((rc = post_rx(conn, rx->idx))) {
+		o2ib_conn_close(conn, rc, "cannot repost a receive");
+		return;
+	}
+	if (credit)
+		conn->outstanding_credits++;
+	o2ib_conn_check_sends(conn);
+}
+
+void o2ib_conn_tick(struct o2ib_conn *conn, uint64_t now_ns)
+{
+	struct ulnet_list *qs[] = { &conn->txq, &conn->txq_nocred };
+	char why[96];
+
+	if (conn->state != O2IB_CONN_ESTABLISHED)
+		return;
+	for (unsigned i = 0; i < 2; i++)
+		if (!ulnet_list_empty(qs[i]) &&
+		    ulnet_container_of(qs[i]->next, struct o2ib_tx, link)->deadline_ns <= now_ns) {
+			snprintf(why, sizeof(why), "a message waited %d s for credits (lnd tunable timeout)",
+				 conn->net->tun.timeout);
+			o2ib_conn_close(conn, -ETIMEDOUT, why);
+			return;
+		}
+	for (uint32_t s = 0; s < conn->nslots; s++)
+		if (conn->slots[s] && conn->slots[s]->deadline_ns <= now_ns) {
+			snprintf(why, sizeof(why), "a send did not complete within %d s (lnd tunable timeout)",
+				 conn->net->tun.timeout);
+			o2ib_conn_close(conn, -ETIMEDOUT, why);
+			return;
+		}
+	if (keepalive_due(conn, now_ns))
+		o2ib_conn_check_sends(conn);
+}
+
+static void conn_established(struct o2ib_conn *conn);
+
+/* ---- receive ---- */
+
+static void bad_msg(struct o2ib_conn *conn, const char *fmt, uint64_t got, uint64_t want)
+{
+	char why[192];
+
+	snprintf(why, sizeof(why), fmt, (unsigned long long)got, (unsigned long long)want);
+	o2ib_conn_close(conn, -EPROTO, why);
+}
+
+static void handle_rx(struct o2ib_conn *conn, struct o2ib_rx *rx, uint32_t len)
+{
+	struct o2ib_net *net = conn->net;
+	struct o2ib_msg *m = &rx->msg;
+	struct o2ib_wire_err err;
+	char why[192];
+	int rc;
+
+	conn->last_recv_ns = ulnet__now_ns();
+	rc = o2ib_msg_unpack(conn->rx_area + (size_t)rx->idx * O2IB_MSG_SIZE, len, O2IB_MAX_RDMA_FRAGS, m, &err);
+	if (rc) {
+		o2ib_wire_err_format(&err, why, sizeof(why));
+		o2ib_conn_close(conn, -EPROTO, why);
+		return;
+	}
+	if (m->srcnid != conn->peer->nid4)
+		return bad_msg(conn, "kib_msg srcnid %#llx is not the peer's %#llx", m->srcnid, conn->peer->nid4);
+	if (m->dstnid != net->me.nid)
+		return bad_msg(conn, "kib_msg dstnid %#llx is not my NID %#llx", m->dstnid, net->me.nid);
+	if (m->srcstamp != conn->peer_stamp)
+		return bad_msg(conn, "kib_msg srcstamp %llu is not the peer's incarnation %llu", m->srcstamp,
+			       conn->peer_stamp);
+	if (m->dststamp != net->me.stamp)
+		return bad_msg(conn, "kib_msg dststamp %llu is not my incarnation %llu", m->dststamp, net->me.stamp);
+	if (m->version != conn->version)
+		return bad_msg(conn, "kib_msg version %#llx, the connection's is %#llx", m->version, conn->version);
+	if (conn->credits + m->credits > conn->queue_depth)
+		return bad_msg(conn, "kib_msg returns credits up to %llu, beyond the queue depth %llu",
+			       (uint64_t)conn->credits + m->credits, conn->queue_depth);
+	conn->credits += m->credits;
+	switch (m->type) {
+	case O2IB_MSG_NOOP:
+		o2ib_rx_repost(rx, !v2(conn));
+		break;
+	case O2IB_MSG_IMMEDIATE:
+		if (m->u.immediate.hdr.payload_length != m->u.immediate.payload_len)
+			return bad_msg(conn, "IMMEDIATE carries %llu payload bytes, its LNet header says %llu",
+				       m->u.immediate.payload_len, m->u.immediate.hdr.payload_length);
+		rx->held = true;
+		conn->rx_held++;
+		rc = ulnet__parse(net->ni, &m->u.immediate.hdr, &conn->peer->nid, rx);
+		if (rc < 0) {
+			rx->held = false;
+			conn->rx_held--;
+			o2ib_conn_close(conn, rc, "the core refused an IMMEDIATE's LNet header");
+		}
+		break;
+	default:
+		snprintf(why, sizeof(why), "kib_msg type %s (%#x) is not handled by this node yet",
+			 o2ib_msg_type_name(m->type), m->type);
+		o2ib_conn_close(conn, -EPROTO, why);
+		return;
+	}
+	o2ib_conn_check_sends(conn);
+}
+
+static void handle_wc(struct o2ib_net *net, const struct fab_wc *wc)
+{
+	struct o2ib_conn *conn = wc->qp_context;
+	char why[128];
+
+	if (!conn || conn->destroyed)
+		return;
+	if (wc->wr_id & WR_TX) {
+		uint32_t s = (uint32_t)(wc->wr_id & 0xffffffffu);
+		struct o2ib_tx *tx = s < conn->nslots ? conn->slots[s] : NULL;
+
+		if (!tx)
+			return;
+		conn->slots[s] = NULL;
+		conn->nsends_posted--;
+		conn->noops_posted -= tx->msg.type == O2IB_MSG_NOOP;
+		o2ib_tx_done(net, tx, wc->status == FAB_WC_SUCCESS ? 0 : -EIO);
+		if (wc->status != FAB_WC_SUCCESS && conn->state != O2IB_CONN_CLOSING) {
+			snprintf(why, sizeof(why), "send completion %s", fab_wc_status_str(wc->status));
+			o2ib_conn_close(conn, -EIO, why);
+		}
+		o2ib_conn_check_sends(conn);
+		return;
+	}
+	if (wc->wr_id >= conn->nrx)
+		return;
+	if (wc->status != FAB_WC_SUCCESS) {
+		if (conn->state != O2IB_CONN_CLOSING) {
+			snprintf(why, sizeof(why), "receive completion %s", fab_wc_status_str(wc->status));
+			o2ib_conn_close(conn, -EIO, why);
+		}
+		return;
+	}
+	if (conn->state == O2IB_CONN_PASSIVE_WAIT)
+		conn_established(conn); /* a receive proves the connection up, whichever came first */
+	if (conn->state != O2IB_CONN_ESTABLISHED)
+		return; /* CLOSING drops */
+	handle_rx(conn, &conn->rxs[wc->wr_id], wc->byte_len);
+}
+
+/* ---- CM events ---- */
+
+static void conn_established(struct o2ib_conn *conn)
+{
+	struct o2ib_peer *peer = conn->peer;
+
+	if (conn->state == O2IB_CONN_PASSIVE_WAIT)
+		ulnet_list_del(&conn->link);
+	conn->state = O2IB_CONN_ESTABLISHED;
+	conn->credits = conn->reserved_credits = conn->queue_depth;
+	peer->last_version = conn->version;
+	peer->last_stamp = conn->peer_stamp;
+	peer->races = 0;
+	peer->limits.max_frags = conn->max_frags;
+	peer->limits.queue_depth = conn->queue_depth;
+	peer->limits.max_msg_size = 1u << 20; /* LNET_MTU: larger payloads travel by RDMA */
+	peer->have_limits = true;
+	if (peer->conn && peer->conn != conn)
+		o2ib_conn_close(peer->conn, 0, NULL); /* lost a race, or a stale one: keep the newest */
+	peer->conn = conn;
+	while (!ulnet_list_empty(&peer->txq)) {
+		struct o2ib_tx *tx = ulnet_container_of(peer->txq.next, struct o2ib_tx, link);
+
+		ulnet_list_del(&tx->link);
+		o2ib_conn_queue(conn, tx);
+	}
+	o2ib_conn_check_sends(conn);
+}
+
+static void on_connect_request(struct o2ib_net *net, const struct fab_cm_event *ev)
+{
+	const struct fab_provider_ops *f = net->fab;
+	struct o2ib_msg req, ack = { 0 };
+	struct o2ib_wire_err err;
+	struct o2ib_peer_view pv = { 0 };
+	struct o2ib_passive_decision d;
+	struct o2ib_peer *peer = NULL;
+	struct o2ib_conn *conn;
+	uint8_t pd[FAB_PRIVATE_DATA_MAX];
+	char line[256];
+	int n, rc;
+
+	if (!o2ib_msg_unpack(ev->private_data, ev->private_data_len, O2IB_MAX_RDMA_FRAGS, &req, &err) &&
+	    req.type == O2IB_MSG_CONNREQ) {
+		struct ulnet_nid nid;
+
+		ulnet_nid_from_nid4(req.srcnid, &nid);
+		peer = o2ib_peer_find(net, &nid, false);
+	}
+	if (peer) {
+		pv.known = peer->conn && peer->conn->state == O2IB_CONN_ESTABLISHED;
+		pv.stamp = pv.known ? peer->conn->peer_stamp : 0;
+		pv.version = pv.known ? peer->conn->version : 0;
+		pv.connecting = peer->conn && peer->conn->state == O2IB_CONN_ACTIVE_CONNECT;
+		pv.races = peer->races;
+	}
+	o2ib_passive_decide(ev->private_data, ev->private_data_len, &net->me, &pv, &d);
+	if (d.close_stale && peer && peer->conn)
+		o2ib_conn_close(peer->conn, -ESTALE, "the peer reconnected with a new incarnation");
+	if (!d.accept) {
+		o2ib_passive_describe(&d, line, sizeof(line));
+		if (d.rej.why == O2IB_REJECT_CONN_RACE) {
+			peer->races++;
+			ULNET_LOG(O2IB, INFO, "%s", line);
+		} else {
+			ULNET_LOG(O2IB, WARN, "%s", line);
+		}
+		n = o2ib_rej_pack(&d.rej, pd, sizeof(pd));
+		f->reject(ev->id, pd, n > 0 ? (size_t)n : 0);
+		f->destroy_id(ev->id);
+		return;
+	}
+	{
+		struct ulnet_nid nid;
+
+		ulnet_nid_from_nid4(d.peer_nid, &nid);
+		peer = o2ib_peer_find(net, &nid, true);
+	}
+	conn = peer ? conn_alloc(net, peer) : NULL;
+	if (!conn) {
+		f->destroy_id(ev->id);
+		return;
+	}
+	conn->id = ev->id;
+	f->set_context(ev->id, conn);
+	conn->version = d.version;
+	conn->queue_depth = d.cp.queue_depth;
+	conn->max_frags = d.cp.max_frags;
+	conn->peer_stamp = d.peer_stamp;
+	ack.version = d.version;
+	ack.type = O2IB_MSG_CONNACK;
+	ack.srcnid = net->me.nid;
+	ack.srcstamp = net->me.stamp;
+	ack.dstnid = d.peer_nid;
+	ack.dststamp = d.peer_stamp;
+	ack.u.connparams = d.cp;
+	if ((rc = conn_setup_qp(conn, conn->queue_depth)) || (n = o2ib_msg_pack(&ack, false, pd, sizeof(pd))) < 0 ||
+	    (rc = f->accept(ev->id, pd, (size_t)n))) {
+		ULNET_LOG(O2IB, ERR, "%s: cannot accept a connection: %s", o2ib_nid_str(&peer->nid, line, sizeof(line)),
+			  strerror(rc ? -rc : EINVAL));
+		conn_destroy_id(conn);
+		conn_free(conn);
+		return;
+	}
+	conn->state = O2IB_CONN_PASSIVE_WAIT;
+	ulnet_list_add_tail(&conn->link, &net->pending); /* becomes the peer's conn at ESTABLISHED */
+}
+
+static void on_rejected(struct o2ib_conn *conn, const struct fab_cm_event *ev)
+{
+	struct o2ib_peer *peer = conn->peer;
+	struct o2ib_reject_action act;
+	char line[256];
+
+	o2ib_active_on_reject(ev->private_data, ev->private_data_len, &peer->act, &act);
+	o2ib_reject_describe(&act, &peer->act, line, sizeof(line));
+	if (act.retry == O2IB_GIVE_UP)
+		ULNET_LOG(O2IB, ERR, "%s", line);
+	else
+		ULNET_LOG(O2IB, INFO, "%s", line);
+	o2ib_conn_close(conn, act.err ? act.err : -ECONNREFUSED, NULL);
+	conn_destroy_id(conn);
+	if (peer->conn)
+		return; /* the peer's own connection won the race */
+	if (act.retry == O2IB_RETRY_NOW) {
+		if (connect_attempt(peer))
+			peer_failed(peer, -ECONNREFUSED);
+	} else if (act.retry == O2IB_RETRY_LATER) {
+		peer->retry_at_ns = ulnet__now_ns() + CONN_RETRY_NS / 10;
+	} else {
+		peer_failed(peer, act.err);
+	}
+}
+
+static void on_event(struct o2ib_net *net, const struct fab_cm_event *ev)
+{
+	struct o2ib_conn *conn = ev->context;
+	struct o2ib_conn_result res;
+	char ns[ULNET_NID_STRLEN], why[192];
+	int rc;
+
+	if (ev->type == FAB_CM_CONNECT_REQUEST) {
+		on_connect_request(net, ev);
+		return;
+	}
+	if (!conn)
+		return;
+	switch (ev->type) {
+	case FAB_CM_ESTABLISHED:
+		if (conn->state == O2IB_CONN_PASSIVE_WAIT) {
+			conn_established(conn);
+		} else if (conn->state == O2IB_CONN_ACTIVE_CONNECT) {
+			rc = o2ib_active_on_connack(ev->private_data, ev->private_data_len, &net->me, &conn->peer->act,
+						    &res);
+			if (rc) {
+				snprintf(why, sizeof(why), "bad CONNACK: %s", res.reason ? res.reason : "?");
+				o2ib_conn_close(conn, rc, why);
+				peer_failed(conn->peer, rc);
+				break;
+			}
+			conn->version = res.version;
+			conn->queue_depth = res.queue_depth;
+			conn->max_frags = res.max_frags;
+			conn->peer_stamp = res.peer_stamp;
+			conn_established(conn);
+		}
+		break;
+	case FAB_CM_REJECTED:
+		if (conn->state == O2IB_CONN_ACTIVE_CONNECT)
+			on_rejected(conn, ev);
+		break;
+	case FAB_CM_UNREACHABLE:
+	case FAB_CM_TIMED_OUT:
+		if (conn->state == O2IB_CONN_ACTIVE_CONNECT) {
+			struct o2ib_peer *peer = conn->peer;
+
+			rc = ev->type == FAB_CM_TIMED_OUT ? -ETIMEDOUT : (ev->status ? ev->status : -ECONNREFUSED);
+			ULNET_LOG(O2IB, ERR, "%s: cannot connect: %s (%s)", o2ib_nid_str(&peer->nid, ns, sizeof(ns)),
+				  fab_cm_event_str(ev->type), strerror(-rc));
+			o2ib_conn_close(conn, rc, NULL);
+			conn_destroy_id(conn);
+			peer_failed(peer, rc);
+		}
+		break;
+	case FAB_CM_DISCONNECTED:
+		if (conn->state != O2IB_CONN_CLOSING)
+			o2ib_conn_close(conn, -ECONNRESET, "the peer disconnected");
+		conn_destroy_id(conn);
+		break;
+	default:
+		break;
+	}
+}
+
+void o2ib_progress(struct o2ib_net *net)
+{
+	const struct fab_provider_ops *f = net->fab;
+	struct fab_cm_event ev;
+	struct fab_wc wc[16];
+	int n, rc;
+
+	if ((rc = f->progress(net->dev)))
+		ULNET_LOG(O2IB, ERR, "%s provider: progress failed: %s", f->name, strerror(-rc));
+	while (f->get_event(net->dev, &ev) == 0)
+		on_event(net, &ev);
+	while ((n = f->poll_cq(net->dev, wc, 16)) > 0)
+		for (int i = 0; i < n; i++)
+			handle_wc(net, &wc[i]);
+	o2ib_reap_zombies(net);
+}

@@ -1,0 +1,375 @@
+/* SPDX-License-Identifier: MIT */
+/* The o2ib LND: its ops table, typed tunables, startup over a fabric provider, peers, and the send
+ * and receive entry points. Connections, credits and posting are o2ib_conn.c's.
+ *
+ * Data path so far: IMMEDIATE messages (payloads up to 3976 bytes, lnet-wire.md §3.1); a larger
+ * payload is refused with -EMSGSIZE until the PUT_REQ/GET_REQ rendezvous is built. */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/socket.h>
+#include <unistd.h>
+#include <time.h>
+#include "o2ib.h"
+
+#define NS_PER_S 1000000000ull
+
+static struct o2ib_net *net_of(struct ulnet_ni *ni) { return ulnet__ni_priv(ni); }
+
+/* ---- tunables ---- */
+
+enum o2ib_provider { O2IB_PROVIDER_AUTO, O2IB_PROVIDER_SHM, O2IB_PROVIDER_VERBS };
+static const char *const provider_names[] = { [O2IB_PROVIDER_AUTO] = "auto", [O2IB_PROVIDER_SHM] = "shm",
+					      [O2IB_PROVIDER_VERBS] = "verbs" };
+
+#define I(k, lo, hi, def, d) { k, ULNET_TUNABLE_INT, lo, hi, def, NULL, d }
+/* Device limits: the range here only admits integers; fab_limits_parse checks each key's real range. */
+#define DEV(k) I("device." k, 0, 0x7fffffffffffffffL, 0, "device limit (fab_limits_parse); 0: the device's own")
+static const struct ulnet_tunable o2ib_tunables[] = {
+	{ "provider", ULNET_TUNABLE_ENUM, O2IB_PROVIDER_AUTO, O2IB_PROVIDER_VERBS, O2IB_PROVIDER_AUTO,
+	  provider_names, "fabric provider: shm, verbs, or auto (verbs if an RDMA device serves the NID)" },
+	I("port", 1, 65535, 987, "RDMA CM port of the listener and of outgoing connections"),
+	I("peer_credits", 0, 255, 0, "queue depth proposed and accepted, 8..255 (0: the NI's peer_credits)"),
+	I("peer_credits_hiw", 0, 255, 0, "owed credits that trigger a NOOP (0: half the queue depth)"),
+	I("concurrent_sends", 0, 1024, 0, "messages posted at once per connection (0: the queue depth)"),
+	I("map_on_demand", 0, 257, 1, "0: describe RDMA buffers page by page; N: one region above N fragments"),
+	I("timeout", 1, 3600, 50, "seconds before a message or a connection attempt fails"),
+	I("keepalive", 0, 3600, 100, "seconds of silence before a keepalive NOOP (0: off)"),
+	DEV("max_send_sge"), DEV("max_recv_sge"), DEV("max_qp_wr"), DEV("max_qp"), DEV("max_mr"),
+	DEV("max_mr_size"), DEV("max_msg_sz"), DEV("page_size"),
+};
+#undef DEV
+#undef I
+#define N_TUNABLES (sizeof(o2ib_tunables) / sizeof(o2ib_tunables[0]))
+#define N_PLAIN_TUNABLES 8u /* the device.* keys follow */
+
+static const size_t tunable_off[N_PLAIN_TUNABLES] = {
+	offsetof(struct o2ib_tun, provider), offsetof(struct o2ib_tun, port),
+	offsetof(struct o2ib_tun, peer_credits), offsetof(struct o2ib_tun, peer_credits_hiw),
+	offsetof(struct o2ib_tun, concurrent_sends), offsetof(struct o2ib_tun, map_on_demand),
+	offsetof(struct o2ib_tun, timeout), offsetof(struct o2ib_tun, keepalive),
+};
+
+static int tunables_load(struct o2ib_net *net, struct ulnet_ni *ni)
+{
+	for (size_t k = 0; k < N_PLAIN_TUNABLES; k++)
+		*(int *)(void *)((char *)&net->tun + tunable_off[k]) = (int)ulnet__ni_lnd_tunable(ni, k);
+	if (net->tun.peer_credits && net->tun.peer_credits < (int)O2IB_CREDITS_MIN) {
+		ULNET_LOG(O2IB, ERR, "lnd tunables: peer_credits %d below the o2ib minimum %u (use 8..255, or 0 "
+			  "for the NI's peer_credits)", net->tun.peer_credits, O2IB_CREDITS_MIN);
+		return -EINVAL;
+	}
+	return 0;
+}
+
+/* The configured device.* keys, given to the fabric's limits parser over its defaults. */
+static int limits_load(struct ulnet_ni *ni, struct fab_limits *lim)
+{
+	const struct ulnet_ni_conf *conf = ulnet__ni_conf(ni);
+	struct ulnet_kv kv[N_TUNABLES];
+	size_t n = 0;
+
+	fab_limits_default(lim);
+	for (size_t i = 0; conf && i < conf->n_lnd_tunables; i++)
+		if (!strncmp(conf->lnd_tunables[i].key, "device.", 7) && n < N_TUNABLES)
+			kv[n++] = conf->lnd_tunables[i];
+	return n ? fab_limits_parse(kv, n, lim) : 0;
+}
+
+/* ---- peers ---- */
+
+static unsigned nid_hash(const struct ulnet_nid *nid)
+{
+	uint32_t h = nid->addr[0] ^ ((uint32_t)nid->num << 8);
+
+	h ^= h >> 16;
+	h *= 0x45d9f3bu;
+	h ^= h >> 16;
+	return h % O2IB_PEER_BUCKETS;
+}
+
+struct o2ib_peer *o2ib_peer_find(struct o2ib_net *net, const struct ulnet_nid *nid, bool create)
+{
+	struct ulnet_list *head = &net->peers[nid_hash(nid)], *p;
+	struct o2ib_peer *peer;
+
+	for (p = head->next; p != head; p = p->next) {
+		peer = ulnet_container_of(p, struct o2ib_peer, link);
+		if (ulnet_nid_equal(&peer->nid, nid))
+			return peer;
+	}
+	if (!create)
+		return NULL;
+	peer = calloc(1, sizeof(*peer));
+	if (!peer)
+		return NULL;
+	peer->net = net;
+	peer->nid = *nid;
+	peer->nid4 = ulnet_nid_to_nid4(nid);
+	ulnet_list_init(&peer->txq);
+	ulnet_list_add_tail(&peer->link, head);
+	return peer;
+}
+
+const char *o2ib_nid_str(const struct ulnet_nid *nid, char *buf, size_t len)
+{
+	return ulnet_nid_format(nid, buf, len);
+}
+
+void o2ib_tx_done(struct o2ib_net *net, struct o2ib_tx *tx, int status)
+{
+	(void)net;
+	if (tx->lntmsg)
+		ulnet__finalize(tx->lntmsg, status);
+	free(tx);
+}
+
+/* ---- startup and shutdown ---- */
+
+/* The NID's address must be one of this host's (as o2iblnd needs an IPoIB interface holding it). */
+static int addr_is_local(const struct sockaddr_in *addr)
+{
+	struct sockaddr_in a = *addr;
+	int fd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0), rc = 0;
+
+	if (fd < 0)
+		return -errno;
+	a.sin_port = 0;
+	if (bind(fd, (struct sockaddr *)&a, sizeof(a)))
+		rc = -errno;
+	close(fd);
+	return rc;
+}
+
+static void o2ib_io_cb(struct ulnet_io *io, uint32_t revents)
+{
+	(void)revents;
+	o2ib_progress(io->data);
+}
+
+static int o2iblnd_startup(struct ulnet_ni *ni)
+{
+	struct o2ib_net *net = net_of(ni);
+	const struct ulnet_nid *nid = ulnet__ni_nid(ni);
+	const char *requested;
+	struct fab_limits lim;
+	struct timespec ts;
+	char ns[ULNET_NID_STRLEN];
+	int rc;
+
+	memset(net, 0, sizeof(*net));
+	net->ni = ni;
+	for (unsigned i = 0; i < O2IB_PEER_BUCKETS; i++)
+		ulnet_list_init(&net->peers[i]);
+	ulnet_list_init(&net->pending);
+	ulnet_list_init(&net->zombies);
+	if ((rc = tunables_load(net, ni)) || (rc = limits_load(ni, &lim)))
+		return rc;
+	if (!ulnet_nid_is_nid4(nid) || nid->size) {
+		ULNET_LOG(O2IB, ERR, "%s: the o2ib LND needs an IPv4 NID", o2ib_nid_str(nid, ns, sizeof(ns)));
+		return -EINVAL;
+	}
+	net->addr.sin_family = AF_INET;
+	net->addr.sin_addr.s_addr = htonl(nid->addr[0]);
+	net->addr.sin_port = htons((uint16_t)net->tun.port);
+	if ((rc = addr_is_local(&net->addr))) {
+		ULNET_LOG(O2IB, ERR, "%s: the address is not one of this host's: %s", o2ib_nid_str(nid, ns, sizeof(ns)),
+			  strerror(-rc));
+		return rc;
+	}
+	requested = net->tun.provider == O2IB_PROVIDER_AUTO ? NULL : provider_names[net->tun.provider];
+	if ((rc = fab_provider_select(requested, &net->addr, &net->fab)))
+		return rc;
+	if ((rc = net->fab->dev_open(&net->addr, &lim, &net->dev))) {
+		ULNET_LOG(O2IB, ERR, "%s: %s provider: cannot open the device: %s", o2ib_nid_str(nid, ns, sizeof(ns)),
+			  net->fab->name, strerror(-rc));
+		return rc;
+	}
+	if ((rc = net->fab->create_id(net->dev, NULL, &net->listener)) ||
+	    (rc = net->fab->listen(net->listener, &net->addr, 64))) {
+		ULNET_LOG(O2IB, ERR, "%s: cannot listen on port %d (lnd tunable port): %s",
+			  o2ib_nid_str(nid, ns, sizeof(ns)), net->tun.port, strerror(-rc));
+		goto fail;
+	}
+	net->io.fd = net->fab->dev_fd(net->dev);
+	net->io.cb = o2ib_io_cb;
+	net->io.data = net;
+	if ((rc = ulnet__io_start(ulnet__ni_node(ni), &net->io, EPOLLIN)))
+		goto fail;
+	clock_gettime(CLOCK_REALTIME, &ts);
+	net->me.nid = ulnet_nid_to_nid4(nid);
+	net->me.stamp = (uint64_t)ts.tv_sec * 1000000u + (uint64_t)ts.tv_nsec / 1000u; /* incarnation, µs */
+	net->me.ni_ready = true;
+	net->me.tun.peer_credits = (uint16_t)(net->tun.peer_credits ? net->tun.peer_credits
+						: (int)ulnet__ni_peer_credits(ni));
+	if (net->me.tun.peer_credits < O2IB_CREDITS_MIN)
+		net->me.tun.peer_credits = O2IB_CREDITS_MIN;
+	if (net->me.tun.peer_credits > O2IB_CREDITS_MAX)
+		net->me.tun.peer_credits = O2IB_CREDITS_MAX;
+	net->me.tun.max_frags = O2IB_MAX_RDMA_FRAGS;
+	net->me.tun.max_qp_wr = net->fab->dev_limits(net->dev)->max_qp_wr;
+	ULNET_LOG(O2IB, INFO, "%s: %s provider, port %d, queue depth %u", o2ib_nid_str(nid, ns, sizeof(ns)),
+		  net->fab->name, net->tun.port, net->me.tun.peer_credits);
+	return 0;
+fail:
+	net->fab->dev_close(net->dev); /* destroys the listener too */
+	net->dev = NULL;
+	return rc;
+}
+
+static void fail_txq(struct o2ib_net *net, struct ulnet_list *q, int status)
+{
+	while (!ulnet_list_empty(q)) {
+		struct o2ib_tx *tx = ulnet_container_of(q->next, struct o2ib_tx, link);
+
+		ulnet_list_del(&tx->link);
+		o2ib_tx_done(net, tx, status);
+	}
+}
+
+static void o2iblnd_shutdown(struct ulnet_ni *ni)
+{
+	struct o2ib_net *net = net_of(ni);
+
+	net->shutting_down = true;
+	ulnet__io_stop(ulnet__ni_node(ni), &net->io);
+	for (unsigned b = 0; b < O2IB_PEER_BUCKETS; b++)
+		while (!ulnet_list_empty(&net->peers[b])) {
+			struct o2ib_peer *peer = ulnet_container_of(net->peers[b].next, struct o2ib_peer, link);
+
+			if (peer->conn)
+				o2ib_conn_close(peer->conn, -ESHUTDOWN, NULL);
+			fail_txq(net, &peer->txq, -ESHUTDOWN);
+			ulnet_list_del(&peer->link);
+			free(peer);
+		}
+	while (!ulnet_list_empty(&net->pending))
+		o2ib_conn_close(ulnet_container_of(net->pending.next, struct o2ib_conn, link), -ESHUTDOWN, NULL);
+	o2ib_reap_zombies(net); /* with shutting_down set, frees every closed conn */
+	net->fab->dev_close(net->dev);
+	net->dev = NULL;
+}
+
+/* ---- send and receive ---- */
+
+static int o2iblnd_send(struct ulnet_ni *ni, void *rx_priv, struct ulnet_msg *msg)
+{
+	struct o2ib_net *net = net_of(ni);
+	const struct ulnet_msg_lnd_view *v = ulnet__msg_view(msg);
+	uint32_t nob = v->hdr.payload_length;
+	struct o2ib_peer *peer;
+	struct o2ib_tx *tx;
+
+	(void)rx_priv;
+	if (nob > O2IB_IMMEDIATE_MAX_PAYLOAD)
+		return -EMSGSIZE; /* rendezvous (PUT_REQ/GET_REQ) not built yet */
+	peer = o2ib_peer_find(net, &v->target.nid, true);
+	tx = calloc(1, sizeof(*tx));
+	if (!peer || !tx) {
+		free(tx);
+		return -ENOMEM;
+	}
+	for (uint32_t i = 0, off = 0; i < v->niov && off < nob; i++) {
+		uint32_t n = (uint32_t)v->iov[i].iov_len < nob - off ? (uint32_t)v->iov[i].iov_len : nob - off;
+
+		memcpy(tx->payload + off, v->iov[i].iov_base, n);
+		off += n;
+	}
+	tx->msg.type = O2IB_MSG_IMMEDIATE;
+	tx->msg.u.immediate.hdr = v->hdr;
+	tx->msg.u.immediate.payload = tx->payload;
+	tx->msg.u.immediate.payload_len = nob;
+	tx->lntmsg = msg;
+	tx->deadline_ns = ulnet__now_ns() + (uint64_t)net->tun.timeout * NS_PER_S;
+	if (peer->conn && peer->conn->state == O2IB_CONN_ESTABLISHED) {
+		o2ib_conn_queue(peer->conn, tx);
+		o2ib_conn_check_sends(peer->conn);
+		return 0;
+	}
+	ulnet_list_add_tail(&tx->link, &peer->txq);
+	if (!peer->conn && ulnet__now_ns() >= peer->retry_at_ns)
+		o2ib_connect(peer); /* a failure fails peer->txq, this message included */
+	return 0;
+}
+
+static int o2iblnd_recv(struct ulnet_ni *ni, void *rx_priv, struct ulnet_msg *msg, const struct iovec *iov,
+			unsigned niov, uint32_t mlen, uint32_t rlen)
+{
+	struct o2ib_rx *rx = rx_priv;
+	const uint8_t *src = rx->msg.u.immediate.payload;
+
+	(void)ni;
+	(void)rlen;
+	if (msg) {
+		uint32_t off = 0;
+
+		for (unsigned i = 0; i < niov && off < mlen; i++) {
+			uint32_t n = (uint32_t)iov[i].iov_len < mlen - off ? (uint32_t)iov[i].iov_len : mlen - off;
+
+			memcpy(iov[i].iov_base, src + off, n);
+			off += n;
+		}
+		ulnet__finalize(msg, 0);
+	}
+	rx->held = false;
+	rx->conn->rx_held--;
+	o2ib_rx_repost(rx, true);
+	return 0;
+}
+
+static void o2iblnd_tick(struct ulnet_ni *ni, uint64_t now_ns)
+{
+	struct o2ib_net *net = net_of(ni);
+	char ns[ULNET_NID_STRLEN];
+
+	for (unsigned b = 0; b < O2IB_PEER_BUCKETS; b++) {
+		struct ulnet_list *head = &net->peers[b], *p;
+
+		for (p = head->next; p != head; p = p->next) {
+			struct o2ib_peer *peer = ulnet_container_of(p, struct o2ib_peer, link);
+
+			if (peer->conn) {
+				o2ib_conn_tick(peer->conn, now_ns);
+				continue;
+			}
+			if (ulnet_list_empty(&peer->txq))
+				continue;
+			if (ulnet_container_of(peer->txq.next, struct o2ib_tx, link)->deadline_ns <= now_ns) {
+				ULNET_LOG(O2IB, ERR, "%s: no connection within %d s (lnd tunable timeout); failing "
+					  "its queued messages", o2ib_nid_str(&peer->nid, ns, sizeof(ns)),
+					  net->tun.timeout);
+				fail_txq(net, &peer->txq, -ETIMEDOUT);
+				ulnet__peer_down(ni, &peer->nid, -ETIMEDOUT);
+			} else if (now_ns >= peer->retry_at_ns) {
+				o2ib_connect(peer);
+			}
+		}
+	}
+	o2ib_reap_zombies(net);
+}
+
+static int o2iblnd_query_peer(struct ulnet_ni *ni, const struct ulnet_nid *nid, struct ulnet_peer_limits *out)
+{
+	struct o2ib_peer *peer = o2ib_peer_find(net_of(ni), nid, false);
+
+	if (!peer || !peer->have_limits)
+		return -ENOENT;
+	*out = peer->limits;
+	return 0;
+}
+
+const struct ulnet_lnd_ops ulnet__o2iblnd_ops = {
+	.lnd_type = ULNET_LND_O2IB,
+	.lnd_name = "o2ib",
+	.lnd_ni_size = sizeof(struct o2ib_net),
+	.lnd_startup = o2iblnd_startup,
+	.lnd_shutdown = o2iblnd_shutdown,
+	.lnd_send = o2iblnd_send,
+	.lnd_recv = o2iblnd_recv,
+	.lnd_tick = o2iblnd_tick,
+	.lnd_tunables = o2ib_tunables,
+	.lnd_n_tunables = N_TUNABLES,
+	.lnd_query_peer = o2iblnd_query_peer,
+};

@@ -1,0 +1,74 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
+# Two ulnetd on 127.250.0.{2,3}@o2ib (shm provider, port 987, pages 4 KiB / 64 KiB): ping both ways
+# over IMMEDIATE messages; the nested `device: {...}` lnd tunables map is accepted and shows up
+# flattened; provider verbs (not built) refuses to start with the provider-selection error; a bad
+# device limit refuses to start naming the key. Needs ptrace access between the two processes
+# (docs/fabric.md: the node calls prctl(PR_SET_PTRACER) itself; Yama scope 2 or 3 refuses).
+set -euo pipefail
+source "${SRC:-$(dirname "$0")/../..}/tests/integration/lib.sh"
+ul_init
+T=$UL_TMP
+
+start()
+{
+	local n=$1 ps=$2
+	ul_start_node "n$n" <<YAML
+node:
+    page_size: $ps
+net:
+    - net type: o2ib
+      local NI(s):
+        - nid: $(ul_addr 250 "$n")@o2ib
+          lnd tunables:
+              provider: shm
+              timeout: 10
+              device: {max_send_sge: 2, max_qp_wr: 64}
+YAML
+}
+
+ul_step "start two o2ib nodes (shm provider)"
+start 2 4096
+start 3 65536
+
+ul_step "ping both ways"
+for a in 2 3; do
+	b=$(( 5 - a ))
+	ul_ctl "n$a" ping "$(ul_addr 250 "$b")@o2ib" --count 3 --timeout 5000 --json >"$T/p.json" \
+		|| ul_fail "n$a -> n$b ping failed: $(tail -5 "$(ul_log "n$a")")"
+	ul_json "$T/p.json" "len(j['ping']) == 3 and j['ping'][0]['primary nid'] == '$(ul_addr 250 "$b")@o2ib'"
+done
+
+ul_step "device tunables are flattened"
+ul_ctl n2 net show -v --json >"$T/net.json"
+ul_json "$T/net.json" "str(j['net'][1]['local NI(s)'][0]['lnd tunables']['device.max_send_sge']) == '2'"
+
+ul_step "provider verbs is not built: clear error, no node"
+mkdir -p "$T/v"
+cat >"$T/v/node.yaml" <<YAML
+net:
+    - net type: o2ib
+      local NI(s):
+        - nid: $(ul_addr 250 4)@o2ib
+          lnd tunables:
+              provider: verbs
+YAML
+ul_run "$T/o" "$T/e" timeout 10 "$ULNETD" -c "$T/v/node.yaml" --control "$T/v/ctl.sock"
+(( UL_STATUS != 0 )) || ul_fail "ulnetd with provider verbs started"
+grep -q 'verbs provider not built' "$T/e" || ul_fail "no provider-selection error: $(cat "$T/e")"
+
+ul_step "a bad device limit names the key"
+cat >"$T/v/node.yaml" <<YAML
+net:
+    - net type: o2ib
+      local NI(s):
+        - nid: $(ul_addr 250 4)@o2ib
+          lnd tunables:
+              provider: shm
+              device: {max_send_sge: 0}
+YAML
+ul_run "$T/o" "$T/e" timeout 10 "$ULNETD" -c "$T/v/node.yaml" --control "$T/v/ctl.sock"
+(( UL_STATUS != 0 )) || ul_fail "ulnetd with max_send_sge 0 started"
+grep -q 'max_send_sge' "$T/e" || ul_fail "the error does not name max_send_sge: $(cat "$T/e")"
+
+ul_step "PASS"
