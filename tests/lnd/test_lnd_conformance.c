@@ -31,22 +31,12 @@ struct lnd_kind {
 	const char *name;
 	bool two_nodes;     /* a second node reachable over a wire */
 	unsigned octet;     /* two_nodes: addresses 127.<octet>.<block>.{1,2} */
-	uint32_t max_size;  /* 0, or the largest payload this LND moves yet (cases above it say skipped) */
 	bool raw_tcp;       /* the corrupt-header case writes junk to its TCP port */
 };
-/* o2ib moves IMMEDIATE payloads only until its PUT_REQ/GET_REQ rendezvous lands. */
-static const struct lnd_kind kinds[] = { { "lo", false, 0, 0, false }, { "tcp", true, 240, 0, true },
-					 { "o2ib", true, 251, 3976, false } };
+static const struct lnd_kind kinds[] = { { "lo", false, 0, false }, { "tcp", true, 240, true },
+					 { "o2ib", true, 251, false } };
 static const struct lnd_kind *K;
 static unsigned next_block = 1; /* 127.<octet>.<block>.{1,2} */
-
-static bool too_big(uint32_t len)
-{
-	if (!K->max_size || len <= K->max_size)
-		return false;
-	print_message("skipped: %s moves at most %u bytes yet\n", K->name, K->max_size);
-	return true;
-}
 
 static void quiet(int level, const char *subsys, const char *line)
 {
@@ -123,11 +113,9 @@ static uint64_t now_ms(void)
 
 static void test_start_stop_twice(void **state)
 {
-	struct xcase put = { "put", 4097, FORM_CONTIG, FORM_CONTIG, 1, 2, 3, false };
+	const struct xcase put = { "put", 4097, FORM_CONTIG, FORM_CONTIG, 1, 2, 3, false };
 
 	(void)state;
-	if (K->max_size && put.size > K->max_size)
-		put.size = K->max_size;
 	for (int i = 0; i < 2; i++) {
 		struct pair *p = pair_new(4096, NULL, 0);
 
@@ -142,8 +130,6 @@ static void run_xcase(void **state)
 {
 	const struct xcase *c = *state;
 
-	if (too_big(c->size))
-		return;
 	xfer(cur, c, 5, 0x1000 + c->size);
 }
 
@@ -240,7 +226,7 @@ static void test_get_truncated(void **state)
  * borrowed until the last event, and that event says the MD is gone. */
 static void test_unlink_in_flight(void **state)
 {
-	struct pair *p;
+	struct pair *p = pair_new(4096, NULL, 0);
 	struct ulnet_process_id any = { .nid = ulnet_nid_any(), .pid = ULNET_PID_ANY };
 	size_t len = 1u << 20;
 	uint8_t *src = malloc(len), *dst = calloc(1, len);
@@ -251,12 +237,6 @@ static void test_unlink_in_flight(void **state)
 	int rc;
 
 	(void)state;
-	if (too_big((uint32_t)len)) {
-		free(src);
-		free(dst);
-		return;
-	}
-	p = pair_new(4096, NULL, 0);
 	pattern(src, len, 5);
 	tmd.eq = imd.eq = p->eq;
 	assert_int_equal(ulnet_me_attach(p->b, 12, &any, 1, 0, ULNET_UNLINK, ULNET_INS_AFTER, &me), 0);
@@ -303,8 +283,6 @@ static void test_peer_vanishes(void **state)
 		print_message("skipped: %s has no peer to lose\n", K->name);
 		return;
 	}
-	if (too_big((uint32_t)len))
-		return;
 	p = pair_new(4096, NULL, 0);
 	src = malloc(len);
 	sink = malloc(len);

@@ -41,6 +41,7 @@ struct o2ib_net {
 	struct ulnet_list pending; /* accepted conns waiting for ESTABLISHED (not yet their peer's conn) */
 	struct ulnet_list zombies; /* closed conns waiting for their id to go and their rxs to come back */
 	bool shutting_down;
+	uint64_t cookies;
 };
 
 struct o2ib_conn;
@@ -65,11 +66,22 @@ struct o2ib_peer {
 enum o2ib_conn_state { O2IB_CONN_ACTIVE_CONNECT = 1, O2IB_CONN_PASSIVE_WAIT, O2IB_CONN_ESTABLISHED,
 		       O2IB_CONN_CLOSING };
 
-/* One queued or posted message. */
+/* One queued or posted message. A tx that expects an answer (PUT_REQ, PUT_ACK, GET_REQ) sits on
+ * its conn's waitq from its post until the answer comes, and is freed once both the answer and its
+ * SEND completion are in. */
 struct o2ib_tx {
-	struct ulnet_list link;
-	struct ulnet_msg *lntmsg;   /* finalized when the SEND completes (NULL: NOOP) */
+	struct ulnet_list link;     /* a send queue, or conn->waitq */
+	struct ulnet_msg *lntmsg;   /* finalized when the tx is done (NULL: NOOP, or handed on) */
+	struct ulnet_msg *lntmsg2;  /* GET_REQ: the initiator's REPLY */
 	uint64_t deadline_ns;
+	uint64_t cookie;            /* the answer names it */
+	bool waiting;               /* on waitq */
+	int slot;                   /* send slot holding it, or -1 */
+	int status;                 /* what the lntmsgs get when done */
+	struct fab_mr mr;           /* the message's memory, registered for this transfer */
+	bool mr_ok;
+	uint32_t rdma_nob;          /* > 0: RDMA WRITE this many bytes of mr into rd before the SEND */
+	struct o2ib_rdma_desc rd;
 	struct o2ib_msg msg;        /* packed when posted: credits, version and stamps are the conn's then */
 	uint8_t payload[O2IB_IMMEDIATE_MAX_PAYLOAD]; /* msg.u.immediate.payload points here */
 };
@@ -96,7 +108,9 @@ struct o2ib_conn {
 	int credits, outstanding_credits, reserved_credits, nsends_posted, noops_posted;
 	struct ulnet_list txq;      /* credit queue (IMMEDIATE) */
 	struct ulnet_list txq_nocred;
-	uint32_t nrx, nslots, rx_held;
+	struct ulnet_list waitq;    /* txs waiting for the peer's answer */
+	uint32_t nrx, nslots, rx_held, sq_size, sq_used;
+	uint32_t *slot_wrs;         /* send-queue WRs a slot's completion frees (its WRITEs + the SEND) */
 	uint8_t *rx_area, *tx_area;
 	struct fab_mr rx_mr, tx_mr;
 	bool rx_mr_ok, tx_mr_ok;
@@ -110,7 +124,18 @@ struct o2ib_conn {
 struct o2ib_peer *o2ib_peer_find(struct o2ib_net *net, const struct ulnet_nid *nid, bool create);
 void o2ib_tx_done(struct o2ib_net *net, struct o2ib_tx *tx, int status);
 
+/* o2ib_rdma.c: the rendezvous (PUT_REQ/PUT_ACK/PUT_NAK/PUT_DONE, GET_REQ/GET_DONE) */
+int o2ib_mem_reg(struct o2ib_net *net, const struct iovec *iov, unsigned niov, uint32_t nob, unsigned access,
+		 struct fab_mr *out);
+int o2ib_send_rdma(struct o2ib_net *net, struct o2ib_peer *peer, struct ulnet_msg *msg);
+int o2ib_recv_rdma(struct o2ib_net *net, struct o2ib_rx *rx, struct ulnet_msg *msg, const struct iovec *iov,
+		   unsigned niov, uint32_t mlen);
+void o2ib_rx_answer(struct o2ib_conn *conn, struct o2ib_rx *rx);
+uint64_t o2ib_next_cookie(struct o2ib_net *net);
+
 /* o2ib_conn.c */
+void o2ib_peer_queue(struct o2ib_peer *peer, struct o2ib_tx *tx);
+struct o2ib_tx *o2ib_tx_new(uint8_t type);
 int o2ib_connect(struct o2ib_peer *peer);
 void o2ib_conn_close(struct o2ib_conn *conn, int status, const char *why);
 void o2ib_conn_queue(struct o2ib_conn *conn, struct o2ib_tx *tx);

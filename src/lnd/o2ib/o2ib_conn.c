@@ -12,7 +12,9 @@
 
 #define NS_PER_MS 1000000ull
 #define NS_PER_S 1000000000ull
-#define WR_TX (1ull << 32) /* wr_id: TX | send slot, or the receive index */
+#define WR_TX (1ull << 32)   /* wr_id: TX | send slot, or the receive index */
+#define WR_RDMA (1ull << 33) /* an unsignalled WRITE of a slot's transfer (seen only on errors) */
+#define SQ_RDMA_ROOM 258u    /* send-queue WRs beyond the SEND slots: one transfer's WRITEs */
 #define CONN_RETRY_NS NS_PER_S
 
 static const struct fab_provider_ops *fab_of(const struct o2ib_conn *c) { return c->net->fab; }
@@ -34,6 +36,7 @@ static struct o2ib_conn *conn_alloc(struct o2ib_net *net, struct o2ib_peer *peer
 	conn->peer = peer;
 	ulnet_list_init(&conn->txq);
 	ulnet_list_init(&conn->txq_nocred);
+	ulnet_list_init(&conn->waitq);
 	ulnet_list_init(&conn->link);
 	conn->last_send_ns = conn->last_recv_ns = ulnet__now_ns();
 	return conn;
@@ -59,16 +62,20 @@ static int conn_setup_qp(struct o2ib_conn *conn, uint16_t depth)
 	int rc;
 
 	conn->nrx = 2u * depth + 2u;
-	conn->nslots = conn->nrx;
 	attr.max_recv_wr = conn->nrx < max_wr ? conn->nrx : max_wr;
-	attr.max_send_wr = conn->nslots < max_wr ? conn->nslots : max_wr;
 	conn->nrx = attr.max_recv_wr;
-	conn->nslots = attr.max_send_wr;
+	/* SENDs in flight are bounded by the slots; the rest of the send queue takes WRITEs */
+	conn->nslots = conn->nrx;
+	if (conn->nslots > max_wr / 2)
+		conn->nslots = max_wr / 2 ? max_wr / 2 : 1;
+	conn->sq_size = conn->nslots + SQ_RDMA_ROOM < max_wr ? conn->nslots + SQ_RDMA_ROOM : max_wr;
+	attr.max_send_wr = conn->sq_size;
 	conn->rx_area = aligned_alloc(4096, (size_t)conn->nrx * O2IB_MSG_SIZE);
 	conn->tx_area = aligned_alloc(4096, (size_t)conn->nslots * O2IB_MSG_SIZE);
 	conn->rxs = calloc(conn->nrx, sizeof(*conn->rxs));
 	conn->slots = calloc(conn->nslots, sizeof(*conn->slots));
-	if (!conn->rx_area || !conn->tx_area || !conn->rxs || !conn->slots)
+	conn->slot_wrs = calloc(conn->nslots, sizeof(*conn->slot_wrs));
+	if (!conn->rx_area || !conn->tx_area || !conn->rxs || !conn->slots || !conn->slot_wrs)
 		return -ENOMEM;
 	r.iov_base = conn->rx_area;
 	r.iov_len = (size_t)conn->nrx * O2IB_MSG_SIZE;
@@ -104,6 +111,7 @@ static void conn_free(struct o2ib_conn *conn)
 	free(conn->tx_area);
 	free(conn->rxs);
 	free(conn->slots);
+	free(conn->slot_wrs);
 	free(conn);
 }
 
@@ -126,11 +134,13 @@ static void conn_destroy_id(struct o2ib_conn *conn)
 	fab_of(conn)->destroy_id(conn->id);
 	conn->id = NULL;
 	conn->qp = NULL;
-	for (uint32_t s = 0; conn->slots && s < conn->nslots; s++)
-		if (conn->slots[s]) {
-			o2ib_tx_done(conn->net, conn->slots[s], conn->close_status ? conn->close_status : -ECONNABORTED);
-			conn->slots[s] = NULL;
-		}
+	for (uint32_t s = 0; conn->slots && s < conn->nslots; s++) {
+		struct o2ib_tx *tx = conn->slots[s];
+
+		conn->slots[s] = NULL;
+		if (tx && tx->slot == (int)s && !tx->waiting)
+			o2ib_tx_done(conn->net, tx, conn->close_status ? conn->close_status : -ECONNABORTED);
+	}
 }
 
 void o2ib_reap_zombies(struct o2ib_net *net)
@@ -173,6 +183,15 @@ void o2ib_conn_close(struct o2ib_conn *conn, int status, const char *why)
 	conn->close_status = status;
 	fail_list(conn->net, &conn->txq, status);
 	fail_list(conn->net, &conn->txq_nocred, status);
+	while (!ulnet_list_empty(&conn->waitq)) { /* one still in a slot is done when the slot is */
+		struct o2ib_tx *tx = ulnet_container_of(conn->waitq.next, struct o2ib_tx, link);
+
+		ulnet_list_del(&tx->link);
+		tx->waiting = false;
+		tx->status = status;
+		if (tx->slot < 0)
+			o2ib_tx_done(conn->net, tx, status);
+	}
 	if (!was_up)
 		conn_destroy_id(conn); /* never connected: no DISCONNECTED event to wait for */
 	else if (!conn->destroyed)
@@ -268,9 +287,24 @@ static bool need_noop(const struct o2ib_conn *conn, uint64_t now)
 	return ulnet_list_empty(&conn->txq) || conn->credits == 0;
 }
 
+static bool needs_credit(const struct o2ib_conn *conn, uint8_t type)
+{
+	switch (type) {
+	case O2IB_MSG_NOOP:
+		return !v2(conn);
+	case O2IB_MSG_PUT_ACK:
+	case O2IB_MSG_PUT_NAK:
+	case O2IB_MSG_PUT_DONE:
+	case O2IB_MSG_GET_DONE:
+		return false;
+	default:
+		return true;
+	}
+}
+
 void o2ib_conn_queue(struct o2ib_conn *conn, struct o2ib_tx *tx)
 {
-	bool nocred = tx->msg.type == O2IB_MSG_NOOP && v2(conn);
+	bool nocred = !needs_credit(conn, tx->msg.type);
 
 	if (!tx->deadline_ns)
 		tx->deadline_ns = ulnet__now_ns() + (uint64_t)conn->net->tun.timeout * NS_PER_S;
@@ -284,21 +318,56 @@ static int max_sends(const struct o2ib_conn *conn)
 	return c < (int)conn->nslots ? c : (int)conn->nslots;
 }
 
-/* Post @tx on a free send slot with the credits we owe. 0, 1 (no slot free), or -errno. */
+/* The WRITEs of @tx's transfer: one per remote fragment, one SGE each (the local region is
+ * contiguous in its own address space). Returns the count; fills up to @cap. */
+static uint32_t rdma_wrs(const struct o2ib_tx *tx, struct fab_send_wr *wrs, struct fab_sge *sges, uint32_t cap,
+			 uint32_t slot)
+{
+	uint64_t done = 0;
+	uint32_t n = 0;
+
+	for (uint32_t i = 0; i < tx->rd.nfrags && done < tx->rdma_nob; i++) {
+		uint64_t len = tx->rd.frags[i].nob;
+
+		if (len > tx->rdma_nob - done)
+			len = tx->rdma_nob - done;
+		if (!len)
+			continue;
+		if (n < cap) {
+			sges[n] = (struct fab_sge){ tx->mr.addr + done, (uint32_t)len, tx->mr.lkey };
+			wrs[n] = (struct fab_send_wr){ .wr_id = WR_TX | WR_RDMA | slot, .opcode = FAB_WR_RDMA_WRITE,
+						       .sg_list = &sges[n], .num_sge = 1,
+						       .remote_addr = tx->rd.frags[i].addr, .rkey = tx->rd.key };
+			if (n)
+				wrs[n - 1].next = &wrs[n];
+		}
+		n++;
+		done += len;
+	}
+	return n;
+}
+
+/* Post @tx on a free send slot with the credits we owe, its WRITEs first. 0, 1 (no slot or no
+ * send-queue room free), or -errno. */
 static int post_tx(struct o2ib_conn *conn, struct o2ib_tx *tx, int credit)
 {
 	struct o2ib_net *net = conn->net;
-	struct fab_sge sge;
-	struct fab_send_wr wr = { 0 };
+	static struct fab_send_wr wrs[O2IB_RD_FRAGS_CAP + 1]; /* loop thread only, under the node lock */
+	static struct fab_sge sges[O2IB_RD_FRAGS_CAP + 1];
+	struct fab_send_wr *wr;
 	const struct fab_send_wr *bad;
 	uint8_t *buf;
-	uint32_t s;
+	uint32_t s, nw = 0;
 	int n, rc;
 
 	for (s = 0; s < conn->nslots && conn->slots[s]; s++)
 		;
 	if (s == conn->nslots)
 		return 1;
+	if (tx->rdma_nob)
+		nw = rdma_wrs(tx, wrs, sges, O2IB_RD_FRAGS_CAP, s);
+	if (nw + 1 > conn->sq_size - conn->sq_used)
+		return nw + 1 > conn->sq_size ? -EMSGSIZE : 1;
 	buf = conn->tx_area + (size_t)s * O2IB_MSG_SIZE;
 	tx->msg.version = conn->version;
 	tx->msg.credits = (uint8_t)conn->outstanding_credits;
@@ -309,15 +378,20 @@ static int post_tx(struct o2ib_conn *conn, struct o2ib_tx *tx, int credit)
 	n = o2ib_msg_pack(&tx->msg, false, buf, O2IB_MSG_SIZE);
 	if (n < 0)
 		return n;
-	sge = (struct fab_sge){ (uint64_t)(uintptr_t)buf, (uint32_t)n, conn->tx_mr.lkey };
-	wr.wr_id = WR_TX | s;
-	wr.opcode = FAB_WR_SEND;
-	wr.signaled = true;
-	wr.sg_list = &sge;
-	wr.num_sge = 1;
-	if ((rc = fab_of(conn)->post_send(conn->qp, &wr, &bad)))
-		return rc;
+	sges[nw] = (struct fab_sge){ (uint64_t)(uintptr_t)buf, (uint32_t)n, conn->tx_mr.lkey };
+	wr = &wrs[nw];
+	*wr = (struct fab_send_wr){ .wr_id = WR_TX | s, .opcode = FAB_WR_SEND, .signaled = true,
+				    .sg_list = &sges[nw], .num_sge = 1 };
+	if (nw)
+		wrs[nw - 1].next = wr;
+	if ((rc = fab_of(conn)->post_send(conn->qp, nw ? &wrs[0] : wr, &bad)))
+		return rc; /* (a provider error, not a full queue: the room was checked) */
 	conn->slots[s] = tx;
+	conn->slot_wrs[s] = nw + 1;
+	conn->sq_used += nw + 1;
+	tx->slot = (int)s;
+	if (tx->waiting)
+		ulnet_list_add_tail(&tx->link, &conn->waitq);
 	conn->credits -= credit;
 	conn->outstanding_credits = 0;
 	conn->nsends_posted++;
@@ -362,16 +436,37 @@ void o2ib_conn_check_sends(struct o2ib_conn *conn)
 			o2ib_tx_done(conn->net, tx, 0);
 			continue;
 		}
-		rc = post_tx(conn, tx, credit);
-		if (rc == 1)
+		/* a PUT_REQ/GET_REQ also holds a reserved credit: a receive kept for its answer */
+		if ((tx->msg.type == O2IB_MSG_PUT_REQ || tx->msg.type == O2IB_MSG_GET_REQ) && conn->reserved_credits <= 0)
 			break;
 		ulnet_list_del(&tx->link);
+		rc = post_tx(conn, tx, credit);
+		if (rc == 1) {
+			ulnet_list_add_head(&tx->link, q);
+			break;
+		}
+		if (rc == 0 && (tx->msg.type == O2IB_MSG_PUT_REQ || tx->msg.type == O2IB_MSG_GET_REQ))
+			conn->reserved_credits--;
 		if (rc < 0) {
+			tx->waiting = false;
 			o2ib_tx_done(conn->net, tx, rc);
 			o2ib_conn_close(conn, rc, "cannot post a send");
 			return;
 		}
 	}
+}
+
+void o2ib_peer_queue(struct o2ib_peer *peer, struct o2ib_tx *tx)
+{
+	tx->deadline_ns = ulnet__now_ns() + (uint64_t)peer->net->tun.timeout * NS_PER_S;
+	if (peer->conn && peer->conn->state == O2IB_CONN_ESTABLISHED) {
+		o2ib_conn_queue(peer->conn, tx);
+		o2ib_conn_check_sends(peer->conn);
+		return;
+	}
+	ulnet_list_add_tail(&tx->link, &peer->txq);
+	if (!peer->conn && ulnet__now_ns() >= peer->retry_at_ns)
+		o2ib_connect(peer); /* a failure fails peer->txq, this tx included */
 }
 
 void o2ib_rx_repost(struct o2ib_rx *rx, bool credit)
@@ -405,6 +500,14 @@ void o2ib_conn_tick(struct o2ib_conn *conn, uint64_t now_ns)
 			o2ib_conn_close(conn, -ETIMEDOUT, why);
 			return;
 		}
+	if (!ulnet_list_empty(&conn->waitq) &&
+	    ulnet_container_of(conn->waitq.next, struct o2ib_tx, link)->deadline_ns <= now_ns) {
+		snprintf(why, sizeof(why), "no answer to a %s within %d s (lnd tunable timeout)",
+			 o2ib_msg_type_name(ulnet_container_of(conn->waitq.next, struct o2ib_tx, link)->msg.type),
+			 conn->net->tun.timeout);
+		o2ib_conn_close(conn, -ETIMEDOUT, why);
+		return;
+	}
 	for (uint32_t s = 0; s < conn->nslots; s++)
 		if (conn->slots[s] && conn->slots[s]->deadline_ns <= now_ns) {
 			snprintf(why, sizeof(why), "a send did not complete within %d s (lnd tunable timeout)",
@@ -475,8 +578,27 @@ static void handle_rx(struct o2ib_conn *conn, struct o2ib_rx *rx, uint32_t len)
 			o2ib_conn_close(conn, rc, "the core refused an IMMEDIATE's LNet header");
 		}
 		break;
+	case O2IB_MSG_PUT_REQ:
+	case O2IB_MSG_GET_REQ:
+		rx->held = true;
+		conn->rx_held++;
+		rc = m->type == O2IB_MSG_PUT_REQ ? ulnet__parse(net->ni, &m->u.putreq.hdr, &conn->peer->nid, rx)
+						 : ulnet__parse_rdma(net->ni, &m->u.get.hdr, &conn->peer->nid, rx);
+		if (rc < 0) {
+			rx->held = false;
+			conn->rx_held--;
+			snprintf(why, sizeof(why), "the core refused a %s's LNet header", o2ib_msg_type_name(m->type));
+			o2ib_conn_close(conn, rc, why);
+		}
+		break;
+	case O2IB_MSG_PUT_ACK:
+	case O2IB_MSG_PUT_NAK:
+	case O2IB_MSG_PUT_DONE:
+	case O2IB_MSG_GET_DONE:
+		o2ib_rx_answer(conn, rx);
+		break;
 	default:
-		snprintf(why, sizeof(why), "kib_msg type %s (%#x) is not handled by this node yet",
+		snprintf(why, sizeof(why), "kib_msg type %s (%#x) has no place after the handshake",
 			 o2ib_msg_type_name(m->type), m->type);
 		o2ib_conn_close(conn, -EPROTO, why);
 		return;
@@ -497,10 +619,27 @@ static void handle_wc(struct o2ib_net *net, const struct fab_wc *wc)
 
 		if (!tx)
 			return;
+		if (wc->wr_id & WR_RDMA) { /* an unsignalled WRITE failed: its SEND is flushed after it */
+			if (conn->state != O2IB_CONN_CLOSING) {
+				snprintf(why, sizeof(why), "RDMA WRITE completion %s", fab_wc_status_str(wc->status));
+				o2ib_conn_close(conn, -EIO, why);
+			}
+			return;
+		}
 		conn->slots[s] = NULL;
+		conn->sq_used -= conn->slot_wrs[s];
 		conn->nsends_posted--;
 		conn->noops_posted -= tx->msg.type == O2IB_MSG_NOOP;
-		o2ib_tx_done(net, tx, wc->status == FAB_WC_SUCCESS ? 0 : -EIO);
+		tx->slot = -1;
+		if (wc->status != FAB_WC_SUCCESS) {
+			if (tx->waiting) {
+				ulnet_list_del(&tx->link);
+				tx->waiting = false;
+			}
+			o2ib_tx_done(net, tx, -EIO);
+		} else if (!tx->waiting) {
+			o2ib_tx_done(net, tx, tx->status);
+		}
 		if (wc->status != FAB_WC_SUCCESS && conn->state != O2IB_CONN_CLOSING) {
 			snprintf(why, sizeof(why), "send completion %s", fab_wc_status_str(wc->status));
 			o2ib_conn_close(conn, -EIO, why);

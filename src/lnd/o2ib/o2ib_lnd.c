@@ -2,8 +2,8 @@
 /* The o2ib LND: its ops table, typed tunables, startup over a fabric provider, peers, and the send
  * and receive entry points. Connections, credits and posting are o2ib_conn.c's.
  *
- * Data path so far: IMMEDIATE messages (payloads up to 3976 bytes, lnet-wire.md §3.1); a larger
- * payload is refused with -EMSGSIZE until the PUT_REQ/GET_REQ rendezvous is built. */
+ * IMMEDIATE carries payloads up to 3976 bytes (lnet-wire.md §3.1); larger ones, and GETs whose sink
+ * is larger, take the RDMA rendezvous of o2ib_rdma.c. */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -120,10 +120,24 @@ const char *o2ib_nid_str(const struct ulnet_nid *nid, char *buf, size_t len)
 
 void o2ib_tx_done(struct o2ib_net *net, struct o2ib_tx *tx, int status)
 {
-	(void)net;
+	if (tx->mr_ok && net->dev)
+		net->fab->dereg_mr(net->dev, &tx->mr);
 	if (tx->lntmsg)
 		ulnet__finalize(tx->lntmsg, status);
+	if (tx->lntmsg2)
+		ulnet__finalize(tx->lntmsg2, status);
 	free(tx);
+}
+
+struct o2ib_tx *o2ib_tx_new(uint8_t type)
+{
+	struct o2ib_tx *tx = calloc(1, sizeof(*tx));
+
+	if (tx) {
+		tx->slot = -1;
+		tx->msg.type = type;
+	}
+	return tx;
 }
 
 /* ---- startup and shutdown ---- */
@@ -263,34 +277,27 @@ static int o2iblnd_send(struct ulnet_ni *ni, void *rx_priv, struct ulnet_msg *ms
 	struct o2ib_tx *tx;
 
 	(void)rx_priv;
-	if (nob > O2IB_IMMEDIATE_MAX_PAYLOAD)
-		return -EMSGSIZE; /* rendezvous (PUT_REQ/GET_REQ) not built yet */
 	peer = o2ib_peer_find(net, &v->target.nid, true);
-	tx = calloc(1, sizeof(*tx));
-	if (!peer || !tx) {
-		free(tx);
+	if (!peer)
 		return -ENOMEM;
-	}
+	/* o2iblnd's rule: RDMA when the payload, or a GET's sink, does not fit an IMMEDIATE */
+	if (nob > O2IB_IMMEDIATE_MAX_PAYLOAD ||
+	    (v->hdr.type == ULNET_MSG_GET && v->rdma_len > O2IB_IMMEDIATE_MAX_PAYLOAD))
+		return o2ib_send_rdma(net, peer, msg);
+	tx = o2ib_tx_new(O2IB_MSG_IMMEDIATE);
+	if (!tx)
+		return -ENOMEM;
 	for (uint32_t i = 0, off = 0; i < v->niov && off < nob; i++) {
 		uint32_t n = (uint32_t)v->iov[i].iov_len < nob - off ? (uint32_t)v->iov[i].iov_len : nob - off;
 
 		memcpy(tx->payload + off, v->iov[i].iov_base, n);
 		off += n;
 	}
-	tx->msg.type = O2IB_MSG_IMMEDIATE;
 	tx->msg.u.immediate.hdr = v->hdr;
 	tx->msg.u.immediate.payload = tx->payload;
 	tx->msg.u.immediate.payload_len = nob;
 	tx->lntmsg = msg;
-	tx->deadline_ns = ulnet__now_ns() + (uint64_t)net->tun.timeout * NS_PER_S;
-	if (peer->conn && peer->conn->state == O2IB_CONN_ESTABLISHED) {
-		o2ib_conn_queue(peer->conn, tx);
-		o2ib_conn_check_sends(peer->conn);
-		return 0;
-	}
-	ulnet_list_add_tail(&tx->link, &peer->txq);
-	if (!peer->conn && ulnet__now_ns() >= peer->retry_at_ns)
-		o2ib_connect(peer); /* a failure fails peer->txq, this message included */
+	o2ib_peer_queue(peer, tx);
 	return 0;
 }
 
@@ -300,8 +307,11 @@ static int o2iblnd_recv(struct ulnet_ni *ni, void *rx_priv, struct ulnet_msg *ms
 	struct o2ib_rx *rx = rx_priv;
 	const uint8_t *src = rx->msg.u.immediate.payload;
 
-	(void)ni;
 	(void)rlen;
+	rx->held = false;
+	rx->conn->rx_held--;
+	if (rx->msg.type == O2IB_MSG_PUT_REQ || rx->msg.type == O2IB_MSG_GET_REQ)
+		return o2ib_recv_rdma(net_of(ni), rx, msg, iov, niov, mlen);
 	if (msg) {
 		uint32_t off = 0;
 
@@ -313,8 +323,6 @@ static int o2iblnd_recv(struct ulnet_ni *ni, void *rx_priv, struct ulnet_msg *ms
 		}
 		ulnet__finalize(msg, 0);
 	}
-	rx->held = false;
-	rx->conn->rx_held--;
 	o2ib_rx_repost(rx, true);
 	return 0;
 }
