@@ -78,8 +78,8 @@ struct o2ib_tx {
 	bool waiting;               /* on waitq */
 	int slot;                   /* send slot holding it, or -1 */
 	int status;                 /* what the lntmsgs get when done */
-	struct fab_mr mr;           /* the message's memory, registered for this transfer */
-	bool mr_ok;
+	struct fab_mr mr;           /* the message's memory (its MD's registration, or one for this tx) */
+	bool mr_ok;                 /* mr is this tx's own: deregister when done */
 	uint32_t rdma_nob;          /* > 0: RDMA WRITE this many bytes of mr into rd before the SEND */
 	struct o2ib_rdma_desc rd;
 	struct o2ib_msg msg;        /* packed when posted: credits, version and stamps are the conn's then */
@@ -132,6 +132,7 @@ int o2ib_recv_rdma(struct o2ib_net *net, struct o2ib_rx *rx, struct ulnet_msg *m
 		   unsigned niov, uint32_t mlen);
 void o2ib_rx_answer(struct o2ib_conn *conn, struct o2ib_rx *rx);
 uint64_t o2ib_next_cookie(struct o2ib_net *net);
+void o2ib_md_unlinked(struct ulnet_ni *ni, const struct ulnet_lnd_md *md, void *reg);
 
 /* o2ib_conn.c */
 void o2ib_peer_queue(struct o2ib_peer *peer, struct o2ib_tx *tx);

@@ -380,4 +380,5 @@ const struct ulnet_lnd_ops ulnet__o2iblnd_ops = {
 	.lnd_tunables = o2ib_tunables,
 	.lnd_n_tunables = N_TUNABLES,
 	.lnd_query_peer = o2iblnd_query_peer,
+	.lnd_md_unlinked = o2ib_md_unlinked,
 };

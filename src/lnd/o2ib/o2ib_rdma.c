@@ -4,9 +4,10 @@
  *   descriptor (or PUT_NAK) -> the source writes, then PUT_DONE.
  *   GET with a sink above 3976 bytes: GET_REQ carries the sink descriptor -> the source writes the
  *   REPLY's bytes, then GET_DONE.
- * Each side registers the message's fragments as one region for the transfer (the region's bytes
- * are the fragments concatenated), so a descriptor we advertise has one fragment, and a WRITE takes
- * one SGE per remote fragment. */
+ * Each side registers the whole MD as one region (the region's bytes are the fragments
+ * concatenated) once, in the MD's registration slot, until the core says the MD is unlinked; a
+ * descriptor we advertise therefore has one fragment, and a WRITE takes one SGE per remote
+ * fragment. An MD without a slot for this NI is registered per transfer. */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -42,6 +43,69 @@ int o2ib_mem_reg(struct o2ib_net *net, const struct iovec *iov, unsigned niov, u
 	return rc;
 }
 
+#define ACCESS_ALL (FAB_ACCESS_LOCAL_WRITE | FAB_ACCESS_REMOTE_WRITE | FAB_ACCESS_REMOTE_READ)
+
+/* Where @iov (a slice of the MD's memory) starts in the MD's concatenated fragments. 0 or -ENOENT. */
+static int md_offset(const struct ulnet_lnd_md *md, const struct iovec *iov, unsigned niov, uint64_t *off)
+{
+	const char *base = NULL;
+	uint64_t acc = 0;
+
+	for (unsigned i = 0; i < niov && !base; i++)
+		if (iov[i].iov_len)
+			base = iov[i].iov_base;
+	for (unsigned k = 0; base && k < md->nfrags; k++) {
+		const char *f = md->frags[k].iov_base;
+
+		if (base >= f && base < f + md->frags[k].iov_len) {
+			*off = acc + (uint64_t)(base - f);
+			return 0;
+		}
+		acc += md->frags[k].iov_len;
+	}
+	return -ENOENT;
+}
+
+/* The registration behind @nob bytes of @msg's memory from @iov: the MD's own, made once with every
+ * right and kept in its slot until lnd_md_unlinked (*@per_msg false), or, when the MD has no slot
+ * for this NI, one made for this transfer only (*@per_msg true: the tx deregisters it). */
+static int mem_get(struct o2ib_net *net, struct ulnet_msg *msg, const struct iovec *iov, unsigned niov, uint32_t nob,
+		   unsigned access, struct fab_mr *out, bool *per_msg)
+{
+	struct ulnet_lnd_md md;
+	uint64_t off;
+
+	if (ulnet__msg_md(msg, &md) == 0 && md.lnd_reg && md.length && !md_offset(&md, iov, niov, &off) &&
+	    off + nob <= md.length) {
+		struct fab_mr *r = *md.lnd_reg;
+
+		if (!r && (r = malloc(sizeof(*r))) && o2ib_mem_reg(net, md.frags, md.nfrags, md.length, ACCESS_ALL, r)) {
+			free(r);
+			r = NULL;
+		}
+		if (r) {
+			*md.lnd_reg = r;
+			*out = *r;
+			out->addr = r->addr + off;
+			out->length = nob;
+			*per_msg = false;
+			return 0;
+		}
+	}
+	*per_msg = true;
+	return o2ib_mem_reg(net, iov, niov, nob, access, out);
+}
+
+void o2ib_md_unlinked(struct ulnet_ni *ni, const struct ulnet_lnd_md *md, void *reg)
+{
+	struct o2ib_net *net = ulnet__ni_priv(ni);
+
+	(void)md;
+	if (net->dev)
+		net->fab->dereg_mr(net->dev, reg);
+	free(reg);
+}
+
 static void reg_failed(struct o2ib_peer *peer, uint32_t nob, int rc)
 {
 	char ns[ULNET_NID_STRLEN];
@@ -62,17 +126,20 @@ int o2ib_send_rdma(struct o2ib_net *net, struct o2ib_peer *peer, struct ulnet_ms
 		return -ENOMEM;
 	tx->cookie = o2ib_next_cookie(net);
 	if (get) {
-		rc = o2ib_mem_reg(net, v->rdma_iov, v->rdma_niov, v->rdma_len,
-				  FAB_ACCESS_LOCAL_WRITE | FAB_ACCESS_REMOTE_WRITE, &tx->mr);
+		bool per_msg;
+
+		rc = mem_get(net, msg, v->rdma_iov, v->rdma_niov, v->rdma_len,
+			     FAB_ACCESS_LOCAL_WRITE | FAB_ACCESS_REMOTE_WRITE, &tx->mr, &per_msg);
 		if (rc) {
 			reg_failed(peer, v->rdma_len, rc);
 			free(tx);
 			return rc;
 		}
-		tx->mr_ok = true;
+		tx->mr_ok = per_msg;
 		tx->lntmsg2 = ulnet__create_reply_msg(net->ni, msg);
 		if (!tx->lntmsg2) {
-			net->fab->dereg_mr(net->dev, &tx->mr);
+			if (per_msg)
+				net->fab->dereg_mr(net->dev, &tx->mr);
 			free(tx);
 			return -ENOMEM;
 		}
@@ -133,13 +200,15 @@ static int write_and_done(struct o2ib_conn *conn, uint8_t done, uint64_t cookie,
 		tx->msg.u.completion.status = -EPROTO;
 		tx->status = -EPROTO;
 	} else if (nob) {
-		rc = o2ib_mem_reg(net, iov, niov, nob, FAB_ACCESS_LOCAL_WRITE, &tx->mr);
+		bool per_msg;
+
+		rc = mem_get(net, msg, iov, niov, nob, FAB_ACCESS_LOCAL_WRITE, &tx->mr, &per_msg);
 		if (rc) {
 			reg_failed(conn->peer, nob, rc);
 			tx->msg.u.completion.status = rc;
 			tx->status = rc;
 		} else {
-			tx->mr_ok = true;
+			tx->mr_ok = per_msg;
 			tx->rdma_nob = nob;
 			tx->rd = *rd;
 		}
@@ -155,6 +224,7 @@ int o2ib_recv_rdma(struct o2ib_net *net, struct o2ib_rx *rx, struct ulnet_msg *m
 	struct o2ib_conn *conn = rx->conn;
 	const struct o2ib_msg *m = &rx->msg;
 	struct o2ib_tx *tx;
+	bool per_msg = true;
 	int rc = 0;
 
 	if (conn->state != O2IB_CONN_ESTABLISHED) {
@@ -186,8 +256,8 @@ int o2ib_recv_rdma(struct o2ib_net *net, struct o2ib_rx *rx, struct ulnet_msg *m
 		return 0;
 	}
 	tx = o2ib_tx_new(O2IB_MSG_PUT_ACK);
-	if (!tx || (rc = o2ib_mem_reg(net, iov, niov, mlen, FAB_ACCESS_LOCAL_WRITE | FAB_ACCESS_REMOTE_WRITE,
-				      &tx->mr))) {
+	if (!tx || (rc = mem_get(net, msg, iov, niov, mlen, FAB_ACCESS_LOCAL_WRITE | FAB_ACCESS_REMOTE_WRITE,
+				 &tx->mr, &per_msg))) {
 		if (rc)
 			reg_failed(conn->peer, mlen, rc);
 		free(tx);
@@ -198,7 +268,7 @@ int o2ib_recv_rdma(struct o2ib_net *net, struct o2ib_rx *rx, struct ulnet_msg *m
 		o2ib_rx_repost(rx, true);
 		return 0;
 	}
-	tx->mr_ok = true;
+	tx->mr_ok = per_msg;
 	tx->cookie = o2ib_next_cookie(net);
 	tx->lntmsg = msg;
 	tx->waiting = true; /* for PUT_DONE */
