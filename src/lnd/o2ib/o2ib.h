@@ -111,6 +111,8 @@ struct o2ib_conn {
 	struct ulnet_list waitq;    /* txs waiting for the peer's answer */
 	uint32_t nrx, nslots, rx_held, sq_size, sq_used;
 	uint32_t *slot_wrs;         /* send-queue WRs a slot's completion frees (its WRITEs + the SEND) */
+	struct fab_send_wr *wrs;    /* one transfer's chain being built (O2IB_RD_FRAGS_CAP + 1) */
+	struct fab_sge *sges;
 	uint8_t *rx_area, *tx_area;
 	struct fab_mr rx_mr, tx_mr;
 	bool rx_mr_ok, tx_mr_ok;

@@ -75,7 +75,10 @@ static int conn_setup_qp(struct o2ib_conn *conn, uint16_t depth)
 	conn->rxs = calloc(conn->nrx, sizeof(*conn->rxs));
 	conn->slots = calloc(conn->nslots, sizeof(*conn->slots));
 	conn->slot_wrs = calloc(conn->nslots, sizeof(*conn->slot_wrs));
-	if (!conn->rx_area || !conn->tx_area || !conn->rxs || !conn->slots || !conn->slot_wrs)
+	conn->wrs = calloc(O2IB_RD_FRAGS_CAP + 1, sizeof(*conn->wrs));
+	conn->sges = calloc(O2IB_RD_FRAGS_CAP + 1, sizeof(*conn->sges));
+	if (!conn->rx_area || !conn->tx_area || !conn->rxs || !conn->slots || !conn->slot_wrs || !conn->wrs ||
+	    !conn->sges)
 		return -ENOMEM;
 	r.iov_base = conn->rx_area;
 	r.iov_len = (size_t)conn->nrx * O2IB_MSG_SIZE;
@@ -112,6 +115,8 @@ static void conn_free(struct o2ib_conn *conn)
 	free(conn->rxs);
 	free(conn->slots);
 	free(conn->slot_wrs);
+	free(conn->wrs);
+	free(conn->sges);
 	free(conn);
 }
 
@@ -352,9 +357,8 @@ static uint32_t rdma_wrs(const struct o2ib_tx *tx, struct fab_send_wr *wrs, stru
 static int post_tx(struct o2ib_conn *conn, struct o2ib_tx *tx, int credit)
 {
 	struct o2ib_net *net = conn->net;
-	static struct fab_send_wr wrs[O2IB_RD_FRAGS_CAP + 1]; /* loop thread only, under the node lock */
-	static struct fab_sge sges[O2IB_RD_FRAGS_CAP + 1];
-	struct fab_send_wr *wr;
+	struct fab_send_wr *wrs = conn->wrs, *wr;
+	struct fab_sge *sges = conn->sges;
 	const struct fab_send_wr *bad;
 	uint8_t *buf;
 	uint32_t s, nw = 0;
