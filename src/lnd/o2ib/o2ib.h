@@ -41,6 +41,7 @@ struct o2ib_net {
 	struct ulnet_list pending; /* accepted conns waiting for ESTABLISHED (not yet their peer's conn) */
 	struct ulnet_list zombies; /* closed conns waiting for their id to go and their rxs to come back */
 	bool shutting_down;
+	bool in_progress, progress_again; /* o2ib_progress running / asked to go round again */
 	uint64_t cookies;
 };
 

@@ -390,6 +390,7 @@ static int post_tx(struct o2ib_conn *conn, struct o2ib_tx *tx, int credit)
 		wrs[nw - 1].next = wr;
 	if ((rc = fab_of(conn)->post_send(conn->qp, nw ? &wrs[0] : wr, &bad)))
 		return rc; /* (a provider error, not a full queue: the room was checked) */
+	fab_of(conn)->progress(net->dev); /* fabric.h: after posting (handled when the fd wakes the loop) */
 	conn->slots[s] = tx;
 	conn->slot_wrs[s] = nw + 1;
 	conn->sq_used += nw + 1;
@@ -484,6 +485,7 @@ void o2ib_rx_repost(struct o2ib_rx *rx, bool credit)
 		o2ib_conn_close(conn, rc, "cannot repost a receive");
 		return;
 	}
+	fab_of(conn)->progress(conn->net->dev); /* fabric.h: after posting */
 	if (credit)
 		conn->outstanding_credits++;
 	o2ib_conn_check_sends(conn);
@@ -861,6 +863,8 @@ static void on_event(struct o2ib_net *net, const struct fab_cm_event *ev)
 	}
 }
 
+/* Run the provider and handle what it produced, until nothing is left. A call nested in one under
+ * way only asks the running one to go round again. */
 void o2ib_progress(struct o2ib_net *net)
 {
 	const struct fab_provider_ops *f = net->fab;
@@ -868,12 +872,25 @@ void o2ib_progress(struct o2ib_net *net)
 	struct fab_wc wc[16];
 	int n, rc;
 
-	if ((rc = f->progress(net->dev)))
-		ULNET_LOG(O2IB, ERR, "%s provider: progress failed: %s", f->name, strerror(-rc));
-	while (f->get_event(net->dev, &ev) == 0)
-		on_event(net, &ev);
-	while ((n = f->poll_cq(net->dev, wc, 16)) > 0)
-		for (int i = 0; i < n; i++)
-			handle_wc(net, &wc[i]);
+	if (net->in_progress) {
+		net->progress_again = true;
+		return;
+	}
+	net->in_progress = true;
+	do {
+		net->progress_again = false;
+		if ((rc = f->progress(net->dev)))
+			ULNET_LOG(O2IB, ERR, "%s provider: progress failed: %s", f->name, strerror(-rc));
+		while (f->get_event(net->dev, &ev) == 0) {
+			on_event(net, &ev);
+			net->progress_again = true;
+		}
+		while ((n = f->poll_cq(net->dev, wc, 16)) > 0) {
+			for (int i = 0; i < n; i++)
+				handle_wc(net, &wc[i]);
+			net->progress_again = true;
+		}
+	} while (net->progress_again && !net->shutting_down);
+	net->in_progress = false;
 	o2ib_reap_zombies(net);
 }

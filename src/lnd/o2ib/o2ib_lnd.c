@@ -268,23 +268,12 @@ static void o2iblnd_shutdown(struct ulnet_ni *ni)
 
 /* ---- send and receive ---- */
 
-static int o2iblnd_send(struct ulnet_ni *ni, void *rx_priv, struct ulnet_msg *msg)
+static int send_immediate(struct o2ib_peer *peer, struct ulnet_msg *msg)
 {
-	struct o2ib_net *net = net_of(ni);
 	const struct ulnet_msg_lnd_view *v = ulnet__msg_view(msg);
 	uint32_t nob = v->hdr.payload_length;
-	struct o2ib_peer *peer;
-	struct o2ib_tx *tx;
+	struct o2ib_tx *tx = o2ib_tx_new(O2IB_MSG_IMMEDIATE);
 
-	(void)rx_priv;
-	peer = o2ib_peer_find(net, &v->target.nid, true);
-	if (!peer)
-		return -ENOMEM;
-	/* o2iblnd's rule: RDMA when the payload, or a GET's sink, does not fit an IMMEDIATE */
-	if (nob > O2IB_IMMEDIATE_MAX_PAYLOAD ||
-	    (v->hdr.type == ULNET_MSG_GET && v->rdma_len > O2IB_IMMEDIATE_MAX_PAYLOAD))
-		return o2ib_send_rdma(net, peer, msg);
-	tx = o2ib_tx_new(O2IB_MSG_IMMEDIATE);
 	if (!tx)
 		return -ENOMEM;
 	for (uint32_t i = 0, off = 0; i < v->niov && off < nob; i++) {
@@ -299,6 +288,24 @@ static int o2iblnd_send(struct ulnet_ni *ni, void *rx_priv, struct ulnet_msg *ms
 	tx->lntmsg = msg;
 	o2ib_peer_queue(peer, tx);
 	return 0;
+}
+
+static int o2iblnd_send(struct ulnet_ni *ni, void *rx_priv, struct ulnet_msg *msg)
+{
+	struct o2ib_net *net = net_of(ni);
+	const struct ulnet_msg_lnd_view *v = ulnet__msg_view(msg);
+	uint32_t nob = v->hdr.payload_length;
+	struct o2ib_peer *peer;
+
+	(void)rx_priv;
+	peer = o2ib_peer_find(net, &v->target.nid, true);
+	if (!peer)
+		return -ENOMEM;
+	/* o2iblnd's rule: RDMA when the payload, or a GET's sink, does not fit an IMMEDIATE */
+	if (nob > O2IB_IMMEDIATE_MAX_PAYLOAD ||
+	    (v->hdr.type == ULNET_MSG_GET && v->rdma_len > O2IB_IMMEDIATE_MAX_PAYLOAD))
+		return o2ib_send_rdma(net, peer, msg);
+	return send_immediate(peer, msg);
 }
 
 static int o2iblnd_recv(struct ulnet_ni *ni, void *rx_priv, struct ulnet_msg *msg, const struct iovec *iov,
