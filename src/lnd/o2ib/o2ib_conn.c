@@ -412,12 +412,10 @@ void o2ib_conn_check_sends(struct o2ib_conn *conn)
 	if (conn->state != O2IB_CONN_ESTABLISHED)
 		return;
 	if (need_noop(conn, now)) {
-		struct o2ib_tx *noop = calloc(1, sizeof(*noop));
+		struct o2ib_tx *noop = o2ib_tx_new(O2IB_MSG_NOOP);
 
-		if (noop) {
-			noop->msg.type = O2IB_MSG_NOOP;
+		if (noop)
 			o2ib_conn_queue(conn, noop);
-		}
 	}
 	while (conn->nsends_posted < max_sends(conn)) {
 		struct ulnet_list *q = !ulnet_list_empty(&conn->txq_nocred) ? &conn->txq_nocred
@@ -698,6 +696,19 @@ static void conn_established(struct o2ib_conn *conn)
 	o2ib_conn_check_sends(conn);
 }
 
+/* We cannot take the connection (memory, QPs, registrations): tell the requester so. */
+static void reject_no_resources(struct o2ib_net *net, struct fab_cm_id *id, uint16_t version)
+{
+	struct o2ib_rej rej = { .magic = O2IB_MSG_MAGIC, .version = version, .why = O2IB_REJECT_NO_RESOURCES,
+				.incarnation = net->me.stamp, .has_cp = true,
+				.cp = { net->me.tun.peer_credits, net->me.tun.max_frags, O2IB_MSG_SIZE } };
+	uint8_t pd[FAB_PRIVATE_DATA_MAX];
+	int n = o2ib_rej_pack(&rej, pd, sizeof(pd));
+
+	net->fab->reject(id, pd, n > 0 ? (size_t)n : 0);
+	net->fab->destroy_id(id);
+}
+
 static void on_connect_request(struct o2ib_net *net, const struct fab_cm_event *ev)
 {
 	const struct fab_provider_ops *f = net->fab;
@@ -749,7 +760,7 @@ static void on_connect_request(struct o2ib_net *net, const struct fab_cm_event *
 	}
 	conn = peer ? conn_alloc(net, peer) : NULL;
 	if (!conn) {
-		f->destroy_id(ev->id);
+		reject_no_resources(net, ev->id, d.version);
 		return;
 	}
 	conn->id = ev->id;
@@ -767,10 +778,12 @@ static void on_connect_request(struct o2ib_net *net, const struct fab_cm_event *
 	ack.u.connparams = d.cp;
 	if ((rc = conn_setup_qp(conn, conn->queue_depth)) || (n = o2ib_msg_pack(&ack, false, pd, sizeof(pd))) < 0 ||
 	    (rc = f->accept(ev->id, pd, (size_t)n))) {
-		ULNET_LOG(O2IB, ERR, "%s: cannot accept a connection: %s", o2ib_nid_str(&peer->nid, line, sizeof(line)),
-			  strerror(rc ? -rc : EINVAL));
-		conn_destroy_id(conn);
+		ULNET_LOG(O2IB, ERR, "%s: cannot accept a connection: %s (device limits max_qp, max_mr)",
+			  o2ib_nid_str(&peer->nid, line, sizeof(line)), strerror(rc ? -rc : EINVAL));
+		conn->id = NULL; /* the reject below destroys it */
+		conn->destroyed = true;
 		conn_free(conn);
+		reject_no_resources(net, ev->id, d.version);
 		return;
 	}
 	conn->state = O2IB_CONN_PASSIVE_WAIT;
