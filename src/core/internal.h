@@ -196,7 +196,6 @@ void ulnet__ni_destroy(struct ulnet_ni *ni);
 
 /* lnd_registry.c */
 const struct ulnet_lnd_ops *ulnet__lnd_find(const char *name);
-int ulnet__lnd_register(const struct ulnet_lnd_ops *ops);
 extern const struct ulnet_lnd_ops ulnet__lolnd_ops;
 
 /* loop.c */
