@@ -19,17 +19,42 @@
 static void usage(FILE *f)
 {
 	fprintf(f,
-		"usage: ulnetd -c FILE [--control PATH] [-v]...\n"
+		"usage: ulnetd -c FILE [--control PATH] [-v]... [--log SUBSYS=LEVEL]...\n"
 		"Run one ulnet node in the foreground until SIGTERM or SIGINT.\n"
 		"\n"
 		"  -c, --config FILE     node configuration (YAML, lnetctl export layout + node: section)\n"
 		"      --control PATH    control socket (overrides node: control in FILE)\n"
 		"  -v, --verbose         more log output (-v info, -vv debug and control requests)\n"
+		"      --log SUBSYS=LEVEL  one subsystem's level (CORE, LO, TCP, SST, ULNETD; error, warning,\n"
+		"                        info, debug); the others follow -v\n"
 		"  -h, --help            this text\n"
 		"  -V, --version         print the version\n");
 }
 
 static const char *const level_names[] = { "error", "warning", "info", "debug" };
+
+/* "TCP=debug" -> ulnet_log_set_level. 0 or -1 with a line on stderr. */
+static int log_level_arg(const char *arg)
+{
+	const char *eq = strchr(arg, '=');
+	char subsys[16];
+	int level = -1, rc;
+
+	for (int i = 0; eq && i < 4; i++)
+		if (!strcmp(eq + 1, level_names[i]))
+			level = i;
+	if (!eq || (size_t)(eq - arg) >= sizeof(subsys) || level < 0) {
+		fprintf(stderr, "ulnetd: --log %s: want SUBSYS=LEVEL, LEVEL one of error, warning, info, debug\n", arg);
+		return -1;
+	}
+	memcpy(subsys, arg, (size_t)(eq - arg));
+	subsys[eq - arg] = '\0';
+	if ((rc = ulnet_log_set_level(subsys, level))) {
+		fprintf(stderr, "ulnetd: --log %s: unknown subsystem '%s' (CORE, LO, TCP, SST, ULNETD)\n", arg, subsys);
+		return -1;
+	}
+	return 0;
+}
 
 static void log_sink(int level, const char *subsys, const char *line)
 {
@@ -45,6 +70,7 @@ int main(int argc, char **argv)
 		{ "config", required_argument, NULL, 'c' },
 		{ "control", required_argument, NULL, 'C' },
 		{ "verbose", no_argument, NULL, 'v' },
+		{ "log", required_argument, NULL, 'L' },
 		{ "help", no_argument, NULL, 'h' },
 		{ "version", no_argument, NULL, 'V' },
 		{ NULL, 0, NULL, 0 },
@@ -61,6 +87,10 @@ int main(int argc, char **argv)
 		case 'c': config = optarg; break;
 		case 'C': control = optarg; break;
 		case 'v': d.verbose++; break;
+		case 'L':
+			if (log_level_arg(optarg))
+				return 2;
+			break;
 		case 'h': usage(stdout); return 0;
 		case 'V': printf("ulnetd %s (ulnet %s)\n", ULNET_VERSION, ulnet_version()); return 0;
 		default: usage(stderr); return 2;
