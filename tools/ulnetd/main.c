@@ -5,8 +5,10 @@
  * backwards. Exit status: 0 after a signal, 1 on any startup error (one line on stderr), 2 on usage. */
 #include <errno.h>
 #include <getopt.h>
+#include <poll.h>
 #include <pthread.h>
 #include <signal.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -29,6 +31,39 @@ static void usage(FILE *f)
 		"                        info, debug); the others follow -v\n"
 		"  -h, --help            this text\n"
 		"  -V, --version         print the version\n");
+}
+
+/* After SIGTERM/SIGINT the daemon closes everything in order; a command stuck waiting on the network
+ * (an RPC that never completes) or a busy node must not keep it alive: past this grace, or at a
+ * second signal, it exits at once. */
+#define ULNETD_STOP_GRACE_MS 5000
+
+static void *stop_watchdog(void *arg)
+{
+	struct pollfd p = { .fd = (int)(intptr_t)arg, .events = POLLIN };
+	int n = poll(&p, 1, ULNETD_STOP_GRACE_MS);
+
+	fprintf(stderr, "ulnetd: shutdown %s; exiting without waiting for it to finish\n",
+		n > 0 ? "interrupted by a second signal"
+		      : "still waiting after 5 s (a control command or the node is stuck)");
+	_exit(1);
+	return NULL;
+}
+
+/* Arm the watchdog; it ends the process unless main() returns first. */
+static void stop_watchdog_arm(int sigfd)
+{
+	pthread_attr_t a;
+	pthread_t th;
+	int fd = dup(sigfd); /* never closed: main() may close sigfd while the watchdog polls */
+
+	if (fd < 0)
+		fd = -1; /* poll then only times out */
+	pthread_attr_init(&a);
+	pthread_attr_setdetachstate(&a, PTHREAD_CREATE_DETACHED);
+	if (pthread_create(&th, &a, stop_watchdog, (void *)(intptr_t)fd))
+		fprintf(stderr, "ulnetd: cannot start the shutdown watchdog: %s\n", strerror(errno));
+	pthread_attr_destroy(&a);
 }
 
 static const char *const level_names[] = { "error", "warning", "info", "debug" };
@@ -172,6 +207,7 @@ int main(int argc, char **argv)
 		fprintf(stderr, "ulnetd: control: %s\n", strerror(-rc));
 	else
 		status = 0;
+	stop_watchdog_arm(sigfd);
 out_ctl:
 	ulnetd_control_fini(&d); /* joins every handler before the node goes away */
 out_node:
