@@ -287,7 +287,6 @@ int ulnet__tunables_apply(const char *subsys, const struct ulnet_tunable *table,
 
 /* lnd_registry.c */
 const struct ulnet_lnd_ops *ulnet__lnd_find(const char *name);
-int ulnet__lnd_register(const struct ulnet_lnd_ops *ops);
 extern const struct ulnet_lnd_ops ulnet__lolnd_ops;
 
 /* loop.c */

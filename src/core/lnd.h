@@ -119,6 +119,11 @@ struct ulnet_lnd_ops {
 	int (*lnd_query_peer)(struct ulnet_ni *ni, const struct ulnet_nid *nid, struct ulnet_peer_limits *out);
 };
 
+/* Make an LND that is not built into the library (a test LND, an out-of-tree one) available by its
+ * name; call it before the first NI of that type is added. 0, -EINVAL for an incomplete ops table,
+ * -EEXIST when the type is taken. */
+int ulnet__lnd_register(const struct ulnet_lnd_ops *ops);
+
 /* What an LND reads from its message. Everything else in struct ulnet_msg is the core's. */
 struct ulnet_msg_lnd_view {
 	struct ulnet_hdr hdr;
