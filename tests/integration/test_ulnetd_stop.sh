@@ -66,6 +66,8 @@ ul_wait_stat n2 recv_length $(( 4 << 20 )) # in progress: data is flowing to n2
 t0=$(ul__now_ms)
 ul_stop_node n1 TERM 8
 echo "n1 ended $(( $(ul__now_ms) - t0 )) ms after SIGTERM with a run in progress (status $UL_STATUS)" >&2
+# a clean shutdown (status 0): the run noticed the daemon stopping, the 5 s watchdog did not fire
+(( UL_STATUS == 0 )) || ul_fail "n1 exited with status $UL_STATUS after SIGTERM during a run (watchdog?)"
 wait "$run" || true
 ul_stop_node n2 TERM 8
 (( UL_STATUS == 0 )) || ul_fail "n2 (no command running) exited with status $UL_STATUS after SIGTERM"
