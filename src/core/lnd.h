@@ -9,7 +9,9 @@
  * (after io callbacks and ticks, a bounded number per turn) returns its credits, launches the
  * messages those credits unblock (lnd_send), releases the MD and delivers the event. So lnd_send is
  * never called from inside ulnet__finalize, and an LND may finalize from anywhere (its own lnd_send,
- * lnd_recv, an io callback, lnd_shutdown) without guarding against re-entry through the core.
+ * lnd_recv, an io callback, lnd_shutdown) without guarding against re-entry through the core. What an
+ * LND finalizes inside an API call (lnd_send on the caller's thread) is completed when that call
+ * ends; an LND never finalizes from a thread of its own.
  * ulnet__parse() may still call lnd_recv() and, for a GET, lnd_send() (the REPLY) before it returns. */
 #ifndef ULNET_LND_H
 #define ULNET_LND_H

@@ -61,7 +61,6 @@ static void send_ack(struct ulnet_msg *put)
 void ulnet__finalize(struct ulnet_msg *msg, int status)
 {
 	struct ulnet_node *node = msg->node;
-	bool was_idle = ulnet_list_empty(&node->done_q);
 
 	/* The message stays allocated until the completion phase, so a second finalize before then is
 	 * caught here; one after it would be a use after free in the caller (contract: exactly once). */
@@ -73,9 +72,7 @@ void ulnet__finalize(struct ulnet_msg *msg, int status)
 	msg->status = status;
 	ulnet_list_add_tail(&msg->done_link, &node->done_q);
 	node->n_done++;
-	/* an API caller (or a test) finalized: the loop thread must come round to complete it */
-	if (was_idle && !pthread_equal(pthread_self(), node->thread))
-		ulnet__loop_wake(node);
+	/* no wake here: an API call drains at its end (ulnet__unlock), the loop in its own phase */
 }
 
 /* Complete one finalized message. Whatever it launches finalizes onto done_q, not into this frame. */
