@@ -87,6 +87,9 @@ uint64_t ulnet__now_ns(void); /* CLOCK_MONOTONIC */
  * reading (and lets the loop turn) while this holds: each message parsed may allocate a reply or an
  * event, so reading on would let a peer that sends faster than we complete grow our memory. */
 bool ulnet__node_backlogged(const struct ulnet_node *node);
+/* True while lnd_send is called from the completion phase (credits came back). Many sends may follow
+ * at once: a socket LND may queue and write them together (one writev) on its next io turn. */
+bool ulnet__node_completing(const struct ulnet_node *node);
 
 /* Io watchers on the node's epoll loop. The callback runs on the loop thread with the node lock held.
  * ulnet__io_start may be called again to change @events; ulnet__io_stop is idempotent and must be

@@ -125,6 +125,9 @@ static void msg_complete(struct ulnet_msg *msg)
 
 bool ulnet__completions_run(struct ulnet_node *node, unsigned budget)
 {
+	bool was = node->completing;
+
+	node->completing = true;
 	while (budget-- > 0 && !ulnet_list_empty(&node->done_q)) {
 		struct ulnet_msg *msg = ulnet_list_first(&node->done_q, struct ulnet_msg, done_link);
 
@@ -132,7 +135,13 @@ bool ulnet__completions_run(struct ulnet_node *node, unsigned budget)
 		node->n_done--;
 		msg_complete(msg);
 	}
+	node->completing = was;
 	return !ulnet_list_empty(&node->done_q);
+}
+
+bool ulnet__node_completing(const struct ulnet_node *node)
+{
+	return node->completing;
 }
 
 bool ulnet__node_backlogged(const struct ulnet_node *node)
