@@ -6,6 +6,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 #include "event.h"
+#include "tunable.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -112,24 +113,50 @@ struct ulnet_ni_info {
 	int peer_credits, credits, peer_buffer_credits, peer_timeout;
 	int tx_credits, min_tx_credits; /* available now / lowest seen */
 	uint64_t send_count, recv_count, drop_count;
-	char lnd_tunables[512];         /* "key: value\n" lines, LND specific */
+	const struct ulnet_tunable *lnd_tunables; /* the LND's table (static); values: ulnet_ni_lnd_tunable_get */
+	size_t n_lnd_tunables;
 	char interfaces[64];            /* interface name(s), "" when none */
 };
 /* Fill @out for the NI number @idx (0 = lo). -ENOENT past the last. */
 ULNET_EXPORT int ulnet_ni_info_get(ulnet_node *node, unsigned idx, struct ulnet_ni_info *out);
+/* The value of lnd_tunables[@k] of NI @idx. -ENOENT past the last NI or key. */
+ULNET_EXPORT int ulnet_ni_lnd_tunable_get(ulnet_node *node, unsigned idx, size_t k, long *out);
 
 struct ulnet_peer_info {
 	struct ulnet_nid nid;
 	char state[16];                 /* "up", "down", "connecting" */
 	int max_tx_credits, tx_credits, min_tx_credits, tx_queued;
 	uint64_t send_count, recv_count;
+	bool ping_known;                /* a ping reply from the peer was decoded; then: */
+	uint32_t ping_features;         /* what it announced (ULNET_PING_FEAT_*, e.g. MULTI_RAIL) */
 };
 ULNET_EXPORT int ulnet_peer_info_get(ulnet_node *node, unsigned idx, struct ulnet_peer_info *out);
 
+/* What a peer's connection allows, as its LND negotiated it. */
+struct ulnet_peer_limits {
+	uint32_t max_frags;    /* fragments in one RDMA descriptor / message */
+	uint32_t queue_depth;  /* messages in flight (the peer's credits) */
+	uint32_t max_msg_size; /* largest payload in one message */
+};
+/* The limits of peer @nid. 0; -EHOSTUNREACH no NI reaches it; -EOPNOTSUPP its LND cannot say;
+ * -ENOENT the LND has no state for it (not connected yet). */
+ULNET_EXPORT int ulnet_peer_limits_get(ulnet_node *node, const struct ulnet_nid *nid, struct ulnet_peer_limits *out);
+
 /* Logging: one line per call to the sink (default: stderr). @level: 0 error, 1 warning, 2 info,
- * 3 debug. Thread-safe. */
+ * 3 debug. Thread-safe. The sink is called with no ulnet lock held, possibly from several threads at
+ * once; a sink replaced by ulnet_log_set may still finish lines it was handed just before. */
 typedef void (*ulnet_log_sink)(int level, const char *subsys, const char *line);
+/* Set the sink (NULL: stderr) and the global default level, which every subsystem without a level of
+ * its own follows. */
 ULNET_EXPORT void ulnet_log_set(ulnet_log_sink sink, int max_level);
+/* Give subsystem @subsys ("CORE", "LO", "TCP", "SST", "ULNETD", "FABRIC", "O2IB";
+ * case ignored) its own level, or -1 to
+ * follow the global default again; @subsys NULL sets the global default (-1: info). 0, -EINVAL bad
+ * level, -ENOENT unknown subsystem. */
+ULNET_EXPORT int ulnet_log_set_level(const char *subsys, int level);
+/* Rate limit per call site: at most @burst error/warning/info lines per @interval_ms (default 10 per
+ * 5000 ms); the rest are counted and reported as "suppressed N similar lines". @burst 0: no limit. */
+ULNET_EXPORT void ulnet_log_set_rate(unsigned burst, unsigned interval_ms);
 
 ULNET_EXPORT const char *ulnet_strerror(int err);
 ULNET_EXPORT const char *ulnet_version(void);

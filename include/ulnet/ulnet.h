@@ -6,4 +6,5 @@
 #include "md.h"
 #include "event.h"
 #include "node.h"
+#include "tunable.h"
 #endif

@@ -58,6 +58,8 @@ struct ulnet_libmd {
 	unsigned txn_pending;
 	struct ulnet_timer txn_timer;
 	struct ulnet_event txn_ev;   /* the last such SEND's event, the template of the timeout event */
+	void *lnd_reg;               /* an LND's registration of this memory (lnd_contract.c) */
+	struct ulnet_ni *lnd_reg_ni; /* the NI whose LND filled lnd_reg */
 };
 
 struct ulnet_me {
@@ -81,11 +83,14 @@ struct ulnet_peer {
 	uint64_t txq_bytes;          /*     peer_queue_msgs / peer_queue_bytes (peer.c) */
 	uint64_t txq_refused;        /* refused since the queue last filled (for the "drained" line) */
 	uint64_t send_count, recv_count;
+	bool ping_known;             /* a ping reply from this NID was decoded: */
+	uint32_t ping_features;      /* its pi_features */
 	/* Life cycle (peer.c): messages naming this peer; at 0 it waits on node->idle_peers (oldest
 	 * first) and is freed after ULNET_PEER_IDLE_S, or earlier when the table is full. */
 	unsigned refs;
 	uint64_t idle_since;         /* node clock */
 	struct ulnet_list idle_link;
+	int buf_credits;             /* forwarding: router buffers this peer may still hold */
 };
 
 struct ulnet_ni {
@@ -104,6 +109,7 @@ struct ulnet_ni {
 	uint32_t status;
 	bool started;
 	uint64_t send_count, recv_count, drop_count;
+	long *lnd_tun;               /* values of ops->lnd_tunables, owned */
 	void *priv;
 };
 
@@ -123,6 +129,9 @@ struct ulnet_msg {
 	bool ack_wanted;             /* rx PUT: send an ACK after the data is in */
 	bool txn;                    /* tx GET / ACK-requested PUT counted in md->txn_pending */
 	bool has_event;
+	bool rdma_reply;             /* REPLY handed to lnd_recv by ulnet__parse_rdma */
+	uint8_t fwd;                 /* forward.c: 0, or the stage of a message being forwarded */
+	struct ulnet_peer *fwd_from; /* forward.c: the peer charged for the router buffer */
 	struct ulnet_event ev;       /* prepared at match/send time, delivered at finalize */
 	struct iovec iov_store[];    /* v.iov points here */
 };
@@ -170,6 +179,10 @@ struct ulnet_node {
 	bool completing;             /* inside the completion phase (ulnet__node_completing) */
 	struct ulnet_pending_cb *cbs;
 	size_t n_cbs, cap_cbs;
+	/* forwarding (forward.c) */
+	bool forwarding;
+	unsigned fwd_bufs_free;
+	struct ulnet_list fwd_waitq; /* received messages waiting for a buffer or a peer buffer credit */
 };
 
 /* handles (md.c) */
@@ -239,6 +252,8 @@ struct ulnet_peer *ulnet__peer_find(struct ulnet_node *node, struct ulnet_ni *ni
 /* Fail every message waiting for a peer credit with -ESHUTDOWN (node teardown). */
 void ulnet__peers_fail_queues(struct ulnet_node *node);
 void ulnet__peers_free(struct ulnet_node *node);
+/* Remember what a ping reply from @nid announced, on every peer entry of that NID. Locked. */
+void ulnet__peer_note_ping(struct ulnet_node *node, const struct ulnet_nid *nid, uint32_t features);
 /* A message names @lp (ulnet__send) / no longer does (message freed). */
 void ulnet__peer_get(struct ulnet_peer *lp);
 void ulnet__peer_put(struct ulnet_node *node, struct ulnet_peer *lp);
@@ -255,9 +270,24 @@ void ulnet_node_primary_nid_locked(struct ulnet_node *node, struct ulnet_nid *ou
 int ulnet__ni_create(struct ulnet_node *node, const struct ulnet_ni_conf *conf, struct ulnet_ni **out);
 void ulnet__ni_destroy(struct ulnet_ni *ni);
 
+/* tunable.c */
+enum {
+	ULNET__NI_TUN_PEER_TIMEOUT,
+	ULNET__NI_TUN_PEER_CREDITS,
+	ULNET__NI_TUN_PEER_BUFFER_CREDITS,
+	ULNET__NI_TUN_CREDITS,
+	ULNET__NI_TUN_PEER_QUEUE_MSGS,
+	ULNET__NI_TUN_PEER_QUEUE_BYTES,
+	ULNET__NI_TUN_COUNT
+};
+extern const struct ulnet_tunable ulnet__ni_tunable_table[ULNET__NI_TUN_COUNT];
+/* Set @values[0..n) to the defaults of @table, then parse @kvs into them. 0, or -EINVAL after one log
+ * line "<subsys>: <key> '<value>': <reason>" (or naming the unknown key and the known ones). */
+int ulnet__tunables_apply(const char *subsys, const struct ulnet_tunable *table, size_t n,
+			  const struct ulnet_kv *kvs, size_t nkv, long *values);
+
 /* lnd_registry.c */
 const struct ulnet_lnd_ops *ulnet__lnd_find(const char *name);
-int ulnet__lnd_register(const struct ulnet_lnd_ops *ops);
 extern const struct ulnet_lnd_ops ulnet__lolnd_ops;
 
 /* loop.c */
@@ -282,6 +312,19 @@ int ulnet__timers_next_ms(const struct ulnet_node *node, uint64_t now, int max_m
 /* md.c: transaction timeout */
 void ulnet__md_txn_start(struct ulnet_node *node, struct ulnet_libmd *md, const struct ulnet_event *send_ev);
 void ulnet__md_txn_end(struct ulnet_node *node, struct ulnet_libmd *md);
+/* lnd_contract.c */
+/* The MD is being freed: tell the LND that registered it. */
+void ulnet__md_lnd_release(struct ulnet_libmd *md);
+/* @ni is shutting down: release every registration its LND holds, while the LND can still do so. */
+void ulnet__md_lnd_release_ni(struct ulnet_node *node, struct ulnet_ni *ni);
+
+/* forward.c */
+/* @hdr is for another node and forwarding is on: receive it into a router buffer (now or later). */
+int ulnet__forward_parse(struct ulnet_ni *ni, const struct ulnet_hdr *hdr, const struct ulnet_nid *from,
+			 void *rx_priv);
+/* ulnet__finalize of a message being forwarded. */
+void ulnet__forward_finalize(struct ulnet_msg *msg, int status);
+void ulnet__forward_free(struct ulnet_node *node);
 
 /* ping.c */
 int ulnet__ping_service_refresh(struct ulnet_node *node);

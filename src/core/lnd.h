@@ -20,11 +20,66 @@
 #include <stdint.h>
 #include <sys/uio.h>
 #include "ulnet/node.h"
+#include "ulnet/tunable.h"
 #include "hdr.h"
 #include "log.h"
 
 struct ulnet_ni;
 struct ulnet_msg;
+
+/* ---- The LND contract beyond send and receive (RDMA LNDs, routers) ----
+ *
+ * Rendezvous receive. An LND whose peers move large payloads by RDMA hands a GET that arrived as an
+ * RDMA request (o2iblnd's GET_REQ carrying the initiator's sink descriptor) to ulnet__parse_rdma
+ * instead of ulnet__parse. On a match the core builds no REPLY header and sends nothing: it calls
+ * lnd_recv once with the REPLY message (msg != NULL, ulnet__msg_is_reply() true), @iov the matched
+ * MD's source fragments and @mlen the reply length. The LND moves the data itself (RDMA write, then
+ * GET_DONE) and calls ulnet__finalize(reply, status). No match: lnd_recv(msg NULL) as for any drop,
+ * and the LND answers GET_DONE(-ENODATA).
+ *
+ * Out-of-band REPLY (the initiator's side). When an LND sends a GET as an RDMA request, it calls
+ * ulnet__create_reply_msg(ni, get) before the GET can complete; that message carries the initiator's
+ * REPLY event. When GET_DONE arrives, ulnet__set_reply_len(reply, nob) records how many bytes landed
+ * (the event's mlength and rlength) and ulnet__finalize(reply, status) delivers the event. A REPLY
+ * message that is never finalized is a leak; finalize it with an error when the GET fails.
+ *
+ * Fragments at send time. ulnet__msg_view(msg)->rdma_iov describes the memory the peer may access:
+ * a PUT's (or REPLY's) source fragments, and a GET's sink fragments (the whole MD; payload_length of
+ * a GET stays 0 and iov is empty). An LND that ships payloads inline ignores it.
+ *
+ * The MD's memory for registration. ulnet__msg_md(msg, &m) gives the fragment list of the message's
+ * MD with its form (contiguous, iovec, or kiov whose fragments never cross a node page), and a slot
+ * (*m.lnd_reg) the LND may fill with its registration. The core calls lnd_md_unlinked(ni, md memory,
+ * reg) exactly once when an MD whose slot is set is freed (unlinked, or exhausted, with no message
+ * left on it), before the event that reports it unlinked, so no registration outlives the user's
+ * memory; and for every slot an NI holds just before its lnd_shutdown. A filled slot belongs to the
+ * NI that filled it (another NI gets m.lnd_reg NULL and must register per message).
+ *
+ * Delayed and eager receive. The core may not be able to receive a message at once (the router's
+ * case: no buffer, or the sending peer used up its peer_buffer_credits). It then keeps the message
+ * and calls lnd_eager_recv(ni, rx_priv, msg, &new_priv) if the LND has it: the LND takes the payload
+ * out of its receive resources (copies it, returns the rx credit, reposts the buffer) and returns a
+ * new rx_priv that lnd_recv will be given later. Without lnd_eager_recv, the message keeps its
+ * receive resources until lnd_recv is called (the LND must then stop reading that connection).
+ * Either way lnd_recv is called exactly once, when a buffer and a credit are free.
+ *
+ * Forwarding. With forwarding on (ulnet__node_set_forwarding), a message for another node is
+ * received into a router buffer, charged to its sender's peer_buffer_credits, then sent on to the
+ * next hop with its header unchanged; the buffer and credit come back when that send completes.
+ *
+ * Peers. lnd_query_peer reports a peer's negotiated limits (ulnet_peer_limits_get for tools and the
+ * planner); -ENOENT when the LND has no state for it. ulnet__peer_down(ni, nid, status) tells the
+ * core that a peer is gone: every message still waiting for a credit to it is finalized with
+ * @status (messages the LND owns are the LND's to fail). */
+enum ulnet_frag_form { ULNET_FRAG_CONTIG, ULNET_FRAG_IOVEC, ULNET_FRAG_KIOV };
+struct ulnet_lnd_md {
+	enum ulnet_frag_form form;
+	const struct iovec *frags; /* normalised; KIOV: each within one node page */
+	unsigned nfrags;
+	uint32_t length;           /* bytes */
+	uint32_t page_size;        /* the node's page size (KIOV) */
+	void **lnd_reg;            /* the MD's registration slot (*lnd_reg NULL until filled); NULL: another NI's */
+};
 
 struct ulnet_lnd_ops {
 	uint32_t lnd_type;   /* wire LND number (ULNET_LND_SOCK, ...) */
@@ -52,9 +107,24 @@ struct ulnet_lnd_ops {
 			unsigned niov, uint32_t mlen, uint32_t rlen);
 	/* Optional: called about every 100 ms from the loop for timeouts, keepalives, reconnects. */
 	void (*lnd_tick)(struct ulnet_ni *ni, uint64_t now_ns);
-	/* Optional: "key: value\n" lines of the LND tunables for net show / export. */
-	void (*lnd_tunables_show)(struct ulnet_ni *ni, char *buf, size_t len);
+	/* The keys of `lnd tunables` (may be empty). The core parses the configuration against this table
+	 * before lnd_startup (an unknown key or a bad value fails ulnet_ni_add with a log line naming it),
+	 * the LND reads the values with ulnet__ni_lnd_tunable, and tools print them from the table. */
+	const struct ulnet_tunable *lnd_tunables;
+	size_t lnd_n_tunables;
+	/* Optional (see the contract above): release a delayed message's receive resources. 0 and
+	 * *new_priv set, or <0: keep them (the message still waits). */
+	int (*lnd_eager_recv)(struct ulnet_ni *ni, void *rx_priv, struct ulnet_msg *msg, void **new_priv);
+	/* Optional: the MD whose slot holds @reg is being freed; drop the registration now. */
+	void (*lnd_md_unlinked)(struct ulnet_ni *ni, const struct ulnet_lnd_md *md, void *reg);
+	/* Optional: the negotiated limits of peer @nid. 0, -ENOENT (no state for it). */
+	int (*lnd_query_peer)(struct ulnet_ni *ni, const struct ulnet_nid *nid, struct ulnet_peer_limits *out);
 };
+
+/* Make an LND that is not built into the library (a test LND, an out-of-tree one) available by its
+ * name; call it before the first NI of that type is added. 0, -EINVAL for an incomplete ops table,
+ * -EEXIST when the type is taken. */
+int ulnet__lnd_register(const struct ulnet_lnd_ops *ops);
 
 /* What an LND reads from its message. Everything else in struct ulnet_msg is the core's. */
 struct ulnet_msg_lnd_view {
@@ -62,6 +132,9 @@ struct ulnet_msg_lnd_view {
 	struct ulnet_process_id target; /* next hop process */
 	const struct iovec *iov;
 	unsigned niov;
+	const struct iovec *rdma_iov; /* PUT/REPLY: source fragments; GET: sink fragments (whole MD) */
+	unsigned rdma_niov;
+	uint32_t rdma_len;            /* bytes in rdma_iov */
 };
 const struct ulnet_msg_lnd_view *ulnet__msg_view(const struct ulnet_msg *msg);
 /* Complete @msg once with @status (0 or -errno). Only queues it for the loop's completion phase:
@@ -74,6 +147,23 @@ void ulnet__finalize(struct ulnet_msg *msg, int status);
  * <0 (-EPROTO): the message is bad (logged); lnd_recv is NOT called; the LND closes the connection. */
 int ulnet__parse(struct ulnet_ni *ni, const struct ulnet_hdr *hdr, const struct ulnet_nid *from, void *rx_priv);
 
+/* Rendezvous receive of a GET (see the contract above). Same return values as ulnet__parse. */
+int ulnet__parse_rdma(struct ulnet_ni *ni, const struct ulnet_hdr *hdr, const struct ulnet_nid *from,
+		      void *rx_priv);
+/* true for the REPLY message lnd_recv gets after ulnet__parse_rdma. */
+bool ulnet__msg_is_reply(const struct ulnet_msg *msg);
+/* The initiator's REPLY message for @get (a GET this LND is sending). NULL: no memory, or @get has no
+ * MD; the LND then fails the GET. */
+struct ulnet_msg *ulnet__create_reply_msg(struct ulnet_ni *ni, struct ulnet_msg *get);
+/* Bytes that arrived for @reply (capped at the MD length). */
+void ulnet__set_reply_len(struct ulnet_msg *reply, uint32_t len);
+/* The memory of @msg's MD. 0, or -ENOENT (no MD: an ACK, a drop). */
+int ulnet__msg_md(struct ulnet_msg *msg, struct ulnet_lnd_md *out);
+/* Peer @nid on @ni is gone: fail what waits for a credit to it with @status (<0). */
+void ulnet__peer_down(struct ulnet_ni *ni, const struct ulnet_nid *nid, int status);
+/* Forward messages for other nodes (tests and a future router). */
+void ulnet__node_set_forwarding(struct ulnet_node *node, bool on, unsigned buffers);
+
 /* NI accessors. */
 void *ulnet__ni_priv(struct ulnet_ni *ni);
 struct ulnet_node *ulnet__ni_node(struct ulnet_ni *ni);
@@ -81,6 +171,7 @@ const struct ulnet_nid *ulnet__ni_nid(const struct ulnet_ni *ni);
 void ulnet__ni_set_nid(struct ulnet_ni *ni, const struct ulnet_nid *nid);
 const struct ulnet_ni_conf *ulnet__ni_conf(const struct ulnet_ni *ni);
 uint32_t ulnet__ni_peer_timeout(const struct ulnet_ni *ni);
+uint32_t ulnet__ni_peer_credits(const struct ulnet_ni *ni);
 uint32_t ulnet__node_page_size(const struct ulnet_node *node);
 uint64_t ulnet__now_ns(void); /* CLOCK_MONOTONIC */
 /* True while many finalized messages wait for the completion phase. An LND reading a socket stops
@@ -105,8 +196,7 @@ struct ulnet_io {
 int ulnet__io_start(struct ulnet_node *node, struct ulnet_io *io, uint32_t events);
 void ulnet__io_stop(struct ulnet_node *node, struct ulnet_io *io);
 
-/* Numeric tunable helper: parses @value as an integer in [min, max]; logs "<subsys>: <key> <value>:
- * <reason> (allowed min..max)" on failure. 0 or -EINVAL. */
-int ulnet__kv_int(const char *subsys, const struct ulnet_kv *kv, long min, long max, long *out);
+/* The value of lnd_tunables[@k] for @ni: configured, or the table's default. */
+long ulnet__ni_lnd_tunable(const struct ulnet_ni *ni, size_t k);
 
 #endif

@@ -155,6 +155,7 @@ static bool md_exhausted(const struct ulnet_libmd *md)
 
 static void md_free(struct ulnet_node *node, struct ulnet_libmd *md)
 {
+	ulnet__md_lnd_release(md); /* no LND registration outlives the memory */
 	if (md->me) {
 		struct ulnet_me *me = md->me;
 

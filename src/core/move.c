@@ -139,6 +139,9 @@ int ulnet_put(ulnet_node *node, struct ulnet_handle mdh, enum ulnet_ack_req ack,
 	h->msg.put.ptl_index = portal;
 	h->msg.put.offset = offset;
 	msg->v.niov = ulnet__md_slice(md, 0, md->total, msg->iov_store);
+	msg->v.rdma_iov = msg->v.iov;
+	msg->v.rdma_niov = msg->v.niov;
+	msg->v.rdma_len = md->total;
 	rc = launch_op(node, msg, md, target, hdr_data);
 out:
 	ulnet__unlock(node);
@@ -169,6 +172,10 @@ int ulnet_get(ulnet_node *node, struct ulnet_handle mdh, const struct ulnet_proc
 	h->msg.get.src_offset = offset;
 	h->msg.get.sink_length = md->total;
 	msg->v.niov = 0;
+	/* the sink, for an LND that lets the target write it directly (lnd.h) */
+	msg->v.rdma_niov = ulnet__md_slice(md, 0, md->total, msg->iov_store);
+	msg->v.rdma_iov = msg->iov_store;
+	msg->v.rdma_len = md->total;
 	rc = launch_op(node, msg, md, target, 0);
 out:
 	ulnet__unlock(node);
@@ -280,7 +287,8 @@ static int parse_put(struct ulnet_ni *ni, const struct ulnet_hdr *hdr, const str
 	return 0;
 }
 
-static int parse_get(struct ulnet_ni *ni, const struct ulnet_hdr *hdr, const struct ulnet_nid *from, void *rx_priv)
+static int parse_get(struct ulnet_ni *ni, const struct ulnet_hdr *hdr, const struct ulnet_nid *from, void *rx_priv,
+		     bool rdma_req)
 {
 	struct ulnet_match m = {
 		.portal = hdr->msg.get.ptl_index,
@@ -296,6 +304,23 @@ static int parse_get(struct ulnet_ni *ni, const struct ulnet_hdr *hdr, const str
 
 	if (!reply)
 		return 0;
+	if (rdma_req) {
+		/* rendezvous: the LND moves the data itself and finalizes the REPLY (lnd.h) */
+		ni->node->stats.recv_count++;
+		memset(&reply->v.hdr, 0, sizeof(reply->v.hdr));
+		reply->v.hdr.type = ULNET_MSG_REPLY;
+		reply->v.hdr.payload_length = m.mlength;
+		reply->v.hdr.msg.reply.dst_wmd = hdr->msg.get.return_wmd;
+		reply->v.hdr.src_nid = ni->nid;
+		reply->v.hdr.src_pid = ni->node->pid;
+		reply->v.hdr.dest_nid = to.nid;
+		reply->v.hdr.dest_pid = to.pid;
+		reply->v.target = to;
+		reply->is_tx = true;
+		reply->rdma_reply = true;
+		start_recv(ni, rx_priv, reply, m.offset, m.mlength);
+		return 0;
+	}
 	/* the GET carries no payload: tell the LND it is consumed, then answer on the same NI */
 	ni->ops->lnd_recv(ni, rx_priv, NULL, NULL, 0, 0, 0);
 	ni->node->stats.recv_count++;
@@ -304,6 +329,9 @@ static int parse_get(struct ulnet_ni *ni, const struct ulnet_hdr *hdr, const str
 	reply->v.hdr.payload_length = m.mlength;
 	reply->v.hdr.msg.reply.dst_wmd = hdr->msg.get.return_wmd;
 	reply->v.niov = ulnet__md_slice(m.md, m.offset, m.mlength, reply->iov_store);
+	reply->v.rdma_iov = reply->v.iov;
+	reply->v.rdma_niov = reply->v.niov;
+	reply->v.rdma_len = m.mlength;
 	rc = ulnet__send(ni->node, reply, &to, rx_priv);
 	if (rc < 0)
 		ulnet__finalize(reply, rc);
@@ -365,7 +393,8 @@ static int parse_reply_or_ack(struct ulnet_ni *ni, const struct ulnet_hdr *hdr, 
 	return 0;
 }
 
-int ulnet__parse(struct ulnet_ni *ni, const struct ulnet_hdr *hdr, const struct ulnet_nid *from, void *rx_priv)
+static int parse(struct ulnet_ni *ni, const struct ulnet_hdr *hdr, const struct ulnet_nid *from, void *rx_priv,
+		 bool rdma_req)
 {
 	struct ulnet_node *node = ni->node;
 	char dst[ULNET_NID_STRLEN], src[ULNET_NID_STRLEN], mine[ULNET_NID_STRLEN];
@@ -377,6 +406,8 @@ int ulnet__parse(struct ulnet_ni *ni, const struct ulnet_hdr *hdr, const struct 
 			  ulnet_nid_format(from, src, sizeof(src)));
 		return -EPROTO;
 	}
+	if (!for_me && node->forwarding && ni != node->lo_ni && !rdma_req)
+		return ulnet__forward_parse(ni, hdr, from, rx_priv);
 	if (!for_me) {
 		ULNET_LOG(CORE, ERR, "%s: message from %s for %s arrived on NI %s (routing is not enabled)",
 			  ni->ops->lnd_name, ulnet_nid_format(&hdr->src_nid, src, sizeof(src)),
@@ -396,6 +427,11 @@ int ulnet__parse(struct ulnet_ni *ni, const struct ulnet_hdr *hdr, const struct 
 			  ulnet_nid_format(&hdr->src_nid, src, sizeof(src)), hdr->payload_length);
 		return -EPROTO;
 	}
+	if (rdma_req && hdr->type != ULNET_MSG_GET) {
+		ULNET_LOG(CORE, ERR, "%s: rendezvous request from %s is not a GET (type %u); closing",
+			  ni->ops->lnd_name, ulnet_nid_format(&hdr->src_nid, src, sizeof(src)), hdr->type);
+		return -EPROTO;
+	}
 	if (ni != node->lo_ni) {
 		struct ulnet_peer *lp = ulnet__peer_find(node, ni, &hdr->src_nid, false);
 
@@ -407,7 +443,7 @@ int ulnet__parse(struct ulnet_ni *ni, const struct ulnet_hdr *hdr, const struct 
 	case ULNET_MSG_PUT:
 		return parse_put(ni, hdr, from, rx_priv);
 	case ULNET_MSG_GET:
-		return parse_get(ni, hdr, from, rx_priv);
+		return parse_get(ni, hdr, from, rx_priv, rdma_req);
 	case ULNET_MSG_ACK:
 	case ULNET_MSG_REPLY:
 		return parse_reply_or_ack(ni, hdr, from, rx_priv);
@@ -416,4 +452,15 @@ int ulnet__parse(struct ulnet_ni *ni, const struct ulnet_hdr *hdr, const struct 
 			  ulnet_nid_format(&hdr->src_nid, src, sizeof(src)), hdr->type);
 		return -EPROTO;
 	}
+}
+
+int ulnet__parse(struct ulnet_ni *ni, const struct ulnet_hdr *hdr, const struct ulnet_nid *from, void *rx_priv)
+{
+	return parse(ni, hdr, from, rx_priv, false);
+}
+
+int ulnet__parse_rdma(struct ulnet_ni *ni, const struct ulnet_hdr *hdr, const struct ulnet_nid *from,
+		      void *rx_priv)
+{
+	return parse(ni, hdr, from, rx_priv, true);
 }

@@ -62,6 +62,10 @@ void ulnet__finalize(struct ulnet_msg *msg, int status)
 {
 	struct ulnet_node *node = msg->node;
 
+	if (msg->fwd) { /* forwarded: received, then sent on (forward.c) */
+		ulnet__forward_finalize(msg, status);
+		return;
+	}
 	/* The message stays allocated until the completion phase, so a second finalize before then is
 	 * caught here; one after it would be a use after free in the caller (contract: exactly once). */
 	if (msg->finalized) {

@@ -12,6 +12,7 @@ struct ulnet_node *ulnet__ni_node(struct ulnet_ni *ni) { return ni->node; }
 const struct ulnet_nid *ulnet__ni_nid(const struct ulnet_ni *ni) { return &ni->nid; }
 const struct ulnet_ni_conf *ulnet__ni_conf(const struct ulnet_ni *ni) { return &ni->conf; }
 uint32_t ulnet__ni_peer_timeout(const struct ulnet_ni *ni) { return (uint32_t)ni->peer_timeout; }
+uint32_t ulnet__ni_peer_credits(const struct ulnet_ni *ni) { return (uint32_t)ni->peer_credits; }
 uint32_t ulnet__node_page_size(const struct ulnet_node *node) { return node->page_size; }
 
 void ulnet__ni_set_nid(struct ulnet_ni *ni, const struct ulnet_nid *nid)
@@ -71,26 +72,6 @@ void ulnet_node_primary_nid(ulnet_node *node, struct ulnet_nid *out)
 	pthread_mutex_unlock(&node->lock);
 }
 
-int ulnet__kv_int(const char *subsys, const struct ulnet_kv *kv, long min, long max, long *out)
-{
-	char *end;
-	long v;
-
-	errno = 0;
-	v = kv->value ? strtol(kv->value, &end, 0) : 0;
-	if (!kv->value || end == kv->value || *end || errno) {
-		ULNET_LOG(CORE, ERR, "%s: %s '%s': not an integer (allowed %ld..%ld)", subsys, kv->key,
-			  kv->value ? kv->value : "", min, max);
-		return -EINVAL;
-	}
-	if (v < min || v > max) {
-		ULNET_LOG(CORE, ERR, "%s: %s %ld out of range (allowed %ld..%ld)", subsys, kv->key, v, min, max);
-		return -EINVAL;
-	}
-	*out = v;
-	return 0;
-}
-
 /* Copy the caller's configuration so LNDs may read it for the NI's lifetime. */
 static int conf_copy(struct ulnet_ni *ni, const struct ulnet_ni_conf *c)
 {
@@ -148,40 +129,32 @@ static int conf_copy(struct ulnet_ni *ni, const struct ulnet_ni_conf *c)
 
 static int apply_tunables(struct ulnet_ni *ni)
 {
-	for (size_t i = 0; i < ni->conf.n_tunables; i++) {
-		const struct ulnet_kv *kv = &ni->conf.tunables[i];
-		long v;
-		int rc;
+	const struct ulnet_lnd_ops *ops = ni->ops;
+	long v[ULNET__NI_TUN_COUNT];
+	char subsys[40];
+	int rc;
 
-		if (!kv->key) {
-			return -EINVAL;
-		} else if (!strcmp(kv->key, "peer_timeout")) {
-			rc = ulnet__kv_int("tunables", kv, 0, 3600, &v);
-			ni->peer_timeout = (int)v;
-		} else if (!strcmp(kv->key, "peer_credits")) {
-			rc = ulnet__kv_int("tunables", kv, 1, 255, &v);
-			ni->peer_credits = (int)v;
-		} else if (!strcmp(kv->key, "peer_buffer_credits")) {
-			rc = ulnet__kv_int("tunables", kv, 0, 65535, &v);
-			ni->peer_buffer_credits = (int)v;
-		} else if (!strcmp(kv->key, "credits")) {
-			rc = ulnet__kv_int("tunables", kv, 1, 65535, &v);
-			ni->credits = (int)v;
-		} else if (!strcmp(kv->key, "peer_queue_msgs")) {
-			rc = ulnet__kv_int("tunables", kv, 1, 1 << 24, &v);
-			ni->peer_queue_msgs = (unsigned)v;
-		} else if (!strcmp(kv->key, "peer_queue_bytes")) {
-			rc = ulnet__kv_int("tunables", kv, 1 << 20, 1L << 40, &v);
-			ni->peer_queue_bytes = (uint64_t)v;
-		} else {
-			ULNET_LOG(CORE, ERR, "tunables: unknown key '%s' (known: peer_timeout, peer_credits, "
-				  "peer_buffer_credits, credits, peer_queue_msgs, peer_queue_bytes)", kv->key);
-			return -EINVAL;
-		}
-		if (rc)
-			return rc;
-	}
-	return 0;
+	rc = ulnet__tunables_apply("tunables", ulnet__ni_tunable_table, ULNET__NI_TUN_COUNT, ni->conf.tunables,
+				   ni->conf.n_tunables, v);
+	if (rc)
+		return rc;
+	ni->peer_timeout = (int)v[ULNET__NI_TUN_PEER_TIMEOUT];
+	ni->peer_credits = (int)v[ULNET__NI_TUN_PEER_CREDITS];
+	ni->peer_buffer_credits = (int)v[ULNET__NI_TUN_PEER_BUFFER_CREDITS];
+	ni->credits = (int)v[ULNET__NI_TUN_CREDITS];
+	ni->peer_queue_msgs = (unsigned)v[ULNET__NI_TUN_PEER_QUEUE_MSGS];
+	ni->peer_queue_bytes = (uint64_t)v[ULNET__NI_TUN_PEER_QUEUE_BYTES];
+	ni->lnd_tun = calloc(ops->lnd_n_tunables ? ops->lnd_n_tunables : 1, sizeof(long));
+	if (!ni->lnd_tun)
+		return -ENOMEM;
+	snprintf(subsys, sizeof(subsys), "%s lnd tunables", ops->lnd_name);
+	return ulnet__tunables_apply(subsys, ops->lnd_tunables, ops->lnd_n_tunables, ni->conf.lnd_tunables,
+				     ni->conf.n_lnd_tunables, ni->lnd_tun);
+}
+
+long ulnet__ni_lnd_tunable(const struct ulnet_ni *ni, size_t k)
+{
+	return k < ni->ops->lnd_n_tunables ? ni->lnd_tun[k] : 0;
 }
 
 int ulnet__ni_create(struct ulnet_node *node, const struct ulnet_ni_conf *conf, struct ulnet_ni **out)
@@ -214,11 +187,6 @@ int ulnet__ni_create(struct ulnet_node *node, const struct ulnet_ni_conf *conf, 
 	ni->ops = ops;
 	ni->net = net;
 	ni->nid = ulnet_nid_any();
-	ni->peer_timeout = 180;
-	ni->peer_credits = 8;
-	ni->credits = 256;
-	ni->peer_queue_msgs = ULNET_PEER_QUEUE_MSGS_DEFAULT;
-	ni->peer_queue_bytes = ULNET_PEER_QUEUE_BYTES_DEFAULT;
 	ulnet_list_init(&ni->txq);
 	ni->status = ULNET_NI_STATUS_UP;
 	rc = conf_copy(ni, conf);
@@ -240,6 +208,7 @@ int ulnet__ni_create(struct ulnet_node *node, const struct ulnet_ni_conf *conf, 
 			rc = -ENOMEM;
 	}
 	if (rc) {
+		free(ni->lnd_tun);
 		free(ni->conf_arena);
 		free(ni);
 		return rc;
@@ -251,6 +220,7 @@ int ulnet__ni_create(struct ulnet_node *node, const struct ulnet_ni_conf *conf, 
 void ulnet__ni_destroy(struct ulnet_ni *ni)
 {
 	free(ni->priv);
+	free(ni->lnd_tun);
 	free(ni->conf_arena);
 	free(ni);
 }
@@ -329,8 +299,8 @@ int ulnet_ni_info_get(ulnet_node *node, unsigned idx, struct ulnet_ni_info *out)
 		out->send_count = ni->send_count;
 		out->recv_count = ni->recv_count;
 		out->drop_count = ni->drop_count;
-		if (ni->ops->lnd_tunables_show)
-			ni->ops->lnd_tunables_show(ni, out->lnd_tunables, sizeof(out->lnd_tunables));
+		out->lnd_tunables = ni->ops->lnd_tunables;
+		out->n_lnd_tunables = ni->ops->lnd_n_tunables;
 		for (size_t k = 0; ni->conf.interfaces && ni->conf.interfaces[k]; k++) {
 			int n = snprintf(out->interfaces + off, sizeof(out->interfaces) - off, "%s%s", k ? "," : "",
 					 ni->conf.interfaces[k]);
@@ -340,6 +310,34 @@ int ulnet_ni_info_get(ulnet_node *node, unsigned idx, struct ulnet_ni_info *out)
 		}
 		rc = 0;
 		break;
+	}
+	pthread_mutex_unlock(&node->lock);
+	return rc;
+}
+
+/* The NI number @idx (0 = lo), or NULL past the last. */
+static struct ulnet_ni *ni_at(struct ulnet_node *node, unsigned idx)
+{
+	struct ulnet_list *p;
+
+	for (p = node->nis.next; p != &node->nis; p = p->next)
+		if (idx-- == 0)
+			return ulnet_container_of(p, struct ulnet_ni, link);
+	return NULL;
+}
+
+int ulnet_ni_lnd_tunable_get(ulnet_node *node, unsigned idx, size_t k, long *out)
+{
+	struct ulnet_ni *ni;
+	int rc = -ENOENT;
+
+	if (!node || !out)
+		return -EINVAL;
+	pthread_mutex_lock(&node->lock);
+	ni = ni_at(node, idx);
+	if (ni && k < ni->ops->lnd_n_tunables) {
+		*out = ni->lnd_tun[k];
+		rc = 0;
 	}
 	pthread_mutex_unlock(&node->lock);
 	return rc;

@@ -102,6 +102,7 @@ void ulnet_node_close(ulnet_node *node)
 		bool was_started = ni->started;
 
 		ni->started = false;
+		ulnet__md_lnd_release_ni(node, ni);
 		if (was_started)
 			ni->ops->lnd_shutdown(ni);
 	}
@@ -128,6 +129,7 @@ void ulnet_node_close(ulnet_node *node)
 			node->lo_ni = NULL;
 		ulnet__ni_destroy(ni);
 	}
+	ulnet__forward_free(node);
 	ulnet__peers_free(node);
 	ulnet__md_free_all(node);
 	pthread_mutex_unlock(&node->lock);

@@ -65,6 +65,7 @@ struct ulnet_peer *ulnet__peer_find(struct ulnet_node *node, struct ulnet_ni *ni
 	lp->nid = *nid;
 	lp->ni = ni;
 	lp->max_tx_credits = lp->tx_credits = lp->min_tx_credits = ni->peer_credits;
+	lp->buf_credits = ni->peer_buffer_credits ? ni->peer_buffer_credits : ni->peer_credits;
 	ulnet_list_init(&lp->txq);
 	ulnet_list_add_tail(&lp->hash_link, h);
 	/* idle until a message names it (the caller's, at once) */
@@ -72,6 +73,20 @@ struct ulnet_peer *ulnet__peer_find(struct ulnet_node *node, struct ulnet_ni *ni
 	ulnet_list_add_tail(&lp->idle_link, &node->idle_peers);
 	node->n_peers++;
 	return lp;
+}
+
+void ulnet__peer_note_ping(struct ulnet_node *node, const struct ulnet_nid *nid, uint32_t features)
+{
+	struct ulnet_list *h = &node->peers[peer_hash(nid)], *p;
+
+	for (p = h->next; p != h; p = p->next) {
+		struct ulnet_peer *lp = ulnet_container_of(p, struct ulnet_peer, hash_link);
+
+		if (ulnet_nid_equal(&lp->nid, nid)) {
+			lp->ping_known = true;
+			lp->ping_features = features;
+		}
+	}
 }
 
 /* Forget the peers idle for ULNET_PEER_IDLE_S; re-arm for the next one due. */
@@ -291,6 +306,8 @@ int ulnet_peer_info_get(ulnet_node *node, unsigned idx, struct ulnet_peer_info *
 			out->tx_queued = (int)lp->txq_msgs;
 			out->send_count = lp->send_count;
 			out->recv_count = lp->recv_count;
+			out->ping_known = lp->ping_known;
+			out->ping_features = lp->ping_features;
 			rc = 0;
 			break;
 		}

@@ -136,6 +136,9 @@ int ulnet_ping(ulnet_node *node, const struct ulnet_process_id *target, int time
 
 				done_rc = ulnet_ping_info_unpack(buf, ev.mlength, &pi, &err);
 				if (done_rc == 0) {
+					pthread_mutex_lock(&node->lock); /* peer show reports it */
+					ulnet__peer_note_ping(node, &tgt.nid, pi.features);
+					pthread_mutex_unlock(&node->lock);
 					out->pid = pi.pid;
 					out->features = pi.features;
 					out->n_nids = pi.n_ni < ULNET_PING_MAX_NIDS ? pi.n_ni : ULNET_PING_MAX_NIDS;

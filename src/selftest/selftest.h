@@ -71,6 +71,8 @@ struct ulnet_sst_stats {
 	uint32_t brw_errors, ping_errors;
 	bool session_active;
 	struct ulnet_sst_sid sid;
+	uint32_t server_rpcs, server_waiting; /* under way; waiting for bulk memory */
+	uint64_t server_bulk_bytes;           /* bulk memory server RPCs hold now */
 	char session_name[ULNET_SST_NAME_SIZE + 1];
 };
 void ulnet__sst_stats(struct ulnet_sst *sst, struct ulnet_sst_stats *out);
@@ -120,15 +122,23 @@ struct ulnet_sst_con_stat {
 	struct ulnet_sst_stat_reply plain; /* when !ext */
 };
 
-/* Each returns 0 or -errno with one line in @why (naming the node). */
-int ulnet__sst_con_join(struct ulnet_sst_con *c, const struct ulnet_process_id *node, bool force, char *why,
-			size_t cap);
+/* Each returns 0 or -errno with one line in @why (naming the node). A node's refusal keeps its errno,
+ * except EINVAL, which becomes -ENOEXEC (the node cannot run it): -EINVAL always means the console's
+ * own arguments were bad.
+ * join: *node_feats (may be NULL) = the ulnet features the node announced (ULNET_SST_NODE_*), 0 for a
+ * kernel node. */
+int ulnet__sst_con_join(struct ulnet_sst_con *c, const struct ulnet_process_id *node, bool force,
+			uint32_t *node_feats, char *why, size_t cap);
 int ulnet__sst_con_leave(struct ulnet_sst_con *c, const struct ulnet_process_id *node, char *why, size_t cap);
 /* DEBUG: 0 = the node is in this session; -EBUSY another session (its name in @why), -ESRCH none. */
 int ulnet__sst_con_ping(struct ulnet_sst_con *c, const struct ulnet_process_id *node, char *why, size_t cap);
+/* TEST. @node_feats: what the node announced at join. Client entries of a brw test: a node without
+ * ULNET_SST_NODE_ANY_OFFSET (a kernel node) is never sent an offset it cannot survive
+ * (ulnet__sst_kernel_offset_check); callers check before sending anything, this is the last guard
+ * (-EINVAL). */
 int ulnet__sst_con_test_add(struct ulnet_sst_con *c, const struct ulnet_process_id *node, uint64_t bid,
-			    const struct ulnet_sst_con_test *t, bool is_client, const struct ulnet_process_id *dests,
-			    unsigned ndest, char *why, size_t cap);
+			    const struct ulnet_sst_con_test *t, bool is_client, uint32_t node_feats,
+			    const struct ulnet_process_id *dests, unsigned ndest, char *why, size_t cap);
 /* BATCH RUN/STOP/QUERY; *active (may be NULL) = the reply's active count. */
 int ulnet__sst_con_batch(struct ulnet_sst_con *c, const struct ulnet_process_id *node, uint64_t bid,
 			 enum ulnet_sst_batch_opc opc, uint32_t arg, uint32_t *active, char *why, size_t cap);

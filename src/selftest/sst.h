@@ -178,6 +178,19 @@ struct ulnet_sst_msg {
  * stat request: str_type = ULNET_SST_STAT_TYPE_EXT, ext_bid = batch (0: every batch). A kernel server
  * ignores str_type and answers plain counters; a ulnet server answers a STAT_REPLY whose reserved0 is
  * EXT_MAGIC, reserved1 ULNET_SST_STAT_EXT_V1, and whose body is struct ulnet_sst_stat_ext. */
+/* make session and debug replies: reserved0 = EXT_MAGIC, reserved1 = the node's ulnet features. This
+ * is how a console knows a node is ulnet: lnet_selftest rejects unknown msg_ses_feats bits (EPROTO, on
+ * both sides) but never reads the reserved words. */
+#define ULNET_SST_NODE_ANY_OFFSET 0x1u   /* brw clients take any offset and size */
+#define ULNET_SST_NODE_FEATS ULNET_SST_NODE_ANY_OFFSET
+/* test reply refused by a ulnet limit: status ENOSPC/EINVAL/ENOMEM, reserved0 = EXT_MAGIC, reserved1 =
+ * which limit (the values are the node's; a ulnet console knows them from here). */
+#define ULNET_SST_LIMIT_TESTS 1u         /* tests per session */
+#define ULNET_SST_LIMIT_TIMEOUT 2u       /* client RPC timeout */
+#define ULNET_SST_LIMIT_CLIENT_MEM 3u    /* client RPC memory, node-wide */
+#define ULNET_SST_MAX_TESTS 1024u        /* per session (lst console: 64 batches x 16 tests) */
+#define ULNET_SST_MAX_RPC_TIMEOUT_MS 3600000u
+#define ULNET_SST_MAX_CLIENT_MEM (256u << 20) /* concurrency x destinations x (size + a page), summed */
 #define ULNET_SST_STAT_TYPE_EXT 0x554c4e54u
 #define ULNET_SST_STAT_EXT_V1 1u
 #define ULNET_SST_EXT_ERR_SIZE 44u
@@ -195,6 +208,13 @@ struct ulnet_sst_stat_ext {     /* body offsets */
 };
 void ulnet__sst_stat_ext_pack(const struct ulnet_sst_stat_ext *x, uint8_t body[ULNET_SST_BODY_SIZE]);
 void ulnet__sst_stat_ext_unpack(const uint8_t body[ULNET_SST_BODY_SIZE], bool swab, struct ulnet_sst_stat_ext *x);
+
+/* brw client offsets a kernel lnet_selftest node survives (sst_offset_rule.c): offset 0, or a multiple
+ * of 8 below 4096 that adds no 4096-byte page to @size. */
+bool ulnet__sst_kernel_offset_safe(uint32_t size, uint32_t offset);
+/* 0 when safe; else -EINVAL and one line in @why: the rule, the values, and what would be accepted
+ * (e.g. "size 1048568 at offset 8"). */
+int ulnet__sst_kernel_offset_check(uint32_t size, uint32_t offset, char *why, size_t cap);
 
 /* The fixed header alone: enough to answer a request whose version or type is bad. */
 struct ulnet_sst_hdr {

@@ -75,9 +75,27 @@ bool sst__test_may_start(const struct sst_test *t, uint64_t now)
 	return true;
 }
 
+void sst__test_running(struct ulnet_sst *sst, struct sst_test *t)
+{
+	t->done = false;
+	ulnet_list_del(&t->run_link);
+	ulnet_list_add_tail(&t->run_link, &sst->running);
+}
+
+void sst__test_free(struct sst_test *t)
+{
+	ulnet_list_del(&t->run_link);
+	if (t->dests != &t->p.dest)
+		free(t->dests);
+	free(t->st.lat);
+	pthread_cond_destroy(&t->cv);
+	free(t);
+}
+
 void sst__test_maybe_done(struct ulnet_sst *sst, struct sst_test *t)
 {
 	if (t->inflight == 0 && !sst__test_may_start(t, sst__now_ns()) && !t->done) {
+		ulnet_list_del(&t->run_link);
 		t->done = true;
 		t->run_end_ns = sst__now_ns();
 		pthread_cond_broadcast(&t->cv);

@@ -30,6 +30,21 @@ static const char *errno_text(int e)
 	}
 }
 
+/* Which ulnet node limit a refused TEST hit (docs/selftest.md §6); NULL if none is named. */
+static const char *limit_text(uint32_t code)
+{
+	_Static_assert(ULNET_SST_MAX_TESTS == 1024 && ULNET_SST_MAX_RPC_TIMEOUT_MS == 3600000 &&
+			       ULNET_SST_MAX_CLIENT_MEM == 256u << 20, "the texts below name these limits");
+	switch (code) {
+	case ULNET_SST_LIMIT_TESTS: return "at most 1024 tests per session";
+	case ULNET_SST_LIMIT_TIMEOUT: return "client RPC timeout at most 3600 s";
+	case ULNET_SST_LIMIT_CLIENT_MEM:
+		return "a session's client tests may hold at most 256 MiB (concurrency x destinations x (size + "
+		       "a page)); lower --concurrency or size";
+	default: return NULL;
+	}
+}
+
 /* One request to @node; a transport failure or a non-zero reply status becomes -errno and a line. */
 static int con_call(struct ulnet_sst_con *c, const struct ulnet_process_id *node, struct ulnet_sst_msg *req,
 		    const struct ulnet_sst_id *ids, unsigned nids, struct ulnet_sst_msg *rep, uint8_t *raw,
@@ -57,9 +72,13 @@ static int con_call(struct ulnet_sst_con *c, const struct ulnet_process_id *node
 	}
 	status = rep->body.rmsn_reply.status; /* every framework reply starts with its status */
 	if (status) {
-		snprintf(why, cap, "%s: %s: %s (status %u)", nid_str(node, nid), what,
-			 status < 4096 ? errno_text((int)status) : "unknown status", status);
-		return status < 4096 ? -(int)status : -EPROTO;
+		const char *lim = rep->type == ULNET_SST_TEST_REPLY && rep->reserved0 == ULNET_SST_EXT_MAGIC
+					  ? limit_text(rep->reserved1) : NULL;
+		snprintf(why, cap, "%s: %s: %s (status %u)%s%s", nid_str(node, nid), what,
+			 status < 4096 ? errno_text((int)status) : "unknown status", status,
+			 lim ? "; ulnet node limit: " : "", lim ? lim : "");
+		/* the node's EINVAL is not a bad console argument (that is what -EINVAL means to callers) */
+		return status == EINVAL ? -ENOEXEC : status < 4096 ? -(int)status : -EPROTO;
 	}
 	return 0;
 }
@@ -70,8 +89,8 @@ static void con_msg(struct ulnet_sst_msg *m, uint32_t type)
 	m->type = type;
 }
 
-int ulnet__sst_con_join(struct ulnet_sst_con *c, const struct ulnet_process_id *node, bool force, char *why,
-			size_t cap)
+int ulnet__sst_con_join(struct ulnet_sst_con *c, const struct ulnet_process_id *node, bool force,
+			uint32_t *node_feats, char *why, size_t cap)
 {
 	struct ulnet_sst_msg req, rep;
 	char nid[ULNET_NID_STRLEN];
@@ -94,6 +113,8 @@ int ulnet__sst_con_join(struct ulnet_sst_con *c, const struct ulnet_process_id *
 			 nid_str(node, nid), rep.ses_feats, c->feats);
 		return -EPROTO;
 	}
+	if (node_feats) /* kernel nodes leave the reserved words zero */
+		*node_feats = rep.reserved0 == ULNET_SST_EXT_MAGIC ? rep.reserved1 : 0;
 	return 0;
 }
 
@@ -128,8 +149,8 @@ int ulnet__sst_con_ping(struct ulnet_sst_con *c, const struct ulnet_process_id *
 }
 
 int ulnet__sst_con_test_add(struct ulnet_sst_con *c, const struct ulnet_process_id *node, uint64_t bid,
-			    const struct ulnet_sst_con_test *t, bool is_client, const struct ulnet_process_id *dests,
-			    unsigned ndest, char *why, size_t cap)
+			    const struct ulnet_sst_con_test *t, bool is_client, uint32_t node_feats,
+			    const struct ulnet_process_id *dests, unsigned ndest, char *why, size_t cap)
 {
 	struct ulnet_sst_id ids[ULNET_SST_MAX_IDS];
 	struct ulnet_sst_msg req, rep;
@@ -140,6 +161,13 @@ int ulnet__sst_con_test_add(struct ulnet_sst_con *c, const struct ulnet_process_
 		snprintf(why, cap, "%s: add test: %u destinations, at most %u", nid_str(node, nid), ndest,
 			 ULNET_SST_MAX_IDS);
 		return -EINVAL;
+	}
+	if (is_client && t->service == ULNET_SST_SVC_BRW && !(node_feats & ULNET_SST_NODE_ANY_OFFSET)) {
+		char rule[400];
+		if (ulnet__sst_kernel_offset_check(t->size, t->offset, rule, sizeof(rule))) {
+			snprintf(why, cap, "%s: %s", nid_str(node, nid), rule);
+			return -EINVAL;
+		}
 	}
 	con_msg(&req, ULNET_SST_TEST_REQST);
 	q->sid = c->sid;

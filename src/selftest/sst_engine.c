@@ -28,9 +28,9 @@ static void dispatch(struct ulnet_sst *sst, const struct ulnet_event *ev)
 			return;
 		if (ev->type == ULNET_EVENT_PUT && !sst->stopping) {
 			uint32_t service = r->service;
-			sst__server_request(sst, r, ev);
+			bool taken = sst__server_request(sst, r, ev);
 			sst__rpc_free(sst, r);
-			if (sst__post_reqbuf(sst, service))
+			if (!taken && sst__post_reqbuf(sst, service))
 				ULNET_LOG(SST, ERR, "cannot repost a request buffer for service %u", service);
 			return;
 		}
@@ -61,16 +61,22 @@ static void tick(struct ulnet_sst *sst)
 			sst__rpc_abort(sst, r);
 		}
 	}
-	for (struct sst_test *t = sst->tests; t; t = t->next)
-		if (!t->done && (t->stopping || t->dest_gone || (t->end_ns && now >= t->end_ns)))
+	/* only running tests cost anything here: idle ones are not on sst->running.
+	 * A stop without force lets RPCs in flight finish (lnet_selftest's batch stop). */
+	struct ulnet_list *pos, *tmp;
+	ulnet_list_for_each_safe(pos, tmp, &sst->running) {
+		struct sst_test *t = ulnet_container_of(pos, struct sst_test, run_link);
+		if (t->inflight && (t->abort || t->dest_gone))
 			for (r = sst->active; r; r = r->anext)
-				if (r->test == t && !r->aborting && (t->stopping || t->dest_gone)) {
+				if (r->test == t && !r->aborting) {
 					r->err = t->dest_gone ? ERR_PEER_GONE : ERR_CANCELLED;
 					sst__rpc_abort(sst, r);
 				}
-	for (struct sst_test *t = sst->tests; t; t = t->next)
 		sst__test_maybe_done(sst, t);
-	sst__tests_reap(sst);
+	}
+	if (sst->zombies)
+		sst__tests_reap(sst);
+	sst__server_expire(sst, now);
 	if (sst->have_session && now - sst->ses_last_ns > (uint64_t)SST_SESSION_TIMEOUT * 1000000000u) {
 		ULNET_LOG(SST, WARN, "selftest session '%s' expired", sst->ses_name);
 		sst__session_end(sst);
@@ -91,6 +97,8 @@ static void *sst_thread(void *arg)
 		pthread_mutex_lock(&sst->lock);
 		if (got == 1)
 			dispatch(sst, &ev);
+		if (!sst->stopping)
+			sst__server_kick(sst);
 		if (now - last_tick >= 10000000u) {
 			tick(sst);
 			last_tick = now;
@@ -123,6 +131,13 @@ int ulnet__sst_start(ulnet_node *node, struct ulnet_sst **out)
 	/* test hook: make this node look like a kernel lnet_selftest node to a ulnet console */
 	sst->plain_stats = getenv("ULNET_SST_PLAIN_STATS") != NULL;
 	sst->next_bits = (uint64_t)time(NULL) << 48;
+	ulnet_list_init(&sst->srv_rpcs);
+	ulnet_list_init(&sst->running);
+	ulnet_list_init(&sst->srv_waiting);
+	sst->srv_bulk_max = SST_SERVER_BULK_MAX;
+	sst->srv_timeout_ms = SST_SERVER_TIMEOUT_MS;
+	if (getenv("ULNET_SST_SERVER_TIMEOUT_MS")) /* test hook */
+		sst->srv_timeout_ms = (uint32_t)strtoul(getenv("ULNET_SST_SERVER_TIMEOUT_MS"), NULL, 10);
 	pthread_mutex_init(&sst->lock, NULL);
 	pthread_cond_init(&sst->con_cv, NULL);
 	rc = ulnet_eq_create(&sst->eq);
@@ -154,8 +169,10 @@ void ulnet__sst_stop(struct ulnet_sst *sst)
 		return;
 	pthread_mutex_lock(&sst->lock);
 	sst->stopping = true;
+	while (!ulnet_list_empty(&sst->srv_waiting)) /* no MD yet: nothing to wait for */
+		sst__rpc_free(sst, ulnet_list_first(&sst->srv_waiting, struct sst_rpc, slink));
 	for (struct sst_test *t = sst->tests; t; t = t->next)
-		t->stopping = true;
+		t->stopping = t->abort = true;
 	for (int i = 0; i < SST_HASH; i++)
 		for (struct sst_rpc *r = sst->hash[i]; r; r = r->hnext)
 			sst__rpc_abort(sst, r);
@@ -176,10 +193,7 @@ void ulnet__sst_stop(struct ulnet_sst *sst)
 	while (sst->tests) {
 		struct sst_test *t = sst->tests;
 		sst->tests = t->next;
-		free(t->dests);
-		free(t->st.lat);
-		pthread_cond_destroy(&t->cv);
-		free(t);
+		sst__test_free(t);
 	}
 	(void)ulnet_eq_destroy(sst->eq);
 	pthread_cond_destroy(&sst->con_cv);
@@ -203,6 +217,9 @@ void ulnet__sst_stats(struct ulnet_sst *sst, struct ulnet_sst_stats *out)
 	out->brw_errors = sst->brw_errors;
 	out->ping_errors = sst->ping_errors;
 	out->session_active = sst->have_session;
+	out->server_rpcs = sst->srv_nrpcs;
+	out->server_waiting = sst->srv_nwaiting;
+	out->server_bulk_bytes = sst->srv_bulk_bytes;
 	out->sid = sst__cur_sid(sst);
 	memcpy(out->session_name, sst->ses_name, sizeof(out->session_name));
 	pthread_mutex_unlock(&sst->lock);

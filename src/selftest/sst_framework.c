@@ -8,6 +8,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "log.h"
+
 static bool sid_eq(struct ulnet_sst_sid a, struct ulnet_sst_sid b)
 {
 	return a.nid == b.nid && a.stamp == b.stamp;
@@ -18,13 +20,16 @@ struct ulnet_sst_sid sst__cur_sid(const struct ulnet_sst *sst)
 	return sst->have_session ? sst->sid : ULNET_SST_SID_NONE;
 }
 
-static void tests_stop(struct ulnet_sst *sst, uint64_t batch, bool all)
+/* Stop launching RPCs for batch @batch (@all: every batch). As lnet_selftest: RPCs in flight finish
+ * (their server's bulk and reply still find our MDs) unless @force, which aborts them. */
+static void tests_stop(struct ulnet_sst *sst, uint64_t batch, bool all, bool force)
 {
 	for (struct sst_test *t = sst->tests; t; t = t->next) {
 		if (!t->framework || (!all && t->batch_id != batch))
 			continue;
 		t->stopping = true;
-		for (struct sst_rpc *r = sst->active; r; r = r->anext)
+		t->abort |= force;
+		for (struct sst_rpc *r = sst->active; force && r; r = r->anext)
 			if (r->test == t && !r->aborting) {
 				r->err = ERR_CANCELLED;
 				sst__rpc_abort(sst, r);
@@ -35,10 +40,15 @@ static void tests_stop(struct ulnet_sst *sst, uint64_t batch, bool all)
 
 void sst__session_end(struct ulnet_sst *sst)
 {
-	tests_stop(sst, 0, true);
+	tests_stop(sst, 0, true, true);
 	for (struct sst_test *t = sst->tests; t; t = t->next)
-		t->zombie |= t->framework;
+		if (t->framework && !t->zombie) {
+			t->zombie = true;
+			sst->zombies++;
+		}
 	sst->have_session = false;
+	sst->ses_ntests = 0;
+	sst->fw_client_mem = 0;
 }
 
 /* Free the tests of ended sessions once no RPC refers to them. */
@@ -51,10 +61,8 @@ void sst__tests_reap(struct ulnet_sst *sst)
 			continue;
 		}
 		*pp = t->next;
-		free(t->dests);
-		free(t->st.lat);
-		pthread_cond_destroy(&t->cv);
-		free(t);
+		sst->zombies--;
+		sst__test_free(t);
 	}
 }
 
@@ -115,6 +123,54 @@ static void stat_ext_fill(struct ulnet_sst *sst, uint64_t bid, struct ulnet_sst_
 	free(all);
 	if (start)
 		x->elapsed_ms = (uint32_t)(((x->active || !end ? now : end) - start) / 1000000u);
+}
+
+/* Worst-case memory of a client test: every unit's RPC in flight with its bulk buffer. */
+static uint64_t client_test_mem(const struct ulnet_sst *sst, const struct ulnet_sst_msg *in)
+{
+	const struct ulnet_sst_test_reqst *q = &in->body.tes_reqst;
+	uint64_t per = sizeof(struct sst_rpc), len;
+
+	if (q->service == ULNET_SST_SVC_BRW) {
+		len = in->ses_feats & ULNET_SST_FEAT_BULK_LEN ? q->u.bulk_v1.len : (uint64_t)q->u.bulk_v0.npg * sst->page;
+		per += len + sst->page;
+	}
+	return per * q->concur * q->ndest;
+}
+
+/* The limits a remote console may not pass (docs/selftest.md §6): true when @r's TEST request is
+ * refused; its reply says which limit (ulnet extension) and the node logs one line. */
+static bool test_over_limit(struct ulnet_sst *sst, struct sst_rpc *r)
+{
+	const struct ulnet_sst_test_reqst *q = &r->in.body.tes_reqst;
+	struct ulnet_sst_msg *out = &r->out;
+	char peer[ULNET_NID_STRLEN];
+	uint64_t mem = q->is_client ? client_test_mem(sst, &r->in) : 0;
+	uint32_t timeout = r->in.reserved0 == ULNET_SST_EXT_MAGIC ? r->in.reserved1 : 0;
+
+	ulnet_nid_format(&r->peer.nid, peer, sizeof(peer));
+	if (sst->ses_ntests >= ULNET_SST_MAX_TESTS) {
+		out->body.tes_reply.status = ENOSPC;
+		out->reserved1 = ULNET_SST_LIMIT_TESTS;
+		ULNET_LOG(SST, WARN, "selftest TEST from %s refused: session '%s' has %u tests, the limit "
+			  "(ULNET_SST_MAX_TESTS)", peer, sst->ses_name, sst->ses_ntests);
+	} else if (q->is_client && timeout > ULNET_SST_MAX_RPC_TIMEOUT_MS) {
+		out->body.tes_reply.status = EINVAL;
+		out->reserved1 = ULNET_SST_LIMIT_TIMEOUT;
+		ULNET_LOG(SST, WARN, "selftest TEST from %s refused: RPC timeout %u ms, limit %u ms "
+			  "(ULNET_SST_MAX_RPC_TIMEOUT_MS)", peer, timeout, ULNET_SST_MAX_RPC_TIMEOUT_MS);
+	} else if (mem > ULNET_SST_MAX_CLIENT_MEM - sst->fw_client_mem) {
+		out->body.tes_reply.status = ENOMEM;
+		out->reserved1 = ULNET_SST_LIMIT_CLIENT_MEM;
+		ULNET_LOG(SST, WARN, "selftest TEST from %s refused: client test needs up to %llu bytes "
+			  "(concurrency %u x %u destinations), %llu of %u already taken by the session's tests "
+			  "(ULNET_SST_MAX_CLIENT_MEM)", peer, (unsigned long long)mem, q->concur, q->ndest,
+			  (unsigned long long)sst->fw_client_mem, ULNET_SST_MAX_CLIENT_MEM);
+	} else {
+		return false;
+	}
+	out->reserved0 = ULNET_SST_EXT_MAGIC;
+	return true;
 }
 
 void sst__fw_handle(struct ulnet_sst *sst, struct sst_rpc *r)
@@ -237,7 +293,8 @@ void sst__fw_handle(struct ulnet_sst *sst, struct sst_rpc *r)
 				if (!t->framework || t->zombie || t->batch_id != q->bid || !t->is_client ||
 				    (t->inflight && !t->done))
 					continue;
-				t->done = t->stopping = t->dest_gone = false;
+				sst__test_running(sst, t);
+				t->stopping = t->abort = t->dest_gone = false;
 				t->started = t->finished = 0;
 				free(t->st.lat);
 				memset(&t->st, 0, sizeof(t->st));
@@ -248,7 +305,7 @@ void sst__fw_handle(struct ulnet_sst *sst, struct sst_rpc *r)
 					sst__client_launch(sst, t);
 			}
 		} else if (q->opc == ULNET_SST_BATCH_STOP) {
-			tests_stop(sst, q->bid, false);
+			tests_stop(sst, q->bid, false, q->arg != 0); /* bar_arg: force */
 		} else if (q->opc == ULNET_SST_BATCH_QUERY) {
 			unsigned idx = 0;
 			for (struct sst_test *t = sst->tests; t; t = t->next) {
@@ -276,6 +333,8 @@ void sst__fw_handle(struct ulnet_sst *sst, struct sst_rpc *r)
 			out->body.tes_reply.status = ENOENT;
 			break;
 		}
+		if (test_over_limit(sst, r))
+			break;
 		if (q->is_client) {
 			/* fetch the destination list from the console's bulk buffer */
 			uint32_t len = q->ndest * ULNET_SST_ID_SIZE;
@@ -301,6 +360,10 @@ void sst__fw_handle(struct ulnet_sst *sst, struct sst_rpc *r)
 	}
 reply:
 	out->ses_feats = feats;
+	if (in->type == ULNET_SST_MKSN_REQST || in->type == ULNET_SST_DEBUG_REQST) {
+		out->reserved0 = ULNET_SST_EXT_MAGIC; /* "this node is ulnet" (docs/selftest.md §6) */
+		out->reserved1 = ULNET_SST_NODE_FEATS;
+	}
 	sst__server_send_reply(sst, r);
 }
 
@@ -323,6 +386,7 @@ void sst__fw_test_add_ids(struct ulnet_sst *sst, struct sst_rpc *r)
 		sst__server_send_reply(sst, r);
 		return;
 	}
+	ulnet_list_init(&t->run_link);
 	t->framework = true;
 	t->is_client = q->is_client;
 	t->batch_id = q->bid;
@@ -367,7 +431,16 @@ void sst__fw_test_add_ids(struct ulnet_sst *sst, struct sst_rpc *r)
 			return;
 		}
 		t->p.duration_ms = 0;
+		t->client_mem = client_test_mem(sst, &r->in);
 	}
+	if (!sst->have_session || !sid_eq(q->sid, sst->sid)) { /* the session ended while the ids came */
+		sst__test_free(t);
+		r->out.body.tes_reply.status = ENOENT;
+		sst__server_send_reply(sst, r);
+		return;
+	}
+	sst->ses_ntests++;
+	sst->fw_client_mem += t->client_mem;
 	t->next = sst->tests;
 	sst->tests = t;
 	sst__server_send_reply(sst, r);

@@ -25,6 +25,7 @@
 #include <stdint.h>
 #include <time.h>
 
+#include "list.h"
 #include "selftest.h"
 
 enum { SLOT_REQ = 0, SLOT_RPY = 1, SLOT_BULK = 2, NSLOTS = 3 };
@@ -36,6 +37,13 @@ enum sst_err { ERR_NONE = 0, ERR_TIMEOUT, ERR_MISMATCH, ERR_REFUSED, ERR_PEER_GO
 #define SST_SESSION_TIMEOUT 100
 #define SST_MAX_LAT_SAMPLES (4u << 20)
 #define SST_EXT_MAGIC ULNET_SST_EXT_MAGIC
+/* Server RPCs: at most one per posted request buffer (a buffer is reposted when its RPC is freed, as
+ * lnet_selftest does), their brw bulk memory node-wide at most SST_SERVER_BULK_MAX (requests beyond
+ * wait, holding only their buffer), and each ends within SST_SERVER_TIMEOUT_MS (env
+ * ULNET_SST_SERVER_TIMEOUT_MS overrides: test hook). */
+#define SST_SERVER_BULK_MAX (32u << 20)
+#define SST_SERVER_TIMEOUT_MS 64000u
+#define SST_SVC_SLOTS (ULNET_SST_SVC_MAX + 1)
 
 struct sst_test;
 
@@ -72,6 +80,11 @@ struct sst_rpc {
 	struct ulnet_sst_stat_ext ext;
 	/* console */
 	bool done;                        /* every MD final */
+	/* server */
+	struct ulnet_list slink;          /* on sst->srv_rpcs, or sst->srv_waiting */
+	bool holds_reqbuf;                /* took a request buffer: repost one when freed */
+	bool waiting;                     /* on srv_waiting */
+	uint32_t srv_bulk;                /* bytes counted in sst->srv_bulk_bytes */
 };
 
 struct sst_stats {
@@ -96,6 +109,7 @@ struct sst_test {
 	uint64_t end_ns;
 	uint32_t inflight;
 	bool stopping, done, dest_gone, framework;
+	bool abort;                       /* stopping with force: in-flight RPCs are aborted too */
 	uint32_t corrupt_left;
 	uint32_t ping_seq;
 	struct sst_stats st;
@@ -104,6 +118,8 @@ struct sst_test {
 	bool is_client;
 	uint64_t run_start_ns, run_end_ns; /* framework tests: last RUN, and when it ended */
 	bool zombie;                      /* framework test of an ended session: freed once idle */
+	struct ulnet_list run_link;       /* on sst->running while not done */
+	uint64_t client_mem;              /* framework client test: bytes counted in sst->fw_client_mem */
 };
 
 struct ulnet_sst {
@@ -118,6 +134,10 @@ struct ulnet_sst {
 	struct sst_rpc *hash[SST_HASH];
 	struct sst_rpc *active;           /* client RPCs */
 	struct sst_test *tests;
+	struct ulnet_list running;        /* tests not done: all the tick looks at */
+	unsigned zombies;                 /* tests waiting to be reaped */
+	unsigned ses_ntests;              /* framework tests of the current session */
+	uint64_t fw_client_mem;           /* worst-case memory of the session's client tests */
 	uint32_t inject_left, inject_at;
 	struct ulnet_sst_rpc_counters cnt;
 	/* framework */
@@ -128,6 +148,14 @@ struct ulnet_sst {
 	uint64_t ses_started_ns, ses_last_ns;
 	uint32_t brw_errors, ping_errors;
 	pthread_cond_t con_cv;            /* console RPCs: broadcast when one completes */
+	/* server RPC bounds */
+	struct ulnet_list srv_rpcs;       /* server RPCs under way */
+	struct ulnet_list srv_waiting;    /* brw requests waiting for bulk memory, oldest first */
+	uint64_t srv_bulk_bytes, srv_bulk_max;
+	uint32_t srv_timeout_ms;
+	unsigned reqbuf_owed[SST_SVC_SLOTS]; /* request buffers to repost (their RPC ended) */
+	bool reqbuf_warned;               /* a repost failed; logged once until one succeeds */
+	unsigned srv_nrpcs, srv_nwaiting;
 	bool plain_stats;                 /* test hook: answer stats as lnet_selftest (no extension) */
 };
 
@@ -160,6 +188,9 @@ int sst__post_reqbuf(struct ulnet_sst *sst, uint32_t service);
 
 /* ---- sst_client.c ---- */
 bool sst__test_may_start(const struct sst_test *t, uint64_t now);
+/* @t runs (again): the tick watches it until it is done. */
+void sst__test_running(struct ulnet_sst *sst, struct sst_test *t);
+void sst__test_free(struct sst_test *t);
 void sst__test_maybe_done(struct ulnet_sst *sst, struct sst_test *t);
 void sst__client_launch(struct ulnet_sst *sst, struct sst_test *t);
 void sst__client_event(struct ulnet_sst *sst, struct sst_rpc *r, int slot, const struct ulnet_event *ev);
@@ -167,7 +198,13 @@ void sst__client_event(struct ulnet_sst *sst, struct sst_rpc *r, int slot, const
 /* ---- sst_server.c ---- */
 void sst__server_send_reply(struct ulnet_sst *sst, struct sst_rpc *r);
 void sst__server_event(struct ulnet_sst *sst, struct sst_rpc *r, int slot, const struct ulnet_event *ev);
-void sst__server_request(struct ulnet_sst *sst, struct sst_rpc *buf, const struct ulnet_event *ev);
+/* A request arrived in @buf: true when a server RPC took it over (the buffer is reposted when that
+ * RPC is freed), false when it was dropped (repost now). */
+bool sst__server_request(struct ulnet_sst *sst, struct sst_rpc *buf, const struct ulnet_event *ev);
+/* Engine loop: start waiting brw requests that fit, repost owed request buffers. */
+void sst__server_kick(struct ulnet_sst *sst);
+/* Tick: expire server RPCs past their deadline. */
+void sst__server_expire(struct ulnet_sst *sst, uint64_t now);
 
 /* ---- sst_framework.c ---- */
 struct ulnet_sst_sid sst__cur_sid(const struct ulnet_sst *sst);

@@ -61,6 +61,9 @@ struct sst_rpc *sst__rpc_new(struct ulnet_sst *sst, enum sst_role role)
 		return NULL;
 	r->id = ++sst->next_id;
 	r->role = role;
+	ulnet_list_init(&r->slink);
+	if (role == ROLE_SERVER)
+		sst->srv_nrpcs++;
 	for (int i = 0; i < NSLOTS; i++)
 		r->mdh[i] = ULNET_HANDLE_NONE;
 	r->hnext = sst->hash[r->id % SST_HASH];
@@ -98,6 +101,14 @@ void sst__rpc_free(struct ulnet_sst *sst, struct sst_rpc *r)
 	if (*pp)
 		*pp = r->hnext;
 	active_del(sst, r);
+	ulnet_list_del(&r->slink);
+	if (r->role == ROLE_SERVER) {
+		sst->srv_nrpcs--;
+		sst->srv_bulk_bytes -= r->srv_bulk;
+		sst->srv_nwaiting -= r->waiting;
+		if (r->holds_reqbuf && r->service < SST_SVC_SLOTS)
+			sst->reqbuf_owed[r->service]++; /* reposted by sst__server_kick() */
+	}
 	buf_put(r->buf);
 	free(r->kiov);
 	free(r);

@@ -77,6 +77,7 @@ int ulnet__sst_run(struct ulnet_sst *sst, const struct ulnet_sst_params *p, stru
 		free(t);
 		return -ENOMEM;
 	}
+	ulnet_list_init(&t->run_link);
 	t->p = *p;
 	if (!t->p.dest.pid)
 		t->p.dest.pid = ULNET_PID_LUSTRE;
@@ -96,6 +97,7 @@ int ulnet__sst_run(struct ulnet_sst *sst, const struct ulnet_sst_params *p, stru
 	}
 	t->next = sst->tests;
 	sst->tests = t;
+	sst__test_running(sst, t);
 	t0 = sst__now_ns();
 	t->end_ns = p->duration_ms ? t0 + (uint64_t)p->duration_ms * 1000000u : 0;
 	next_progress = t0 + 1000000000u;
@@ -119,7 +121,7 @@ int ulnet__sst_run(struct ulnet_sst *sst, const struct ulnet_sst_params *p, stru
 			int stop = p->progress(p->progress_arg, &so_far);
 			pthread_mutex_lock(&sst->lock);
 			if (stop)
-				t->stopping = true;
+				t->stopping = t->abort = true; /* the caller gave up: do not wait */
 		}
 	}
 	fill_result(t, t0, res, true);
@@ -138,8 +140,6 @@ int ulnet__sst_run(struct ulnet_sst *sst, const struct ulnet_sst_params *p, stru
 		return rc;
 	}
 	pthread_mutex_unlock(&sst->lock);
-	free(t->st.lat);
-	pthread_cond_destroy(&t->cv);
-	free(t);
+	sst__test_free(t);
 	return 0;
 }

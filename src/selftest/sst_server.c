@@ -25,6 +25,18 @@ void sst__server_send_reply(struct ulnet_sst *sst, struct sst_rpc *r)
 	}
 }
 
+/* Bulk bytes a brw request of @len needs on this node (whole local pages, offset 0). */
+static uint32_t brw_bulk_need(const struct ulnet_sst *sst, uint32_t len)
+{
+	return (uint32_t)(((uint64_t)len + sst->page - 1) / sst->page * sst->page);
+}
+
+/* Does a new server bulk of @need bytes fit the node-wide bound? (One always fits when none is out.) */
+static bool bulk_fits(const struct ulnet_sst *sst, uint32_t need)
+{
+	return sst->srv_bulk_bytes == 0 || sst->srv_bulk_bytes + need <= sst->srv_bulk_max;
+}
+
 static void server_brw_start(struct ulnet_sst *sst, struct sst_rpc *r)
 {
 	const struct ulnet_sst_brw_reqst *q = &r->in.body.brw_reqst;
@@ -53,10 +65,20 @@ static void server_brw_start(struct ulnet_sst *sst, struct sst_rpc *r)
 		*status = EINVAL;
 		goto reply;
 	}
+	if (!bulk_fits(sst, brw_bulk_need(sst, q->len))) {
+		/* wait for bulk memory, holding only the request buffer (sst__server_kick) */
+		ulnet_list_del(&r->slink);
+		ulnet_list_add_tail(&r->slink, &sst->srv_waiting);
+		r->waiting = true;
+		sst->srv_nwaiting++;
+		return;
+	}
 	if (sst__rpc_alloc_bulk(sst, r, 0, q->len)) {
 		*status = ENOMEM;
 		goto reply;
 	}
+	r->srv_bulk = brw_bulk_need(sst, q->len);
+	sst->srv_bulk_bytes += r->srv_bulk;
 	if (q->flags == ULNET_SST_CHECK_SIMPLE || q->flags == ULNET_SST_CHECK_FULL)
 		ulnet__sst_brw_fill(r->buf, q->len, 0, write ? ULNET_SST_BRW_POISON : ULNET_SST_BRW_MAGIC);
 	if (!write && sst->inject_left) {
@@ -115,6 +137,11 @@ void sst__server_event(struct ulnet_sst *sst, struct sst_rpc *r, int slot, const
 	r->live &= ~(1u << slot);
 	if (ev->type == ULNET_EVENT_UNLINK && !r->status[slot])
 		r->status[slot] = -EINTR;
+	if (r->aborting) { /* expired (or the engine stops): no reply */
+		if (!r->live)
+			sst__rpc_free(sst, r);
+		return;
+	}
 	if (slot == SLOT_BULK) {
 		if (sst->stopping) {
 			if (!r->live)
@@ -133,7 +160,61 @@ void sst__server_event(struct ulnet_sst *sst, struct sst_rpc *r, int slot, const
 		sst__rpc_free(sst, r);
 }
 
-void sst__server_request(struct ulnet_sst *sst, struct sst_rpc *buf, const struct ulnet_event *ev)
+void sst__server_kick(struct ulnet_sst *sst)
+{
+	while (!ulnet_list_empty(&sst->srv_waiting)) {
+		struct sst_rpc *r = ulnet_list_first(&sst->srv_waiting, struct sst_rpc, slink);
+		if (!bulk_fits(sst, brw_bulk_need(sst, r->in.body.brw_reqst.len)))
+			break; /* oldest first */
+		ulnet_list_del(&r->slink);
+		ulnet_list_add_tail(&r->slink, &sst->srv_rpcs);
+		r->waiting = false;
+		sst->srv_nwaiting--;
+		server_brw_start(sst, r);
+	}
+	for (uint32_t s = 0; s < SST_SVC_SLOTS; s++)
+		for (; sst->reqbuf_owed[s]; sst->reqbuf_owed[s]--) {
+			int rc = sst__post_reqbuf(sst, s);
+			if (rc) { /* retried on the next engine loop */
+				if (!sst->reqbuf_warned)
+					ULNET_LOG(SST, ERR, "cannot repost a request buffer for service %u (%u owed): %s; "
+						  "retrying", s, sst->reqbuf_owed[s], ulnet_strerror(rc));
+				sst->reqbuf_warned = true;
+				break;
+			}
+			sst->reqbuf_warned = false;
+		}
+}
+
+void sst__server_expire(struct ulnet_sst *sst, uint64_t now)
+{
+	struct ulnet_list *pos, *tmp;
+	unsigned n = 0;
+
+	ulnet_list_for_each_safe(pos, tmp, &sst->srv_waiting) {
+		struct sst_rpc *r = ulnet_container_of(pos, struct sst_rpc, slink);
+		if (now < r->deadline_ns)
+			break; /* oldest first */
+		n++;
+		sst__rpc_free(sst, r);
+	}
+	ulnet_list_for_each_safe(pos, tmp, &sst->srv_rpcs) {
+		struct sst_rpc *r = ulnet_container_of(pos, struct sst_rpc, slink);
+		if (r->aborting || now < r->deadline_ns)
+			continue;
+		n++;
+		sst__rpc_abort(sst, r); /* its memory goes with the MDs' final events */
+		if (!r->live)
+			sst__rpc_free(sst, r);
+	}
+	if (n) {
+		sst->cnt.rpcs_expired += n;
+		ULNET_LOG(SST, WARN, "%u selftest server RPC(s) not done within %u ms (the peer did not take the "
+			  "bulk or reply, or bulk memory was short): aborted", n, sst->srv_timeout_ms);
+	}
+}
+
+bool sst__server_request(struct ulnet_sst *sst, struct sst_rpc *buf, const struct ulnet_event *ev)
 {
 	struct ulnet_wire_err werr = { 0 };
 	struct ulnet_sst_hdr h;
@@ -149,14 +230,17 @@ void sst__server_request(struct ulnet_sst *sst, struct sst_rpc *buf, const struc
 			  peer, buf->service, ev->status, ev->mlength, werr.field ? ", bad " : "",
 			  werr.field ? werr.field : "");
 		sst->cnt.rpcs_dropped++;
-		return;
+		return false;
 	}
 	sst->cnt.rpcs_rcvd++;
 	r = sst__rpc_new(sst, ROLE_SERVER);
 	if (!r) {
 		sst->cnt.rpcs_dropped++;
-		return;
+		return false;
 	}
+	r->holds_reqbuf = true;
+	r->deadline_ns = sst__now_ns() + (uint64_t)sst->srv_timeout_ms * 1000000u;
+	ulnet_list_add_tail(&r->slink, &sst->srv_rpcs);
 	r->service = buf->service;
 	r->peer = ev->initiator;
 	memcpy(r->req, buf->req, sizeof(r->req));
@@ -168,12 +252,12 @@ void sst__server_request(struct ulnet_sst *sst, struct sst_rpc *buf, const struc
 			r->in.body.brw_reqst.rpyid = ulnet_get_ho64(r->req + ULNET_SST_HDR_SIZE, h.swab);
 			r->out.body.brw_reply.status = EPROTO;
 			sst__server_send_reply(sst, r);
-			return;
+			return true;
 		}
 		ULNET_LOG(SST, WARN, "%s: dropping selftest request: bad %s", peer, werr.field);
 		sst->cnt.rpcs_dropped++;
 		sst__rpc_free(sst, r);
-		return;
+		return true;
 	}
 	switch (buf->service) {
 	case ULNET_SST_SVC_BRW:
@@ -183,7 +267,7 @@ void sst__server_request(struct ulnet_sst *sst, struct sst_rpc *buf, const struc
 		if (r->in.body.ping_reqst.magic != ULNET_SST_PING_MAGIC) {
 			ULNET_LOG(SST, WARN, "%s: dropping ping with magic %#x", peer, r->in.body.ping_reqst.magic);
 			sst__rpc_free(sst, r);
-			return;
+			return true;
 		}
 		r->out.body.ping_reply.seq = r->in.body.ping_reqst.seq;
 		r->out.body.ping_reply.magic = ULNET_SST_PING_MAGIC;
@@ -198,4 +282,5 @@ void sst__server_request(struct ulnet_sst *sst, struct sst_rpc *buf, const struc
 		sst__fw_handle(sst, r);
 		break;
 	}
+	return true;
 }

@@ -35,7 +35,7 @@ net:
 EOF
 
 ul_step "unknown keys"
-expect_bad 1 "/node\\.yaml:8: unknown key 'peer_credit' in tunables$" <<'EOF'
+expect_bad 1 "/node\\.yaml:8: unknown key 'peer_credit' in tunables \\(known: peer_timeout, peer_credits, peer_buffer_credits, credits, peer_queue_msgs, peer_queue_bytes\\)$" <<'EOF'
 node:
     pid: 12345
 net:
@@ -44,6 +44,39 @@ net:
         - nid: 127.0.0.2@tcp
           tunables:
               peer_credit: 8
+EOF
+ul_step "lnd tunables checked against the LND's table"
+expect_bad 1 "/node\\.yaml:6: unknown key 'conns_per_peers' in lnd tunables \\(known: accept_port, accept, .*nonblk_zcack\\)$" <<'EOF'
+net:
+    - net type: tcp
+      local NI(s):
+        - nid: 127.0.0.2@tcp
+          lnd tunables:
+              conns_per_peers: 2
+EOF
+expect_bad 1 "/node\\.yaml:6: 'conns_per_peer' out of range \\[1, 16\\]: 17$" <<'EOF'
+net:
+    - net type: tcp
+      local NI(s):
+        - nid: 127.0.0.2@tcp
+          lnd tunables:
+              conns_per_peer: 17
+EOF
+expect_bad 1 "/node\\.yaml:6: accept 'any': expected one of none, all, secure$" <<'EOF'
+net:
+    - net type: tcp
+      local NI(s):
+        - nid: 127.0.0.2@tcp
+          lnd tunables:
+              accept: any
+EOF
+expect_bad 1 "/node\\.yaml:6: nagle 'maybe': expected 0 or 1 \\(true/false, yes/no, on/off\\)$" <<'EOF'
+net:
+    - net type: tcp
+      local NI(s):
+        - nid: 127.0.0.2@tcp
+          lnd tunables:
+              nagle: maybe
 EOF
 expect_bad 1 "/node\\.yaml:3: unknown key 'routes' at top level$" <<'EOF'
 net:

@@ -43,6 +43,12 @@ ul_step "lnd tunables in net show -v"
 ul_ctl n1 net show -v >"$T/net.out"
 grep -Eq 'accept: secure' "$T/net.out" || ul_fail "no accept in net show -v: $(cat "$T/net.out")"
 grep -Eq 'timeout: 10' "$T/net.out" || ul_fail "no timeout 10 in net show -v: $(cat "$T/net.out")"
+ul_ctl n1 net show -v --json >"$T/net.json"
+ul_json "$T/net.json" 'any(n["net type"] == "tcp" for n in j["net"]) and all(ni["lnd tunables"]["accept"] == "secure" and ni["lnd tunables"]["timeout"] == 10 and ni["lnd tunables"]["nagle"] == 0 for n in j["net"] if n["net type"] == "tcp" for ni in n["local NI(s)"])'
+
+ul_step "peer limits in peer show -v"
+ul_ctl n1 peer show -v --json >"$T/peer.json"
+ul_json "$T/peer.json" 'len(j["peer"]) > 0 and all(pn["limits"]["max_msg_size"] == 1048576 and pn["limits"]["queue_depth"] > 0 for p in j["peer"] for pn in p["peer ni"])'
 
 ul_step "forced V1 and V2 (checksums) nodes against V3"
 start 4 4096 "              protocol: 1"

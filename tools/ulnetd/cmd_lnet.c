@@ -52,22 +52,21 @@ static int collect_nis(ulnet_node *node, struct ulnet_ni_info **out, unsigned *n
 	return 0;
 }
 
-/* "key: value\n" lines (ulnet_ni_info.lnd_tunables) as a mapping. */
-static void emit_kv_lines(struct ulnetd_emit *e, const char *key, const char *text)
+/* The NI's LND tunables, typed by the LND's table: integers and bools (0/1, as lnetctl prints them) as
+ * numbers, enums by name. */
+static void emit_lnd_tunables(struct ulnetd_emit *e, ulnet_node *node, unsigned idx, const struct ulnet_ni_info *ni)
 {
-	char buf[sizeof(((struct ulnet_ni_info *)0)->lnd_tunables)], *line, *save = NULL;
+	ulnetd_emit_map(e, "lnd tunables");
+	for (size_t k = 0; k < ni->n_lnd_tunables; k++) {
+		const struct ulnet_tunable *t = &ni->lnd_tunables[k];
+		long v;
 
-	snprintf(buf, sizeof(buf), "%s", text);
-	ulnetd_emit_map(e, key);
-	for (line = strtok_r(buf, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
-		char *colon = strchr(line, ':'), *v;
-
-		if (!colon)
+		if (ulnet_ni_lnd_tunable_get(node, idx, k, &v))
 			continue;
-		*colon = '\0';
-		for (v = colon + 1; *v == ' '; v++)
-			;
-		ulnetd_emit_auto(e, line, v);
+		if (t->type == ULNET_TUNABLE_ENUM && ulnet_tunable_enum_name(t, v))
+			ulnetd_emit_str(e, t->key, ulnet_tunable_enum_name(t, v));
+		else
+			ulnetd_emit_int(e, t->key, v);
 	}
 	ulnetd_emit_end(e);
 }
@@ -93,7 +92,8 @@ static void emit_interfaces(struct ulnetd_emit *e, const char *text)
 
 enum ni_detail { NI_SHOW, NI_SHOW_VERBOSE, NI_EXPORT };
 
-static void emit_ni(struct ulnetd_emit *e, const struct ulnet_ni_info *ni, enum ni_detail detail)
+static void emit_ni(struct ulnetd_emit *e, ulnet_node *node, unsigned idx, const struct ulnet_ni_info *ni,
+		    enum ni_detail detail)
 {
 	char nid[ULNET_NID_STRLEN];
 
@@ -115,7 +115,7 @@ static void emit_ni(struct ulnetd_emit *e, const struct ulnet_ni_info *ni, enum 
 		ulnetd_emit_int(e, "peer_buffer_credits", ni->peer_buffer_credits);
 		ulnetd_emit_int(e, "credits", ni->credits);
 		ulnetd_emit_end(e);
-		emit_kv_lines(e, "lnd tunables", ni->lnd_tunables);
+		emit_lnd_tunables(e, node, idx, ni);
 	}
 	if (detail == NI_SHOW_VERBOSE) {
 		ulnetd_emit_int(e, "available_tx_credits", ni->tx_credits);
@@ -127,8 +127,8 @@ static void emit_ni(struct ulnetd_emit *e, const struct ulnet_ni_info *ni, enum 
 }
 
 /* The `net:` list, NIs grouped by net in order of first appearance. @only: a net name or NULL. */
-static void emit_nets(struct ulnetd_emit *e, const struct ulnet_ni_info *nis, unsigned n, const char *only,
-		      enum ni_detail detail)
+static void emit_nets(struct ulnetd_emit *e, ulnet_node *node, const struct ulnet_ni_info *nis, unsigned n,
+		      const char *only, enum ni_detail detail)
 {
 	ulnetd_emit_list(e, "net");
 	for (unsigned i = 0; i < n; i++) {
@@ -143,7 +143,7 @@ static void emit_nets(struct ulnetd_emit *e, const struct ulnet_ni_info *nis, un
 		ulnetd_emit_list(e, "local NI(s)");
 		for (unsigned k = i; k < n; k++)
 			if (!strcmp(nis[k].net, nis[i].net))
-				emit_ni(e, &nis[k], detail);
+				emit_ni(e, node, k, &nis[k], detail);
 		ulnetd_emit_end(e);
 		ulnetd_emit_end(e);
 	}
@@ -177,7 +177,7 @@ static int cmd_net_show(struct ulnetd *d, int argc, char **argv, struct ulnetd_o
 		return rc;
 	ulnetd_emit_init(&e, out, json);
 	ulnetd_emit_map(&e, NULL);
-	emit_nets(&e, nis, n, net, verbose ? NI_SHOW_VERBOSE : NI_SHOW);
+	emit_nets(&e, d->node, nis, n, net, verbose ? NI_SHOW_VERBOSE : NI_SHOW);
 	ulnetd_emit_end(&e);
 	free(nis);
 	return 0;
@@ -203,7 +203,7 @@ static int cmd_export(struct ulnetd *d, int argc, char **argv, struct ulnetd_out
 	ulnetd_emit_uint(&e, "page_size", ulnet_node_page_size(d->node));
 	ulnetd_emit_str(&e, "control", d->control_path);
 	ulnetd_emit_end(&e);
-	emit_nets(&e, nis, n, NULL, NI_EXPORT);
+	emit_nets(&e, d->node, nis, n, NULL, NI_EXPORT);
 	ulnetd_emit_end(&e);
 	free(nis);
 	return 0;
@@ -344,6 +344,7 @@ static int cmd_peer_show(struct ulnetd *d, int argc, char **argv, struct ulnetd_
 	ulnetd_emit_list(&e, "peer");
 	for (unsigned i = 0;; i++) {
 		struct ulnet_peer_info p;
+		struct ulnet_peer_limits lim;
 		char nid[ULNET_NID_STRLEN];
 
 		memset(&p, 0, sizeof(p));
@@ -354,7 +355,8 @@ static int cmd_peer_show(struct ulnetd *d, int argc, char **argv, struct ulnetd_
 		ulnet_nid_format(&p.nid, nid, sizeof(nid));
 		ulnetd_emit_map(&e, NULL);
 		ulnetd_emit_str(&e, "primary nid", nid);
-		ulnetd_emit_bool(&e, "Multi-Rail", false);
+		/* as the peer's ping info said (lnet-wire.md §2.4: MULTI_RAIL 0x08); False before any ping */
+		ulnetd_emit_bool(&e, "Multi-Rail", p.ping_known && (p.ping_features & 0x08));
 		ulnetd_emit_list(&e, "peer ni");
 		ulnetd_emit_map(&e, NULL);
 		ulnetd_emit_str(&e, "nid", nid);
@@ -368,6 +370,14 @@ static int cmd_peer_show(struct ulnetd *d, int argc, char **argv, struct ulnetd_
 			ulnetd_emit_uint(&e, "send_count", p.send_count);
 			ulnetd_emit_uint(&e, "recv_count", p.recv_count);
 			ulnetd_emit_end(&e);
+			/* what the LND negotiated with this peer, when it can say */
+			if (ulnet_peer_limits_get(d->node, &p.nid, &lim) == 0) {
+				ulnetd_emit_map(&e, "limits");
+				ulnetd_emit_uint(&e, "max_frags", lim.max_frags);
+				ulnetd_emit_uint(&e, "queue_depth", lim.queue_depth);
+				ulnetd_emit_uint(&e, "max_msg_size", lim.max_msg_size);
+				ulnetd_emit_end(&e);
+			}
 		}
 		ulnetd_emit_end(&e);
 		ulnetd_emit_end(&e);

@@ -41,7 +41,7 @@ static unsigned node_line(const yaml_node_t *n)
 __attribute__((format(printf, 3, 4))) static int fail(struct cfgp *p, const yaml_node_t *n,
 						      const char *fmt, ...)
 {
-	char msg[256];
+	char msg[768];
 	va_list ap;
 
 	va_start(ap, fmt);
@@ -274,42 +274,32 @@ static int kv_add(struct cfgp *p, struct ulnet_kv **arr, size_t *n, const char *
 	return 0;
 }
 
-static const char *const tunable_keys[] = { "peer_timeout", "peer_credits", "peer_buffer_credits", "credits",
-					    "peer_queue_msgs", "peer_queue_bytes" };
-
-static int parse_tunables(struct cfgp *p, const yaml_node_t *n, struct ulnet_ni_conf *c)
+/* One key of a tunables mapping, checked against its table entry (the same table the core parses
+ * with): an integer key takes a plain integer, a bool or enum key a word. */
+static int tunable_check(struct cfgp *p, const struct ulnet_tunable *t, const yaml_node_t *v, const char *section,
+			 bool lo)
 {
-	struct ulnet_kv *arr = NULL;
-	yaml_node_t *k, *v;
-	const char *ks;
-	size_t cnt = 0;
-	bool empty;
-	int rc;
+	char why[200];
+	long x;
 
-	if ((rc = want_map(p, n, "tunables", &empty)) || empty)
-		return rc;
-	FOREACH_PAIR(p, n, k, ks, v) {
-		bool known = false;
-		long long x;
+	if (t->type == ULNET_TUNABLE_INT) {
+		long long ll;
 
-		for (size_t i = 0; i < sizeof(tunable_keys) / sizeof(tunable_keys[0]); i++)
-			known |= !strcmp(ks, tunable_keys[i]);
-		if (!known) {
-			rc = fail(p, k, "unknown key '%s' in tunables", ks);
-			break;
-		}
-		if ((rc = get_int(p, v, ks, 0, INT32_MAX, &x)))
-			break;
-		if ((rc = kv_add(p, &arr, &cnt, ks, scalar(v))))
-			break;
+		/* lo has no credits or timeouts: lnetctl (and our export) print 0 for them */
+		return get_int(p, v, t->key, lo ? 0 : t->min, lo ? INT32_MAX : t->max, &ll);
 	}
-	c->tunables = arr;
-	c->n_tunables = cnt;
-	return rc;
+	if (!scalar(v) || is_null(v))
+		return fail(p, v, "expected a value for '%s' in %s", t->key, section);
+	if (ulnet_tunable_parse(t, scalar(v), &x, why, sizeof(why)))
+		return fail(p, v, "%s '%s': %s", t->key, scalar(v), why);
+	return 0;
 }
 
-/* LND tunables pass through as strings: only the LND knows their names and ranges. */
-static int parse_lnd_tunables(struct cfgp *p, const yaml_node_t *n, struct ulnet_ni_conf *c)
+/* A tunables mapping whose keys are those of @table. !@have_table: the LND is not built into this
+ * ulnet (ulnet_ni_add says so), keep the strings as they are. @lo: the lo net's entry. */
+static int parse_kv_table(struct cfgp *p, const yaml_node_t *n, const char *section,
+			  const struct ulnet_tunable *table, size_t nt, bool have_table, bool lo, struct ulnet_kv **out,
+			  size_t *nout)
 {
 	struct ulnet_kv *arr = NULL;
 	yaml_node_t *k, *v;
@@ -318,22 +308,61 @@ static int parse_lnd_tunables(struct cfgp *p, const yaml_node_t *n, struct ulnet
 	bool empty;
 	int rc;
 
-	if ((rc = want_map(p, n, "lnd tunables", &empty)) || empty)
+	*out = NULL;
+	*nout = 0;
+	if ((rc = want_map(p, n, section, &empty)) || empty)
 		return rc;
 	FOREACH_PAIR(p, n, k, ks, v) {
+		const struct ulnet_tunable *t = ulnet_tunable_find(table, nt, ks);
 		const char *s;
 
 		if (!*ks) {
-			rc = fail(p, k, "empty key in lnd tunables");
+			rc = fail(p, k, "empty key in %s", section);
 			break;
 		}
+		if (have_table && !t) {
+			char known[512];
+
+			ulnet_tunable_keys(table, nt, known, sizeof(known));
+			rc = fail(p, k, "unknown key '%s' in %s (known: %s)", ks, section, known);
+			break;
+		}
+		if (t && (rc = tunable_check(p, t, v, section, lo)))
+			break;
 		if ((rc = get_str(p, v, ks, &s)))
 			break;
 		if ((rc = kv_add(p, &arr, &cnt, ks, s)))
 			break;
 	}
+	*out = arr;
+	*nout = cnt;
+	return rc;
+}
+
+static int parse_tunables(struct cfgp *p, const yaml_node_t *n, uint32_t net, struct ulnet_ni_conf *c)
+{
+	const struct ulnet_tunable *table;
+	size_t nt;
+	struct ulnet_kv *arr;
+	int rc;
+
+	ulnet_ni_tunables(&table, &nt);
+	rc = parse_kv_table(p, n, "tunables", table, nt, true, (net >> 16) == ULNET_LND_LO, &arr, &c->n_tunables);
+	c->tunables = arr;
+	return rc;
+}
+
+static int parse_lnd_tunables(struct cfgp *p, const yaml_node_t *n, uint32_t net, struct ulnet_ni_conf *c)
+{
+	const struct ulnet_tunable *table = NULL;
+	const char *lnd = ulnet_lnd_type_name(net >> 16);
+	size_t nt = 0;
+	bool built = lnd && ulnet_lnd_tunables(lnd, &table, &nt) == 0;
+	struct ulnet_kv *arr;
+	int rc;
+
+	rc = parse_kv_table(p, n, "lnd tunables", table, nt, built, false, &arr, &c->n_lnd_tunables);
 	c->lnd_tunables = arr;
-	c->n_lnd_tunables = cnt;
 	return rc;
 }
 
@@ -447,10 +476,10 @@ static int parse_ni(struct cfgp *p, const yaml_node_t *n, const char *net_name, 
 			if ((rc = parse_interfaces(p, v, c)))
 				return rc;
 		} else if (!strcmp(ks, "tunables")) {
-			if ((rc = parse_tunables(p, v, c)))
+			if ((rc = parse_tunables(p, v, net, c)))
 				return rc;
 		} else if (!strcmp(ks, "lnd tunables")) {
-			if ((rc = parse_lnd_tunables(p, v, c)))
+			if ((rc = parse_lnd_tunables(p, v, net, c)))
 				return rc;
 		} else if (!strcmp(ks, "CPT")) {
 			if (!scalar(v))

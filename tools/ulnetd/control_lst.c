@@ -55,6 +55,7 @@ static struct con_state {
 	struct con_group *groups[CON_MAX_GROUPS];
 	struct con_batch *batches[CON_MAX_BATCHES];
 	struct ulnet_process_id joined[CON_MAX_NODES];
+	uint32_t joined_feats[CON_MAX_NODES]; /* what each announced at join (ULNET_SST_NODE_*; 0: kernel) */
 	uint64_t next_bid;
 	bool force;
 	/* pinger */
@@ -99,12 +100,25 @@ static bool name_ok(const char *s)
 	return true;
 }
 
-static bool joined(const struct ulnet_process_id *id)
+static int joined_index(const struct ulnet_process_id *id)
 {
 	for (unsigned i = 0; i < cs.njoined; i++)
 		if (ulnet_nid_equal(&cs.joined[i].nid, &id->nid))
-			return true;
-	return false;
+			return (int)i;
+	return -1;
+}
+
+static bool joined(const struct ulnet_process_id *id)
+{
+	return joined_index(id) >= 0;
+}
+
+/* The ulnet features @id announced when it joined; 0 (a kernel node) when unknown. */
+static uint32_t joined_feats(const struct ulnet_process_id *id)
+{
+	int i = joined_index(id);
+
+	return i < 0 ? 0 : cs.joined_feats[i];
 }
 
 static void *pinger_main(void *arg)
@@ -296,7 +310,8 @@ static int cmd_group_add(struct ulnetd *d, int argc, char **argv, struct ulnetd_
 			rc = ulnetd_errorf(out, -ENOSPC, "add_group: at most %d nodes per session", CON_MAX_NODES);
 			goto fail;
 		}
-		rc = ulnet__sst_con_join(&cs.con, &g->nodes[k], cs.force, why, sizeof(why));
+		rc = ulnet__sst_con_join(&cs.con, &g->nodes[k], cs.force, &cs.joined_feats[cs.njoined], why,
+					 sizeof(why));
 		if (rc) {
 			rc = ulnetd_errorf(out, rc, "add_group %s: %s; group not added", g->name, why);
 			goto fail;
@@ -414,7 +429,7 @@ static int cmd_test_add(struct ulnetd *d, int argc, char **argv, struct ulnetd_o
 		{ "--distribute", NULL, ULNETD_OPT_STR, 0, 0, &dist },
 		{ "--timeout", NULL, ULNETD_OPT_INT, 0, 3600, &timeout },
 	};
-	char *pos[8], why[256];
+	char *pos[8], why[512];
 	int npos, rc, bi, fg, tg, wi = 1;
 	struct con_test ct = { 0 };
 	struct con_batch *b;
@@ -495,6 +510,17 @@ static int cmd_test_add(struct ulnetd *d, int argc, char **argv, struct ulnetd_o
 		ct.span = cs.groups[tg]->n;
 	ct.from = fg;
 	ct.to = tg;
+	/* before anything is sent: no client node that may be a kernel node gets an offset it cannot survive */
+	for (unsigned i = 0; ct.t.service == ULNET_SST_SVC_BRW && i < cs.groups[fg]->n; i++) {
+		const struct ulnet_process_id *id = &cs.groups[fg]->nodes[i];
+		char nid[ULNET_NID_STRLEN];
+		if (!(joined_feats(id) & ULNET_SST_NODE_ANY_OFFSET) &&
+		    ulnet__sst_kernel_offset_check(ct.t.size, ct.t.offset, why, sizeof(why))) {
+			rc = ulnetd_errorf(out, -EINVAL, "add_test: client %s is not known to be a ulnet node: %s",
+					   ulnet_nid_format(&id->nid, nid, sizeof(nid)), why);
+			goto out;
+		}
+	}
 	{
 		const struct con_group *src = cs.groups[fg], *dst = cs.groups[tg];
 		/* lst: servers first, each asked for buffers for the units that may aim at it */
@@ -503,7 +529,7 @@ static int cmd_test_add(struct ulnetd *d, int argc, char **argv, struct ulnetd_o
 		struct ulnet_sst_con_test st = ct.t;
 		st.loop = (int32_t)(nmax * ct.dist * ct.t.concurrency);
 		for (unsigned k = 0; k < dst->n; k++)
-			if ((rc = ulnet__sst_con_test_add(&cs.con, &dst->nodes[k], b->bid, &st, false, NULL, 0, why,
+			if ((rc = ulnet__sst_con_test_add(&cs.con, &dst->nodes[k], b->bid, &st, false, 0, NULL, 0, why,
 							  sizeof(why)))) {
 				rc = ulnetd_errorf(out, rc, "add_test: %s", why);
 				goto out;
@@ -514,7 +540,8 @@ static int cmd_test_add(struct ulnetd *d, int argc, char **argv, struct ulnetd_o
 			unsigned start = ((i / ct.dist) * ct.span) % dst->n;
 			for (unsigned k = 0; k < ct.span; k++)
 				dests[k] = dst->nodes[(start + k) % dst->n];
-			if ((rc = ulnet__sst_con_test_add(&cs.con, &src->nodes[i], b->bid, &ct.t, true, dests, ct.span,
+			if ((rc = ulnet__sst_con_test_add(&cs.con, &src->nodes[i], b->bid, &ct.t, true,
+							  joined_feats(&src->nodes[i]), dests, ct.span,
 							  why, sizeof(why)))) {
 				rc = ulnetd_errorf(out, rc, "add_test: %s", why);
 				goto out;
@@ -556,12 +583,15 @@ static struct con_base *base_of(struct con_batch *b, const struct ulnet_process_
 	return NULL;
 }
 
-static int batch_lookup(struct ulnetd_out *out, const char *cmd, int argc, char **argv, struct con_batch **bp)
+/* @force: where --force goes (NULL: the command takes no option). */
+static int batch_lookup(struct ulnetd_out *out, const char *cmd, int argc, char **argv, bool *force,
+			struct con_batch **bp)
 {
+	const struct ulnetd_opt opts[] = { { "--force", NULL, ULNETD_OPT_FLAG, 0, 0, force } };
 	char *pos[1];
 	int npos, rc, bi;
 
-	if ((rc = ulnetd_parse_args(out, cmd, argc, argv, NULL, 0, pos, 1, &npos)))
+	if ((rc = ulnetd_parse_args(out, cmd, argc, argv, opts, force ? 1 : 0, pos, 1, &npos)))
 		return rc;
 	if (npos != 1)
 		return ulnetd_errorf(out, -EINVAL, "%s: give the batch NAME", cmd);
@@ -584,7 +614,7 @@ static int cmd_batch_run(struct ulnetd *d, int argc, char **argv, struct ulnetd_
 
 	(void)d;
 	pthread_mutex_lock(&cs.lock);
-	if ((rc = batch_lookup(out, "run", argc, argv, &b)))
+	if ((rc = batch_lookup(out, "run", argc, argv, NULL, &b)))
 		goto out;
 	if (!b->ntests) {
 		rc = ulnetd_errorf(out, -EINVAL, "run: batch '%s' has no test", b->name);
@@ -697,18 +727,25 @@ static int cmd_batch_stop(struct ulnetd *d, int argc, char **argv, struct ulnetd
 	struct con_batch *b;
 	char why[256];
 	unsigned nc;
-	uint64_t until;
+	uint64_t until, wait_ms = cs.con.rpc_timeout_ms;
+	bool force = false;
 	int rc;
 
 	(void)d;
 	pthread_mutex_lock(&cs.lock);
-	if ((rc = batch_lookup(out, "stop", argc, argv, &b)))
+	if ((rc = batch_lookup(out, "stop", argc, argv, &force, &b)))
 		goto out;
 	nc = batch_nodes(b, false, cli, CON_MAX_NODES);
 	for (unsigned i = 0; i < nc; i++)
-		(void)ulnet__sst_con_batch(&cs.con, &cli[i], b->bid, ULNET_SST_BATCH_STOP, 0, NULL, why, sizeof(why));
-	/* wait for RPCs in flight: until every client says idle, or the RPC timeout */
-	until = ulnetd_sst_mono_ms() + cs.con.rpc_timeout_ms + 2000;
+		(void)ulnet__sst_con_batch(&cs.con, &cli[i], b->bid, ULNET_SST_BATCH_STOP, force, NULL, why,
+					   sizeof(why));
+	/* without force, RPCs in flight finish or time out on the clients: wait for that, and a little more */
+	for (unsigned t = 0; !force && t < b->ntests; t++) {
+		uint32_t rpc_ms = b->tests[t].t.rpc_timeout_ms ? b->tests[t].t.rpc_timeout_ms : 64000;
+		if (rpc_ms > wait_ms)
+			wait_ms = rpc_ms;
+	}
+	until = ulnetd_sst_mono_ms() + wait_ms + 2000;
 	for (unsigned i = 0; i < nc; i++) {
 		uint32_t active = 1;
 		while (!ulnet__sst_con_batch(&cs.con, &cli[i], b->bid, ULNET_SST_BATCH_QUERY, 0, &active, why,
@@ -824,7 +861,8 @@ static const struct ulnetd_cmd lst_cmds[] = {
 	{ "selftest batch add", "NAME", "lst add_batch", cmd_batch_add },
 	{ "selftest batch list", "", "lst list_batch", cmd_batch_list },
 	{ "selftest batch run", "NAME", "lst run", cmd_batch_run },
-	{ "selftest batch stop", "NAME", "lst stop, then one JSON result per client node", cmd_batch_stop },
+	{ "selftest batch stop", "NAME [--force]",
+	  "lst stop (--force aborts RPCs in flight), then one JSON result per client node", cmd_batch_stop },
 	{ "selftest test add", "--batch B --from G --to G [--loop N] [--concurrency N] [--distribute x:y] "
 			       "[--timeout SEC] brw [read|write] [size=S] [off=O] [check=C] | ping",
 	  "lst add_test", cmd_test_add },

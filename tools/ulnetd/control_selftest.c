@@ -81,6 +81,7 @@ struct progress_ctx {
 	struct ulnetd *d;
 	struct ulnetd_out *out;
 	struct run_out *o;
+	bool emit;                   /* the console asked for progress lines */
 };
 
 static int on_progress(void *arg, const struct ulnet_sst_result *so_far)
@@ -88,7 +89,9 @@ static int on_progress(void *arg, const struct ulnet_sst_result *so_far)
 	struct progress_ctx *pc = arg;
 
 	if (ulnetd_stopping(pc->d))
-		return 1;
+		return 1; /* the daemon is ending: end the run now, not at its deadline */
+	if (!pc->emit)
+		return 0;
 	pc->o->r = *so_far;
 	ulnetd_sst_result_json(pc->out, pc->o, true);
 	return ulnetd_out_flush(pc->out) ? 1 : 0; /* the console went away: stop */
@@ -169,10 +172,10 @@ static int remote_run(struct ulnetd *d, struct ulnetd_out *out, struct remote_ru
 {
 	struct ulnet_sst_con con = { 0 };
 	struct ulnet_sst_con_stat c0, c1, s0, s1, tmp;
-	char why[256] = "", why2[256];
+	char why[512] = "", why2[256];
 	bool srv_joined = false, srv_stats = false, client_gone = false, stopped = false;
 	uint64_t t0, deadline, next_progress, next_ping, bid = 1;
-	uint32_t active = 1;
+	uint32_t active = 1, client_feats = 0;
 	int rc;
 
 	con.sst = ulnetd_sst_of(d);
@@ -186,18 +189,27 @@ static int remote_run(struct ulnetd *d, struct ulnetd_out *out, struct remote_ru
 	if (!con.sid.nid)
 		return ulnetd_errorf(out, -EADDRNOTAVAIL, "selftest run: this node has no NID other than lo to be a "
 				     "console with");
-	rc = ulnet__sst_con_join(&con, &rr->client, false, why, sizeof(why));
+	rc = ulnet__sst_con_join(&con, &rr->client, false, &client_feats, why, sizeof(why));
 	if (rc)
 		return ulnetd_errorf(out, rc, "selftest run: client %s", why);
+	/* before any test request: a client that may be a kernel node never gets an offset it cannot survive */
+	if (rr->t.service == ULNET_SST_SVC_BRW && !(client_feats & ULNET_SST_NODE_ANY_OFFSET) &&
+	    ulnet__sst_kernel_offset_check(rr->t.size, rr->t.offset, why, sizeof(why))) {
+		char nid[ULNET_NID_STRLEN];
+		(void)ulnet__sst_con_leave(&con, &rr->client, why2, sizeof(why2));
+		return ulnetd_errorf(out, -EINVAL, "selftest run: client %s is not known to be a ulnet node: %s",
+				     ulnet_nid_format(&rr->client.nid, nid, sizeof(nid)), why);
+	}
 	/* the server joins too, so a kernel server posts buffers for the test; a busy server still serves */
 	if (!ulnet_nid_equal(&rr->server.nid, &rr->client.nid) &&
-	    !ulnet__sst_con_join(&con, &rr->server, false, why2, sizeof(why2))) {
+	    !ulnet__sst_con_join(&con, &rr->server, false, NULL, why2, sizeof(why2))) {
 		struct ulnet_sst_con_test st = rr->t;
 		srv_joined = true;
 		st.loop = (int32_t)rr->t.concurrency;
-		(void)ulnet__sst_con_test_add(&con, &rr->server, bid, &st, false, NULL, 0, why2, sizeof(why2));
+		(void)ulnet__sst_con_test_add(&con, &rr->server, bid, &st, false, 0, NULL, 0, why2, sizeof(why2));
 	}
-	rc = ulnet__sst_con_test_add(&con, &rr->client, bid, &rr->t, true, &rr->server, 1, why, sizeof(why));
+	rc = ulnet__sst_con_test_add(&con, &rr->client, bid, &rr->t, true, client_feats, &rr->server, 1, why,
+				     sizeof(why));
 	if (!rc)
 		rc = ulnet__sst_con_stat(&con, &rr->client, true, bid, &c0, why, sizeof(why));
 	if (!rc && !c0.ext)
@@ -312,7 +324,7 @@ static int cmd_run(struct ulnetd *d, int argc, char **argv, struct ulnetd_out *o
 	struct ulnet_sst_params p = { 0 };
 	struct ulnet_sst_result res;
 	struct run_out o = { 0 };
-	struct progress_ctx pc = { d, out, &o };
+	struct progress_ctx pc = { d, out, &o, progress };
 	struct ulnet_process_id client = { 0 };
 	const char *why = NULL;
 
@@ -386,10 +398,10 @@ static int cmd_run(struct ulnetd *d, int argc, char **argv, struct ulnetd_out *o
 		return remote_run(d, out, &rr, &o);
 	}
 	o.source = "measured on this node";
-	if (progress) {
-		p.progress = on_progress;
-		p.progress_arg = &pc;
-	}
+	/* called about once a second whether or not the console wants progress: it also ends the run
+	 * when the daemon is stopping */
+	p.progress = on_progress;
+	p.progress_arg = &pc;
 	rc = ulnet__sst_run(ulnetd_sst_of(d), &p, &res, &why);
 	if (rc == -EINVAL)
 		return ulnetd_errorf(out, rc, "selftest run: %s", why ? why : "bad parameters");
@@ -451,6 +463,9 @@ static int cmd_stat(struct ulnetd *d, int argc, char **argv, struct ulnetd_out *
 	ulnetd_emit_uint(&e, "bulk_put", st.rpc.bulk_put);
 	ulnetd_emit_uint(&e, "brw_errors", st.brw_errors);
 	ulnetd_emit_uint(&e, "ping_errors", st.ping_errors);
+	ulnetd_emit_uint(&e, "server_rpcs", st.server_rpcs);
+	ulnetd_emit_uint(&e, "server_waiting", st.server_waiting);
+	ulnetd_emit_uint(&e, "server_bulk_bytes", st.server_bulk_bytes);
 	ulnetd_emit_end(&e);
 	ulnetd_emit_end(&e);
 	return 0;

@@ -279,18 +279,6 @@ void ulnetd_emit_bool(struct ulnetd_emit *e, const char *key, bool val)
 	scalar(e, key, e->json ? (val ? "true" : "false") : (val ? "True" : "False"), false);
 }
 
-void ulnetd_emit_auto(struct ulnetd_emit *e, const char *key, const char *val)
-{
-	const char *p = val;
-
-	if (*p == '-')
-		p++;
-	if (*p && strspn(p, "0123456789") == strlen(p) && (p[0] != '0' || !p[1]) && strlen(p) < 19)
-		scalar(e, key, val, false);
-	else
-		scalar(e, key, val, true);
-}
-
 /* ---- options ---- */
 
 int ulnetd_parse_args(struct ulnetd_out *out, const char *cmd, int argc, char **argv,

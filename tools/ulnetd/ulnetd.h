@@ -109,8 +109,6 @@ void ulnetd_emit_uint(struct ulnetd_emit *e, const char *key, unsigned long long
 void ulnetd_emit_bool(struct ulnetd_emit *e, const char *key, bool val);         /* True / true */
 /* @val is printed as it is (a number such as "0.042"). */
 void ulnetd_emit_raw(struct ulnetd_emit *e, const char *key, const char *val);
-/* A value of unknown type (LND tunables): a number when it is a decimal integer, else a string. */
-void ulnetd_emit_auto(struct ulnetd_emit *e, const char *key, const char *val);
 
 /* ---- commands ---- */
 

@@ -64,6 +64,17 @@ static int lolnd_recv(struct ulnet_ni *ni, void *rx_priv, struct ulnet_msg *msg,
 	return 0;
 }
 
+/* A message to ourselves: no fragment limit beyond the MD's, no queue, up to LNET_MTU. */
+static int lolnd_query_peer(struct ulnet_ni *ni, const struct ulnet_nid *nid, struct ulnet_peer_limits *out)
+{
+	(void)ni;
+	(void)nid;
+	out->max_frags = ULNET_MD_MAX_FRAGS;
+	out->queue_depth = 0;
+	out->max_msg_size = ULNET_MTU;
+	return 0;
+}
+
 const struct ulnet_lnd_ops ulnet__lolnd_ops = {
 	.lnd_type = ULNET_LND_LO,
 	.lnd_name = "lo",
@@ -71,4 +82,5 @@ const struct ulnet_lnd_ops ulnet__lolnd_ops = {
 	.lnd_shutdown = lolnd_shutdown,
 	.lnd_send = lolnd_send,
 	.lnd_recv = lolnd_recv,
+	.lnd_query_peer = lolnd_query_peer,
 };

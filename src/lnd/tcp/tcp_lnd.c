@@ -25,122 +25,62 @@ static struct tcplnd_net *net_of(struct ulnet_ni *ni) { return ulnet__ni_priv(ni
 
 /* ---- tunables ---- */
 
-struct tunable {
-	const char *key;
-	size_t off;
-	long min, max;
+static const char *const accept_names[] = { [TCPLND_ACCEPT_NONE] = "none", [TCPLND_ACCEPT_ALL] = "all",
+					    [TCPLND_ACCEPT_SECURE] = "secure" };
+#define I(k, lo, hi, def, d) { #k, ULNET_TUNABLE_INT, lo, hi, def, NULL, d }
+#define B(k, def, d) { #k, ULNET_TUNABLE_BOOL, 0, 1, def, NULL, d }
+static const struct ulnet_tunable tcplnd_tunables[] = {
+	I(accept_port, 1, 65535, 988, "TCP port of the acceptor and of outgoing connections"),
+	{ "accept", ULNET_TUNABLE_ENUM, TCPLND_ACCEPT_NONE, TCPLND_ACCEPT_SECURE, TCPLND_ACCEPT_SECURE,
+	  accept_names, "which connections to accept: none, all, or secure (privileged source port)" },
+	I(timeout, 1, 3600, 50, "seconds without progress before a connection is closed"),
+	I(keepalive, 0, 3600, 30, "seconds of silence before a keepalive NOOP (0: off)"),
+	I(keepalive_idle, 0, 3600, 30, "TCP_KEEPIDLE seconds (0: system default)"),
+	I(keepalive_intvl, 0, 3600, 5, "TCP_KEEPINTVL seconds (0: system default)"),
+	I(keepalive_count, 0, 100, 5, "TCP_KEEPCNT probes (0: system default)"),
+	B(typed_conns, 1, "separate CONTROL, BULK_IN and BULK_OUT connections"),
+	I(conns_per_peer, 1, 16, 1, "bulk connections each way per peer"),
+	I(min_bulk, 0, 1 << 20, 1024, "messages smaller than this go on the CONTROL connection"),
+	B(enable_csum, 0, "checksum messages (protocol V2 only)"),
+	I(min_reconnectms, 1, 3600000, 1000, "first reconnect delay, ms"),
+	I(max_reconnectms, 1, 3600000, 60000, "longest reconnect delay, ms"),
+	B(nagle, 0, "leave Nagle's algorithm on"),
+	I(tx_buffer_size, 0, 1 << 30, 0, "SO_SNDBUF bytes (0: system default)"),
+	I(rx_buffer_size, 0, 1 << 30, 0, "SO_RCVBUF bytes (0: system default)"),
+	I(protocol, 0, 4, 0, "socklnd protocol offered first (0: V3, or V4 for IPv6)"),
+	I(zc_min_payload, 0, 1 << 30, 16 << 10, "accepted for compatibility; zero-copy is never requested"),
+	B(nonblk_zcack, 1, "accepted for compatibility; zero-copy is never requested"),
 };
-#define T(k, lo, hi) { #k, offsetof(struct tcplnd_tunables, k), lo, hi }
-static const struct tunable tunables[] = {
-	T(accept_port, 1, 65535),
-	T(timeout, 1, 3600),
-	T(keepalive, 0, 3600),
-	T(keepalive_idle, 0, 3600),
-	T(keepalive_intvl, 0, 3600),
-	T(keepalive_count, 0, 100),
-	T(typed_conns, 0, 1),
-	T(conns_per_peer, 1, 16),
-	T(min_bulk, 0, 1 << 20),
-	T(enable_csum, 0, 1),
-	T(min_reconnectms, 1, 3600000),
-	T(max_reconnectms, 1, 3600000),
-	T(nagle, 0, 1),
-	T(tx_buffer_size, 0, 1 << 30),
-	T(rx_buffer_size, 0, 1 << 30),
-	T(protocol, 0, 4),
-	T(zc_min_payload, 0, 1 << 30),
-	T(nonblk_zcack, 0, 1),
+#undef I
+#undef B
+#define N_TUNABLES (sizeof(tcplnd_tunables) / sizeof(tcplnd_tunables[0]))
+
+/* Where each table entry lands in struct tcplnd_tunables, in table order. */
+static const size_t tunable_off[] = {
+	offsetof(struct tcplnd_tunables, accept_port), offsetof(struct tcplnd_tunables, accept),
+	offsetof(struct tcplnd_tunables, timeout), offsetof(struct tcplnd_tunables, keepalive),
+	offsetof(struct tcplnd_tunables, keepalive_idle), offsetof(struct tcplnd_tunables, keepalive_intvl),
+	offsetof(struct tcplnd_tunables, keepalive_count), offsetof(struct tcplnd_tunables, typed_conns),
+	offsetof(struct tcplnd_tunables, conns_per_peer), offsetof(struct tcplnd_tunables, min_bulk),
+	offsetof(struct tcplnd_tunables, enable_csum), offsetof(struct tcplnd_tunables, min_reconnectms),
+	offsetof(struct tcplnd_tunables, max_reconnectms), offsetof(struct tcplnd_tunables, nagle),
+	offsetof(struct tcplnd_tunables, tx_buffer_size), offsetof(struct tcplnd_tunables, rx_buffer_size),
+	offsetof(struct tcplnd_tunables, protocol), offsetof(struct tcplnd_tunables, zc_min_payload),
+	offsetof(struct tcplnd_tunables, nonblk_zcack),
 };
-#undef T
-#define N_TUNABLES (sizeof(tunables) / sizeof(tunables[0]))
+_Static_assert(sizeof(tunable_off) / sizeof(tunable_off[0]) == N_TUNABLES, "one offset per tunable");
 
-static void tunables_default(struct tcplnd_tunables *t)
+/* The core parsed the configuration against the table; copy it into our struct and cross-check. */
+static int tunables_load(struct tcplnd_net *net, struct ulnet_ni *ni)
 {
-	t->accept_port = 988;
-	t->accept = TCPLND_ACCEPT_SECURE;
-	t->timeout = 50;
-	t->keepalive = 30;
-	t->keepalive_idle = 30;
-	t->keepalive_intvl = 5;
-	t->keepalive_count = 5;
-	t->typed_conns = 1;
-	t->conns_per_peer = 1;
-	t->min_bulk = 1024;
-	t->enable_csum = 0;
-	t->min_reconnectms = 1000;
-	t->max_reconnectms = 60000;
-	t->nagle = 0;
-	t->tx_buffer_size = 0;
-	t->rx_buffer_size = 0;
-	t->protocol = 0;
-	t->zc_min_payload = 16 << 10;
-	t->nonblk_zcack = 1;
-}
-
-static int tunables_parse(struct tcplnd_net *net, const struct ulnet_ni_conf *conf)
-{
-	size_t i, k;
-
-	tunables_default(&net->tun);
-	for (i = 0; i < conf->n_lnd_tunables; i++) {
-		const struct ulnet_kv *kv = &conf->lnd_tunables[i];
-		long v;
-
-		if (kv->key && !strcmp(kv->key, "accept")) {
-			if (kv->value && !strcmp(kv->value, "secure"))
-				net->tun.accept = TCPLND_ACCEPT_SECURE;
-			else if (kv->value && !strcmp(kv->value, "all"))
-				net->tun.accept = TCPLND_ACCEPT_ALL;
-			else if (kv->value && !strcmp(kv->value, "none"))
-				net->tun.accept = TCPLND_ACCEPT_NONE;
-			else {
-				ULNET_LOG(TCP, ERR, "lnd tunables: accept '%s': expected secure, all or none",
-					  kv->value ? kv->value : "");
-				return -EINVAL;
-			}
-			continue;
-		}
-		for (k = 0; k < N_TUNABLES; k++)
-			if (kv->key && !strcmp(kv->key, tunables[k].key))
-				break;
-		if (k == N_TUNABLES) {
-			char known[512];
-			size_t off = 0;
-
-			for (k = 0; k < N_TUNABLES && off < sizeof(known); k++)
-				off += (size_t)snprintf(known + off, sizeof(known) - off, "%s, ", tunables[k].key);
-			ULNET_LOG(TCP, ERR, "lnd tunables: unknown key '%s' (known: accept, %.*s)", kv->key ? kv->key : "",
-				  off >= 2 ? (int)off - 2 : 0, known);
-			return -EINVAL;
-		}
-		if (ulnet__kv_int("tcp lnd tunables", kv, tunables[k].min, tunables[k].max, &v))
-			return -EINVAL;
-		*(int *)(void *)((char *)&net->tun + tunables[k].off) = (int)v;
-	}
+	for (size_t k = 0; k < N_TUNABLES; k++)
+		*(int *)(void *)((char *)&net->tun + tunable_off[k]) = (int)ulnet__ni_lnd_tunable(ni, k);
 	if (net->tun.max_reconnectms < net->tun.min_reconnectms) {
 		ULNET_LOG(TCP, ERR, "lnd tunables: max_reconnectms %d < min_reconnectms %d", net->tun.max_reconnectms,
 			  net->tun.min_reconnectms);
 		return -EINVAL;
 	}
 	return 0;
-}
-
-static void tcplnd_tunables_show(struct ulnet_ni *ni, char *buf, size_t len)
-{
-	struct tcplnd_net *net = net_of(ni);
-	static const char *const accept_names[] = { "none", "all", "secure" };
-	size_t off = 0, k;
-	int n;
-
-	n = snprintf(buf, len, "accept: %s\n", accept_names[net->tun.accept]);
-	off = n > 0 ? (size_t)n : 0;
-	for (k = 0; k < N_TUNABLES && off < len; k++) {
-		n = snprintf(buf + off, len - off, "%s: %d\n", tunables[k].key,
-			     *(const int *)(const void *)((const char *)&net->tun + tunables[k].off));
-		if (n < 0)
-			break;
-		off += (size_t)n;
-	}
 }
 
 /* ---- peers ---- */
@@ -581,7 +521,7 @@ static int tcplnd_startup(struct ulnet_ni *ni)
 	ulnet_list_init(&net->zombies);
 	ulnet_list_init(&net->hello_conns);
 	net->next_port = TCPLND_MAX_RESERVED_PORT;
-	rc = tunables_parse(net, ulnet__ni_conf(ni));
+	rc = tunables_load(net, ni);
 	if (rc)
 		return rc;
 	rc = net_address(net, ni);
@@ -826,6 +766,20 @@ static void tcplnd_tick(struct ulnet_ni *ni, uint64_t now)
 	tcplnd_acceptor_tick(net);
 }
 
+/* socklnd negotiates no limits: a payload goes inline as any number of fragments up to LNET_MTU, and
+ * the queue depth is the NI's peer_credits. Known only once we have state for the peer. */
+static int tcplnd_query_peer(struct ulnet_ni *ni, const struct ulnet_nid *nid, struct ulnet_peer_limits *out)
+{
+	struct tcplnd_peer *peer = tcplnd_peer_find(net_of(ni), nid, false);
+
+	if (!peer)
+		return -ENOENT;
+	out->max_frags = ULNET_MD_MAX_FRAGS;
+	out->queue_depth = (uint32_t)ulnet__ni_peer_credits(ni);
+	out->max_msg_size = ULNET_MTU;
+	return 0;
+}
+
 const struct ulnet_lnd_ops ulnet__tcplnd_ops = {
 	.lnd_type = ULNET_LND_SOCK,
 	.lnd_name = "tcp",
@@ -835,5 +789,7 @@ const struct ulnet_lnd_ops ulnet__tcplnd_ops = {
 	.lnd_send = tcplnd_send,
 	.lnd_recv = tcplnd_recv,
 	.lnd_tick = tcplnd_tick,
-	.lnd_tunables_show = tcplnd_tunables_show,
+	.lnd_tunables = tcplnd_tunables,
+	.lnd_n_tunables = N_TUNABLES,
+	.lnd_query_peer = tcplnd_query_peer,
 };

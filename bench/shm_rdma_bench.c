@@ -1,0 +1,227 @@
+/* SPDX-License-Identifier: MIT */
+/* shm provider bandwidth for 1 MiB transfers (not a test; bench/shm_rdma_bench.sh runs it):
+ *   memcpy  - 1 MiB memcpy between two buffers of the working set, in one process (the baseline)
+ *   write   - 1 MiB RDMA WRITEs from this process into a forked peer's registered working set
+ *   read    - 1 MiB RDMA READs from it
+ * Prints "<name> <MiB/s>" per line. Usage: shm_rdma_bench SECONDS WORKING_SET_MIB [ADDR_N] */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+#include "config.h"
+#include "fabric.h"
+#include "wire.h"
+
+#define MSG (1u << 20)
+#define OPS (&fab_shm_ops)
+#define ALL (FAB_ACCESS_LOCAL_WRITE | FAB_ACCESS_REMOTE_WRITE | FAB_ACCESS_REMOTE_READ)
+#define DEPTH 16
+
+static double now_s(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+/* Every buffer (memcpy's too) is 2 MiB aligned and asks for transparent huge pages, as an HPC
+ * node's bulk buffers would; HUGE=0 in the environment turns that off. */
+static char *buf_alloc(size_t len)
+{
+	const char *h = getenv("HUGE");
+	size_t al = 2u << 20;
+	char *p = aligned_alloc(al, (len + al - 1) / al * al);
+
+	if (p && !(h && !strcmp(h, "0")))
+		madvise(p, (len + al - 1) / al * al, MADV_HUGEPAGE);
+	return p;
+}
+
+static void die(const char *what, int rc)
+{
+	fprintf(stderr, "shm_rdma_bench: %s: %s\n", what, strerror(rc < 0 ? -rc : rc));
+	exit(1);
+}
+
+static struct sockaddr_in addr(int n, int port)
+{
+	struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons((uint16_t)port)};
+
+	a.sin_addr.s_addr = htonl(0x7fdd0000u | (uint32_t)n); /* 127.221.0.n */
+	return a;
+}
+
+static void pump(struct fab_dev *d)
+{
+	struct pollfd p = {.fd = OPS->dev_fd(d), .events = POLLIN};
+
+	poll(&p, 1, 100);
+	OPS->progress(d);
+}
+
+/* The target: registers the working set, advertises it in the accept data, serves until disconnect. */
+static void target(size_t ws, int port, int ready)
+{
+	struct sockaddr_in me = addr(2, port);
+	struct fab_qp_attr attr = {DEPTH, 4};
+	struct fab_dev *d;
+	struct fab_cm_id *l;
+	struct fab_qp *qp;
+	struct fab_cm_event ev;
+	struct fab_mr m;
+	struct iovec r;
+	uint8_t pd[16];
+	char *buf = buf_alloc(ws);
+	int rc;
+
+	memset(buf, 1, ws);
+	r = (struct iovec){buf, ws};
+	if ((rc = OPS->dev_open(&me, NULL, &d)) || (rc = OPS->create_id(d, NULL, &l)) || (rc = OPS->listen(l, &me, 4)) ||
+	    (rc = OPS->reg_mr(d, &r, 1, ALL, &m)))
+		die("target setup", rc);
+	if (write(ready, "r", 1) != 1)
+		_exit(1);
+	for (;;) {
+		pump(d);
+		while (OPS->get_event(d, &ev) == 0) {
+			if (ev.type == FAB_CM_CONNECT_REQUEST) {
+				ulnet_put_le64(pd, m.addr);
+				ulnet_put_le32(pd + 8, m.rkey);
+				ulnet_put_le32(pd + 12, (uint32_t)(ws >> 20));
+				if ((rc = OPS->create_qp(ev.id, &attr, NULL, &qp)) || (rc = OPS->accept(ev.id, pd, sizeof(pd))))
+					die("accept", rc);
+			} else if (ev.type == FAB_CM_DISCONNECTED) {
+				_exit(0);
+			}
+		}
+	}
+}
+
+static double bench_memcpy(size_t ws, double secs)
+{
+	char *a = buf_alloc(ws), *b = buf_alloc(ws);
+	size_t n = ws / MSG, i = 0;
+	uint64_t bytes = 0;
+	double t0, t;
+
+	memset(a, 2, ws);
+	memset(b, 3, ws);
+	t0 = now_s();
+	do {
+		for (int k = 0; k < 16; k++, i++) {
+			memcpy(b + (i % n) * MSG, a + (i % n) * MSG, MSG);
+			bytes += MSG;
+		}
+		__asm__ volatile("" ::: "memory");
+	} while ((t = now_s()) - t0 < secs);
+	free(a);
+	free(b);
+	return (double)bytes / (t - t0) / (1 << 20);
+}
+
+static double bench_rdma(struct fab_dev *d, struct fab_qp *qp, enum fab_wr_opcode op, char *src, uint32_t lkey,
+			 uint64_t raddr, uint32_t rkey, size_t ws, double secs)
+{
+	size_t n = ws / MSG, i = 0;
+	uint64_t bytes = 0, posted = 0, done = 0;
+	struct fab_wc wc[DEPTH];
+	double t0 = now_s(), t;
+
+	/* keep up to DEPTH in flight, each signalled, as a sender that needs every completion would */
+	do {
+		while (posted - done < DEPTH) {
+			struct fab_sge s = {(uintptr_t)src + (i % n) * MSG, MSG, lkey};
+			struct fab_send_wr wr = {.wr_id = i, .opcode = op, .signaled = true, .sg_list = &s, .num_sge = 1,
+						 .remote_addr = raddr + (i % n) * MSG, .rkey = rkey};
+			const struct fab_send_wr *bad;
+			int rc = OPS->post_send(qp, &wr, &bad);
+
+			if (rc)
+				die("post", rc);
+			posted++;
+			i++;
+		}
+		int got = OPS->poll_cq(d, wc, DEPTH);
+
+		for (int k = 0; k < got; k++) {
+			if (wc[k].status != FAB_WC_SUCCESS) {
+				fprintf(stderr, "shm_rdma_bench: completion %s\n", fab_wc_status_str(wc[k].status));
+				exit(1);
+			}
+			bytes += wc[k].byte_len;
+		}
+		done += (uint64_t)got;
+		if (!got)
+			OPS->progress(d);
+	} while ((t = now_s()) - t0 < secs);
+	while (done < posted) {
+		int got = OPS->poll_cq(d, wc, DEPTH);
+
+		done += (uint64_t)(got > 0 ? got : 0);
+		if (!got)
+			pump(d);
+	}
+	return (double)bytes / (t - t0) / (1 << 20);
+}
+
+int main(int argc, char **argv)
+{
+	double secs = argc > 1 ? atof(argv[1]) : 3;
+	size_t ws = (size_t)(argc > 2 ? atoi(argv[2]) : 1) << 20;
+	int port = 9000 + (int)(getpid() % 1000), pfd[2], st;
+	struct sockaddr_in me = addr(1, 0), peer = addr(2, port);
+	struct fab_qp_attr attr = {DEPTH, 4};
+	struct fab_dev *d;
+	struct fab_cm_id *id;
+	struct fab_qp *qp;
+	struct fab_cm_event ev;
+	struct fab_mr m;
+	struct iovec r;
+	char *src, b;
+	pid_t child;
+	int rc;
+
+	if (secs <= 0 || ws < MSG) {
+		fprintf(stderr, "usage: shm_rdma_bench SECONDS WORKING_SET_MIB (>= 1)\n");
+		return 2;
+	}
+	if (pipe(pfd) || (child = fork()) < 0)
+		die("fork", errno);
+	if (child == 0) {
+		close(pfd[0]);
+		target(ws, port, pfd[1]);
+	}
+	close(pfd[1]);
+	if (read(pfd[0], &b, 1) != 1)
+		die("target did not start", EIO);
+	src = buf_alloc(ws);
+	memset(src, 4, ws);
+	r = (struct iovec){src, ws};
+	if ((rc = OPS->dev_open(&me, NULL, &d)) || (rc = OPS->reg_mr(d, &r, 1, ALL, &m)) ||
+	    (rc = OPS->create_id(d, NULL, &id)) || (rc = OPS->create_qp(id, &attr, NULL, &qp)) ||
+	    (rc = OPS->connect(id, &peer, NULL, 0, 5000)))
+		die("setup", rc);
+	while (OPS->get_event(d, &ev) == -EAGAIN)
+		pump(d);
+	if (ev.type != FAB_CM_ESTABLISHED)
+		die(fab_cm_event_str(ev.type), ECONNREFUSED);
+	uint64_t raddr = ulnet_get_le64(ev.private_data);
+	uint32_t rkey = ulnet_get_le32(ev.private_data + 8);
+
+	printf("memcpy %.1f\n", bench_memcpy(ws, secs));
+	printf("write %.1f\n", bench_rdma(d, qp, FAB_WR_RDMA_WRITE, src, m.lkey, raddr, rkey, ws, secs));
+	printf("read %.1f\n", bench_rdma(d, qp, FAB_WR_RDMA_READ, src, m.lkey, raddr, rkey, ws, secs));
+	fflush(stdout);
+	OPS->disconnect(id);
+	OPS->dev_close(d);
+	waitpid(child, &st, 0);
+	return 0;
+}

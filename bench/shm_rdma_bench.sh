@@ -1,0 +1,68 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
+# shm fabric provider bandwidth for 1 MiB RDMA WRITE and READ (not part of the test suite), in one run:
+#   - against memcpy over the same working set (bench/shm_rdma_bench.c; goal >= 0.8),
+#   - against ucx_perftest over UCX's cma transport, put_bw and get with zcopy (goal >= 0.9).
+# ucx_perftest comes from Debian's ucx-utils, installed here on demand (benches do not run in CI).
+# This VM is noisy: the measurements are interleaved over ROUNDS rounds and the medians compared.
+# Buffers are 2 MiB aligned with MADV_HUGEPAGE (memcpy's too; HUGE=0 turns it off).
+# Usage: bench/shm_rdma_bench.sh [SECONDS]   (BUILD=build dir, default ./build; ROUNDS=5; WS_MIB=1:
+#        the working set, 1 MiB like ucx_perftest's single buffer)
+set -euo pipefail
+SRC=${SRC:-$(cd "$(dirname "$0")/.." && pwd)}
+BUILD=${BUILD:-$SRC/build}
+SECS=${1:-2}
+ROUNDS=${ROUNDS:-5}
+WS_MIB=${WS_MIB:-1}
+TMP=$(mktemp -d)
+UCX_PIDS=()
+cleanup() { for p in "${UCX_PIDS[@]}"; do kill "$p" 2>/dev/null || true; done; rm -rf "$TMP"; }
+trap cleanup EXIT
+
+if ! command -v ucx_perftest >/dev/null; then
+	echo "installing ucx-utils (ucx_perftest) ..." >&2
+	DEBIAN_FRONTEND=noninteractive apt-get install -y -q ucx-utils >"$TMP/apt.log" 2>&1 ||
+		{ cat "$TMP/apt.log" >&2; echo "cannot install ucx-utils" >&2; exit 1; }
+fi
+[ -f "$BUILD/src/libulnet_internal.a" ] || { echo "build first: ninja -C $BUILD" >&2; exit 1; }
+grep -q ULNET_HAVE_FABRIC_SHM "$BUILD/config.h" || { echo "$BUILD was configured with -Dfabric_shm=disabled" >&2; exit 1; }
+gcc -O2 -std=gnu11 -D_GNU_SOURCE -I"$BUILD" -I"$SRC/include" -I"$SRC/src/core" -I"$SRC/src/fabric" \
+	-I"$SRC/src/fabric/shm" "$SRC/bench/shm_rdma_bench.c" "$BUILD/src/libulnet_internal.a" -lpthread \
+	-o "$TMP/shm_rdma_bench"
+
+# ucx_perftest (UCT level, cma, zcopy, 1 MiB): prints the overall MB/s (MiB/s) of the Final line.
+ucx() {
+	local test=$1 port=$((20000 + RANDOM % 20000)) iters
+	iters=$(awk -v s="$SECS" 'BEGIN { printf "%d", s * 2000 }')
+	ucx_perftest -p "$port" >"$TMP/ucx-server.log" 2>&1 &
+	UCX_PIDS+=($!)
+	for _ in $(seq 50); do
+		ss -ltn 2>/dev/null | grep -q ":$port " && break
+		sleep 0.1
+	done
+	ucx_perftest 127.0.0.1 -p "$port" -x cma -d memory -t "$test" -D zcopy -s 1048576 -n "$iters" >"$TMP/ucx.log" 2>&1 ||
+		{ cat "$TMP/ucx.log" "$TMP/ucx-server.log" >&2; exit 1; }
+	wait "${UCX_PIDS[-1]}" 2>/dev/null || true
+	awk '/^Final:/ { print $7 }' "$TMP/ucx.log"
+}
+median() { printf '%s\n' "$@" | sort -g | awk '{v[NR]=$1} END {print v[int((NR+1)/2)]}'; }
+
+mc=() wr=() rd=() up=() ug=()
+for r in $(seq "$ROUNDS"); do
+	echo "round $r/$ROUNDS" >&2
+	"$TMP/shm_rdma_bench" "$SECS" "$WS_MIB" >"$TMP/shm.txt"
+	mc+=("$(awk '$1 == "memcpy" { print $2 }' "$TMP/shm.txt")")
+	wr+=("$(awk '$1 == "write" { print $2 }' "$TMP/shm.txt")")
+	rd+=("$(awk '$1 == "read" { print $2 }' "$TMP/shm.txt")")
+	up+=("$(ucx put_bw)")
+	ug+=("$(ucx get)")
+done
+M=$(median "${mc[@]}") W=$(median "${wr[@]}") R=$(median "${rd[@]}") UP=$(median "${up[@]}") UG=$(median "${ug[@]}")
+printf 'all rounds (MiB/s): memcpy %s | shm write %s | shm read %s | ucx cma put %s | ucx cma get %s\n' \
+	"${mc[*]}" "${wr[*]}" "${rd[*]}" "${up[*]}" "${ug[*]}"
+awk -v m="$M" -v w="$W" -v r="$R" -v up="$UP" -v ug="$UG" -v ws="$WS_MIB" 'BEGIN {
+	printf "1 MiB transfers, working set %d MiB, medians in MiB/s\n", ws
+	printf "  memcpy            %9.0f\n", m
+	printf "  shm RDMA WRITE    %9.0f   vs memcpy %.2f (goal >= 0.8)   vs UCX cma put_bw %9.0f: %.2f (goal >= 0.9)\n", w, w / m, up, w / up
+	printf "  shm RDMA READ     %9.0f   vs memcpy %.2f (goal >= 0.8)   vs UCX cma get    %9.0f: %.2f (goal >= 0.9)\n", r, r / m, ug, r / ug
+}'

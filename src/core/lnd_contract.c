@@ -1,0 +1,169 @@
+/* SPDX-License-Identifier: MIT */
+/* The parts of the LND contract (lnd.h) an RDMA LND needs beyond send and receive: the out-of-band
+ * REPLY of a GET, the MD's memory for registration and its release, peer limits and peer loss. */
+#include <errno.h>
+#include <string.h>
+#include "internal.h"
+
+bool ulnet__msg_is_reply(const struct ulnet_msg *msg)
+{
+	return msg->rdma_reply;
+}
+
+struct ulnet_msg *ulnet__create_reply_msg(struct ulnet_ni *ni, struct ulnet_msg *get)
+{
+	struct ulnet_libmd *md = get->md;
+	struct ulnet_msg *reply;
+	struct ulnet_event *ev;
+
+	if (!md || get->v.hdr.type != ULNET_MSG_GET)
+		return NULL;
+	reply = ulnet__msg_alloc(ni->node, 0);
+	if (!reply)
+		return NULL;
+	ulnet__md_use(md);
+	reply->ni = ni;
+	reply->md = md;
+	reply->v.hdr.type = ULNET_MSG_REPLY;
+	reply->v.hdr.src_nid = get->v.hdr.dest_nid;
+	reply->v.hdr.src_pid = get->v.hdr.dest_pid;
+	reply->v.hdr.dest_nid = ni->nid;
+	reply->v.hdr.dest_pid = ni->node->pid;
+	reply->has_event = true;
+	ev = &reply->ev;
+	ev->type = ULNET_EVENT_REPLY;
+	ev->target.nid = ni->nid;
+	ev->target.pid = ni->node->pid;
+	ev->initiator = get->v.target;
+	ev->sender = get->v.target.nid;
+	ev->msg_type = ULNET_MSG_REPLY;
+	ev->pt_index = get->v.hdr.msg.get.ptl_index;
+	ev->match_bits = get->v.hdr.msg.get.match_bits;
+	ulnet__md_event_init(md, ev);
+	return reply;
+}
+
+void ulnet__set_reply_len(struct ulnet_msg *reply, uint32_t len)
+{
+	reply->v.hdr.payload_length = len;
+	reply->ev.rlength = len;
+	reply->ev.mlength = reply->md && len > reply->md->total ? reply->md->total : len;
+}
+
+int ulnet__msg_md(struct ulnet_msg *msg, struct ulnet_lnd_md *out)
+{
+	struct ulnet_libmd *md = msg->md;
+
+	if (!md)
+		return -ENOENT;
+	out->form = (md->umd.options & ULNET_MD_KIOV) ? ULNET_FRAG_KIOV
+		  : (md->umd.options & ULNET_MD_IOVEC) ? ULNET_FRAG_IOVEC : ULNET_FRAG_CONTIG;
+	out->frags = md->frags;
+	out->nfrags = md->nfrags;
+	out->length = md->total;
+	out->page_size = msg->node->page_size;
+	if (md->lnd_reg && md->lnd_reg_ni != msg->ni) {
+		out->lnd_reg = NULL; /* another NI's registration: not this LND's to touch */
+	} else {
+		md->lnd_reg_ni = msg->ni; /* an empty slot goes to whoever fills it */
+		out->lnd_reg = &md->lnd_reg;
+	}
+	return 0;
+}
+
+void ulnet__md_lnd_release(struct ulnet_libmd *md)
+{
+	struct ulnet_ni *ni = md->lnd_reg_ni;
+	struct ulnet_lnd_md m = {
+		.form = (md->umd.options & ULNET_MD_KIOV) ? ULNET_FRAG_KIOV
+		      : (md->umd.options & ULNET_MD_IOVEC) ? ULNET_FRAG_IOVEC : ULNET_FRAG_CONTIG,
+		.frags = md->frags,
+		.nfrags = md->nfrags,
+		.length = md->total,
+	};
+	void *reg = md->lnd_reg;
+
+	if (!ni || !reg)
+		return;
+	md->lnd_reg = NULL;
+	md->lnd_reg_ni = NULL;
+	m.page_size = ni->node->page_size;
+	if (ni->ops->lnd_md_unlinked)
+		ni->ops->lnd_md_unlinked(ni, &m, reg);
+}
+
+void ulnet__md_lnd_release_ni(struct ulnet_node *node, struct ulnet_ni *ni)
+{
+	for (unsigned b = 0; b < ULNET_HANDLE_BUCKETS; b++) {
+		struct ulnet_list *h = &node->handles[b], *p;
+
+		for (p = h->next; p != h; p = p->next) {
+			struct ulnet_libmd *md = ulnet_container_of(p, struct ulnet_libmd, hash_link);
+
+			/* the handle table holds MDs and MEs: only MD cookies end in ULNET_OBJ_MD */
+			if ((md->cookie & 3) == ULNET_OBJ_MD && md->lnd_reg_ni == ni)
+				ulnet__md_lnd_release(md);
+		}
+	}
+}
+
+/* Move every message of @q bound for @lp onto @out. */
+static void take_for_peer(struct ulnet_list *q, struct ulnet_peer *lp, struct ulnet_list *out)
+{
+	struct ulnet_list *p = q->next;
+
+	while (p != q) {
+		struct ulnet_msg *m = ulnet_container_of(p, struct ulnet_msg, link);
+
+		p = p->next;
+		if (m->peer == lp) {
+			ulnet_list_del(&m->link);
+			ulnet_list_add_tail(&m->link, out);
+		}
+	}
+}
+
+void ulnet__peer_down(struct ulnet_ni *ni, const struct ulnet_nid *nid, int status)
+{
+	struct ulnet_peer *lp = ulnet__peer_find(ni->node, ni, nid, false);
+	struct ulnet_list dead;
+	char s[ULNET_NID_STRLEN];
+	unsigned n = 0;
+
+	if (!lp)
+		return;
+	ulnet_list_init(&dead);
+	/* detach first: finalizing returns credits, which must not launch the next dead message */
+	take_for_peer(&lp->txq, lp, &dead);
+	take_for_peer(&ni->txq, lp, &dead);
+	while (!ulnet_list_empty(&dead)) {
+		struct ulnet_msg *m = ulnet_list_first(&dead, struct ulnet_msg, link);
+
+		ulnet_list_del(&m->link);
+		ulnet__finalize(m, status < 0 ? status : -EHOSTUNREACH);
+		n++;
+	}
+	if (n)
+		ULNET_LOG(CORE, INFO, "%s: peer %s down (%s): %u waiting message(s) failed", ni->ops->lnd_name,
+			  ulnet_nid_format(nid, s, sizeof(s)), ulnet_strerror(status), n);
+}
+
+int ulnet_peer_limits_get(ulnet_node *node, const struct ulnet_nid *nid, struct ulnet_peer_limits *out)
+{
+	struct ulnet_ni *ni;
+	bool local = false;
+	int rc;
+
+	if (!node || !nid || !out)
+		return -EINVAL;
+	pthread_mutex_lock(&node->lock);
+	ni = ulnet__ni_for_dest(node, nid, &local);
+	if (!ni)
+		rc = -EHOSTUNREACH;
+	else if (!ni->ops->lnd_query_peer)
+		rc = -EOPNOTSUPP;
+	else
+		rc = ni->ops->lnd_query_peer(ni, nid, out);
+	pthread_mutex_unlock(&node->lock);
+	return rc;
+}

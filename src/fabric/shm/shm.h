@@ -1,0 +1,181 @@
+/* SPDX-License-Identifier: MIT */
+/* The shm provider's internals: nodes on one host, connected over unix-domain SEQPACKET sockets (one
+ * per QP, named by IPv4 address and port in the abstract namespace), SENDs over that socket, RDMA
+ * with process_vm_readv/writev checked against the peer's registration table (a memfd the peer
+ * passes at connect time). Trust model and contract: docs/fabric.md. */
+#ifndef ULNET_FABRIC_SHM_H
+#define ULNET_FABRIC_SHM_H
+
+#include <stdatomic.h>
+#include <sys/types.h>
+#include "fabric.h"
+#include "list.h"
+#include "fabric_shm.h"
+
+/* One registration table entry, in the memfd both sides map. The owner writes the plain fields
+ * only while the entry is invalid and no peer holds it (busy == 0), then publishes with a release
+ * store of @state. A peer takes busy, then checks @state (gen and valid bit) against the rkey: a
+ * deregistration (valid cleared) waits until busy drops back to 0, so it invalidates at once. */
+struct shm_mr_entry {
+	_Atomic uint32_t state; /* gen << 1 | valid */
+	_Atomic uint32_t busy;  /* peers copying from/into the region right now */
+	uint32_t access;        /* enum fab_access */
+	uint32_t nseg;
+	uint64_t addr;          /* byte 0 of the region: the VA of the first range */
+	uint64_t length;
+	uint64_t segs;          /* nseg > 1: VA (in the owner) of nseg struct shm_seg */
+	uint8_t pad[24];
+};
+_Static_assert(sizeof(struct shm_mr_entry) == 64, "one cache line per entry");
+
+struct shm_seg {
+	uint64_t base, len;
+};
+
+/* rkey/lkey = (index + 1) << 16 | generation (16 bits). Key 0 never names a region. */
+#define SHM_KEY(idx, gen) ((uint32_t)(((idx) + 1) << 16 | ((gen) & 0xffffu)))
+#define SHM_KEY_IDX(key) (((key) >> 16) - 1)
+#define SHM_KEY_GEN(key) ((key) & 0xffffu)
+#define SHM_STATE(gen, valid) ((uint32_t)((gen) << 1 | ((valid) ? 1u : 0u)))
+
+struct shm_mr {
+	struct shm_seg *segs; /* nseg > 1 (the entry's segs points here) */
+	bool used;
+};
+
+/* A completion on its way to the user (ready_ns: delayed by fault injection). */
+struct shm_cqe {
+	struct fab_wc wc;
+	uint64_t sq_seq;   /* send: the SQ slots up to this WR are released when polled */
+	bool is_send;
+	uint64_t ready_ns;
+};
+
+struct shm_swr {
+	struct fab_send_wr wr; /* next and sg_list not used */
+	struct fab_sge *sge;   /* max_send_sge entries, owned by the QP */
+};
+struct shm_rwr {
+	uint64_t wr_id;
+	uint32_t num_sge;
+	struct fab_sge *sge;
+};
+
+struct fab_qp {
+	struct fab_cm_id *id;
+	void *context;
+	uint32_t sq_depth, rq_depth;
+	struct shm_swr *sq;   /* ring: [sq_tail, sq_exec) done, [sq_exec, sq_post) waiting */
+	uint64_t sq_tail, sq_exec, sq_post;
+	struct shm_rwr *rq;   /* ring: [rq_head, rq_post) posted */
+	uint64_t rq_head, rq_post;
+	struct fab_sge *sge_pool;
+	bool connected;       /* sends may run */
+	bool error;           /* everything posted from now on is flushed */
+};
+
+enum shm_id_state {
+	SHM_ID_IDLE,
+	SHM_ID_LISTEN,
+	SHM_ID_REQ_SENT,    /* active: CONNREQ sent, waiting for CONNACK/REJECT */
+	SHM_ID_REQ_WAIT,    /* passive: accepted socket, waiting for the CONNREQ */
+	SHM_ID_REQ_RCVD,    /* passive: CONNECT_REQUEST raised, waiting for accept/reject */
+	SHM_ID_ACCEPTED,    /* passive: CONNACK sent, waiting for RTU */
+	SHM_ID_ESTABLISHED,
+	SHM_ID_CLOSED,      /* rejected, unreachable, timed out or disconnected */
+};
+
+struct fab_cm_id {
+	struct fab_dev *dev;
+	struct ulnet_list link;   /* dev->ids */
+	void *context;
+	enum shm_id_state state;
+	int fd;
+	uint32_t ep_events;       /* registered epoll interest (0 = not registered) */
+	struct fab_qp *qp;
+	uint64_t deadline_ns;     /* REQ_SENT / REQ_WAIT / ACCEPTED timeout */
+	struct sockaddr_in local, peer;
+	pid_t peer_pid;
+	struct shm_mr_entry *peer_tbl;
+	uint32_t peer_tbl_n;
+	int peer_tbl_fd;          /* passive: received with CONNREQ, mapped on accept */
+	struct fab_cm_id *listener;
+	bool disconnect_reported;
+};
+
+struct fab_dev {
+	struct fab_limits lim;
+	struct sockaddr_in addr;
+	int epfd, evfd, timerfd;
+	bool ev_signaled;
+	uint64_t timer_armed_ns;
+	/* registration table */
+	int tbl_fd;
+	struct shm_mr_entry *tbl;
+	struct shm_mr *mrs;
+	uint32_t mr_cursor, n_mr;
+	/* completion queue and CM event queue: growable rings */
+	struct shm_cqe *cq;
+	size_t cq_head, cq_len, cq_cap;
+	struct fab_cm_event *evq;
+	size_t ev_head, ev_len, ev_cap;
+	struct ulnet_list ids;
+	uint32_t n_qp;
+	struct fab_shm_faults faults;
+	/* what dev_open did about cross-process access (named in the EPERM log line) */
+	char ptrace_note[160];
+};
+
+/* shm_dev.c */
+uint64_t shm_now_ns(void);
+int shm_cq_push(struct fab_dev *dev, struct fab_qp *qp, uint64_t wr_id, enum fab_wc_opcode op,
+		enum fab_wc_status st, uint32_t len, bool is_send, uint64_t sq_seq);
+int shm_ev_push(struct fab_dev *dev, const struct fab_cm_event *ev);
+void shm_dev_purge(struct fab_dev *dev, const struct fab_cm_id *id, const struct fab_qp *qp);
+void shm_dev_signal(struct fab_dev *dev);
+int shm_ep_set(struct fab_cm_id *id, uint32_t events);
+
+/* shm_mr.c */
+int shm_mr_table_open(struct fab_dev *dev);
+void shm_mr_table_close(struct fab_dev *dev);
+int shm_reg_mr(struct fab_dev *dev, const struct iovec *ranges, unsigned n, unsigned access, struct fab_mr *out);
+int shm_dereg_mr(struct fab_dev *dev, const struct fab_mr *mr);
+/* Map [addr, addr+len) of region @key in @tbl to at most @max iovecs (in the owner's address space).
+ * Holds the entry (busy) on success: call shm_mr_release. @pid: the owner, to read a segment list.
+ * Returns the iovec count, or -EACCES (bad/stale key, out of range, no right), -ESRCH (owner gone). */
+int shm_mr_acquire(struct shm_mr_entry *tbl, uint32_t tbl_n, pid_t pid, uint32_t key, uint64_t addr,
+		   uint64_t len, unsigned access, struct iovec *iov, int max, struct shm_mr_entry **held);
+void shm_mr_release(struct shm_mr_entry *held);
+/* Pure: bytes [off, off+len) of the concatenation of @in[0..n) as at most @max iovecs. The count,
+ * or -1 when the list is shorter than off+len or more than @max pieces are needed. */
+int shm_iov_slice(const struct iovec *in, int n, uint64_t off, uint64_t len, struct iovec *out, int max);
+
+/* shm_cm.c */
+int shm_create_id(struct fab_dev *dev, void *context, struct fab_cm_id **out);
+void shm_destroy_id(struct fab_cm_id *id);
+void shm_set_context(struct fab_cm_id *id, void *context);
+int shm_listen(struct fab_cm_id *id, const struct sockaddr_in *addr, int backlog);
+int shm_connect(struct fab_cm_id *id, const struct sockaddr_in *dst, const void *pdata, size_t len, int timeout_ms);
+int shm_accept(struct fab_cm_id *id, const void *pdata, size_t len);
+int shm_reject(struct fab_cm_id *id, const void *pdata, size_t len);
+int shm_disconnect(struct fab_cm_id *id);
+void shm_id_io(struct fab_cm_id *id, uint32_t revents);
+void shm_id_timeouts(struct fab_dev *dev, uint64_t now, uint64_t *next);
+/* Tear the connection down once: QP to error, socket shut, DISCONNECTED raised. */
+void shm_id_teardown(struct fab_cm_id *id, int status);
+
+/* shm_qp.c */
+int shm_create_qp(struct fab_cm_id *id, const struct fab_qp_attr *attr, void *context, struct fab_qp **out);
+void shm_qp_free(struct fab_qp *qp);
+int shm_post_recv(struct fab_qp *qp, const struct fab_recv_wr *wr, const struct fab_recv_wr **bad);
+int shm_post_send(struct fab_qp *qp, const struct fab_send_wr *wr, const struct fab_send_wr **bad);
+/* Run waiting send WRs (after connect, or when the socket can take more). */
+void shm_qp_run(struct fab_qp *qp);
+/* Deliver incoming SENDs into posted receives. */
+void shm_qp_rx(struct fab_qp *qp);
+/* Move the QP to the error state and flush every WR not yet done. */
+void shm_qp_set_error(struct fab_qp *qp);
+uint32_t shm_qp_ep_events(const struct fab_qp *qp);
+void shm_qp_sq_release(struct fab_qp *qp, uint64_t upto_seq);
+
+#endif

@@ -1,0 +1,574 @@
+/* SPDX-License-Identifier: MIT */
+/* shm connection manager: rdma_cm's handshake over unix-domain SEQPACKET sockets named
+ * "ulnet-shm/<IPv4>:<port>" in the abstract namespace (one namespace per network namespace, like
+ * IP addresses). Active: CONNREQ (+ our registration table memfd) -> CONNACK (+ theirs) or REJECT;
+ * then RTU. Once established the socket carries the QP's SENDs; a shutdown or EOF is a disconnect. */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/mman.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <arpa/inet.h>
+#include <unistd.h>
+#include "log.h"
+#include "shm.h"
+#include "wire.h"
+
+#define SHM_CM_MAGIC 0x314d5355u /* "USM1" */
+#define SHM_CM_SIZE 80
+#define SHM_REQ_WAIT_NS 10000000000ull /* an accepted socket must send its CONNREQ within 10 s */
+#define SHM_RTU_WAIT_NS 10000000000ull
+
+enum shm_cm_type { SHM_CM_CONNREQ = 1, SHM_CM_CONNACK, SHM_CM_REJECT, SHM_CM_RTU };
+
+struct shm_cm_msg {
+	uint8_t type;
+	int32_t status;     /* REJECT: -errno from the provider, 0 from the consumer */
+	uint32_t tbl_n;     /* CONNREQ/CONNACK: entries of the attached table */
+	struct sockaddr_in src;
+	uint8_t pdata_len;
+	uint8_t pdata[FAB_PRIVATE_DATA_MAX];
+};
+
+static void cm_pack(const struct shm_cm_msg *m, uint8_t b[SHM_CM_SIZE])
+{
+	memset(b, 0, SHM_CM_SIZE);
+	ulnet_put_le32(b, SHM_CM_MAGIC);
+	b[4] = m->type;
+	b[5] = m->pdata_len;
+	ulnet_put_le32(b + 8, (uint32_t)m->status);
+	ulnet_put_le32(b + 12, m->tbl_n);
+	memcpy(b + 16, &m->src.sin_addr.s_addr, 4); /* network order as is */
+	memcpy(b + 20, &m->src.sin_port, 2);
+	memcpy(b + 24, m->pdata, m->pdata_len);
+}
+
+static int cm_unpack(const uint8_t *b, size_t len, struct shm_cm_msg *m)
+{
+	if (len != SHM_CM_SIZE || ulnet_get_le32(b) != SHM_CM_MAGIC || b[4] < SHM_CM_CONNREQ ||
+	    b[4] > SHM_CM_RTU || b[5] > FAB_PRIVATE_DATA_MAX)
+		return -EPROTO;
+	*m = (struct shm_cm_msg){.type = b[4], .pdata_len = b[5]};
+	m->status = (int32_t)ulnet_get_le32(b + 8);
+	m->tbl_n = ulnet_get_le32(b + 12);
+	m->src.sin_family = AF_INET;
+	memcpy(&m->src.sin_addr.s_addr, b + 16, 4);
+	memcpy(&m->src.sin_port, b + 20, 2);
+	memcpy(m->pdata, b + 24, m->pdata_len);
+	return 0;
+}
+
+static socklen_t cm_name(const struct sockaddr_in *a, struct sockaddr_un *un)
+{
+	char ip[INET_ADDRSTRLEN];
+	int n;
+
+	memset(un, 0, sizeof(*un));
+	un->sun_family = AF_UNIX;
+	inet_ntop(AF_INET, &a->sin_addr, ip, sizeof(ip));
+	n = snprintf(un->sun_path + 1, sizeof(un->sun_path) - 1, "ulnet-shm/%s:%u", ip, ntohs(a->sin_port));
+	return (socklen_t)(offsetof(struct sockaddr_un, sun_path) + 1 + (size_t)n);
+}
+
+static int cm_send(struct fab_cm_id *id, const struct shm_cm_msg *m, int pass_fd)
+{
+	uint8_t b[SHM_CM_SIZE];
+	union {
+		struct cmsghdr h;
+		char buf[CMSG_SPACE(sizeof(int))];
+	} ctl;
+	struct iovec iov = {b, sizeof(b)};
+	struct msghdr mh = {.msg_iov = &iov, .msg_iovlen = 1};
+
+	cm_pack(m, b);
+	if (pass_fd >= 0) {
+		memset(&ctl, 0, sizeof(ctl));
+		mh.msg_control = ctl.buf;
+		mh.msg_controllen = sizeof(ctl.buf);
+		CMSG_FIRSTHDR(&mh)->cmsg_level = SOL_SOCKET;
+		CMSG_FIRSTHDR(&mh)->cmsg_type = SCM_RIGHTS;
+		CMSG_FIRSTHDR(&mh)->cmsg_len = CMSG_LEN(sizeof(int));
+		memcpy(CMSG_DATA(CMSG_FIRSTHDR(&mh)), &pass_fd, sizeof(int));
+	}
+	return sendmsg(id->fd, &mh, MSG_NOSIGNAL | MSG_DONTWAIT) == (ssize_t)sizeof(b) ? 0 : -errno;
+}
+
+/* 0 and @m (and *@fd_out, or -1); -EAGAIN; -ECONNRESET on EOF; -EPROTO. */
+static int cm_recv(struct fab_cm_id *id, struct shm_cm_msg *m, int *fd_out)
+{
+	uint8_t b[SHM_CM_SIZE + 1];
+	union {
+		struct cmsghdr h;
+		char buf[CMSG_SPACE(sizeof(int))];
+	} ctl;
+	struct iovec iov = {b, sizeof(b)};
+	struct msghdr mh = {.msg_iov = &iov, .msg_iovlen = 1, .msg_control = ctl.buf, .msg_controllen = sizeof(ctl.buf)};
+	struct cmsghdr *c;
+	ssize_t n = recvmsg(id->fd, &mh, MSG_DONTWAIT | MSG_CMSG_CLOEXEC);
+
+	*fd_out = -1;
+	if (n < 0)
+		return errno == EAGAIN || errno == EWOULDBLOCK ? -EAGAIN : -ECONNRESET;
+	if (n == 0)
+		return -ECONNRESET;
+	for (c = CMSG_FIRSTHDR(&mh); c; c = CMSG_NXTHDR(&mh, c))
+		if (c->cmsg_level == SOL_SOCKET && c->cmsg_type == SCM_RIGHTS && c->cmsg_len >= CMSG_LEN(sizeof(int))) {
+			if (*fd_out >= 0)
+				close(*fd_out);
+			memcpy(fd_out, CMSG_DATA(c), sizeof(int));
+		}
+	if ((mh.msg_flags & (MSG_TRUNC | MSG_CTRUNC)) || cm_unpack(b, (size_t)n, m)) {
+		if (*fd_out >= 0)
+			close(*fd_out);
+		*fd_out = -1;
+		return -EPROTO;
+	}
+	return 0;
+}
+
+static void sock_tune(struct fab_dev *dev, int fd)
+{
+	/* one SEND of max_msg_sz must fit the socket buffer; root may go past wmem_max */
+	int sz = (int)(dev->lim.max_msg_sz * 4 > 262144 ? dev->lim.max_msg_sz * 4 : 262144);
+
+	if (setsockopt(fd, SOL_SOCKET, SO_SNDBUFFORCE, &sz, sizeof(sz)) < 0)
+		setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &sz, sizeof(sz));
+}
+
+static void raise_ev(struct fab_cm_id *id, enum fab_cm_event_type t, int status, const struct shm_cm_msg *m)
+{
+	struct fab_cm_event ev = {.type = t, .id = id, .context = id->context, .status = status, .peer = id->peer};
+
+	if (m) {
+		ev.private_data_len = m->pdata_len;
+		memcpy(ev.private_data, m->pdata, m->pdata_len);
+	}
+	shm_ev_push(id->dev, &ev);
+}
+
+static void id_close_fd(struct fab_cm_id *id)
+{
+	shm_ep_set(id, 0);
+	if (id->fd >= 0)
+		close(id->fd);
+	id->fd = -1;
+}
+
+/* Map the peer's registration table (takes ownership of @fd). */
+static int map_peer_table(struct fab_cm_id *id, int fd, uint32_t n)
+{
+	struct stat st;
+	void *p;
+
+	if (fd < 0 || n == 0 || n > 65535) {
+		if (fd >= 0)
+			close(fd);
+		return -EPROTO;
+	}
+	/* a table shorter than announced would SIGBUS us on the first look-up past its end */
+	if (fstat(fd, &st) < 0 || (uint64_t)st.st_size < (uint64_t)n * sizeof(struct shm_mr_entry)) {
+		close(fd);
+		return -EPROTO;
+	}
+	p = mmap(NULL, (size_t)n * sizeof(struct shm_mr_entry), PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	close(fd);
+	if (p == MAP_FAILED)
+		return -errno;
+	id->peer_tbl = p;
+	id->peer_tbl_n = n;
+	return 0;
+}
+
+static void peer_pid(struct fab_cm_id *id)
+{
+	struct ucred cr;
+	socklen_t l = sizeof(cr);
+
+	id->peer_pid = getsockopt(id->fd, SOL_SOCKET, SO_PEERCRED, &cr, &l) == 0 ? cr.pid : 0;
+}
+
+int shm_create_id(struct fab_dev *dev, void *context, struct fab_cm_id **out)
+{
+	struct fab_cm_id *id = calloc(1, sizeof(*id));
+
+	if (!id)
+		return -ENOMEM;
+	id->dev = dev;
+	id->context = context;
+	id->fd = id->peer_tbl_fd = -1;
+	id->local = dev->addr;
+	ulnet_list_add_tail(&id->link, &dev->ids);
+	*out = id;
+	return 0;
+}
+
+void shm_set_context(struct fab_cm_id *id, void *context)
+{
+	id->context = context;
+}
+
+void shm_destroy_id(struct fab_cm_id *id)
+{
+	struct ulnet_list *pos, *tmp;
+	struct fab_dev *dev;
+
+	if (!id)
+		return;
+	dev = id->dev;
+	if (id->state == SHM_ID_LISTEN) {
+		ulnet_list_for_each_safe(pos, tmp, &dev->ids) {
+			struct fab_cm_id *c = ulnet_container_of(pos, struct fab_cm_id, link);
+
+			if (c->listener != id)
+				continue;
+			c->listener = NULL;
+			if (c->state == SHM_ID_REQ_WAIT) /* not yet shown to the owner */
+				shm_destroy_id(c);
+		}
+	}
+	if (id->qp) {
+		shm_dev_purge(dev, NULL, id->qp);
+		shm_qp_free(id->qp);
+		id->qp = NULL;
+	}
+	shm_dev_purge(dev, id, NULL);
+	id_close_fd(id);
+	if (id->peer_tbl)
+		munmap(id->peer_tbl, (size_t)id->peer_tbl_n * sizeof(struct shm_mr_entry));
+	if (id->peer_tbl_fd >= 0)
+		close(id->peer_tbl_fd);
+	ulnet_list_del(&id->link);
+	free(id);
+}
+
+int shm_listen(struct fab_cm_id *id, const struct sockaddr_in *addr, int backlog)
+{
+	struct sockaddr_un un;
+	socklen_t l;
+	int rc;
+
+	if (id->state != SHM_ID_IDLE || id->fd >= 0 || addr->sin_family != AF_INET)
+		return -EINVAL;
+	id->fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+	if (id->fd < 0)
+		return -errno;
+	id->local = *addr;
+	l = cm_name(addr, &un);
+	/* the backlog bounds connects not yet picked up by progress: keep it deep */
+	if (bind(id->fd, (struct sockaddr *)&un, l) < 0 || listen(id->fd, backlog > 1024 ? backlog : 1024) < 0 ||
+	    (rc = shm_ep_set(id, EPOLLIN))) {
+		rc = -errno;
+		id_close_fd(id);
+		return rc;
+	}
+	id->state = SHM_ID_LISTEN;
+	return 0;
+}
+
+int shm_connect(struct fab_cm_id *id, const struct sockaddr_in *dst, const void *pdata, size_t len, int timeout_ms)
+{
+	struct shm_cm_msg m = {.type = SHM_CM_CONNREQ, .pdata_len = (uint8_t)len};
+	struct sockaddr_un un;
+	socklen_t l;
+	int rc;
+
+	if (id->state != SHM_ID_IDLE || !id->qp || len > FAB_PRIVATE_DATA_MAX || (len && !pdata) || timeout_ms <= 0)
+		return -EINVAL;
+	id->peer = *dst;
+	id->fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+	if (id->fd < 0)
+		return -errno;
+	sock_tune(id->dev, id->fd);
+	l = cm_name(dst, &un);
+	if (connect(id->fd, (struct sockaddr *)&un, l) < 0) {
+		/* nobody listens (or the listener's backlog is full): an event, as over a fabric */
+		rc = -errno;
+		id_close_fd(id);
+		id->state = SHM_ID_CLOSED;
+		raise_ev(id, FAB_CM_UNREACHABLE, rc == -ENOENT ? -ECONNREFUSED : rc, NULL);
+		return 0;
+	}
+	peer_pid(id);
+	m.src = id->dev->addr;
+	m.tbl_n = id->dev->lim.max_mr;
+	if (len) /* pdata may be NULL when empty */
+		memcpy(m.pdata, pdata, len);
+	if ((rc = cm_send(id, &m, id->dev->tbl_fd)) || (rc = shm_ep_set(id, EPOLLIN | EPOLLRDHUP))) {
+		id_close_fd(id);
+		return rc;
+	}
+	id->state = SHM_ID_REQ_SENT;
+	id->deadline_ns = shm_now_ns() + (uint64_t)timeout_ms * 1000000ull;
+	return 0;
+}
+
+static void establish(struct fab_cm_id *id)
+{
+	id->state = SHM_ID_ESTABLISHED;
+	id->deadline_ns = 0;
+	id->qp->connected = true;
+	shm_ep_set(id, shm_qp_ep_events(id->qp));
+	shm_qp_run(id->qp);
+	shm_qp_rx(id->qp);
+}
+
+int shm_accept(struct fab_cm_id *id, const void *pdata, size_t len)
+{
+	struct shm_cm_msg m = {.type = SHM_CM_CONNACK, .pdata_len = (uint8_t)len};
+	int rc, tfd = id->peer_tbl_fd;
+
+	if (id->state != SHM_ID_REQ_RCVD || !id->qp || len > FAB_PRIVATE_DATA_MAX || (len && !pdata))
+		return -EINVAL;
+	id->peer_tbl_fd = -1;
+	if ((rc = map_peer_table(id, tfd, id->peer_tbl_n))) {
+		shm_id_teardown(id, rc);
+		return 0;
+	}
+	m.src = id->dev->addr;
+	m.tbl_n = id->dev->lim.max_mr;
+	if (len)
+		memcpy(m.pdata, pdata, len);
+	if ((rc = cm_send(id, &m, id->dev->tbl_fd))) {
+		shm_id_teardown(id, rc);
+		return 0;
+	}
+	/* the QP may send at once (RTS); ESTABLISHED is raised when the RTU arrives */
+	id->state = SHM_ID_ACCEPTED;
+	id->qp->connected = true;
+	id->deadline_ns = shm_now_ns() + SHM_RTU_WAIT_NS;
+	shm_ep_set(id, EPOLLIN | EPOLLRDHUP);
+	shm_qp_run(id->qp);
+	return 0;
+}
+
+int shm_reject(struct fab_cm_id *id, const void *pdata, size_t len)
+{
+	struct shm_cm_msg m = {.type = SHM_CM_REJECT, .pdata_len = (uint8_t)len};
+
+	if (id->state != SHM_ID_REQ_RCVD || len > FAB_PRIVATE_DATA_MAX || (len && !pdata))
+		return -EINVAL;
+	if (len)
+		memcpy(m.pdata, pdata, len);
+	cm_send(id, &m, -1); /* a peer that is gone already needs no answer */
+	id_close_fd(id);
+	id->state = SHM_ID_CLOSED;
+	return 0;
+}
+
+void shm_id_teardown(struct fab_cm_id *id, int status)
+{
+	if (id->qp)
+		shm_qp_set_error(id->qp);
+	if (id->fd >= 0)
+		shutdown(id->fd, SHUT_RDWR);
+	shm_ep_set(id, 0);
+	id->state = SHM_ID_CLOSED;
+	id->deadline_ns = 0;
+	if (!id->disconnect_reported) {
+		id->disconnect_reported = true;
+		raise_ev(id, FAB_CM_DISCONNECTED, status, NULL);
+	}
+}
+
+int shm_disconnect(struct fab_cm_id *id)
+{
+	switch (id->state) {
+	case SHM_ID_REQ_RCVD:
+	case SHM_ID_ACCEPTED:
+	case SHM_ID_ESTABLISHED:
+		shm_id_teardown(id, 0);
+		return 0;
+	case SHM_ID_REQ_SENT:
+		id_close_fd(id);
+		id->state = SHM_ID_CLOSED;
+		if (id->qp)
+			shm_qp_set_error(id->qp);
+		return 0;
+	default:
+		return 0;
+	}
+}
+
+static void listener_io(struct fab_cm_id *l)
+{
+	int fd;
+
+	while ((fd = accept4(l->fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC)) >= 0) {
+		struct fab_cm_id *id;
+
+		if (shm_create_id(l->dev, NULL, &id)) {
+			close(fd);
+			continue;
+		}
+		id->fd = fd;
+		id->local = l->local;
+		id->listener = l;
+		id->state = SHM_ID_REQ_WAIT;
+		id->deadline_ns = shm_now_ns() + SHM_REQ_WAIT_NS;
+		sock_tune(l->dev, fd);
+		peer_pid(id);
+		if (shm_ep_set(id, EPOLLIN | EPOLLRDHUP))
+			shm_destroy_id(id);
+	}
+}
+
+static void req_wait_io(struct fab_cm_id *id)
+{
+	struct fab_shm_faults *f = &id->dev->faults;
+	struct fab_cm_event ev = {.type = FAB_CM_CONNECT_REQUEST, .id = id};
+	struct shm_cm_msg m;
+	int tfd, rc = cm_recv(id, &m, &tfd);
+
+	if (rc == -EAGAIN)
+		return;
+	if (rc || m.type != SHM_CM_CONNREQ || tfd < 0 || !id->listener) {
+		if (rc == -EPROTO || (!rc && m.type != SHM_CM_CONNREQ))
+			ULNET_LOG(FABRIC, WARN, "shm: bad CONNREQ from pid %d; dropping the connection", (int)id->peer_pid);
+		if (tfd >= 0)
+			close(tfd);
+		shm_destroy_id(id);
+		return;
+	}
+	if (f->timeout_connect) { /* swallow it: the active side times out */
+		close(tfd);
+		shm_ep_set(id, EPOLLRDHUP);
+		id->deadline_ns = shm_now_ns() + SHM_REQ_WAIT_NS;
+		return;
+	}
+	if (f->refuse_connect) {
+		struct shm_cm_msg r = {.type = SHM_CM_REJECT, .status = -ECONNREFUSED};
+
+		close(tfd);
+		cm_send(id, &r, -1);
+		shm_destroy_id(id);
+		return;
+	}
+	id->peer = m.src;
+	id->peer_tbl_fd = tfd;
+	id->peer_tbl_n = m.tbl_n;
+	id->state = SHM_ID_REQ_RCVD;
+	id->deadline_ns = 0;
+	shm_ep_set(id, EPOLLRDHUP);
+	ev.listen_id = id->listener;
+	ev.context = id->listener->context;
+	ev.peer = m.src;
+	ev.private_data_len = m.pdata_len;
+	memcpy(ev.private_data, m.pdata, m.pdata_len);
+	shm_ev_push(id->dev, &ev);
+}
+
+static void req_sent_io(struct fab_cm_id *id)
+{
+	struct shm_cm_msg m;
+	struct shm_cm_msg rtu = {.type = SHM_CM_RTU};
+	int tfd, rc = cm_recv(id, &m, &tfd);
+
+	if (rc == -EAGAIN)
+		return;
+	if (!rc && m.type == SHM_CM_REJECT) {
+		if (tfd >= 0)
+			close(tfd);
+		id_close_fd(id);
+		id->state = SHM_ID_CLOSED;
+		raise_ev(id, FAB_CM_REJECTED, m.status ? m.status : -ECONNREFUSED, &m);
+		return;
+	}
+	if (rc || m.type != SHM_CM_CONNACK || (rc = map_peer_table(id, tfd, m.tbl_n)) || (rc = cm_send(id, &rtu, -1))) {
+		if (!rc && tfd >= 0)
+			close(tfd);
+		id_close_fd(id);
+		id->state = SHM_ID_CLOSED;
+		if (id->qp)
+			shm_qp_set_error(id->qp);
+		/* the listener went away without answering */
+		raise_ev(id, FAB_CM_UNREACHABLE, rc ? rc : -EPROTO, NULL);
+		return;
+	}
+	establish(id);
+	raise_ev(id, FAB_CM_ESTABLISHED, 0, &m);
+}
+
+void shm_id_io(struct fab_cm_id *id, uint32_t revents)
+{
+	struct shm_cm_msg m;
+	int tfd, rc;
+
+	switch (id->state) {
+	case SHM_ID_LISTEN:
+		listener_io(id);
+		return;
+	case SHM_ID_REQ_WAIT:
+		req_wait_io(id);
+		return;
+	case SHM_ID_REQ_SENT:
+		req_sent_io(id);
+		return;
+	case SHM_ID_REQ_RCVD:
+		if (revents & (EPOLLHUP | EPOLLRDHUP | EPOLLERR))
+			shm_id_teardown(id, -ECONNRESET);
+		return;
+	case SHM_ID_ACCEPTED:
+		rc = cm_recv(id, &m, &tfd);
+		if (tfd >= 0)
+			close(tfd);
+		if (rc == -EAGAIN)
+			return;
+		if (rc || m.type != SHM_CM_RTU) {
+			shm_id_teardown(id, rc ? rc : -EPROTO);
+			return;
+		}
+		establish(id);
+		raise_ev(id, FAB_CM_ESTABLISHED, 0, NULL);
+		return;
+	case SHM_ID_ESTABLISHED:
+		if (revents & EPOLLOUT)
+			shm_qp_run(id->qp);
+		/* deliver what arrived before the peer left, then tear down */
+		shm_qp_rx(id->qp);
+		if (id->state == SHM_ID_ESTABLISHED && (revents & (EPOLLHUP | EPOLLRDHUP | EPOLLERR)))
+			shm_id_teardown(id, -ECONNRESET);
+		return;
+	default:
+		shm_ep_set(id, 0);
+		return;
+	}
+}
+
+void shm_id_timeouts(struct fab_dev *dev, uint64_t now, uint64_t *next)
+{
+	struct ulnet_list *pos, *tmp;
+
+	ulnet_list_for_each_safe(pos, tmp, &dev->ids) {
+		struct fab_cm_id *id = ulnet_container_of(pos, struct fab_cm_id, link);
+
+		if (!id->deadline_ns)
+			continue;
+		if (id->deadline_ns > now) {
+			if (id->deadline_ns < *next)
+				*next = id->deadline_ns;
+			continue;
+		}
+		id->deadline_ns = 0;
+		switch (id->state) {
+		case SHM_ID_REQ_SENT:
+			id_close_fd(id);
+			id->state = SHM_ID_CLOSED;
+			if (id->qp)
+				shm_qp_set_error(id->qp);
+			raise_ev(id, FAB_CM_TIMED_OUT, -ETIMEDOUT, NULL);
+			break;
+		case SHM_ID_REQ_WAIT:
+			shm_destroy_id(id);
+			break;
+		case SHM_ID_ACCEPTED:
+			shm_id_teardown(id, -ETIMEDOUT);
+			break;
+		default:
+			break;
+		}
+	}
+}

@@ -1,0 +1,226 @@
+/* SPDX-License-Identifier: MIT */
+/* shm memory regions: the registration table (a memfd the peers map), keys with a generation, and
+ * the access check both local SGEs and peers' RDMA go through. */
+#include <errno.h>
+#include <sched.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
+#include "log.h"
+#include "shm.h"
+
+int shm_mr_table_open(struct fab_dev *dev)
+{
+	size_t bytes = (size_t)dev->lim.max_mr * sizeof(struct shm_mr_entry);
+
+	dev->tbl_fd = memfd_create("ulnet-shm-mr", MFD_CLOEXEC);
+	if (dev->tbl_fd < 0)
+		return -errno;
+	if (ftruncate(dev->tbl_fd, (off_t)bytes) < 0)
+		goto fail;
+	dev->tbl = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, dev->tbl_fd, 0);
+	if (dev->tbl == MAP_FAILED) {
+		dev->tbl = NULL;
+		goto fail;
+	}
+	dev->mrs = calloc(dev->lim.max_mr, sizeof(*dev->mrs));
+	if (!dev->mrs) {
+		errno = ENOMEM;
+		goto fail;
+	}
+	return 0;
+fail: {
+	int rc = -errno;
+
+	shm_mr_table_close(dev);
+	return rc;
+}
+}
+
+void shm_mr_table_close(struct fab_dev *dev)
+{
+	if (dev->mrs)
+		for (uint32_t i = 0; i < dev->lim.max_mr; i++)
+			free(dev->mrs[i].segs);
+	free(dev->mrs);
+	dev->mrs = NULL;
+	if (dev->tbl)
+		munmap(dev->tbl, (size_t)dev->lim.max_mr * sizeof(struct shm_mr_entry));
+	dev->tbl = NULL;
+	if (dev->tbl_fd >= 0)
+		close(dev->tbl_fd);
+	dev->tbl_fd = -1;
+}
+
+int shm_reg_mr(struct fab_dev *dev, const struct iovec *ranges, unsigned n, unsigned access, struct fab_mr *out)
+{
+	const unsigned all = FAB_ACCESS_LOCAL_WRITE | FAB_ACCESS_REMOTE_WRITE | FAB_ACCESS_REMOTE_READ;
+	struct shm_mr_entry *e;
+	struct shm_seg *segs = NULL;
+	uint64_t total = 0;
+	uint32_t idx, gen;
+
+	if (n == 0 || n > 1024 || (access & ~all))
+		return -EINVAL;
+	/* verbs: remote write needs local write */
+	if ((access & FAB_ACCESS_REMOTE_WRITE) && !(access & FAB_ACCESS_LOCAL_WRITE))
+		return -EINVAL;
+	for (unsigned i = 0; i < n; i++) {
+		if (!ranges[i].iov_len || !ranges[i].iov_base)
+			return -EINVAL;
+		total += ranges[i].iov_len;
+	}
+	if (total > dev->lim.max_mr_size) {
+		ULNET_LOG(FABRIC, ERR, "shm: region of %llu bytes over max_mr_size %llu (lnd tunable device: "
+			  "max_mr_size)", (unsigned long long)total, (unsigned long long)dev->lim.max_mr_size);
+		return -E2BIG;
+	}
+	if (dev->n_mr >= dev->lim.max_mr) {
+		ULNET_LOG(FABRIC, ERR, "shm: %u regions registered, max_mr %u (lnd tunable device: max_mr)",
+			  dev->n_mr, dev->lim.max_mr);
+		return -ENOSPC;
+	}
+	if (n > 1) {
+		if (!(segs = malloc(n * sizeof(*segs))))
+			return -ENOMEM;
+		for (unsigned i = 0; i < n; i++)
+			segs[i] = (struct shm_seg){(uintptr_t)ranges[i].iov_base, ranges[i].iov_len};
+	}
+	/* round robin over the indexes: a freed index is reused as late as possible, so a stale key
+	 * meets a new generation only after the whole table has turned over */
+	for (idx = dev->mr_cursor; dev->mrs[idx].used; idx = (idx + 1) % dev->lim.max_mr)
+		;
+	dev->mr_cursor = (idx + 1) % dev->lim.max_mr;
+	e = &dev->tbl[idx];
+	gen = ((atomic_load(&e->state) >> 1) + 1) & 0xffffu;
+	e->access = access;
+	e->nseg = n;
+	e->addr = (uintptr_t)ranges[0].iov_base;
+	e->length = total;
+	e->segs = n > 1 ? (uintptr_t)segs : (uintptr_t)ranges[0].iov_base;
+	atomic_store_explicit(&e->state, SHM_STATE(gen, true), memory_order_release);
+	dev->mrs[idx] = (struct shm_mr){.segs = segs, .used = true};
+	dev->n_mr++;
+	*out = (struct fab_mr){.lkey = SHM_KEY(idx, gen), .rkey = SHM_KEY(idx, gen), .addr = e->addr, .length = total};
+	return 0;
+}
+
+int shm_dereg_mr(struct fab_dev *dev, const struct fab_mr *mr)
+{
+	uint32_t idx = SHM_KEY_IDX(mr->lkey), gen = SHM_KEY_GEN(mr->lkey);
+	struct shm_mr_entry *e;
+	uint64_t deadline;
+
+	if (mr->lkey < (1u << 16) || idx >= dev->lim.max_mr || !dev->mrs[idx].used)
+		return -ENOENT;
+	e = &dev->tbl[idx];
+	if (atomic_load(&e->state) != SHM_STATE(gen, true))
+		return -ENOENT;
+	atomic_store(&e->state, SHM_STATE(gen, false));
+	/* a peer that took busy before the store above may be copying now: wait for it (a copy takes
+	 * microseconds). A peer killed while holding busy never drops it: give up after 2 s, it can no
+	 * longer write. */
+	deadline = shm_now_ns() + 2000000000ull;
+	while (atomic_load(&e->busy)) {
+		if (shm_now_ns() > deadline) {
+			ULNET_LOG(FABRIC, WARN, "shm: region key %#x still held by a peer after 2 s (peer died "
+				  "mid-RDMA?); deregistered anyway", mr->lkey);
+			atomic_store(&e->busy, 0);
+			break;
+		}
+		sched_yield();
+	}
+	free(dev->mrs[idx].segs);
+	dev->mrs[idx] = (struct shm_mr){0};
+	dev->n_mr--;
+	return 0;
+}
+
+int shm_iov_slice(const struct iovec *in, int n, uint64_t off, uint64_t len, struct iovec *out, int max)
+{
+	int k = 0;
+
+	for (int i = 0; i < n && len; i++) {
+		uint64_t take;
+
+		if (off >= in[i].iov_len) {
+			off -= in[i].iov_len;
+			continue;
+		}
+		if (k == max)
+			return -1;
+		take = in[i].iov_len - off < len ? in[i].iov_len - off : len;
+		out[k++] = (struct iovec){(char *)in[i].iov_base + off, take};
+		len -= take;
+		off = 0;
+	}
+	return len ? -1 : k;
+}
+
+int shm_mr_acquire(struct shm_mr_entry *tbl, uint32_t tbl_n, pid_t pid, uint32_t key, uint64_t addr,
+		   uint64_t len, unsigned access, struct iovec *iov, int max, struct shm_mr_entry **held)
+{
+	uint32_t idx = SHM_KEY_IDX(key);
+	struct shm_mr_entry *e;
+	struct shm_seg stack_segs[16], *segs = stack_segs;
+	struct iovec stack_iov[16], *ranges = stack_iov;
+	int n = -EACCES;
+
+	if (key < (1u << 16) || idx >= tbl_n)
+		return -EACCES;
+	e = &tbl[idx];
+	atomic_fetch_add(&e->busy, 1);
+	/* busy first, then the state: a dereg that cleared valid after this point waits for us */
+	if (atomic_load(&e->state) != SHM_STATE(SHM_KEY_GEN(key), true) || (e->access & access) != access)
+		goto out;
+	if (addr < e->addr || len > e->length || addr - e->addr > e->length - len)
+		goto out;
+	if (e->nseg == 1) {
+		if (max < 1)
+			goto out;
+		iov[0] = (struct iovec){(void *)(uintptr_t)addr, len};
+		*held = e;
+		return 1;
+	}
+	if (e->nseg > 1024)
+		goto out;
+	if (e->nseg > sizeof(stack_segs) / sizeof(stack_segs[0]) &&
+	    (!(segs = malloc(e->nseg * sizeof(*segs))) || !(ranges = malloc(e->nseg * sizeof(*ranges))))) {
+		n = -ENOMEM;
+		goto out;
+	}
+	if (pid == getpid()) {
+		memcpy(segs, (const void *)(uintptr_t)e->segs, e->nseg * sizeof(*segs));
+	} else {
+		struct iovec l = {segs, e->nseg * sizeof(*segs)}, r = {(void *)(uintptr_t)e->segs, l.iov_len};
+		ssize_t got = process_vm_readv(pid, &l, 1, &r, 1, 0);
+
+		if (got != (ssize_t)l.iov_len) {
+			n = got < 0 && errno == ESRCH ? -ESRCH : got < 0 && errno == EPERM ? -EPERM : -EACCES;
+			goto out;
+		}
+	}
+	for (uint32_t i = 0; i < e->nseg; i++)
+		ranges[i] = (struct iovec){(void *)(uintptr_t)segs[i].base, segs[i].len};
+	n = shm_iov_slice(ranges, (int)e->nseg, addr - e->addr, len, iov, max);
+	if (n < 0)
+		n = -EACCES;
+out:
+	if (segs != stack_segs)
+		free(segs);
+	if (ranges != stack_iov)
+		free(ranges);
+	if (n < 0) {
+		atomic_fetch_sub(&e->busy, 1);
+		return n;
+	}
+	*held = e;
+	return n;
+}
+
+void shm_mr_release(struct shm_mr_entry *held)
+{
+	if (held)
+		atomic_fetch_sub(&held->busy, 1);
+}

@@ -1,0 +1,431 @@
+/* SPDX-License-Identifier: MIT */
+/* shm queue pairs: fixed-depth send and receive queues, execution in post order (RC ordering: an
+ * RDMA WRITE's process_vm_writev has returned before the next SEND goes into the socket), the
+ * limits of the device, and the error state with its flush. */
+#include <errno.h>
+#include <limits.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/socket.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+#include "log.h"
+#include "shm.h"
+
+#define SHM_IOV_MAX 1024
+#define SHM_SEND_HDR 4 /* in front of every SEND: a zero-length message must not read as EOF */
+#define SHM_SEND_TYPE 0x53
+
+int shm_create_qp(struct fab_cm_id *id, const struct fab_qp_attr *attr, void *context, struct fab_qp **out)
+{
+	const struct fab_limits *lim = &id->dev->lim;
+	struct fab_qp *qp;
+	size_t nsge;
+
+	if (id->qp)
+		return -EEXIST;
+	if (!attr->max_send_wr || !attr->max_recv_wr || attr->max_send_wr > lim->max_qp_wr ||
+	    attr->max_recv_wr > lim->max_qp_wr) {
+		ULNET_LOG(FABRIC, ERR, "shm: QP depth send %u recv %u: allowed 1..%u (lnd tunable device: max_qp_wr)",
+			  attr->max_send_wr, attr->max_recv_wr, lim->max_qp_wr);
+		return -EINVAL;
+	}
+	if (id->dev->n_qp >= lim->max_qp) {
+		ULNET_LOG(FABRIC, ERR, "shm: %u QPs exist, max_qp %u (lnd tunable device: max_qp)", id->dev->n_qp,
+			  lim->max_qp);
+		return -ENOSPC;
+	}
+	if (!(qp = calloc(1, sizeof(*qp))))
+		return -ENOMEM;
+	qp->id = id;
+	qp->context = context;
+	qp->sq_depth = attr->max_send_wr;
+	qp->rq_depth = attr->max_recv_wr;
+	nsge = (size_t)qp->sq_depth * lim->max_send_sge + (size_t)qp->rq_depth * lim->max_recv_sge;
+	qp->sq = calloc(qp->sq_depth, sizeof(*qp->sq));
+	qp->rq = calloc(qp->rq_depth, sizeof(*qp->rq));
+	qp->sge_pool = calloc(nsge, sizeof(*qp->sge_pool));
+	if (!qp->sq || !qp->rq || !qp->sge_pool) {
+		shm_qp_free(qp);
+		return -ENOMEM;
+	}
+	for (uint32_t i = 0; i < qp->sq_depth; i++)
+		qp->sq[i].sge = qp->sge_pool + (size_t)i * lim->max_send_sge;
+	for (uint32_t i = 0; i < qp->rq_depth; i++)
+		qp->rq[i].sge = qp->sge_pool + (size_t)qp->sq_depth * lim->max_send_sge + (size_t)i * lim->max_recv_sge;
+	id->qp = qp;
+	id->dev->n_qp++;
+	*out = qp;
+	return 0;
+}
+
+void shm_qp_free(struct fab_qp *qp)
+{
+	if (!qp)
+		return;
+	if (qp->id && qp->id->qp == qp)
+		qp->id->dev->n_qp--;
+	free(qp->sq);
+	free(qp->rq);
+	free(qp->sge_pool);
+	free(qp);
+}
+
+uint32_t shm_qp_ep_events(const struct fab_qp *qp)
+{
+	uint32_t ev = EPOLLRDHUP;
+
+	if (!qp->error && qp->rq_head != qp->rq_post)
+		ev |= EPOLLIN;
+	if (!qp->error && qp->sq_exec != qp->sq_post)
+		ev |= EPOLLOUT; /* only left waiting when the socket was full */
+	return ev;
+}
+
+static void qp_ep_update(struct fab_qp *qp)
+{
+	if (qp->id->state == SHM_ID_ESTABLISHED)
+		shm_ep_set(qp->id, shm_qp_ep_events(qp));
+}
+
+void shm_qp_sq_release(struct fab_qp *qp, uint64_t upto_seq)
+{
+	if (upto_seq > qp->sq_tail)
+		qp->sq_tail = upto_seq;
+}
+
+void shm_qp_set_error(struct fab_qp *qp)
+{
+	struct fab_dev *dev = qp->id->dev;
+
+	if (qp->error)
+		return;
+	qp->error = true;
+	for (; qp->sq_exec < qp->sq_post; qp->sq_exec++) {
+		const struct shm_swr *s = &qp->sq[qp->sq_exec % qp->sq_depth];
+
+		shm_cq_push(dev, qp, s->wr.wr_id, s->wr.opcode == FAB_WR_SEND ? FAB_WC_SEND :
+			    s->wr.opcode == FAB_WR_RDMA_WRITE ? FAB_WC_RDMA_WRITE : FAB_WC_RDMA_READ,
+			    FAB_WC_WR_FLUSH_ERR, 0, true, qp->sq_exec);
+	}
+	for (; qp->rq_head < qp->rq_post; qp->rq_head++)
+		shm_cq_push(dev, qp, qp->rq[qp->rq_head % qp->rq_depth].wr_id, FAB_WC_RECV, FAB_WC_WR_FLUSH_ERR, 0,
+			    false, 0);
+	qp_ep_update(qp);
+}
+
+/* Local SGEs -> iovecs in this process, checked against our own table. Count, or -1. */
+static int local_iov(struct fab_qp *qp, const struct fab_sge *sge, uint32_t n, unsigned access,
+		     struct iovec *iov, int max, uint64_t *total)
+{
+	struct fab_dev *dev = qp->id->dev;
+	int cnt = 0;
+
+	*total = 0;
+	for (uint32_t i = 0; i < n; i++) {
+		struct shm_mr_entry *held;
+		int k;
+
+		if (!sge[i].length)
+			continue;
+		k = shm_mr_acquire(dev->tbl, dev->lim.max_mr, getpid(), sge[i].lkey, sge[i].addr, sge[i].length,
+				   access, iov + cnt, max - cnt, &held);
+		if (k < 0)
+			return -1;
+		shm_mr_release(held);
+		cnt += k;
+		*total += sge[i].length;
+	}
+	return cnt;
+}
+
+/* The peer is SIGKILLed and gone when this returns (fault injection: death mid-RDMA). */
+static void kill_peer_and_wait(pid_t pid)
+{
+	int pfd = (int)syscall(SYS_pidfd_open, pid, 0);
+
+	kill(pid, SIGKILL);
+	if (pfd >= 0) {
+		struct pollfd p = {.fd = pfd, .events = POLLIN};
+
+		poll(&p, 1, 5000);
+		close(pfd);
+	} else {
+		for (int i = 0; i < 500 && kill(pid, 0) == 0; i++)
+			usleep(10000);
+	}
+}
+
+static enum fab_wc_status vm_errno_status(struct fab_qp *qp, int err)
+{
+	char buf[512], scope[8] = "";
+	FILE *f;
+
+	switch (err) {
+	case ESRCH:
+		return FAB_WC_RETRY_EXC_ERR;
+	case EPERM:
+		if ((f = fopen("/proc/sys/kernel/yama/ptrace_scope", "r"))) {
+			if (!fgets(scope, sizeof(scope), f))
+				scope[0] = 0;
+			scope[strcspn(scope, "\n")] = 0;
+			fclose(f);
+		}
+		fab_shm_eperm_msg(buf, sizeof(buf), (int)qp->id->peer_pid, f ? scope : NULL, qp->id->dev->ptrace_note);
+		ULNET_LOG(FABRIC, ERR, "%s", buf);
+		return FAB_WC_FATAL_ERR;
+	default:
+		return FAB_WC_REM_OP_ERR;
+	}
+}
+
+static enum fab_wc_status exec_rdma(struct fab_qp *qp, const struct shm_swr *s, uint32_t *len)
+{
+	struct fab_dev *dev = qp->id->dev;
+	bool write = s->wr.opcode == FAB_WR_RDMA_WRITE;
+	struct iovec liov[SHM_IOV_MAX], riov[SHM_IOV_MAX], l2[SHM_IOV_MAX], r2[SHM_IOV_MAX];
+	struct shm_mr_entry *held;
+	uint64_t total, done = 0;
+	int ln, rn;
+
+	ln = local_iov(qp, s->sge, s->wr.num_sge, write ? 0 : FAB_ACCESS_LOCAL_WRITE, liov, SHM_IOV_MAX, &total);
+	if (ln < 0)
+		return FAB_WC_LOC_PROT_ERR;
+	*len = (uint32_t)total;
+	if (!total)
+		return FAB_WC_SUCCESS;
+	rn = shm_mr_acquire(qp->id->peer_tbl, qp->id->peer_tbl_n, qp->id->peer_pid, s->wr.rkey, s->wr.remote_addr,
+			    total, write ? FAB_ACCESS_REMOTE_WRITE : FAB_ACCESS_REMOTE_READ, riov, SHM_IOV_MAX, &held);
+	if (rn < 0)
+		return rn == -EACCES ? FAB_WC_REM_ACCESS_ERR : vm_errno_status(qp, -rn);
+	if (dev->faults.kill_peer_rdma_nth && --dev->faults.kill_peer_rdma_nth == 0) {
+		/* move the first half, then the peer dies: the rest must fail, not hang or crash */
+		int a = shm_iov_slice(liov, ln, 0, total / 2, l2, SHM_IOV_MAX);
+		int b = shm_iov_slice(riov, rn, 0, total / 2, r2, SHM_IOV_MAX);
+		ssize_t n = write ? process_vm_writev(qp->id->peer_pid, l2, (unsigned long)a, r2, (unsigned long)b, 0)
+				  : process_vm_readv(qp->id->peer_pid, l2, (unsigned long)a, r2, (unsigned long)b, 0);
+
+		if (n > 0)
+			done = (uint64_t)n;
+		kill_peer_and_wait(qp->id->peer_pid);
+		ln = shm_iov_slice(liov, ln, done, total - done, l2, SHM_IOV_MAX);
+		rn = shm_iov_slice(riov, rn, done, total - done, r2, SHM_IOV_MAX);
+		memcpy(liov, l2, (size_t)ln * sizeof(*liov));
+		memcpy(riov, r2, (size_t)rn * sizeof(*riov));
+	}
+	while (done < total) {
+		ssize_t n = write ? process_vm_writev(qp->id->peer_pid, liov, (unsigned long)ln, riov, (unsigned long)rn, 0)
+				  : process_vm_readv(qp->id->peer_pid, liov, (unsigned long)ln, riov, (unsigned long)rn, 0);
+
+		if (n <= 0) {
+			shm_mr_release(held);
+			return vm_errno_status(qp, n < 0 ? errno : EFAULT);
+		}
+		done += (uint64_t)n;
+		if (done < total) { /* partial: a page of the peer's region is not mapped any more */
+			shm_mr_release(held);
+			return FAB_WC_REM_OP_ERR;
+		}
+	}
+	shm_mr_release(held);
+	return FAB_WC_SUCCESS;
+}
+
+/* 1 = the socket is full (try again on EPOLLOUT), 0 = done with *@st. */
+static int exec_send(struct fab_qp *qp, const struct shm_swr *s, enum fab_wc_status *st, uint32_t *len)
+{
+	struct iovec iov[SHM_IOV_MAX + 1];
+	uint8_t hdr[SHM_SEND_HDR] = {SHM_SEND_TYPE};
+	struct msghdr mh = {.msg_iov = iov};
+	uint64_t total;
+	int n = local_iov(qp, s->sge, s->wr.num_sge, 0, iov + 1, SHM_IOV_MAX - 1, &total);
+
+	*len = 0;
+	if (n < 0) {
+		*st = FAB_WC_LOC_PROT_ERR;
+		return 0;
+	}
+	if (total > qp->id->dev->lim.max_msg_sz) {
+		ULNET_LOG(FABRIC, ERR, "shm: SEND of %llu bytes over max_msg_sz %u (lnd tunable device: max_msg_sz)",
+			  (unsigned long long)total, qp->id->dev->lim.max_msg_sz);
+		*st = FAB_WC_LOC_LEN_ERR;
+		return 0;
+	}
+	iov[0] = (struct iovec){hdr, sizeof(hdr)};
+	mh.msg_iovlen = (size_t)n + 1;
+	if (sendmsg(qp->id->fd, &mh, MSG_DONTWAIT | MSG_NOSIGNAL) < 0) {
+		if (errno == EAGAIN || errno == EWOULDBLOCK)
+			return 1;
+		*st = errno == EMSGSIZE ? FAB_WC_LOC_LEN_ERR : FAB_WC_RETRY_EXC_ERR;
+		return 0;
+	}
+	*len = (uint32_t)total;
+	*st = FAB_WC_SUCCESS;
+	return 0;
+}
+
+void shm_qp_run(struct fab_qp *qp)
+{
+	struct fab_dev *dev = qp->id->dev;
+
+	while (qp->connected && !qp->error && qp->sq_exec < qp->sq_post) {
+		struct shm_swr *s = &qp->sq[qp->sq_exec % qp->sq_depth];
+		enum fab_wc_status st;
+		enum fab_wc_opcode op = s->wr.opcode == FAB_WR_SEND ? FAB_WC_SEND :
+					s->wr.opcode == FAB_WR_RDMA_WRITE ? FAB_WC_RDMA_WRITE : FAB_WC_RDMA_READ;
+		uint32_t len = 0;
+
+		if (s->wr.opcode == FAB_WR_SEND) {
+			if (exec_send(qp, s, &st, &len))
+				break;
+		} else {
+			st = exec_rdma(qp, s, &len);
+		}
+		qp->sq_exec++;
+		if (st != FAB_WC_SUCCESS) {
+			/* errors always complete; the QP goes to error and the peer learns it (disconnect) */
+			shm_cq_push(dev, qp, s->wr.wr_id, op, st, len, true, qp->sq_exec - 1);
+			shm_id_teardown(qp->id, -EIO);
+			return;
+		}
+		if (s->wr.signaled)
+			shm_cq_push(dev, qp, s->wr.wr_id, op, st, len, true, qp->sq_exec - 1);
+	}
+	qp_ep_update(qp);
+}
+
+void shm_qp_rx(struct fab_qp *qp)
+{
+	struct fab_dev *dev = qp->id->dev;
+
+	while (qp->id->state == SHM_ID_ESTABLISHED && !qp->error && qp->rq_head < qp->rq_post) {
+		struct shm_rwr *r = &qp->rq[qp->rq_head % qp->rq_depth];
+		struct iovec iov[SHM_IOV_MAX + 1];
+		uint8_t hdr[SHM_SEND_HDR];
+		struct msghdr mh = {.msg_iov = iov};
+		uint64_t total;
+		ssize_t n;
+		int k = local_iov(qp, r->sge, r->num_sge, FAB_ACCESS_LOCAL_WRITE, iov + 1, SHM_IOV_MAX - 1, &total);
+
+		iov[0] = (struct iovec){hdr, sizeof(hdr)};
+		mh.msg_iovlen = k < 0 ? 1 : (size_t)k + 1;
+		n = recvmsg(qp->id->fd, &mh, MSG_DONTWAIT);
+		if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
+			break;
+		if (n <= 0) {
+			shm_id_teardown(qp->id, -ECONNRESET);
+			return;
+		}
+		qp->rq_head++;
+		if (k < 0 || (mh.msg_flags & MSG_TRUNC) || n < SHM_SEND_HDR || hdr[0] != SHM_SEND_TYPE) {
+			enum fab_wc_status st = k < 0 ? FAB_WC_LOC_PROT_ERR : FAB_WC_LOC_LEN_ERR;
+
+			if (k >= 0 && (mh.msg_flags & MSG_TRUNC))
+				ULNET_LOG(FABRIC, ERR, "shm: incoming SEND longer than the receive (%llu bytes); QP to error",
+					  (unsigned long long)total);
+			shm_cq_push(dev, qp, r->wr_id, FAB_WC_RECV, st, 0, false, 0);
+			shm_id_teardown(qp->id, -EIO);
+			return;
+		}
+		shm_cq_push(dev, qp, r->wr_id, FAB_WC_RECV, FAB_WC_SUCCESS, (uint32_t)(n - SHM_SEND_HDR), false, 0);
+	}
+	qp_ep_update(qp);
+}
+
+static bool post_fault(struct fab_qp *qp)
+{
+	struct fab_shm_faults *f = &qp->id->dev->faults;
+
+	return f->fail_post_nth && --f->fail_post_nth == 0;
+}
+
+int shm_post_recv(struct fab_qp *qp, const struct fab_recv_wr *wr, const struct fab_recv_wr **bad)
+{
+	const struct fab_limits *lim = &qp->id->dev->lim;
+	int rc = 0;
+
+	if (post_fault(qp)) {
+		*bad = wr;
+		return -EIO;
+	}
+	for (; wr; wr = wr->next) {
+		struct shm_rwr *r;
+
+		if (wr->num_sge > lim->max_recv_sge) {
+			ULNET_LOG(FABRIC, ERR, "shm: receive WR with %u SGEs, max_recv_sge %u (lnd tunable device: "
+				  "max_recv_sge)", wr->num_sge, lim->max_recv_sge);
+			rc = -EINVAL;
+			break;
+		}
+		if (qp->rq_post - qp->rq_head == qp->rq_depth) {
+			rc = -ENOMEM;
+			break;
+		}
+		r = &qp->rq[qp->rq_post % qp->rq_depth];
+		r->wr_id = wr->wr_id;
+		r->num_sge = wr->num_sge;
+		if (wr->num_sge) /* sg_list may be NULL for an empty SEND */
+			memcpy(r->sge, wr->sg_list, wr->num_sge * sizeof(*r->sge));
+		qp->rq_post++;
+		if (qp->error) /* flushed at once, as verbs does in the error state */
+			shm_cq_push(qp->id->dev, qp, qp->rq[qp->rq_head++ % qp->rq_depth].wr_id, FAB_WC_RECV,
+				    FAB_WC_WR_FLUSH_ERR, 0, false, 0);
+	}
+	if (rc)
+		*bad = wr;
+	shm_qp_rx(qp);
+	return rc;
+}
+
+int shm_post_send(struct fab_qp *qp, const struct fab_send_wr *wr, const struct fab_send_wr **bad)
+{
+	const struct fab_limits *lim = &qp->id->dev->lim;
+	int rc = 0;
+
+	if (post_fault(qp)) {
+		*bad = wr;
+		return -EIO;
+	}
+	for (; wr; wr = wr->next) {
+		struct shm_swr *s;
+
+		if (wr->num_sge > lim->max_send_sge) {
+			ULNET_LOG(FABRIC, ERR, "shm: send WR with %u SGEs, max_send_sge %u (lnd tunable device: "
+				  "max_send_sge)", wr->num_sge, lim->max_send_sge);
+			rc = -EINVAL;
+			break;
+		}
+		if (wr->opcode != FAB_WR_SEND && wr->opcode != FAB_WR_RDMA_WRITE && wr->opcode != FAB_WR_RDMA_READ) {
+			rc = -EINVAL;
+			break;
+		}
+		if (!qp->connected && !qp->error) {
+			rc = -ENOTCONN;
+			break;
+		}
+		if (qp->sq_post - qp->sq_tail == qp->sq_depth) {
+			rc = -ENOMEM;
+			break;
+		}
+		s = &qp->sq[qp->sq_post % qp->sq_depth];
+		s->wr = *wr;
+		s->wr.next = NULL;
+		s->wr.sg_list = NULL;
+		if (wr->num_sge) /* sg_list may be NULL for an empty SEND */
+			memcpy(s->sge, wr->sg_list, wr->num_sge * sizeof(*s->sge));
+		qp->sq_post++;
+		if (qp->error) {
+			shm_cq_push(qp->id->dev, qp, wr->wr_id, wr->opcode == FAB_WR_SEND ? FAB_WC_SEND :
+				    wr->opcode == FAB_WR_RDMA_WRITE ? FAB_WC_RDMA_WRITE : FAB_WC_RDMA_READ,
+				    FAB_WC_WR_FLUSH_ERR, 0, true, qp->sq_exec++);
+		}
+	}
+	if (rc)
+		*bad = wr;
+	shm_qp_run(qp);
+	return rc;
+}

@@ -1,0 +1,637 @@
+/* SPDX-License-Identifier: MIT */
+/* The o2ib RDMA planner (lnet-wire.md §3.2-§3.4). Pure: allocation only for the plan's own arrays.
+ *
+ * Rules kept here, whatever the layouts:
+ *   - one WR never crosses a remote fragment; it gathers at most max_send_sge local pieces; a WR still
+ *     open when the bytes run out is closed (the short-GET-reply defect of §3.3);
+ *   - never more RDMA WRs per transfer than the negotiated max_frags; when the pieces the memory is
+ *     registered in would need more, register contiguous runs as regions, else bounce;
+ *   - WRs are cut into windows of at most sq_room slots, the completion SEND counted in the last;
+ *   - a descriptor we advertise has one registration behind its key and never more fragments than
+ *     min(max_frags, 256). */
+#include "o2ib_plan.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+
+const char *o2ib_mem_form_name(enum o2ib_mem_form form)
+{
+	switch (form) {
+	case O2IB_MEM_CONTIG: return "contig";
+	case O2IB_MEM_IOVEC: return "iovec";
+	case O2IB_MEM_KIOV: return "kiov";
+	}
+	return "?";
+}
+
+const char *o2ib_reg_kind_name(enum o2ib_reg_kind kind)
+{
+	switch (kind) {
+	case O2IB_REG_PAGE: return "page";
+	case O2IB_REG_REGION: return "region";
+	case O2IB_REG_BOUNCE: return "bounce";
+	}
+	return "?";
+}
+
+const char *o2ib_strategy_name(enum o2ib_strategy s)
+{
+	switch (s) {
+	case O2IB_STRAT_GATHER: return "gather";
+	case O2IB_STRAT_REGION: return "region";
+	case O2IB_STRAT_BOUNCE: return "bounce";
+	case O2IB_STRAT_PAGES: return "pages";
+	case O2IB_STRAT_NONE: return "none";
+	}
+	return "?";
+}
+
+static bool pow2(uint32_t v) { return v >= 512 && (v & (v - 1)) == 0; }
+
+#define IOVEC_GAP 512u
+
+uint64_t o2ib_mem_synth_span(enum o2ib_mem_form form, uint32_t page_size, uint64_t offset, uint64_t len)
+{
+	uint64_t total = offset + len, n = (total + page_size - 1) / page_size;
+
+	switch (form) {
+	case O2IB_MEM_CONTIG: return total;
+	case O2IB_MEM_IOVEC: return n * (page_size + IOVEC_GAP);
+	case O2IB_MEM_KIOV: return n * 2 * (uint64_t)page_size;
+	}
+	return 0;
+}
+
+int o2ib_mem_synth(enum o2ib_mem_form form, uint32_t page_size, uint64_t base, uint64_t offset, uint64_t len,
+		   struct o2ib_seg *segs, uint32_t cap, struct o2ib_mem *out)
+{
+	uint64_t total = offset + len, n;
+
+	if (!pow2(page_size) || total == 0)
+		return -EINVAL;
+	n = form == O2IB_MEM_CONTIG ? 1 : (total + page_size - 1) / page_size;
+	if (n > INT32_MAX)
+		return -EINVAL;
+	*out = (struct o2ib_mem){ .form = form, .page_size = page_size, .nsegs = (uint32_t)n, .segs = segs,
+				  .offset = offset, .len = len };
+	if (n > cap)
+		return (int)n;
+	for (uint64_t i = 0; i < n; i++) {
+		uint64_t left = total - i * page_size;
+
+		if (form == O2IB_MEM_CONTIG)
+			segs[i] = (struct o2ib_seg){ base, total };
+		else if (form == O2IB_MEM_IOVEC)
+			segs[i] = (struct o2ib_seg){ base + i * (page_size + IOVEC_GAP), left < page_size ? left : page_size };
+		else
+			segs[i] = (struct o2ib_seg){ base + i * 2 * page_size, left < page_size ? left : page_size };
+	}
+	return (int)n;
+}
+
+/* ---- cutting memory into pieces ---- */
+
+struct piece {
+	uint64_t addr, len;
+};
+
+enum cut_mode { CUT_PAGES, CUT_RUNS };
+
+/* Cut the transfer's bytes at segment boundaries and, for CUT_PAGES, at node page boundaries; CUT_RUNS
+ * joins virtually adjacent pieces. Fills @out when non-NULL. Returns the count, or -EINVAL when the
+ * segments do not hold offset+len bytes or a kiov piece crosses a page. */
+static int64_t cut(const struct o2ib_mem *mem, enum cut_mode mode, struct piece *out)
+{
+	uint64_t skip = mem->offset, want = mem->len, ps = mem->page_size;
+	int64_t n = 0;
+	struct piece last = { 0, 0 };
+
+	if (!pow2(mem->page_size) || (mem->nsegs && !mem->segs))
+		return -EINVAL;
+	for (uint32_t i = 0; i < mem->nsegs && want; i++) {
+		uint64_t a = mem->segs[i].addr, l = mem->segs[i].len;
+
+		if (mem->form == O2IB_MEM_KIOV && (a % ps) + l > ps)
+			return -EINVAL;
+		if (mem->form == O2IB_MEM_CONTIG && mem->nsegs != 1)
+			return -EINVAL;
+		if (skip >= l) {
+			skip -= l;
+			continue;
+		}
+		a += skip;
+		l -= skip;
+		skip = 0;
+		if (l > want)
+			l = want;
+		want -= l;
+		while (l) {
+			uint64_t take = l;
+
+			if (mode == CUT_PAGES && take > ps - a % ps)
+				take = ps - a % ps;
+			if (mode == CUT_RUNS && n > 0 && last.addr + last.len == a) {
+				last.len += take;
+				if (out)
+					out[n - 1] = last;
+			} else {
+				last = (struct piece){ a, take };
+				if (out)
+					out[n] = last;
+				n++;
+			}
+			a += take;
+			l -= take;
+		}
+	}
+	return want ? -EINVAL : n;
+}
+
+/* One registration can hold all pieces only if they come in increasing address order. */
+static bool span_ok(const struct piece *p, int64_t n)
+{
+	for (int64_t i = 1; i < n; i++)
+		if (p[i].addr < p[i - 1].addr + p[i - 1].len)
+			return false;
+	return true;
+}
+
+static int cut_alloc(const struct o2ib_mem *mem, enum cut_mode mode, struct piece **out)
+{
+	int64_t n = cut(mem, mode, NULL);
+
+	*out = NULL;
+	if (n < 0)
+		return (int)n;
+	if (n > INT32_MAX)
+		return -EINVAL;
+	*out = calloc((size_t)n + 1, sizeof(**out));
+	if (!*out)
+		return -ENOMEM;
+	return (int)cut(mem, mode, *out);
+}
+
+static void tried(struct o2ib_why *why, enum o2ib_strategy s, uint32_t pieces, uint32_t wrs, bool ok)
+{
+	if (why->ntries < sizeof(why->tries) / sizeof(why->tries[0]))
+		why->tries[why->ntries++] = (struct o2ib_try){ s, pieces, wrs, ok };
+}
+
+static int verdict(struct o2ib_why *why, int rc, const char *text)
+{
+	why->rc = rc;
+	why->verdict = text;
+	return rc;
+}
+
+static int check_limits(const struct o2ib_limits *lim, bool source)
+{
+	if (lim->max_frags == 0 || lim->max_send_sge == 0)
+		return -EINVAL;
+	if (source && lim->sq_room < 2)
+		return -EINVAL;
+	return 0;
+}
+
+/* ---- advertise ---- */
+
+int o2ib_plan_advertise(const struct o2ib_mem *mem, const struct o2ib_limits *lim, struct o2ib_adv *out)
+{
+	struct o2ib_why *why = &out->why;
+	struct piece *pages = NULL, *runs = NULL, *use = NULL;
+	uint32_t limit = lim->max_frags < O2IB_ADV_FRAGS_MAX ? lim->max_frags : O2IB_ADV_FRAGS_MAX;
+	int np, nr, n = 0, rc;
+	bool spannable;
+
+	memset(out, 0, offsetof(struct o2ib_adv, rd) + offsetof(struct o2ib_rdma_desc, frags));
+	memset(why, 0, sizeof(*why));
+	why->advertise = true;
+	why->lim = *lim;
+	out->how = O2IB_STRAT_NONE;
+	if (check_limits(lim, false))
+		return verdict(why, -EINVAL, "invalid limits: max_frags and max_send_sge must be at least 1");
+	if (mem->len == 0)
+		return verdict(why, -EINVAL, "nothing to describe: a zero-length sink goes as IMMEDIATE");
+	np = cut_alloc(mem, CUT_PAGES, &pages);
+	nr = np < 0 ? np : cut_alloc(mem, CUT_RUNS, &runs);
+	if (np < 0 || nr < 0) {
+		rc = np < 0 ? np : nr;
+		free(pages);
+		free(runs);
+		return verdict(why, rc, rc == -ENOMEM ? "out of memory"
+						       : "memory does not hold offset+len, or a kiov piece crosses a page");
+	}
+	why->page_pieces = (uint32_t)np;
+	why->runs = (uint32_t)nr;
+	spannable = span_ok(runs, nr);
+
+	/* map_on_demand=0: page by page; =N: page by page unless more than N fragments */
+	if (lim->map_on_demand == 0 || (uint32_t)np <= lim->map_on_demand) {
+		bool ok = spannable && (uint32_t)np <= limit;
+
+		tried(why, O2IB_STRAT_PAGES, (uint32_t)np, 0, ok);
+		if (ok) {
+			out->how = O2IB_STRAT_PAGES;
+			use = pages;
+			n = np;
+			verdict(why, 0, lim->map_on_demand == 0
+						? "map_on_demand=0 describes page by page, and the peer accepts that many fragments"
+						: "no more page fragments than map_on_demand: described page by page");
+		}
+	}
+	if (!use) {
+		bool ok = spannable && (uint32_t)nr <= limit;
+
+		tried(why, O2IB_STRAT_REGION, (uint32_t)nr, 0, ok);
+		if (ok) {
+			out->how = O2IB_STRAT_REGION;
+			use = runs;
+			n = nr;
+			verdict(why, 0, why->ntries > 1
+						? "page by page needs more fragments than the peer accepts: registered as one region"
+						: (nr == 1 ? "registered as one region: one fragment"
+							   : "registered as one region holding each contiguous run"));
+		}
+	}
+	if (!use) {
+		bool ok = lim->bounce_size >= mem->len;
+
+		tried(why, O2IB_STRAT_BOUNCE, 1, 0, ok);
+		if (ok) {
+			out->how = O2IB_STRAT_BOUNCE;
+			out->reg = (struct o2ib_reg){ O2IB_REG_BOUNCE, lim->bounce_addr, mem->len };
+			out->rd.nfrags = 1;
+			out->rd.frags[0] = (struct o2ib_rdma_frag){ (uint32_t)mem->len, lim->bounce_addr };
+			verdict(why, 0, spannable ? "too many fragments for the peer even as regions: described through the bounce buffer"
+						  : "pieces out of address order cannot share one key: described through the bounce buffer");
+		} else {
+			verdict(why, -EMSGSIZE, "too many fragments for the peer and no bounce buffer holds the transfer "
+						"(raise the bounce buffer size or map_on_demand)");
+		}
+	}
+	if (use) {
+		const struct piece *lastp = &use[n - 1];
+
+		out->reg = (struct o2ib_reg){ O2IB_REG_REGION, use[0].addr, lastp->addr + lastp->len - use[0].addr };
+		out->rd.nfrags = (uint32_t)n;
+		for (int i = 0; i < n; i++)
+			out->rd.frags[i] = (struct o2ib_rdma_frag){ (uint32_t)use[i].len, use[i].addr };
+	}
+	free(pages);
+	free(runs);
+	return why->rc;
+}
+
+/* ---- source: work requests ---- */
+
+/* §3.3 with the trailing-WR fix. Counts only when @plan is NULL; else fills plan->sges/wrs (sized by a
+ * counting pass). Piece i is registration i. */
+static uint32_t build_wrs(const struct piece *p, const struct o2ib_rdma_desc *rd, uint64_t resid, uint32_t sge,
+			  struct o2ib_plan *plan)
+{
+	uint32_t si = 0, di = 0, nwr = 0, nsge = 0, open = 0;
+	uint64_t soff = 0, doff = 0;
+	struct o2ib_wr *wr = NULL;
+
+	while (resid > 0) {
+		uint64_t piece;
+		bool dmoved;
+
+		while (rd->frags[di].nob == doff) { /* zero-length remote fragments get no WR */
+			di++;
+			doff = 0;
+		}
+		piece = p[si].len - soff;
+		if (piece > rd->frags[di].nob - doff)
+			piece = rd->frags[di].nob - doff;
+		if (piece > resid)
+			piece = resid;
+		if (open == 0 && plan) {
+			wr = &plan->wrs[nwr];
+			*wr = (struct o2ib_wr){ .remote_addr = rd->frags[di].addr + doff, .remote_frag = di, .sge0 = nsge };
+		}
+		if (plan) {
+			plan->sges[nsge] = (struct o2ib_sge){ p[si].addr + soff, (uint32_t)piece, si };
+			wr->nob += (uint32_t)piece;
+		}
+		nsge++;
+		open++;
+		soff += piece;
+		if (soff == p[si].len) {
+			si++;
+			soff = 0;
+		}
+		doff += piece;
+		dmoved = doff == rd->frags[di].nob;
+		if (dmoved) {
+			di++;
+			doff = 0;
+		}
+		resid -= piece;
+		if (open == sge || dmoved) {
+			if (plan)
+				wr->nsge = open;
+			nwr++;
+			open = 0;
+		}
+	}
+	if (open) { /* the transfer ended inside a remote fragment: close that WR too */
+		if (plan)
+			wr->nsge = open;
+		nwr++;
+	}
+	if (plan) {
+		plan->nwrs = nwr;
+		plan->nsges = nsge;
+	}
+	return nwr;
+}
+
+static uint32_t count_sges(const struct piece *p, const struct o2ib_rdma_desc *rd, uint64_t resid)
+{
+	/* every boundary on either side starts a new SGE: at most pieces + remote fragments */
+	uint32_t n = 0;
+	uint64_t covered = 0;
+
+	for (uint32_t i = 0; covered < resid; i++) {
+		covered += p[i].len;
+		n++;
+	}
+	return n + rd->nfrags;
+}
+
+void o2ib_plan_free(struct o2ib_plan *plan)
+{
+	free(plan->regs);
+	free(plan->sges);
+	free(plan->wrs);
+	plan->regs = NULL;
+	plan->sges = NULL;
+	plan->wrs = NULL;
+	plan->nregs = plan->nsges = plan->nwrs = 0;
+}
+
+static int fill_plan(struct o2ib_plan *plan, enum o2ib_strategy s, const struct piece *p, uint32_t np,
+		     enum o2ib_reg_kind kind, const struct o2ib_rdma_desc *rd, uint64_t resid, uint32_t sge,
+		     uint32_t nwr, uint32_t sq_room)
+{
+	uint32_t nsge = count_sges(p, rd, resid);
+
+	plan->strategy = s;
+	plan->regs = calloc(np ? np : 1, sizeof(*plan->regs));
+	plan->sges = calloc(nsge ? nsge : 1, sizeof(*plan->sges));
+	plan->wrs = calloc(nwr ? nwr : 1, sizeof(*plan->wrs));
+	if (!plan->regs || !plan->sges || !plan->wrs) {
+		o2ib_plan_free(plan);
+		return -ENOMEM;
+	}
+	plan->nregs = np;
+	for (uint32_t i = 0; i < np; i++)
+		plan->regs[i] = (struct o2ib_reg){ kind, p[i].addr, p[i].len };
+	build_wrs(p, rd, resid, sge, plan);
+	/* windows of sq_room slots; the completion SEND takes a slot in the last one */
+	for (uint32_t i = 0; i < plan->nwrs; i++) {
+		plan->wrs[i].window = i / sq_room;
+		plan->wrs[i].signalled = (i + 1) % sq_room == 0;
+	}
+	plan->nwindows = plan->nwrs / sq_room + 1;
+	return 0;
+}
+
+int o2ib_plan_source(const struct o2ib_mem *local, const struct o2ib_rdma_desc *remote, uint64_t resid,
+		     const struct o2ib_limits *lim, struct o2ib_plan *out)
+{
+	struct o2ib_why *why = &out->why;
+	struct o2ib_mem mem = *local;
+	struct piece *pieces = NULL, *runs = NULL, bounce;
+	uint64_t rbytes = 0;
+	uint32_t used = 0, nwr;
+	int np, nr, rc;
+	bool per_page;
+
+	memset(out, 0, sizeof(*out));
+	why->lim = *lim;
+	out->resid = resid;
+	out->strategy = O2IB_STRAT_NONE;
+	if (check_limits(lim, true))
+		return verdict(why, -EINVAL, "invalid limits: max_frags and max_send_sge >= 1, send-queue room >= 2");
+	if (resid > local->len)
+		return verdict(why, -EPROTO, "Src buffer exhausted: the local memory is shorter than the transfer");
+	if (remote->nfrags == 0 || remote->nfrags > O2IB_RD_FRAGS_CAP)
+		return verdict(why, -EPROTO, "the peer's descriptor has no fragments (or more than a message holds)");
+	for (uint32_t i = 0; i < remote->nfrags && rbytes < resid; i++) {
+		rbytes += remote->frags[i].nob;
+		used += remote->frags[i].nob != 0;
+	}
+	why->remote_frags = used;
+	if (rbytes < resid)
+		return verdict(why, -EPROTO, "Dst buffer exhausted: the peer's descriptor is shorter than the transfer");
+	if (resid == 0) {
+		rc = fill_plan(out, O2IB_STRAT_GATHER, NULL, 0, O2IB_REG_REGION, remote, 0, lim->max_send_sge, 0,
+			       lim->sq_room);
+		return verdict(why, rc, rc ? "out of memory" : "nothing to move: only the completion is sent");
+	}
+	if (used > lim->max_frags)
+		return verdict(why, -EMSGSIZE, "the peer's descriptor alone needs one WR per remote fragment, more than "
+					       "the max_frags negotiated: the peer must describe its buffer in fewer fragments");
+	mem.len = resid;
+	np = cut_alloc(&mem, CUT_PAGES, &pieces);
+	nr = np < 0 ? np : cut_alloc(&mem, CUT_RUNS, &runs);
+	if (np < 0 || nr < 0) {
+		rc = np < 0 ? np : nr;
+		free(pieces);
+		free(runs);
+		return verdict(why, rc, rc == -ENOMEM ? "out of memory"
+						       : "memory does not hold offset+len, or a kiov piece crosses a page");
+	}
+	why->page_pieces = (uint32_t)np;
+	why->runs = (uint32_t)nr;
+	/* what map_on_demand registers: pages (0, or no more than N fragments) or regions */
+	per_page = lim->map_on_demand == 0 || (uint32_t)np <= lim->map_on_demand;
+
+	nwr = build_wrs(per_page ? pieces : runs, remote, resid, lim->max_send_sge, NULL);
+	tried(why, O2IB_STRAT_GATHER, (uint32_t)(per_page ? np : nr), nwr, nwr <= lim->max_frags);
+	if (nwr <= lim->max_frags) {
+		rc = fill_plan(out, O2IB_STRAT_GATHER, per_page ? pieces : runs, (uint32_t)(per_page ? np : nr),
+			       per_page ? O2IB_REG_PAGE : O2IB_REG_REGION, remote, resid, lim->max_send_sge, nwr,
+			       lim->sq_room);
+		verdict(why, rc, rc ? "out of memory"
+				    : (per_page ? "the pieces as registered page by page fit max_frags WRs"
+						: "the pieces as registered in regions fit max_frags WRs"));
+		goto done;
+	}
+	if (per_page && nr < np) {
+		nwr = build_wrs(runs, remote, resid, lim->max_send_sge, NULL);
+		tried(why, O2IB_STRAT_REGION, (uint32_t)nr, nwr, nwr <= lim->max_frags);
+		if (nwr <= lim->max_frags) {
+			rc = fill_plan(out, O2IB_STRAT_REGION, runs, (uint32_t)nr, O2IB_REG_REGION, remote, resid,
+				       lim->max_send_sge, nwr, lim->sq_room);
+			verdict(why, rc, rc ? "out of memory"
+					    : "gathering page pieces needs more WRs than max_frags: registered the contiguous "
+					      "runs as regions");
+			goto done;
+		}
+	}
+	bounce = (struct piece){ lim->bounce_addr, resid };
+	nwr = used;
+	tried(why, O2IB_STRAT_BOUNCE, 1, nwr, lim->bounce_size >= resid);
+	if (lim->bounce_size >= resid) {
+		rc = fill_plan(out, O2IB_STRAT_BOUNCE, &bounce, 1, O2IB_REG_BOUNCE, remote, resid, lim->max_send_sge,
+			       nwr, lim->sq_room);
+		verdict(why, rc, rc ? "out of memory"
+				    : "the local pieces need more WRs than max_frags even as regions: copied through the "
+				      "bounce buffer, one WR per remote fragment");
+	} else {
+		verdict(why, -EMSGSIZE, "the local pieces need more WRs than max_frags and no bounce buffer holds "
+					"the transfer (raise the bounce buffer size or max_send_sge)");
+	}
+done:
+	free(pieces);
+	free(runs);
+	return why->rc;
+}
+
+/* ---- formatting ---- */
+
+static void print_tries(FILE *f, const struct o2ib_why *why, bool json)
+{
+	for (uint32_t i = 0; i < why->ntries; i++) {
+		const struct o2ib_try *t = &why->tries[i];
+
+		if (json)
+			fprintf(f, "%s{\"strategy\":\"%s\",\"pieces\":%u,\"wrs\":%u,\"ok\":%s}", i ? "," : "",
+				o2ib_strategy_name(t->strategy), t->pieces, t->wrs, t->ok ? "true" : "false");
+		else if (why->advertise)
+			fprintf(f, "%s%s %u fragment(s): %s", i ? "; " : "", o2ib_strategy_name(t->strategy), t->pieces,
+				t->ok ? "ok" : "no");
+		else
+			fprintf(f, "%s%s %u piece(s) -> %u WR(s): %s", i ? "; " : "", o2ib_strategy_name(t->strategy),
+				t->pieces, t->wrs, t->ok ? "ok" : "no");
+	}
+}
+
+static void print_limits(FILE *f, const struct o2ib_limits *l, bool json)
+{
+	if (json)
+		fprintf(f, "\"limits\":{\"max_send_sge\":%u,\"sq_room\":%u,\"max_frags\":%u,\"map_on_demand\":%u,"
+			   "\"bounce_size\":%" PRIu64 "}",
+			l->max_send_sge, l->sq_room, l->max_frags, l->map_on_demand, l->bounce_size);
+	else
+		fprintf(f, "  limits: max_send_sge=%u sq_room=%u max_frags=%u map_on_demand=%u bounce_size=%" PRIu64 "\n",
+			l->max_send_sge, l->sq_room, l->max_frags, l->map_on_demand, l->bounce_size);
+}
+
+static void print_adv(FILE *f, const struct o2ib_adv *a, bool json)
+{
+	const struct o2ib_why *w = &a->why;
+
+	if (json) {
+		fprintf(f, "\"advertise\":{\"rc\":%d,\"how\":\"%s\",\"why\":\"%s\",\"page_pieces\":%u,\"runs\":%u,",
+			w->rc, o2ib_strategy_name(a->how), w->verdict ? w->verdict : "", w->page_pieces, w->runs);
+		print_limits(f, &w->lim, true);
+		fprintf(f, ",\"tried\":[");
+		print_tries(f, w, true);
+		fprintf(f, "],\"registration\":{\"kind\":\"%s\",\"addr\":%" PRIu64 ",\"len\":%" PRIu64 "},\"frags\":[",
+			o2ib_reg_kind_name(a->reg.kind), a->reg.addr, a->reg.len);
+		for (uint32_t i = 0; i < a->rd.nfrags; i++)
+			fprintf(f, "%s{\"addr\":%" PRIu64 ",\"nob\":%u}", i ? "," : "", a->rd.frags[i].addr,
+				a->rd.frags[i].nob);
+		fprintf(f, "]}");
+		return;
+	}
+	fprintf(f, "advertise: %s, %u fragment(s) in 1 registration (rc %d)\n", o2ib_strategy_name(a->how),
+		a->rd.nfrags, w->rc);
+	fprintf(f, "  why: %s\n", w->verdict ? w->verdict : "");
+	fprintf(f, "  memory: %u page piece(s), %u contiguous run(s)\n", w->page_pieces, w->runs);
+	print_limits(f, &w->lim, false);
+	fprintf(f, "  tried: ");
+	print_tries(f, w, false);
+	fprintf(f, "\n");
+	if (w->rc == 0) {
+		fprintf(f, "  registration: %s addr=0x%" PRIx64 " len=%" PRIu64 "\n", o2ib_reg_kind_name(a->reg.kind),
+			a->reg.addr, a->reg.len);
+		for (uint32_t i = 0; i < a->rd.nfrags; i++)
+			fprintf(f, "  frag[%u] addr=0x%" PRIx64 " nob=%u\n", i, a->rd.frags[i].addr, a->rd.frags[i].nob);
+	}
+}
+
+static void print_source(FILE *f, const struct o2ib_plan *p, bool json)
+{
+	const struct o2ib_why *w = &p->why;
+
+	if (json) {
+		fprintf(f, "\"source\":{\"rc\":%d,\"strategy\":\"%s\",\"why\":\"%s\",\"resid\":%" PRIu64
+			   ",\"page_pieces\":%u,\"runs\":%u,\"remote_frags\":%u,\"windows\":%u,",
+			w->rc, o2ib_strategy_name(p->strategy), w->verdict ? w->verdict : "", p->resid, w->page_pieces,
+			w->runs, w->remote_frags, p->nwindows);
+		print_limits(f, &w->lim, true);
+		fprintf(f, ",\"tried\":[");
+		print_tries(f, w, true);
+		fprintf(f, "],\"registrations\":[");
+		for (uint32_t i = 0; i < p->nregs; i++)
+			fprintf(f, "%s{\"kind\":\"%s\",\"addr\":%" PRIu64 ",\"len\":%" PRIu64 "}", i ? "," : "",
+				o2ib_reg_kind_name(p->regs[i].kind), p->regs[i].addr, p->regs[i].len);
+		fprintf(f, "],\"wrs\":[");
+		for (uint32_t i = 0; i < p->nwrs; i++) {
+			const struct o2ib_wr *wr = &p->wrs[i];
+
+			fprintf(f, "%s{\"window\":%u,\"remote_frag\":%u,\"remote_addr\":%" PRIu64 ",\"nob\":%u,"
+				   "\"signalled\":%s,\"sges\":[",
+				i ? "," : "", wr->window, wr->remote_frag, wr->remote_addr, wr->nob,
+				wr->signalled ? "true" : "false");
+			for (uint32_t s = 0; s < wr->nsge; s++)
+				fprintf(f, "%s{\"addr\":%" PRIu64 ",\"len\":%u,\"reg\":%u}", s ? "," : "",
+					p->sges[wr->sge0 + s].addr, p->sges[wr->sge0 + s].len, p->sges[wr->sge0 + s].reg);
+			fprintf(f, "]}");
+		}
+		fprintf(f, "]}");
+		return;
+	}
+	fprintf(f, "source: %s, %u RDMA WRITE WR(s) in %u window(s) + completion SEND (rc %d)\n",
+		o2ib_strategy_name(p->strategy), p->nwrs, p->nwindows, w->rc);
+	fprintf(f, "  why: %s\n", w->verdict ? w->verdict : "");
+	fprintf(f, "  transfer: %" PRIu64 " bytes; memory: %u page piece(s), %u contiguous run(s); peer descriptor: "
+		   "%u fragment(s) used\n", p->resid, w->page_pieces, w->runs, w->remote_frags);
+	print_limits(f, &w->lim, false);
+	fprintf(f, "  tried: ");
+	print_tries(f, w, false);
+	fprintf(f, "\n");
+	for (uint32_t i = 0; i < p->nregs; i++)
+		fprintf(f, "  reg[%u] %s addr=0x%" PRIx64 " len=%" PRIu64 "\n", i, o2ib_reg_kind_name(p->regs[i].kind),
+			p->regs[i].addr, p->regs[i].len);
+	for (uint32_t i = 0; i < p->nwrs; i++) {
+		const struct o2ib_wr *wr = &p->wrs[i];
+
+		fprintf(f, "  wr[%u] window=%u%s remote_frag=%u remote=0x%" PRIx64 " nob=%u sges:", i, wr->window,
+			wr->signalled ? " signalled" : "", wr->remote_frag, wr->remote_addr, wr->nob);
+		for (uint32_t s = 0; s < wr->nsge; s++)
+			fprintf(f, " reg[%u]+0x%" PRIx64 "/%u", p->sges[wr->sge0 + s].reg,
+				p->sges[wr->sge0 + s].addr - p->regs[p->sges[wr->sge0 + s].reg].addr,
+				p->sges[wr->sge0 + s].len);
+		fprintf(f, "\n");
+	}
+	if (w->rc == 0)
+		fprintf(f, "  send: completion in window %u (signalled)\n", p->nwindows - 1);
+}
+
+void o2ib_plan_print(FILE *f, const struct o2ib_adv *adv, const struct o2ib_plan *plan, bool json)
+{
+	if (json) {
+		fprintf(f, "{");
+		if (adv)
+			print_adv(f, adv, true);
+		if (plan) {
+			if (adv)
+				fprintf(f, ",");
+			print_source(f, plan, true);
+		}
+		fprintf(f, "}\n");
+		return;
+	}
+	if (adv)
+		print_adv(f, adv, false);
+	if (plan)
+		print_source(f, plan, false);
+}

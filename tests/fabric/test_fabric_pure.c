@@ -1,0 +1,165 @@
+/* SPDX-License-Identifier: MIT */
+/* The fabric layer's pure parts, table-tested: device limits parser, provider choice, and (shm) the
+ * region segment translation and the EPERM log line. */
+#include <errno.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <stdio.h>
+#include <string.h>
+#include <cmocka.h>
+#include "config.h"
+#include "fabric.h"
+#ifdef ULNET_HAVE_FABRIC_SHM
+#include "shm.h"
+#endif
+
+struct limits_case {
+	const char *name;
+	struct ulnet_kv kv[3];
+	size_t n;
+	int rc;
+	const char *field; /* the limit that must change (rc == 0) */
+	uint64_t want;
+};
+
+static const struct limits_case limits_cases[] = {
+	{"mlx4-like sge 1", {{"max_send_sge", "1"}}, 1, 0, "max_send_sge", 1},
+	{"prefixed key", {{"device.max_qp_wr", "16"}}, 1, 0, "max_qp_wr", 16},
+	{"hex value", {{"max_mr_size", "0x100000"}}, 1, 0, "max_mr_size", 0x100000},
+	{"64 KiB pages", {{"page_size", "65536"}}, 1, 0, "page_size", 65536},
+	{"max_msg_sz minimum", {{"max_msg_sz", "256"}}, 1, 0, "max_msg_sz", 256},
+	{"zero sge", {{"max_send_sge", "0"}}, 1, -EINVAL, NULL, 0},
+	{"negative", {{"max_qp_wr", "-1"}}, 1, -EINVAL, NULL, 0},
+	{"over range", {{"max_qp_wr", "65537"}}, 1, -EINVAL, NULL, 0},
+	{"not a number", {{"max_recv_sge", "two"}}, 1, -EINVAL, NULL, 0},
+	{"trailing junk", {{"max_recv_sge", "2x"}}, 1, -EINVAL, NULL, 0},
+	{"empty", {{"max_recv_sge", ""}}, 1, -EINVAL, NULL, 0},
+	{"page not power of two", {{"page_size", "12288"}}, 1, -EINVAL, NULL, 0},
+	{"unknown key", {{"max_sge", "2"}}, 1, -EINVAL, NULL, 0},
+	{"no value", {{"max_qp", NULL}}, 1, -EINVAL, NULL, 0},
+	{"second bad: nothing applied", {{"max_send_sge", "2"}, {"max_mr", "65536"}}, 2, -EINVAL, NULL, 0},
+};
+
+static uint64_t limit_get(const struct fab_limits *l, const char *f)
+{
+	if (!strcmp(f, "max_send_sge")) return l->max_send_sge;
+	if (!strcmp(f, "max_recv_sge")) return l->max_recv_sge;
+	if (!strcmp(f, "max_qp_wr")) return l->max_qp_wr;
+	if (!strcmp(f, "max_mr_size")) return l->max_mr_size;
+	if (!strcmp(f, "max_msg_sz")) return l->max_msg_sz;
+	if (!strcmp(f, "page_size")) return l->page_size;
+	fail_msg("unknown field %s", f);
+	return 0;
+}
+
+static void run_limits_case(void **state)
+{
+	const struct limits_case *c = *state;
+	struct fab_limits def, lim;
+
+	fab_limits_default(&def);
+	lim = def;
+	assert_int_equal(fab_limits_parse(c->kv, c->n, &lim), c->rc);
+	if (c->rc) {
+		assert_memory_equal(&lim, &def, sizeof(lim)); /* unchanged on error */
+		return;
+	}
+	assert_int_equal(limit_get(&lim, c->field), c->want);
+}
+
+static void test_provider_choose(void **state)
+{
+	static const struct {
+		const char *req;
+		bool rdma;
+		const char *want;
+		int err;
+	} rows[] = {
+		{NULL, false, "shm", 0}, {NULL, true, "verbs", 0}, {"shm", true, "shm", 0},
+		{"verbs", false, "verbs", 0}, {"psm2", false, NULL, -EINVAL}, {"", false, NULL, -EINVAL},
+	};
+	(void)state;
+	for (size_t i = 0; i < sizeof(rows) / sizeof(rows[0]); i++) {
+		int err = 1;
+		const char *got = fab_provider_choose(rows[i].req, rows[i].rdma, &err);
+
+		assert_int_equal(err, rows[i].err);
+		if (rows[i].want)
+			assert_string_equal(got, rows[i].want);
+		else
+			assert_null(got);
+	}
+}
+
+static void test_provider_select(void **state)
+{
+	struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(0x7fdc0001)};
+	const struct fab_provider_ops *ops = NULL;
+
+	(void)state;
+	/* verbs is not built: a clear -EPROTONOSUPPORT, whether asked for or chosen */
+	assert_int_equal(fab_provider_select("verbs", &a, &ops), -EPROTONOSUPPORT);
+	assert_int_equal(fab_provider_select("bogus", &a, &ops), -EINVAL);
+#ifdef ULNET_HAVE_FABRIC_SHM
+	assert_int_equal(fab_provider_select("shm", &a, &ops), 0);
+	assert_string_equal(ops->name, "shm");
+	if (!fab_rdma_dev_serves(&a)) {
+		ops = NULL;
+		assert_int_equal(fab_provider_select(NULL, &a, &ops), 0);
+		assert_string_equal(ops->name, "shm");
+	}
+#endif
+}
+
+#ifdef ULNET_HAVE_FABRIC_SHM
+static void test_iov_slice(void **state)
+{
+	const struct iovec segs[] = {{(void *)1000, 100}, {(void *)5000, 50}, {(void *)9000, 10}};
+	struct iovec iov[4];
+
+	(void)state;
+	assert_int_equal(shm_iov_slice(segs, 3, 0, 160, iov, 4), 3);
+	assert_int_equal((uintptr_t)iov[0].iov_base, 1000);
+	assert_int_equal(iov[2].iov_len, 10);
+	assert_int_equal(shm_iov_slice(segs, 3, 90, 20, iov, 4), 2);
+	assert_int_equal((uintptr_t)iov[0].iov_base, 1090);
+	assert_int_equal(iov[0].iov_len, 10);
+	assert_int_equal((uintptr_t)iov[1].iov_base, 5000);
+	assert_int_equal(iov[1].iov_len, 10);
+	assert_int_equal(shm_iov_slice(segs, 3, 150, 10, iov, 4), 1);
+	assert_int_equal((uintptr_t)iov[0].iov_base, 9000);
+	assert_int_equal(shm_iov_slice(segs, 3, 150, 11, iov, 4), -1); /* past the end */
+	assert_int_equal(shm_iov_slice(segs, 3, 0, 160, iov, 2), -1);  /* too many pieces */
+}
+
+static void test_eperm_msg(void **state)
+{
+	char buf[512];
+
+	(void)state;
+	fab_shm_eperm_msg(buf, sizeof(buf), 42, "2", "kernel.yama.ptrace_scope=2; this node called prctl(PR_SET_PTRACER, PR_SET_PTRACER_ANY)");
+	assert_non_null(strstr(buf, "pid 42"));
+	assert_non_null(strstr(buf, "kernel.yama.ptrace_scope=2"));
+	assert_non_null(strstr(buf, "PR_SET_PTRACER"));
+	fab_shm_eperm_msg(buf, sizeof(buf), 42, NULL, "no Yama");
+	assert_non_null(strstr(buf, "(no Yama)"));
+}
+#endif
+
+int main(void)
+{
+	struct CMUnitTest tests[sizeof(limits_cases) / sizeof(limits_cases[0]) + 4];
+	size_t n = 0;
+
+	for (size_t i = 0; i < sizeof(limits_cases) / sizeof(limits_cases[0]); i++)
+		tests[n++] = (struct CMUnitTest){.name = limits_cases[i].name, .test_func = run_limits_case,
+						 .initial_state = (void *)&limits_cases[i]};
+	tests[n++] = (struct CMUnitTest){.name = "provider choose", .test_func = test_provider_choose};
+	tests[n++] = (struct CMUnitTest){.name = "provider select", .test_func = test_provider_select};
+#ifdef ULNET_HAVE_FABRIC_SHM
+	tests[n++] = (struct CMUnitTest){.name = "iovec slice", .test_func = test_iov_slice};
+	tests[n++] = (struct CMUnitTest){.name = "EPERM line", .test_func = test_eperm_msg};
+#endif
+	return _cmocka_run_group_tests("fabric_pure", tests, n, NULL, NULL);
+}
