@@ -176,6 +176,7 @@ struct ulnet_node {
 	 * launch others (credits) and they may finalize at once: they join the tail, never the stack. */
 	struct ulnet_list done_q;
 	unsigned n_done;             /* its length, for ulnet__node_backlogged */
+	bool completing;             /* inside the completion phase (ulnet__node_completing) */
 	struct ulnet_pending_cb *cbs;
 	size_t n_cbs, cap_cbs;
 	/* forwarding (forward.c) */

@@ -561,6 +561,11 @@ void tcplnd_conn_queue(struct tcplnd_conn *conn, struct tcplnd_tx *tx)
 		conn->tx_progress = ulnet__now_ns();
 	ulnet_list_add_tail(&tx->link, &conn->txq);
 	conn->tx_queued_nob += tx->nob;
+	if (ulnet__node_completing(conn->net->node) && conn->state == TCPLND_CONN_UP) {
+		/* credits are coming back for a batch: write them together when the socket says so */
+		tcplnd_conn_update_io(conn);
+		return;
+	}
 	conn_flush(conn);
 }
 
