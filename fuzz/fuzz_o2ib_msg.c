@@ -4,7 +4,7 @@
  * (both byte orders) to bytes that decode to the same type, version, credits, NIDs, stamps and
  * descriptor. A decoded descriptor is also handed to the RDMA planner as the peer's sink: whatever it
  * says, the plan keeps max_frags and the SGE limit, or fails with a clear error. Seeds:
- * fuzz/corpus/o2ib_msg/. */
+ * fuzz/corpus/fuzz_o2ib_msg/. */
 #include <errno.h>
 #include <stdint.h>
 #include <stdlib.h>

@@ -143,9 +143,20 @@ struct ulnet_peer_limits {
 ULNET_EXPORT int ulnet_peer_limits_get(ulnet_node *node, const struct ulnet_nid *nid, struct ulnet_peer_limits *out);
 
 /* Logging: one line per call to the sink (default: stderr). @level: 0 error, 1 warning, 2 info,
- * 3 debug. Thread-safe. */
+ * 3 debug. Thread-safe. The sink is called with no ulnet lock held, possibly from several threads at
+ * once; a sink replaced by ulnet_log_set may still finish lines it was handed just before. */
 typedef void (*ulnet_log_sink)(int level, const char *subsys, const char *line);
+/* Set the sink (NULL: stderr) and the global default level, which every subsystem without a level of
+ * its own follows. */
 ULNET_EXPORT void ulnet_log_set(ulnet_log_sink sink, int max_level);
+/* Give subsystem @subsys ("CORE", "LO", "TCP", "SST", "ULNETD", "FABRIC", "O2IB";
+ * case ignored) its own level, or -1 to
+ * follow the global default again; @subsys NULL sets the global default (-1: info). 0, -EINVAL bad
+ * level, -ENOENT unknown subsystem. */
+ULNET_EXPORT int ulnet_log_set_level(const char *subsys, int level);
+/* Rate limit per call site: at most @burst error/warning/info lines per @interval_ms (default 10 per
+ * 5000 ms); the rest are counted and reported as "suppressed N similar lines". @burst 0: no limit. */
+ULNET_EXPORT void ulnet_log_set_rate(unsigned burst, unsigned interval_ms);
 
 ULNET_EXPORT const char *ulnet_strerror(int err);
 ULNET_EXPORT const char *ulnet_version(void);

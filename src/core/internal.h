@@ -176,6 +176,7 @@ struct ulnet_node {
 	 * launch others (credits) and they may finalize at once: they join the tail, never the stack. */
 	struct ulnet_list done_q;
 	unsigned n_done;             /* its length, for ulnet__node_backlogged */
+	bool completing;             /* inside the completion phase (ulnet__node_completing) */
 	struct ulnet_pending_cb *cbs;
 	size_t n_cbs, cap_cbs;
 	/* forwarding (forward.c) */
@@ -287,7 +288,6 @@ int ulnet__tunables_apply(const char *subsys, const struct ulnet_tunable *table,
 
 /* lnd_registry.c */
 const struct ulnet_lnd_ops *ulnet__lnd_find(const char *name);
-int ulnet__lnd_register(const struct ulnet_lnd_ops *ops);
 extern const struct ulnet_lnd_ops ulnet__lolnd_ops;
 
 /* loop.c */

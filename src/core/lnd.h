@@ -9,7 +9,9 @@
  * (after io callbacks and ticks, a bounded number per turn) returns its credits, launches the
  * messages those credits unblock (lnd_send), releases the MD and delivers the event. So lnd_send is
  * never called from inside ulnet__finalize, and an LND may finalize from anywhere (its own lnd_send,
- * lnd_recv, an io callback, lnd_shutdown) without guarding against re-entry through the core.
+ * lnd_recv, an io callback, lnd_shutdown) without guarding against re-entry through the core. What an
+ * LND finalizes inside an API call (lnd_send on the caller's thread) is completed when that call
+ * ends; an LND never finalizes from a thread of its own.
  * ulnet__parse() may still call lnd_recv() and, for a GET, lnd_send() (the REPLY) before it returns. */
 #ifndef ULNET_LND_H
 #define ULNET_LND_H
@@ -119,6 +121,11 @@ struct ulnet_lnd_ops {
 	int (*lnd_query_peer)(struct ulnet_ni *ni, const struct ulnet_nid *nid, struct ulnet_peer_limits *out);
 };
 
+/* Make an LND that is not built into the library (a test LND, an out-of-tree one) available by its
+ * name; call it before the first NI of that type is added. 0, -EINVAL for an incomplete ops table,
+ * -EEXIST when the type is taken. */
+int ulnet__lnd_register(const struct ulnet_lnd_ops *ops);
+
 /* What an LND reads from its message. Everything else in struct ulnet_msg is the core's. */
 struct ulnet_msg_lnd_view {
 	struct ulnet_hdr hdr;
@@ -171,6 +178,9 @@ uint64_t ulnet__now_ns(void); /* CLOCK_MONOTONIC */
  * reading (and lets the loop turn) while this holds: each message parsed may allocate a reply or an
  * event, so reading on would let a peer that sends faster than we complete grow our memory. */
 bool ulnet__node_backlogged(const struct ulnet_node *node);
+/* True while lnd_send is called from the completion phase (credits came back). Many sends may follow
+ * at once: a socket LND may queue and write them together (one writev) on its next io turn. */
+bool ulnet__node_completing(const struct ulnet_node *node);
 
 /* Io watchers on the node's epoll loop. The callback runs on the loop thread with the node lock held.
  * ulnet__io_start may be called again to change @events; ulnet__io_stop is idempotent and must be

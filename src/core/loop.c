@@ -75,12 +75,18 @@ void ulnet__loop_wake(struct ulnet_node *node)
 		ULNET_LOG(CORE, WARN, "loop wake: %s", strerror(errno));
 }
 
-/* Drop the node lock taken by an API call; wake the loop if handlers are waiting to run. The loop
- * thread itself runs them at the end of its turn. */
+/* Drop the node lock taken by an API call. Off the loop thread, first run the completion phase for
+ * what the call finalized (lo completes inside ulnet_put; at the top of the call, so no recursion),
+ * then wake the loop if handlers or completions beyond the budget wait. The loop thread itself (a
+ * handler calling the API) leaves both to the end of its turn. */
 void ulnet__unlock(struct ulnet_node *node)
 {
-	bool wake = node->n_cbs > 0 && !pthread_equal(pthread_self(), node->thread);
+	bool off_loop = !pthread_equal(pthread_self(), node->thread), wake = false;
 
+	if (off_loop) {
+		ulnet__completions_run(node, ULNET_COMPLETION_BUDGET);
+		wake = node->n_cbs > 0 || !ulnet_list_empty(&node->done_q);
+	}
 	pthread_mutex_unlock(&node->lock);
 	if (wake)
 		ulnet__loop_wake(node);

@@ -61,7 +61,6 @@ static void send_ack(struct ulnet_msg *put)
 void ulnet__finalize(struct ulnet_msg *msg, int status)
 {
 	struct ulnet_node *node = msg->node;
-	bool was_idle = ulnet_list_empty(&node->done_q);
 
 	if (msg->fwd) { /* forwarded: received, then sent on (forward.c) */
 		ulnet__forward_finalize(msg, status);
@@ -77,9 +76,7 @@ void ulnet__finalize(struct ulnet_msg *msg, int status)
 	msg->status = status;
 	ulnet_list_add_tail(&msg->done_link, &node->done_q);
 	node->n_done++;
-	/* an API caller (or a test) finalized: the loop thread must come round to complete it */
-	if (was_idle && !pthread_equal(pthread_self(), node->thread))
-		ulnet__loop_wake(node);
+	/* no wake here: an API call drains at its end (ulnet__unlock), the loop in its own phase */
 }
 
 /* Complete one finalized message. Whatever it launches finalizes onto done_q, not into this frame. */
@@ -132,6 +129,9 @@ static void msg_complete(struct ulnet_msg *msg)
 
 bool ulnet__completions_run(struct ulnet_node *node, unsigned budget)
 {
+	bool was = node->completing;
+
+	node->completing = true;
 	while (budget-- > 0 && !ulnet_list_empty(&node->done_q)) {
 		struct ulnet_msg *msg = ulnet_list_first(&node->done_q, struct ulnet_msg, done_link);
 
@@ -139,7 +139,13 @@ bool ulnet__completions_run(struct ulnet_node *node, unsigned budget)
 		node->n_done--;
 		msg_complete(msg);
 	}
+	node->completing = was;
 	return !ulnet_list_empty(&node->done_q);
+}
+
+bool ulnet__node_completing(const struct ulnet_node *node)
+{
+	return node->completing;
 }
 
 bool ulnet__node_backlogged(const struct ulnet_node *node)

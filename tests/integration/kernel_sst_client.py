@@ -10,23 +10,19 @@
 # info announcing BASE, NI_STATUS, MULTI_RAIL and DISCOVERY, as a kernel Multi-Rail node does. Usage:
 #   kernel_sst_client.py ADDR STATE [--refuse-tests ERRNO]
 import json, os, socket, struct, sys, threading
+from lnet_peer import (ACCEPTOR_MAGIC, HELLO_MAGIC, KSOCK_LNET, KSOCK_NOOP, LNET_GET, LNET_PUT, LNET_REPLY,
+                       PID_LUSTRE, SRPC_MAGIC, WMD_NONE, ksock_hdr, lnet_hdr, answer_hello, nid as nid_of,
+                       put_msg, recv_connreq, recv_exact, recv_ksock_hdr, srpc_msg, unpack_lnet_hdr, unpack_srpc_head)
 
 addr, state_path = sys.argv[1], sys.argv[2]
 refuse = int(sys.argv[sys.argv.index("--refuse-tests") + 1]) if "--refuse-tests" in sys.argv else 0
 
-SOCKLND, PID_LUSTRE, PAGE = 2, 12345, 4096
-ACCEPTOR_MAGIC, HELLO_MAGIC, SRPC_MAGIC = 0xacce7100, 0x45726963, 0xeeb0f00d
-KSOCK_NOOP, KSOCK_LNET = 0xc0, 0xc1
-LNET_PUT, LNET_GET, LNET_REPLY = 1, 2, 3
+PAGE = 4096
 PING_MATCHBITS, PING_MAGIC, PING_FEATS = 0x8000000000000000, 0x70696E67, 0x01 | 0x02 | 0x08 | 0x10
 LOLND, NI_UP = 9, 0x15aac0de
 PORTAL_REQUEST, PORTAL_FRAMEWORK, PORTAL_RDMA = 50, 51, 52
 MKSN, RMSN, BATCH, STAT, TEST, DEBUG, BRW = 0, 2, 4, 6, 8, 10, 12
 EINVAL = 22
-
-
-def nid_of(ip):
-    return (SOCKLND << 48) | struct.unpack("!I", socket.inet_aton(ip))[0]
 
 
 MY_NID, INCARNATION = nid_of(addr), 0x5157_0000_0000_0001
@@ -43,16 +39,6 @@ def save():
     os.replace(tmp, state_path)
 
 
-def recv_exact(s, k):
-    b = b""
-    while len(b) < k:
-        c = s.recv(k - len(b))
-        if not c:
-            raise EOFError
-        b += c
-    return b
-
-
 def kernel_brw_client_check(length, offset):
     """What a kernel brw client does with (len, offset): 'ok', 'einval' or 'crash'."""
     if offset % 8:
@@ -64,13 +50,12 @@ def kernel_brw_client_check(length, offset):
 
 
 def srpc_reply(req_type, feats, body):
-    msg = struct.pack("<IIIIII", SRPC_MAGIC, 1, req_type + 1, 0, 0, feats) + body
-    return msg.ljust(160, b"\0")
+    return srpc_msg(req_type + 1, body, feats)
 
 
 def handle_srpc(payload):
     """One request; returns (rpyid, reply bytes) or None when it gets no reply."""
-    magic, ver, mtype, _r0, _r1, feats = struct.unpack("<IIIIII", payload[:24])
+    magic, ver, mtype, _r0, _r1, feats = unpack_srpc_head(payload)
     if magic != SRPC_MAGIC or ver != 1:
         return None
     b = payload[24:]
@@ -128,26 +113,21 @@ def handle_srpc(payload):
 def serve(conn):
     send_lock = threading.Lock()
     try:
-        magic, ver, dst = struct.unpack("<IIQ", recv_exact(conn, 16))
+        (magic, ver, dst), h = recv_connreq(conn)
         assert magic == ACCEPTOR_MAGIC and ver == 1 and dst == MY_NID, (hex(magic), ver, hex(dst))
-        h = recv_exact(conn, 56)
-        hm, hv, src, hdst, spid, _dpid, sinc, _dinc, ctype, nips = struct.unpack("<IIQQIIQQII", h)
-        assert hm == HELLO_MAGIC and hv == 3 and hdst == MY_NID, h.hex()
-        recv_exact(conn, 4 * nips) if nips else None
-        mine = {2: 3, 3: 2}.get(ctype, ctype)  # the receiver inverts bulk in/out
-        conn.sendall(struct.pack("<IIQQIIQQII", HELLO_MAGIC, 3, MY_NID, src, PID_LUSTRE, spid,
-                                 INCARNATION, sinc, mine, 0))
+        assert h[0] == HELLO_MAGIC and h[1] == 3 and h[3] == MY_NID, h
+        answer_hello(conn, h, MY_NID, PID_LUSTRE, INCARNATION)
         while True:
-            ktype, _csum, zc0, _zc1 = struct.unpack("<IIQQ", recv_exact(conn, 24))
+            ktype, _csum, zc0, _zc1 = recv_ksock_hdr(conn)
             if ktype == KSOCK_NOOP:
                 continue
             assert ktype == KSOCK_LNET, hex(ktype)
             hdr = recv_exact(conn, 72)
-            dnid, snid, dpid, spid, mtype, plen = struct.unpack("<QQIIII", hdr[:32])
+            dnid, snid, dpid, spid, mtype, plen = unpack_lnet_hdr(hdr)
             payload = recv_exact(conn, plen) if plen else b""
             if zc0:  # zero-copy sender: acknowledge the cookie
                 with send_lock:
-                    conn.sendall(struct.pack("<IIQQ", KSOCK_NOOP, 0, 0, zc0))
+                    conn.sendall(ksock_hdr(KSOCK_NOOP, 0, zc0))
             if mtype == LNET_GET:
                 ret_wmd = hdr[32:48]
                 match_bits, portal, _soff, sink_len = struct.unpack("<QIII", hdr[48:68])
@@ -159,10 +139,9 @@ def serve(conn):
                 info = struct.pack("<IIII", PING_MAGIC, PING_FEATS, PID_LUSTRE, 2)
                 info += struct.pack("<QII", LOLND << 48, counts["pings"], 0) + struct.pack("<QII", MY_NID, NI_UP, 0)
                 info = info[:sink_len]
-                lh = struct.pack("<QQIIII", snid, MY_NID, spid, PID_LUSTRE, LNET_REPLY, len(info))
-                lh += ret_wmd + b"\0" * 24
+                lh = lnet_hdr(snid, MY_NID, spid, PID_LUSTRE, LNET_REPLY, len(info), ret_wmd)
                 with send_lock:
-                    conn.sendall(struct.pack("<IIQQ", KSOCK_LNET, 0, 0, 0) + lh + info)
+                    conn.sendall(ksock_hdr() + lh + info)
                 continue
             if mtype != LNET_PUT:
                 continue
@@ -173,10 +152,10 @@ def serve(conn):
             if not out:
                 continue
             rpyid, reply = out
-            lh = struct.pack("<QQIIII", snid, MY_NID, spid, PID_LUSTRE, LNET_PUT, len(reply))
-            lh += b"\xff" * 16 + struct.pack("<QQII", rpyid, 0, PORTAL_RDMA, 0)
+            msg = put_msg(WMD_NONE, rpyid, 0, PORTAL_RDMA, 0)
+            lh = lnet_hdr(snid, MY_NID, spid, PID_LUSTRE, LNET_PUT, len(reply), msg)
             with send_lock:
-                conn.sendall(struct.pack("<IIQQ", KSOCK_LNET, 0, 0, 0) + lh + reply)
+                conn.sendall(ksock_hdr() + lh + reply)
     except (EOFError, ConnectionError, OSError):
         pass
     finally:

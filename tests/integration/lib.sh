@@ -217,6 +217,25 @@ if not eval(sys.argv[2], {"j": j}):
 PY
 }
 
+# ul_stat NAME FIELD: one counter of NAME's `stats show` (send_length, recv_length, ...).
+ul_stat()
+{
+	ul_ctl "$1" stats show --json | "$UL_PYTHON" -c 'import json, sys; print(json.load(sys.stdin)["statistics"][sys.argv[1]])' "$2"
+}
+
+# ul_wait_stat NAME FIELD MIN [SECS]: wait until NAME's counter FIELD exceeds MIN (traffic is flowing).
+ul_wait_stat()
+{
+	local name=$1 field=$2 min=$3 secs=${4:-10} deadline v
+	deadline=$(( $(ul__now_ms) + secs * 1000 ))
+	while :; do
+		v=$(ul_stat "$name" "$field") || ul_fail "ul_wait_stat: no stats from $name"
+		(( v > min )) && return 0
+		(( $(ul__now_ms) < deadline )) || ul_fail "$name: $field still $v after ${secs}s (want > $min)"
+		sleep 0.05
+	done
+}
+
 ul_one_line()
 {
 	local file=$1 re=$2 n

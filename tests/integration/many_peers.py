@@ -6,21 +6,12 @@
 # Every peer must get its REPLY with valid ping info naming the node. Written from lnet-wire.md
 # §2.3, §2.4, §2.6 (independent of ulnet's encoder). Usage: many_peers.py NODE_ADDR N
 import socket, struct, sys
+from lnet_peer import (CONN_CONTROL, HELLO_MAGIC, KSOCK_LNET, KSOCK_NOOP, LNET_GET, LNET_REPLY, PID_LUSTRE,
+                       active_handshake, get_msg, ksock_hdr, lnet_hdr, nid, recv_exact, recv_ksock_hdr,
+                       unpack_lnet_hdr)
 
 node_ip, n = sys.argv[1], int(sys.argv[2])
-SOCKLND = 2
-def nid(ip):
-    return (SOCKLND << 48) | struct.unpack("!I", socket.inet_aton(ip))[0]
 dst = nid(node_ip)
-
-def recv_exact(s, k):
-    b = b""
-    while len(b) < k:
-        c = s.recv(k - len(b))
-        if not c:
-            raise EOFError("connection closed after %d of %d bytes" % (len(b), k))
-        b += c
-    return b
 
 peers = []
 for i in range(n):
@@ -32,31 +23,28 @@ for i in range(n):
     s.settimeout(20)
     s.connect((node_ip, 988))
     src = nid(ip)
-    s.sendall(struct.pack("<IIQ", 0xacce7100, 1, dst))
-    s.sendall(struct.pack("<IIQQIIQQII", 0x45726963, 3, src, dst, 12345, 0, 1000 + i, 0, 1, 0))
     peers.append((s, src))
     # finish each handshake before the next connect: the node bounds connections still in the
     # handshake (abandoned-connection defence); established peers are what must scale
-    h = recv_exact(s, 56)
-    magic, ver, hsrc, hdst, spid, dpid, sinc, dinc, ctype, nips = struct.unpack("<IIQQIIQQII", h)
-    assert magic == 0x45726963 and ver == 3 and hsrc == dst and hdst == src, h.hex()
-    assert ctype == 1, "reply ctype %d (want CONTROL)" % ctype
+    h = active_handshake(s, src, dst, PID_LUSTRE, 1000 + i, CONN_CONTROL)
+    magic, ver, hsrc, hdst, spid, dpid, sinc, dinc, ctype, nips = h
+    assert magic == HELLO_MAGIC and ver == 3 and hsrc == dst and hdst == src, h
+    assert ctype == CONN_CONTROL, "reply ctype %d (want CONTROL)" % ctype
 
 for i, (s, src) in enumerate(peers):
-    body = struct.pack("<QQQIII", 0x1111, 0x2000 + i, 0x8000000000000000, 0, 0, 3960).ljust(40, b"\0")
-    lhdr = struct.pack("<QQIIII", dst, src, 12345, 12345, 2, 0) + body
-    s.sendall(struct.pack("<IIQQ", 0xc1, 0, 0, 0) + lhdr)
+    wmd = struct.pack("<QQ", 0x1111, 0x2000 + i)
+    msg = get_msg(wmd, 0x8000000000000000, 0, 0, 3960)
+    s.sendall(ksock_hdr() + lnet_hdr(dst, src, PID_LUSTRE, PID_LUSTRE, LNET_GET, 0, msg))
 
 for i, (s, src) in enumerate(peers):
     while True:
-        kh = recv_exact(s, 24)
-        ktype = struct.unpack("<I", kh[:4])[0]
-        if ktype == 0xc0:  # NOOP (keepalive / ZC-ACK): skip
+        ktype = recv_ksock_hdr(s)[0]
+        if ktype == KSOCK_NOOP:  # NOOP (keepalive / ZC-ACK): skip
             continue
-        assert ktype == 0xc1, hex(ktype)
+        assert ktype == KSOCK_LNET, hex(ktype)
         lh = recv_exact(s, 72)
-        d, sn, dp, sp, mtype, plen = struct.unpack("<QQIIII", lh[:32])
-        assert mtype == 3 and d == src and sn == dst, (mtype, hex(d), hex(sn))
+        d, sn, dp, sp, mtype, plen = unpack_lnet_hdr(lh)
+        assert mtype == LNET_REPLY and d == src and sn == dst, (mtype, hex(d), hex(sn))
         icookie, ocookie = struct.unpack("<QQ", lh[32:48])
         assert (icookie, ocookie) == (0x1111, 0x2000 + i)
         payload = recv_exact(s, plen)

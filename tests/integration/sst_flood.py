@@ -7,15 +7,11 @@
 # Prints "sent" when every request is out, then holds its sockets until stdin closes.
 # Usage: sst_flood.py ADDR NODE_ADDR NREAD NWRITE
 import socket, struct, sys, threading
+from lnet_peer import (CONN_BULK_IN, CONN_BULK_OUT, CONN_CONTROL, LNET_PUT, PID_LUSTRE as PID, WMD_NONE,
+                       active_handshake, connect_privileged, ksock_hdr, lnet_hdr, nid, passive_handshake,
+                       put_msg, srpc_msg)
 
 addr, node_ip, nread, nwrite = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4])
-SOCKLND, PID = 2, 12345
-
-
-def nid(ip):
-    return (SOCKLND << 48) | struct.unpack("!I", socket.inet_aton(ip))[0]
-
-
 me, node = nid(addr), nid(node_ip)
 held = []
 
@@ -24,25 +20,11 @@ def small(s):
     s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
 
 
-def recv_exact(s, k):
-    b = b""
-    while len(b) < k:
-        c = s.recv(k - len(b))
-        if not c:
-            raise EOFError
-        b += c
-    return b
-
-
 def accept_loop(ls):
     while True:
         c, _ = ls.accept()
         try:  # the node connects to us: finish its HELLO, then never read again
-            recv_exact(c, 16)
-            h = recv_exact(c, 56)
-            _m, _v, src, _d, spid, _dp, sinc, _di, ctype, _n = struct.unpack("<IIQQIIQQII", h)
-            c.sendall(struct.pack("<IIQQIIQQII", 0x45726963, 3, me, src, PID, spid, 77, sinc,
-                                  {2: 3, 3: 2}.get(ctype, ctype), 0))
+            passive_handshake(c, me, PID, 77)
             held.append(c)
         except (EOFError, OSError):
             c.close()
@@ -55,35 +37,18 @@ ls.bind((addr, 988))
 ls.listen(8)
 threading.Thread(target=accept_loop, args=(ls,), daemon=True).start()
 
-def connect_privileged():
-    """As the kernel connector: the first free port downwards from 1023 (TIME_WAIT from a rerun)."""
-    for port in range(1023, 511, -1):
-        s = socket.socket()
-        small(s)
-        try:
-            s.bind((addr, port))
-            s.connect((node_ip, 988))
-            return s
-        except OSError:
-            s.close()
-    raise OSError("no privileged port free")
-
-
 conns = []
-for ctype in (1, 2, 3):  # CONTROL, BULK_IN, BULK_OUT, as a kernel peer opens them
-    s = connect_privileged()
-    s.sendall(struct.pack("<IIQ", 0xacce7100, 1, node))
-    s.sendall(struct.pack("<IIQQIIQQII", 0x45726963, 3, me, node, PID, 0, 77, 0, ctype, 0))
-    recv_exact(s, 56)
+for ctype in (CONN_CONTROL, CONN_BULK_IN, CONN_BULK_OUT):  # as a kernel peer opens them
+    s = connect_privileged(addr, node_ip, rcvbuf=4096)
+    active_handshake(s, me, node, PID, 77, ctype)
     conns.append(s)
 
 ctl = conns[0]
 for i in range(nwrite + nread):
     rw = 2 if i < nwrite else 1  # the writes first: each gets its bulk and GETs from us at once
     body = struct.pack("<QQIII", 0x7000 + i, 0x9000 + i, rw, 1 << 20, 3)  # check full: the node fills its bulk
-    msg = (struct.pack("<IIIIII", 0xeeb0f00d, 1, 12, 0, 0, 1) + body).ljust(160, b"\0")
-    hdr = struct.pack("<QQIIII", node, me, PID, PID, 1, 160) + b"\xff" * 16
-    hdr += struct.pack("<QQII", 11, 0, 50, 0)
-    ctl.sendall(struct.pack("<IIQQ", 0xc1, 0, 0, 0) + hdr + msg)
+    msg = srpc_msg(12, body, 1)
+    hdr = lnet_hdr(node, me, PID, PID, LNET_PUT, len(msg), put_msg(WMD_NONE, 11, 0, 50, 0))
+    ctl.sendall(ksock_hdr() + hdr + msg)
 print("sent", flush=True)
 sys.stdin.read()

@@ -9,44 +9,31 @@
 # prints "held", and keeps its connections until stdin closes.
 # Usage: sst_hostile_console.py ADDR NODE_ADDR [--hold]
 import json, socket, struct, sys, threading
+from lnet_peer import (CONN_BULK_IN, CONN_BULK_OUT, CONN_CONTROL, KSOCK_NOOP, LNET_PUT, PID_LUSTRE as PID,
+                       WMD_NONE, active_handshake, connect_privileged, ksock_hdr, lnet_hdr, nid,
+                       passive_handshake, put_msg, recv_exact, recv_ksock_hdr, srpc_msg, unpack_lnet_hdr,
+                       unpack_srpc_head)
 
 addr, node_ip = sys.argv[1], sys.argv[2]
-SOCKLND, PID, ULNT = 2, 12345, 0x554c4e54
-MAGIC = 0x45726963
-
-
-def nid(ip):
-    return (SOCKLND << 48) | struct.unpack("!I", socket.inet_aton(ip))[0]
-
-
+ULNT = 0x554c4e54
 me, node = nid(addr), nid(node_ip)
 replies, cv = {}, threading.Condition()
 send_lock = threading.Lock()
 
 
-def recv_exact(s, k):
-    b = b""
-    while len(b) < k:
-        c = s.recv(k - len(b))
-        if not c:
-            raise EOFError
-        b += c
-    return b
-
-
 def reader(s):
     try:
         while True:
-            ktype, _c, zc0, _z1 = struct.unpack("<IIQQ", recv_exact(s, 24))
-            if ktype == 0xc0:
+            ktype, _c, zc0, _z1 = recv_ksock_hdr(s)
+            if ktype == KSOCK_NOOP:
                 continue
             hdr = recv_exact(s, 72)
-            _d, _s, _dp, _sp, mtype, plen = struct.unpack("<QQIIII", hdr[:32])
+            _d, _s, _dp, _sp, mtype, plen = unpack_lnet_hdr(hdr)
             payload = recv_exact(s, plen) if plen else b""
             if zc0:
                 with send_lock:
-                    s.sendall(struct.pack("<IIQQ", 0xc0, 0, 0, zc0))
-            if mtype == 1:  # PUT: a reply on portal 52, match bits = our rpyid
+                    s.sendall(ksock_hdr(KSOCK_NOOP, 0, zc0))
+            if mtype == LNET_PUT:  # PUT: a reply on portal 52, match bits = our rpyid
                 bits, _h, portal, _o = struct.unpack("<QQII", hdr[48:72])
                 if portal == 52:
                     with cv:
@@ -60,25 +47,10 @@ def accept_loop(ls):
     while True:
         c, _ = ls.accept()
         try:
-            recv_exact(c, 16)
-            _m, _v, src, _d, spid, _dp, sinc, _di, ctype, _n = struct.unpack("<IIQQIIQQII", recv_exact(c, 56))
-            c.sendall(struct.pack("<IIQQIIQQII", MAGIC, 3, me, src, PID, spid, 78, sinc,
-                                  {2: 3, 3: 2}.get(ctype, ctype), 0))
+            passive_handshake(c, me, PID, 78)
             threading.Thread(target=reader, args=(c,), daemon=True).start()
         except (EOFError, OSError):
             c.close()
-
-
-def connect_privileged():
-    for port in range(1023, 511, -1):
-        s = socket.socket()
-        try:
-            s.bind((addr, port))
-            s.connect((node_ip, 988))
-            return s
-        except OSError:
-            s.close()
-    raise OSError("no privileged port free")
 
 
 ls = socket.socket()
@@ -87,11 +59,9 @@ ls.bind((addr, 988))
 ls.listen(8)
 threading.Thread(target=accept_loop, args=(ls,), daemon=True).start()
 conns = []
-for ctype in (1, 2, 3):
-    s = connect_privileged()
-    s.sendall(struct.pack("<IIQ", 0xacce7100, 1, node))
-    s.sendall(struct.pack("<IIQQIIQQII", MAGIC, 3, me, node, PID, 0, 78, 0, ctype, 0))
-    recv_exact(s, 56)
+for ctype in (CONN_CONTROL, CONN_BULK_IN, CONN_BULK_OUT):
+    s = connect_privileged(addr, node_ip)
+    active_handshake(s, me, node, PID, 78, ctype)
     threading.Thread(target=reader, args=(s,), daemon=True).start()
     conns.append(s)
 
@@ -103,19 +73,18 @@ def call(mtype, body_after_rpyid, r0=0, r1=0, wait=True):
     """Send request @mtype to the framework portal; return (status, reserved0, reserved1)."""
     rpyid = next_id[0]
     next_id[0] += 1
-    msg = (struct.pack("<IIIIII", 0xeeb0f00d, 1, mtype, r0, r1, 1) + struct.pack("<Q", rpyid)
-           + body_after_rpyid).ljust(160, b"\0")
-    hdr = struct.pack("<QQIIII", node, me, PID, PID, 1, 160) + b"\xff" * 16
-    hdr += struct.pack("<QQII", 1 if mtype == 0 else 4 if mtype == 8 else 2, 0, 51, 0)
+    msg = srpc_msg(mtype, struct.pack("<Q", rpyid) + body_after_rpyid, 1, r0, r1)
+    bits = 1 if mtype == 0 else 4 if mtype == 8 else 2
+    hdr = lnet_hdr(node, me, PID, PID, LNET_PUT, len(msg), put_msg(WMD_NONE, bits, 0, 51, 0))
     with send_lock:
-        conns[0].sendall(struct.pack("<IIQQ", 0xc1, 0, 0, 0) + hdr + msg)
+        conns[0].sendall(ksock_hdr() + hdr + msg)
     if not wait:
         return None
     with cv:
         if not cv.wait_for(lambda: rpyid in replies, timeout=10):
             raise SystemExit("no reply to request type %d" % mtype)
         rep = replies.pop(rpyid)
-    _m, _v, _t, q0, q1, _f = struct.unpack("<IIIIII", rep[:24])
+    _m, _v, _t, q0, q1, _f = unpack_srpc_head(rep)
     return struct.unpack("<I", rep[24:28])[0], q0, q1
 
 

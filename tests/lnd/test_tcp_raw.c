@@ -10,6 +10,7 @@
 #include <arpa/inet.h>
 #include <errno.h>
 #include <poll.h>
+#include <pthread.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stdatomic.h>
@@ -20,6 +21,7 @@
 #include <string.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
+#include <time.h>
 #include <unistd.h>
 #include <cmocka.h>
 #include "ulnet/ulnet.h"
@@ -35,18 +37,41 @@ static ulnet_node *tnode, *gnode;
 static ulnet_eq *teq;
 static struct ulnet_process_id tid;
 static uint8_t *tbuf;
-static atomic_int tcp_errors;
+static atomic_int tcp_errors, tcp_closed; /* TCP error lines; "closed by the peer" lines */
+static pthread_mutex_t log_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t log_cv = PTHREAD_COND_INITIALIZER;
 static int next_port = 1000, next_peer = 20;
 
 static void sink(int level, const char *subsys, const char *line)
 {
 	static atomic_int shown;
 
-	if (level == 0 && !strcmp(subsys, "TCP")) {
+	if (strcmp(subsys, "TCP"))
+		return;
+	if (level == 0) {
 		atomic_fetch_add(&tcp_errors, 1);
 		if (atomic_fetch_add(&shown, 1) < 60)
 			fprintf(stderr, "  log: %s\n", line);
+	} else if (strstr(line, "closed by the peer")) {
+		atomic_fetch_add(&tcp_closed, 1);
 	}
+	pthread_mutex_lock(&log_lock);
+	pthread_cond_broadcast(&log_cv);
+	pthread_mutex_unlock(&log_lock);
+}
+
+/* Wait until the sink has counted @want lines in @c (5 s at most); the count reached. */
+static int wait_lines(atomic_int *c, int want)
+{
+	struct timespec dl;
+
+	clock_gettime(CLOCK_REALTIME, &dl);
+	dl.tv_sec += 5;
+	pthread_mutex_lock(&log_lock);
+	while (atomic_load(c) < want && pthread_cond_timedwait(&log_cv, &log_lock, &dl) == 0)
+		;
+	pthread_mutex_unlock(&log_lock);
+	return atomic_load(c);
 }
 
 static struct ulnet_nid nid(const char *s)
@@ -291,11 +316,10 @@ static void ping_ok(void)
 #define BAD_BEGIN() int errs0 = atomic_load(&tcp_errors)
 static void bad_end(int errs0, int want_lines)
 {
-	for (int i = 0; i < 50 && atomic_load(&tcp_errors) - errs0 < want_lines; i++)
-		usleep(20000);
-	usleep(50000);
-	assert_int_equal(atomic_load(&tcp_errors) - errs0, want_lines);
+	wait_lines(&tcp_errors, errs0 + want_lines);
+	/* a round trip through the node's loop: a second line for the same fault would be out by now */
 	ping_ok();
+	assert_int_equal(atomic_load(&tcp_errors) - errs0, want_lines);
 }
 
 /* ---- good sessions ---- */
@@ -304,7 +328,7 @@ static void good_session(uint32_t proto, bool swab)
 {
 	struct sess s;
 	uint8_t *pl = malloc(20000), noop[TCPLND_MSG_HDR_SIZE];
-	int errs0 = atomic_load(&tcp_errors);
+	int errs0 = atomic_load(&tcp_errors), closed0;
 
 	sess_open(&s, proto, swab);
 	fill(pl, 20000, (uint8_t)proto);
@@ -328,9 +352,11 @@ static void good_session(uint32_t proto, bool swab)
 	send_put_hdr(&s, 100, 0);
 	wr(s.fd, pl, 100);
 	expect_put(100, 9);
+	closed0 = atomic_load(&tcp_closed);
 	close(s.fd);
 	free(pl);
-	usleep(50000);
+	/* the node has seen the close: an error it caused would be logged by now */
+	assert_int_equal(wait_lines(&tcp_closed, closed0 + 1), closed0 + 1);
 	assert_int_equal(atomic_load(&tcp_errors) - errs0, 0);
 	ping_ok();
 }
@@ -582,8 +608,9 @@ static void test_1000_abandoned(void **state)
 	}
 	assert_int_equal(n, 1000);
 	ping_ok(); /* still serving */
-	usleep(200000);
-	peak = count_fds() - base - 1000; /* the node's own share */
+	/* the node drops the oldest handshakes as new ones come: wait for its share to settle */
+	for (int i = 0; i < 100 && (peak = count_fds() - base - 1000) > TCPLND_MAX_HELLO_CONNS + 16; i++)
+		poll(NULL, 0, 50);
 	fprintf(stderr, "  node fds while 1000 abandoned connections are open: %d\n", peak);
 	assert_true(peak <= TCPLND_MAX_HELLO_CONNS + 16);
 	for (int i = 0; i < n; i++)
@@ -604,6 +631,8 @@ static int setup(void **state)
 
 	(void)state;
 	ulnet_log_set(sink, 1);
+	ulnet_log_set_level("TCP", 2); /* "closed by the peer" tells a close was seen */
+	ulnet_log_set_rate(0, 0); /* every bad case is counted as exactly one line */
 	assert_int_equal(ulnet_node_open(NULL, &tnode), 0);
 	assert_int_equal(ulnet_ni_add(tnode, &tc), 0);
 	assert_int_equal(ulnet_node_open(NULL, &gnode), 0);

@@ -173,7 +173,7 @@ static void peer_queue_bounded(void **state)
 	pthread_mutex_lock(&node->lock);
 	ulnet__finalize(held, 0);
 	held = NULL;
-	pthread_mutex_unlock(&node->lock);
+	ulnet__unlock(node); /* completes it, as at the end of an API call */
 	while (ok + refused < 6 && ulnet_eq_wait(eq, 5000, &ev) == 1)
 		ev.status ? refused++ : ok++;
 	assert_int_equal(ok, 4);
@@ -338,7 +338,7 @@ static void transaction_timeout(void **state)
 	pthread_mutex_lock(&node->lock);
 	ulnet__finalize(held, 0); /* the GET is on the wire */
 	held = NULL;
-	pthread_mutex_unlock(&node->lock);
+	ulnet__unlock(node); /* completes it, as at the end of an API call */
 	assert_int_equal(ulnet_eq_wait(eq, 5000, &ev), 1);
 	assert_int_equal(ev.type, ULNET_EVENT_SEND);
 	assert_int_equal(ev.status, 0);

@@ -322,7 +322,7 @@ static void complete_first(ulnet_node *node, int status)
 	m = held[0];
 	memmove(held, held + 1, (size_t)(--n_held) * sizeof(held[0]));
 	ulnet__finalize(m, status);
-	pthread_mutex_unlock(&node->lock);
+	ulnet__unlock(node); /* completes it here, as at the end of an API call */
 	settle(node);
 }
 

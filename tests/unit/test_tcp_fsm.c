@@ -124,6 +124,7 @@ struct seen {
 	int ev;            /* TCPLND_RX_EV_* */
 	struct ulnet_hdr hdr;
 	int status;
+	uint32_t data_crc; /* DONE: the checksum computed over what arrived */
 	uint64_t zc;
 	uint8_t *data;     /* delivered bytes (mlen) */
 	uint32_t mlen;
@@ -196,6 +197,7 @@ static void drv_event(struct drv *d, int ev)
 		drv_event(d, tcplnd_rx_advance(&d->rx, 0));
 	} else if (ev == TCPLND_RX_EV_DONE) {
 		s->status = d->rx.status;
+		s->data_crc = d->rx.data_crc;
 		s->zc = d->rx.zc_cookie;
 		s->data = d->cur;
 		s->mlen = d->cur_mlen;
@@ -429,6 +431,65 @@ static void test_rx_v2_csum(void **state)
 	free(s.b);
 }
 
+/* The mismatch line prints the wire and the computed checksum: the computed one must survive the
+ * reset for the next message (it read 0xffffffff). */
+static void test_rx_v2_csum_reported(void **state)
+{
+	struct stream s = { 0 };
+	struct ulnet_hdr h = mkhdr(ULNET_MSG_PUT, 100, 1);
+	const struct plan plan[] = { { 100, 1, false } };
+	struct drv *d = malloc(sizeof(*d));
+	uint32_t wire, want;
+
+	(void)state;
+	put_csummed(&s, &h, 7, 1);
+	memcpy(&wire, s.b + 4, 4);
+	memset(s.b + 4, 0, 4);
+	want = tcplnd_crc32(~0u, s.b, s.len); /* over what was sent, corruption included */
+	memcpy(s.b + 4, &wire, 4);
+	drv_init(d, 2, false, true, plan, 1);
+	drv_feed(d, s.b, s.len);
+	assert_int_equal(d->nseen, 2);
+	assert_int_equal(d->seen[1].status, -EIO);
+	assert_true(d->seen[1].data_crc == want);
+	assert_true(want != wire && want != ~0u);
+	drv_fini(d);
+	free(d);
+	free(s.b);
+}
+
+/* A close mid-message says what was missing: header bytes before the payload, payload after. */
+static void test_rx_missing(void **state)
+{
+	struct stream s = { 0 };
+	struct ulnet_hdr h = mkhdr(ULNET_MSG_PUT, 100, 1);
+	const struct plan plan[] = { { 100, 1, false } };
+	struct drv *d = malloc(sizeof(*d));
+	const char *what = NULL;
+	size_t hdr_len;
+
+	(void)state;
+	put_ksock(&s, TCPLND_MSG_LNET, 0, 0, false);
+	put_lnet(&s, 3, &h);
+	hdr_len = s.len;
+	put_payload(&s, 100, 1);
+	drv_init(d, 3, false, false, plan, 1);
+	assert_int_equal(tcplnd_rx_missing(&d->rx, &what), TCPLND_MSG_HDR_SIZE);
+	assert_string_equal(what, "header");
+	drv_feed(d, s.b, 10);
+	assert_int_equal(tcplnd_rx_missing(&d->rx, &what), TCPLND_MSG_HDR_SIZE - 10);
+	assert_string_equal(what, "header");
+	drv_feed(d, s.b + 10, TCPLND_MSG_HDR_SIZE + 5 - 10);
+	assert_int_equal(tcplnd_rx_missing(&d->rx, &what), hdr_len - TCPLND_MSG_HDR_SIZE - 5);
+	assert_string_equal(what, "header");
+	drv_feed(d, s.b + TCPLND_MSG_HDR_SIZE + 5, hdr_len + 40 - TCPLND_MSG_HDR_SIZE - 5);
+	assert_int_equal(tcplnd_rx_missing(&d->rx, &what), 60);
+	assert_string_equal(what, "payload");
+	drv_fini(d);
+	free(d);
+	free(s.b);
+}
+
 static void test_rx_v2_noop_bad_csum(void **state)
 {
 	struct stream s = { 0 };
@@ -659,6 +720,8 @@ int main(void)
 		cmocka_unit_test(test_rx_v1),
 		cmocka_unit_test(test_rx_v4),
 		cmocka_unit_test(test_rx_v2_csum),
+		cmocka_unit_test(test_rx_v2_csum_reported),
+		cmocka_unit_test(test_rx_missing),
 		cmocka_unit_test(test_rx_v2_noop_bad_csum),
 		cmocka_unit_test(test_rx_bad_input),
 		cmocka_unit_test(test_hs_passive),

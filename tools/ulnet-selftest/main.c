@@ -19,6 +19,8 @@
 #include <ulnet/ulnet.h>
 
 #include "ctl_proto.h"
+#include "result_json.h"
+#include "test_spec.h"
 
 #define EXIT_TESTFAIL 1
 #define EXIT_USAGE 2
@@ -51,39 +53,13 @@ static int usage(const char *fmt, const char *arg)
 	return EXIT_USAGE;
 }
 
-/* "4097", "1M", "64k" -> bytes. */
-static int parse_size(const char *s, unsigned long long max, unsigned long long *out)
+/* Parse one test's words; a refusal prints the usage. 0 or EXIT_USAGE. */
+static int parse_test(int argc, char **argv, struct test *t)
 {
-	char *end;
-	unsigned long long v;
+	char why[160];
 
-	if (!s || !*s || *s == '-')
-		return -EINVAL;
-	errno = 0;
-	v = strtoull(s, &end, 10);
-	if (errno || end == s)
-		return -EINVAL;
-	if (*end == 'k' || *end == 'K')
-		v *= 1024, end++;
-	else if (*end == 'm' || *end == 'M')
-		v *= 1024 * 1024, end++;
-	if (*end || v > max)
-		return -EINVAL;
-	*out = v;
-	return 0;
-}
-
-static int parse_secs(const char *s, double *out)
-{
-	char *end;
-	double v;
-
-	if (!s || !*s)
-		return -EINVAL;
-	v = strtod(s, &end);
-	if (*end || !(v > 0) || v > 86400)
-		return -EINVAL;
-	*out = v;
+	if (test_spec_parse(argc, argv, t, why, sizeof(why)))
+		return usage("%s", why);
 	return 0;
 }
 
@@ -121,86 +97,7 @@ static int request(struct conn *c, int argc, char **argv, void (*on_partial)(con
 	}
 }
 
-/* ---- tiny JSON field reader for the daemon's flat result object ---- */
-
-static double jnum(const char *j, const char *key)
-{
-	char pat[64];
-	const char *p;
-
-	snprintf(pat, sizeof(pat), "\"%s\":", key);
-	p = strstr(j, pat);
-	return p ? strtod(p + strlen(pat), NULL) : 0;
-}
-
-static void jstr(const char *j, const char *key, char *out, size_t cap)
-{
-	char pat[64];
-	const char *p;
-	size_t n = 0;
-
-	snprintf(pat, sizeof(pat), "\"%s\":\"", key);
-	p = strstr(j, pat);
-	out[0] = '\0';
-	if (!p)
-		return;
-	for (p += strlen(pat); *p && *p != '"' && n + 1 < cap; p++) {
-		if (*p == '\\' && p[1])
-			p++;
-		out[n++] = *p;
-	}
-	out[n] = '\0';
-}
-
 /* ---- one test ---- */
-
-struct test {
-	bool brw, write;
-	const char *from, *to;
-	unsigned long long size, offset, count, concurrency, corrupt_at, corrupt_count;
-	const char *check;
-	double duration, timeout;
-	bool json, tty;
-};
-
-struct result {
-	double seconds, bytes, rpcs, p50, p99, max;
-	unsigned long long timeout, mismatch, refused, peer_gone, unclassified;
-	long long mismatch_offset;
-	bool remote, lat_na, bytes_na;
-	char first_error[200], source[96];
-};
-
-static bool jbool(const char *j, const char *key)
-{
-	char pat[64];
-	const char *p;
-
-	snprintf(pat, sizeof(pat), "\"%s\":true", key);
-	p = strstr(j, pat);
-	return p != NULL;
-}
-
-static void result_parse(const char *j, struct result *r)
-{
-	r->seconds = jnum(j, "seconds");
-	r->bytes = jnum(j, "bytes");
-	r->rpcs = jnum(j, "rpcs_ok");
-	r->p50 = jnum(j, "lat_p50_us");
-	r->p99 = jnum(j, "lat_p99_us");
-	r->max = jnum(j, "lat_max_us");
-	r->timeout = (unsigned long long)jnum(j, "timeout");
-	r->mismatch = (unsigned long long)jnum(j, "mismatch");
-	r->refused = (unsigned long long)jnum(j, "refused");
-	r->peer_gone = (unsigned long long)jnum(j, "peer_gone");
-	r->mismatch_offset = (long long)jnum(j, "mismatch_offset");
-	r->unclassified = (unsigned long long)jnum(j, "unclassified");
-	r->remote = jbool(j, "remote");
-	r->lat_na = jbool(j, "latency_na");
-	r->bytes_na = jbool(j, "bytes_na");
-	jstr(j, "first_error", r->first_error, sizeof(r->first_error));
-	jstr(j, "source", r->source, sizeof(r->source));
-}
 
 static const char *direction(const struct test *t)
 {
@@ -355,87 +252,6 @@ static int run_test(struct conn *c, struct test *t)
 	return print_result(t, &r) ? 0 : EXIT_TESTFAIL;
 }
 
-/* Parse one test's words (after the global options). */
-static int parse_test(int argc, char **argv, struct test *t)
-{
-	int i = 1;
-
-	if (!strcmp(argv[0], "brw")) {
-		t->brw = true;
-		if (argc < 2 || (strcmp(argv[1], "read") && strcmp(argv[1], "write")))
-			return usage("brw needs read or write", NULL);
-		t->write = !strcmp(argv[1], "write");
-		i = 2;
-	} else if (strcmp(argv[0], "ping")) {
-		return usage("unknown command '%s'", argv[0]);
-	}
-	for (; i < argc; i++) {
-		const char *o = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
-		bool takes = true;
-		if (!strcmp(o, "--from"))
-			t->from = v;
-		else if (!strcmp(o, "--to"))
-			t->to = v;
-		else if (!strcmp(o, "--size") && t->brw) {
-			if (parse_size(v, ULNET_MTU, &t->size) || !t->size)
-				return usage("--size must be 1..1M bytes, not '%s'", v);
-		} else if (!strcmp(o, "--offset") && t->brw) {
-			if (parse_size(v, ULNET_MTU - 1, &t->offset))
-				return usage("--offset must be 0..1048575, not '%s'", v);
-		} else if (!strcmp(o, "--check") && t->brw) {
-			if (!v || (strcmp(v, "none") && strcmp(v, "simple") && strcmp(v, "full")))
-				return usage("--check must be none, simple or full, not '%s'", v);
-			t->check = v;
-		} else if (!strcmp(o, "--concurrency")) {
-			if (parse_size(v, 1024, &t->concurrency) || !t->concurrency)
-				return usage("--concurrency must be 1..1024, not '%s'", v);
-		} else if (!strcmp(o, "--duration")) {
-			if (parse_secs(v, &t->duration))
-				return usage("--duration must be seconds > 0, not '%s'", v);
-		} else if (!strcmp(o, "--timeout")) {
-			if (parse_secs(v, &t->timeout))
-				return usage("--timeout must be seconds > 0, not '%s'", v);
-		} else if (!strcmp(o, "--count")) {
-			if (parse_size(v, UINT32_MAX, &t->count) || !t->count)
-				return usage("--count must be a positive number, not '%s'", v);
-		} else if (!strcmp(o, "--corrupt-at") && t->brw) {
-			if (parse_size(v, ULNET_MTU - 1, &t->corrupt_at))
-				return usage("--corrupt-at must be 0..1048575, not '%s'", v);
-		} else if (!strcmp(o, "--corrupt-count") && t->brw) {
-			if (parse_size(v, UINT32_MAX, &t->corrupt_count))
-				return usage("bad --corrupt-count '%s'", v);
-		} else if (!strcmp(o, "--json")) {
-			t->json = true;
-			takes = false;
-		} else {
-			return usage("unknown option '%s'", o);
-		}
-		if (takes) {
-			if (!v)
-				return usage("%s needs a value", o);
-			i++;
-		}
-	}
-	if (!t->from || !t->to)
-		return usage("--from and --to are required", NULL);
-	if (t->count && !t->duration)
-		t->duration = 0;
-	else if (!t->duration)
-		t->duration = 10;
-	return 0;
-}
-
-static void test_defaults(struct test *t, bool json, bool tty)
-{
-	memset(t, 0, sizeof(*t));
-	t->size = 1 << 20;
-	t->check = "full";
-	t->concurrency = 1;
-	t->timeout = 10;
-	t->json = json;
-	t->tty = tty;
-}
-
 static int connect_node(const char *path, struct conn *c)
 {
 	int rc;
@@ -464,13 +280,29 @@ static int run_batch(struct conn *c, const char *file, bool json, bool tty)
 		return EXIT_USAGE;
 	}
 	while (fgets(line, sizeof(line), f)) {
-		char *words[64], *save = NULL, *w;
-		int n = 0, rc;
+		char *words[TEST_SPEC_MAX_WORDS];
+		size_t len = strlen(line);
+		int n, rc;
 		struct test t;
 		lineno++;
-		for (w = strtok_r(line, " \t\r\n", &save); w && n < 64; w = strtok_r(NULL, " \t\r\n", &save))
-			words[n++] = w;
-		if (!n || words[0][0] == '#')
+		if (len == sizeof(line) - 1 && line[len - 1] != '\n' && !feof(f)) {
+			/* the rest of an overlong line must not run as a test of its own */
+			int ch;
+			while ((ch = fgetc(f)) != EOF && ch != '\n')
+				;
+			fprintf(stderr, "ulnet-selftest: %s:%d: line longer than %zu bytes, test not run\n", file,
+				lineno, sizeof(line) - 2);
+			worst = worst > EXIT_USAGE ? worst : EXIT_USAGE;
+			continue;
+		}
+		n = test_spec_split(line, words);
+		if (n < 0) {
+			fprintf(stderr, "ulnet-selftest: %s:%d: more than %d words, test not run\n", file, lineno,
+				TEST_SPEC_MAX_WORDS);
+			worst = worst > EXIT_USAGE ? worst : EXIT_USAGE;
+			continue;
+		}
+		if (!n)
 			continue;
 		test_defaults(&t, json, tty);
 		rc = parse_test(n, words, &t);
@@ -543,18 +375,18 @@ static int print_results(const char *body, bool json)
 			struct result r;
 			char from[64], to[200], kind[8], check[8];
 			test_defaults(&t, json, false);
-			jstr(line, "from", from, sizeof(from));
-			jstr(line, "to", to, sizeof(to));
-			jstr(line, "test", kind, sizeof(kind));
-			jstr(line, "check", check, sizeof(check));
+			json_str(line, "from", from, sizeof(from));
+			json_str(line, "to", to, sizeof(to));
+			json_str(line, "test", kind, sizeof(kind));
+			json_str(line, "check", check, sizeof(check));
 			t.from = from;
 			t.to = to;
 			t.brw = !strcmp(kind, "brw");
-			t.write = jbool(line, "write");
-			t.size = (unsigned long long)jnum(line, "size");
-			t.offset = (unsigned long long)jnum(line, "offset");
+			t.write = json_bool(line, "write");
+			t.size = json_count(line, "size");
+			t.offset = json_count(line, "offset");
 			t.check = check;
-			t.concurrency = (unsigned long long)jnum(line, "concurrency");
+			t.concurrency = json_count(line, "concurrency");
 			memset(&r, 0, sizeof(r));
 			result_parse(line, &r);
 			if (!print_result(&t, &r))

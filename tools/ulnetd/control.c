@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/signalfd.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -16,9 +17,13 @@
 #include <unistd.h>
 
 #include "ctl_proto.h"
+#include "log.h"
 #include "ulnetd.h"
 
 #define CONTROL_MAX_CLIENTS 64
+/* Out of descriptors (or memory) for accept: stop polling the listener this long, as the tcp
+ * acceptor pauses until its next tick; the pending connections wait in the backlog. */
+#define CONTROL_ACCEPT_PAUSE_MS 250
 
 struct client {
 	struct client *next;
@@ -40,6 +45,8 @@ struct ulnetd_priv {
 	size_t n_hooks;
 	int lfd;                        /* listener, -1 when closed */
 	bool bound;                     /* we created the socket file: unlink it on close */
+	bool listen_paused;             /* accept ran out of resources: listener not polled until... */
+	struct timespec paused_until;   /* ...this CLOCK_MONOTONIC time */
 	atomic_bool stopping;
 	pthread_mutex_t lock;           /* clients list */
 	struct client *clients;
@@ -264,8 +271,29 @@ static void accept_client(struct ulnetd *d)
 	int fd = accept4(pv->lfd, NULL, NULL, SOCK_CLOEXEC);
 
 	if (fd < 0) {
-		if (errno != EAGAIN && errno != EINTR && errno != ECONNABORTED)
-			fprintf(stderr, "ulnetd: control: accept: %s\n", strerror(errno));
+		int err = errno;
+
+		if (err == EAGAIN || err == EINTR || err == ECONNABORTED)
+			return;
+		if (err == EMFILE || err == ENFILE || err == ENOBUFS || err == ENOMEM) {
+			struct rlimit rl = { 0 };
+
+			/* the listener stays readable: polling it now would spin a core */
+			getrlimit(RLIMIT_NOFILE, &rl);
+			ULNET_LOG(ULNETD, ERR,
+				  "control: accept: %s (RLIMIT_NOFILE %llu, %u control connections open); pausing the "
+				  "listener for %d ms (raise the limit with ulimit -n)",
+				  strerror(err), (unsigned long long)rl.rlim_cur, pv->n_clients, CONTROL_ACCEPT_PAUSE_MS);
+			clock_gettime(CLOCK_MONOTONIC, &pv->paused_until);
+			pv->paused_until.tv_nsec += CONTROL_ACCEPT_PAUSE_MS * 1000000L;
+			if (pv->paused_until.tv_nsec >= 1000000000L) {
+				pv->paused_until.tv_sec++;
+				pv->paused_until.tv_nsec -= 1000000000L;
+			}
+			pv->listen_paused = true;
+			return;
+		}
+		ULNET_LOG(ULNETD, ERR, "control: accept: %s", strerror(err));
 		return;
 	}
 	reap_clients(pv, false);
@@ -355,8 +383,23 @@ int ulnetd_control_run(struct ulnetd *d, int sigfd)
 
 	for (;;) {
 		struct pollfd p[2] = { { .fd = sigfd, .events = POLLIN }, { .fd = pv->lfd, .events = POLLIN } };
+		int timeout = 1000;
 
-		if (poll(p, 2, 1000) < 0) {
+		if (pv->listen_paused) {
+			struct timespec now;
+			long long left;
+
+			clock_gettime(CLOCK_MONOTONIC, &now);
+			left = (pv->paused_until.tv_sec - now.tv_sec) * 1000LL +
+			       (pv->paused_until.tv_nsec - now.tv_nsec) / 1000000L;
+			if (left > 0) {
+				p[1].fd = -1; /* poll ignores it */
+				timeout = (int)left;
+			} else {
+				pv->listen_paused = false;
+			}
+		}
+		if (poll(p, 2, timeout) < 0) {
 			if (errno == EINTR)
 				continue;
 			return -errno;

@@ -81,6 +81,7 @@ struct progress_ctx {
 	struct ulnetd *d;
 	struct ulnetd_out *out;
 	struct run_out *o;
+	bool emit;                   /* the console asked for progress lines */
 };
 
 static int on_progress(void *arg, const struct ulnet_sst_result *so_far)
@@ -88,7 +89,9 @@ static int on_progress(void *arg, const struct ulnet_sst_result *so_far)
 	struct progress_ctx *pc = arg;
 
 	if (ulnetd_stopping(pc->d))
-		return 1;
+		return 1; /* the daemon is ending: end the run now, not at its deadline */
+	if (!pc->emit)
+		return 0;
 	pc->o->r = *so_far;
 	ulnetd_sst_result_json(pc->out, pc->o, true);
 	return ulnetd_out_flush(pc->out) ? 1 : 0; /* the console went away: stop */
@@ -321,7 +324,7 @@ static int cmd_run(struct ulnetd *d, int argc, char **argv, struct ulnetd_out *o
 	struct ulnet_sst_params p = { 0 };
 	struct ulnet_sst_result res;
 	struct run_out o = { 0 };
-	struct progress_ctx pc = { d, out, &o };
+	struct progress_ctx pc = { d, out, &o, progress };
 	struct ulnet_process_id client = { 0 };
 	const char *why = NULL;
 
@@ -395,10 +398,10 @@ static int cmd_run(struct ulnetd *d, int argc, char **argv, struct ulnetd_out *o
 		return remote_run(d, out, &rr, &o);
 	}
 	o.source = "measured on this node";
-	if (progress) {
-		p.progress = on_progress;
-		p.progress_arg = &pc;
-	}
+	/* called about once a second whether or not the console wants progress: it also ends the run
+	 * when the daemon is stopping */
+	p.progress = on_progress;
+	p.progress_arg = &pc;
 	rc = ulnet__sst_run(ulnetd_sst_of(d), &p, &res, &why);
 	if (rc == -EINVAL)
 		return ulnetd_errorf(out, rc, "selftest run: %s", why ? why : "bad parameters");

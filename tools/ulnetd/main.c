@@ -5,8 +5,10 @@
  * backwards. Exit status: 0 after a signal, 1 on any startup error (one line on stderr), 2 on usage. */
 #include <errno.h>
 #include <getopt.h>
+#include <poll.h>
 #include <pthread.h>
 #include <signal.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -19,17 +21,75 @@
 static void usage(FILE *f)
 {
 	fprintf(f,
-		"usage: ulnetd -c FILE [--control PATH] [-v]...\n"
+		"usage: ulnetd -c FILE [--control PATH] [-v]... [--log SUBSYS=LEVEL]...\n"
 		"Run one ulnet node in the foreground until SIGTERM or SIGINT.\n"
 		"\n"
 		"  -c, --config FILE     node configuration (YAML, lnetctl export layout + node: section)\n"
 		"      --control PATH    control socket (overrides node: control in FILE)\n"
 		"  -v, --verbose         more log output (-v info, -vv debug and control requests)\n"
+		"      --log SUBSYS=LEVEL  one subsystem's level (CORE, LO, TCP, SST, ULNETD; error, warning,\n"
+		"                        info, debug); the others follow -v\n"
 		"  -h, --help            this text\n"
 		"  -V, --version         print the version\n");
 }
 
+/* After SIGTERM/SIGINT the daemon closes everything in order; a command stuck waiting on the network
+ * (an RPC that never completes) or a busy node must not keep it alive: past this grace, or at a
+ * second signal, it exits at once. */
+#define ULNETD_STOP_GRACE_MS 5000
+
+static void *stop_watchdog(void *arg)
+{
+	struct pollfd p = { .fd = (int)(intptr_t)arg, .events = POLLIN };
+	int n = poll(&p, 1, ULNETD_STOP_GRACE_MS);
+
+	fprintf(stderr, "ulnetd: shutdown %s; exiting without waiting for it to finish\n",
+		n > 0 ? "interrupted by a second signal"
+		      : "still waiting after 5 s (a control command or the node is stuck)");
+	_exit(1);
+	return NULL;
+}
+
+/* Arm the watchdog; it ends the process unless main() returns first. */
+static void stop_watchdog_arm(int sigfd)
+{
+	pthread_attr_t a;
+	pthread_t th;
+	int fd = dup(sigfd); /* never closed: main() may close sigfd while the watchdog polls */
+
+	if (fd < 0)
+		fd = -1; /* poll then only times out */
+	pthread_attr_init(&a);
+	pthread_attr_setdetachstate(&a, PTHREAD_CREATE_DETACHED);
+	if (pthread_create(&th, &a, stop_watchdog, (void *)(intptr_t)fd))
+		fprintf(stderr, "ulnetd: cannot start the shutdown watchdog: %s\n", strerror(errno));
+	pthread_attr_destroy(&a);
+}
+
 static const char *const level_names[] = { "error", "warning", "info", "debug" };
+
+/* "TCP=debug" -> ulnet_log_set_level. 0 or -1 with a line on stderr. */
+static int log_level_arg(const char *arg)
+{
+	const char *eq = strchr(arg, '=');
+	char subsys[16];
+	int level = -1, rc;
+
+	for (int i = 0; eq && i < 4; i++)
+		if (!strcmp(eq + 1, level_names[i]))
+			level = i;
+	if (!eq || (size_t)(eq - arg) >= sizeof(subsys) || level < 0) {
+		fprintf(stderr, "ulnetd: --log %s: want SUBSYS=LEVEL, LEVEL one of error, warning, info, debug\n", arg);
+		return -1;
+	}
+	memcpy(subsys, arg, (size_t)(eq - arg));
+	subsys[eq - arg] = '\0';
+	if ((rc = ulnet_log_set_level(subsys, level))) {
+		fprintf(stderr, "ulnetd: --log %s: unknown subsystem '%s' (CORE, LO, TCP, SST, ULNETD)\n", arg, subsys);
+		return -1;
+	}
+	return 0;
+}
 
 static void log_sink(int level, const char *subsys, const char *line)
 {
@@ -45,6 +105,7 @@ int main(int argc, char **argv)
 		{ "config", required_argument, NULL, 'c' },
 		{ "control", required_argument, NULL, 'C' },
 		{ "verbose", no_argument, NULL, 'v' },
+		{ "log", required_argument, NULL, 'L' },
 		{ "help", no_argument, NULL, 'h' },
 		{ "version", no_argument, NULL, 'V' },
 		{ NULL, 0, NULL, 0 },
@@ -61,6 +122,10 @@ int main(int argc, char **argv)
 		case 'c': config = optarg; break;
 		case 'C': control = optarg; break;
 		case 'v': d.verbose++; break;
+		case 'L':
+			if (log_level_arg(optarg))
+				return 2;
+			break;
 		case 'h': usage(stdout); return 0;
 		case 'V': printf("ulnetd %s (ulnet %s)\n", ULNET_VERSION, ulnet_version()); return 0;
 		default: usage(stderr); return 2;
@@ -142,6 +207,7 @@ int main(int argc, char **argv)
 		fprintf(stderr, "ulnetd: control: %s\n", strerror(-rc));
 	else
 		status = 0;
+	stop_watchdog_arm(sigfd);
 out_ctl:
 	ulnetd_control_fini(&d); /* joins every handler before the node goes away */
 out_node:

@@ -295,7 +295,8 @@ int shm_connect(struct fab_cm_id *id, const struct sockaddr_in *dst, const void 
 	peer_pid(id);
 	m.src = id->dev->addr;
 	m.tbl_n = id->dev->lim.max_mr;
-	memcpy(m.pdata, pdata, len);
+	if (len) /* pdata may be NULL when empty */
+		memcpy(m.pdata, pdata, len);
 	if ((rc = cm_send(id, &m, id->dev->tbl_fd)) || (rc = shm_ep_set(id, EPOLLIN | EPOLLRDHUP))) {
 		id_close_fd(id);
 		return rc;
@@ -329,7 +330,8 @@ int shm_accept(struct fab_cm_id *id, const void *pdata, size_t len)
 	}
 	m.src = id->dev->addr;
 	m.tbl_n = id->dev->lim.max_mr;
-	memcpy(m.pdata, pdata, len);
+	if (len)
+		memcpy(m.pdata, pdata, len);
 	if ((rc = cm_send(id, &m, id->dev->tbl_fd))) {
 		shm_id_teardown(id, rc);
 		return 0;
@@ -349,7 +351,8 @@ int shm_reject(struct fab_cm_id *id, const void *pdata, size_t len)
 
 	if (id->state != SHM_ID_REQ_RCVD || len > FAB_PRIVATE_DATA_MAX || (len && !pdata))
 		return -EINVAL;
-	memcpy(m.pdata, pdata, len);
+	if (len)
+		memcpy(m.pdata, pdata, len);
 	cm_send(id, &m, -1); /* a peer that is gone already needs no answer */
 	id_close_fd(id);
 	id->state = SHM_ID_CLOSED;

@@ -368,7 +368,8 @@ int shm_post_recv(struct fab_qp *qp, const struct fab_recv_wr *wr, const struct 
 		r = &qp->rq[qp->rq_post % qp->rq_depth];
 		r->wr_id = wr->wr_id;
 		r->num_sge = wr->num_sge;
-		memcpy(r->sge, wr->sg_list, wr->num_sge * sizeof(*r->sge));
+		if (wr->num_sge) /* sg_list may be NULL for an empty SEND */
+			memcpy(r->sge, wr->sg_list, wr->num_sge * sizeof(*r->sge));
 		qp->rq_post++;
 		if (qp->error) /* flushed at once, as verbs does in the error state */
 			shm_cq_push(qp->id->dev, qp, qp->rq[qp->rq_head++ % qp->rq_depth].wr_id, FAB_WC_RECV,
@@ -414,7 +415,8 @@ int shm_post_send(struct fab_qp *qp, const struct fab_send_wr *wr, const struct 
 		s->wr = *wr;
 		s->wr.next = NULL;
 		s->wr.sg_list = NULL;
-		memcpy(s->sge, wr->sg_list, wr->num_sge * sizeof(*s->sge));
+		if (wr->num_sge) /* sg_list may be NULL for an empty SEND */
+			memcpy(s->sge, wr->sg_list, wr->num_sge * sizeof(*s->sge));
 		qp->sq_post++;
 		if (qp->error) {
 			shm_cq_push(qp->id->dev, qp, wr->wr_id, wr->opcode == FAB_WR_SEND ? FAB_WC_SEND :

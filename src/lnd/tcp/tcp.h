@@ -210,6 +210,7 @@ struct tcplnd_rx {
 	uint32_t mlen_left, slop_left;
 	uint32_t crc;
 	int status;                 /* for EV_DONE: 0 or -EIO (checksum) */
+	uint32_t data_crc;          /* for EV_DONE with -EIO: the checksum of what arrived (crc is reset) */
 	uint64_t zc_cookie;         /* for EV_DONE: ZC request to acknowledge (0: none) */
 	bool started;               /* inside a message (for the rx timeout) */
 	uint8_t *slop;              /* TCPLND_SLOP_SIZE scratch, shared, never read */
@@ -221,6 +222,9 @@ void tcplnd_rx_init(struct tcplnd_rx *rx, uint32_t proto, bool swab, bool csum, 
 unsigned tcplnd_rx_bufs(struct tcplnd_rx *rx, struct iovec **iov);
 /* @n bytes were written at tcplnd_rx_bufs(). Returns an enum tcplnd_rx_event, or -EPROTO (rx->err). */
 int tcplnd_rx_advance(struct tcplnd_rx *rx, size_t n);
+/* Bytes still to come in the message under way: header bytes in the header states (*what "header"),
+ * payload and discarded bytes after it (*what "payload"); 0 and "header" between messages. */
+size_t tcplnd_rx_missing(const struct tcplnd_rx *rx, const char **what);
 /* In PARSE_WAIT: deliver @mlen bytes into @iov[0..niov) (the array is referenced, not copied: keep it
  * until DONE), discard up to @rlen; @msg NULL discards all. Call tcplnd_rx_advance(rx, 0) next: it
  * reports DONE at once when there is no payload. */

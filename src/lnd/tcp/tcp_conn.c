@@ -561,6 +561,11 @@ void tcplnd_conn_queue(struct tcplnd_conn *conn, struct tcplnd_tx *tx)
 		conn->tx_progress = ulnet__now_ns();
 	ulnet_list_add_tail(&tx->link, &conn->txq);
 	conn->tx_queued_nob += tx->nob;
+	if (ulnet__node_completing(conn->net->node) && conn->state == TCPLND_CONN_UP) {
+		/* credits are coming back for a batch: write them together when the socket says so */
+		tcplnd_conn_update_io(conn);
+		return;
+	}
 	conn_flush(conn);
 }
 
@@ -658,7 +663,7 @@ static void conn_rx_event(struct tcplnd_conn *conn, int ev)
 			rx->msg = NULL;
 			if (rx->status) {
 				ULNET_LOG(TCP, ERR, "%s: checksum mismatch: wire 0x%08x, data 0x%08x; closing", conn->name,
-					  rx->kh.csum, rx->crc);
+					  rx->kh.csum, rx->data_crc);
 				if (msg)
 					ulnet__finalize(msg, rx->status);
 				tcplnd_conn_close(conn, -EIO, NULL);
@@ -708,8 +713,11 @@ static void conn_rx(struct tcplnd_conn *conn, uint32_t revents)
 			char why[200];
 
 			if (rx->started) {
-				snprintf(why, sizeof(why), "peer closed the connection mid-message (rx %s, %u payload bytes "
-					 "missing)", tcplnd_rx_state_name(rx->state), rx->mlen_left + rx->slop_left);
+				const char *what;
+				size_t left = tcplnd_rx_missing(rx, &what);
+
+				snprintf(why, sizeof(why), "peer closed the connection mid-message (rx %s, %zu %s bytes "
+					 "missing)", tcplnd_rx_state_name(rx->state), left, what);
 				tcplnd_conn_close(conn, -ECONNRESET, why);
 			} else {
 				ULNET_LOG(TCP, INFO, "%s: closed by the peer", conn->name);
@@ -951,9 +959,12 @@ void tcplnd_conn_tick(struct tcplnd_conn *conn, uint64_t now)
 		return;
 	case TCPLND_CONN_UP:
 		if (conn->rx->started && now - conn->rx_progress > tmo) {
-			snprintf(why, sizeof(why), "no data for %d s in the middle of a message (rx %s, %u bytes missing; "
-				 "lnd tunable timeout)", conn->net->tun.timeout, tcplnd_rx_state_name(conn->rx->state),
-				 conn->rx->mlen_left + conn->rx->slop_left);
+			const char *what;
+			size_t left = tcplnd_rx_missing(conn->rx, &what);
+
+			snprintf(why, sizeof(why), "no data for %d s in the middle of a message (rx %s, %zu %s bytes "
+				 "missing; lnd tunable timeout)", conn->net->tun.timeout,
+				 tcplnd_rx_state_name(conn->rx->state), left, what);
 			tcplnd_conn_close(conn, -ETIMEDOUT, why);
 			return;
 		}

@@ -168,6 +168,22 @@ unsigned tcplnd_rx_bufs(struct tcplnd_rx *rx, struct iovec **iov)
 	return 0;
 }
 
+size_t tcplnd_rx_missing(const struct tcplnd_rx *rx, const char **what)
+{
+	switch (rx->state) {
+	case TCPLND_RX_MSG_HDR:
+	case TCPLND_RX_LNET_HDR:
+		*what = "header";
+		return rx->hwant - rx->hdone;
+	case TCPLND_RX_PARSE_WAIT:
+	case TCPLND_RX_PAYLOAD:
+	case TCPLND_RX_SLOP:
+		break;
+	}
+	*what = "payload";
+	return (size_t)rx->mlen_left + rx->slop_left;
+}
+
 /* The message is complete: report it and get ready for the next one. */
 static int rx_done(struct tcplnd_rx *rx, bool truncated)
 {
@@ -175,6 +191,7 @@ static int rx_done(struct tcplnd_rx *rx, bool truncated)
 	/* ksh_csum covers what was received; a truncated message skipped part of it */
 	if (rx->csum && rx->kh.csum && !truncated && rx->kh.csum != rx->crc)
 		rx->status = -EIO;
+	rx->data_crc = rx->crc; /* rx_next resets crc; the mismatch line needs what was computed */
 	rx->zc_cookie = rx->status ? 0 : rx->kh.zc_cookies[0];
 	rx_next(rx);
 	return TCPLND_RX_EV_DONE;
