@@ -249,6 +249,9 @@ static void o2iblnd_shutdown(struct ulnet_ni *ni)
 
 	net->shutting_down = true;
 	ulnet__io_stop(ulnet__ni_node(ni), &net->io);
+	/* pending conns first: they may name a peer freed below (a losing race, a passive conn) */
+	while (!ulnet_list_empty(&net->pending))
+		o2ib_conn_close(ulnet_container_of(net->pending.next, struct o2ib_conn, link), -ESHUTDOWN, NULL);
 	for (unsigned b = 0; b < O2IB_PEER_BUCKETS; b++)
 		while (!ulnet_list_empty(&net->peers[b])) {
 			struct o2ib_peer *peer = ulnet_container_of(net->peers[b].next, struct o2ib_peer, link);
@@ -256,11 +259,16 @@ static void o2iblnd_shutdown(struct ulnet_ni *ni)
 			if (peer->conn)
 				o2ib_conn_close(peer->conn, -ESHUTDOWN, NULL);
 			fail_txq(net, &peer->txq, -ESHUTDOWN);
+			/* closed conns wait in zombies until reaped: none may keep pointing at the peer */
+			for (struct ulnet_list *p = net->zombies.next; p != &net->zombies; p = p->next) {
+				struct o2ib_conn *conn = ulnet_container_of(p, struct o2ib_conn, link);
+
+				if (conn->peer == peer)
+					conn->peer = NULL;
+			}
 			ulnet_list_del(&peer->link);
 			free(peer);
 		}
-	while (!ulnet_list_empty(&net->pending))
-		o2ib_conn_close(ulnet_container_of(net->pending.next, struct o2ib_conn, link), -ESHUTDOWN, NULL);
 	o2ib_reap_zombies(net); /* with shutting_down set, frees every closed conn */
 	net->fab->dev_close(net->dev);
 	net->dev = NULL;
