@@ -174,6 +174,8 @@ uint32_t ulnet__ni_peer_timeout(const struct ulnet_ni *ni);
 uint32_t ulnet__ni_peer_credits(const struct ulnet_ni *ni);
 uint32_t ulnet__node_page_size(const struct ulnet_node *node);
 uint64_t ulnet__now_ns(void); /* CLOCK_MONOTONIC */
+/* A well-mixed hash of @nid for an LND's peer table (take it modulo the bucket count). */
+uint32_t ulnet__nid_hash(const struct ulnet_nid *nid);
 /* True while many finalized messages wait for the completion phase. An LND reading a socket stops
  * reading (and lets the loop turn) while this holds: each message parsed may allocate a reply or an
  * event, so reading on would let a peer that sends faster than we complete grow our memory. */

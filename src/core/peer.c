@@ -8,13 +8,19 @@
 #include <string.h>
 #include "internal.h"
 
-static unsigned peer_hash(const struct ulnet_nid *nid)
+uint32_t ulnet__nid_hash(const struct ulnet_nid *nid)
 {
 	uint32_t h = nid->type * 31u + nid->num;
 
 	for (int i = 0; i < 4; i++)
 		h = h * 2654435761u + nid->addr[i];
-	return h % ULNET_PEER_BUCKETS;
+	h ^= h >> 16; /* the low bits pick the bucket: mix the high ones in */
+	return h;
+}
+
+static unsigned peer_hash(const struct ulnet_nid *nid)
+{
+	return ulnet__nid_hash(nid) % ULNET_PEER_BUCKETS;
 }
 
 /* @lp is idle (refs 0: no message names it, so its queue is empty and its credits are home). */

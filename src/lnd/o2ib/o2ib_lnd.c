@@ -80,19 +80,9 @@ static int limits_load(struct ulnet_ni *ni, struct fab_limits *lim)
 
 /* ---- peers ---- */
 
-static unsigned nid_hash(const struct ulnet_nid *nid)
-{
-	uint32_t h = nid->addr[0] ^ ((uint32_t)nid->num << 8);
-
-	h ^= h >> 16;
-	h *= 0x45d9f3bu;
-	h ^= h >> 16;
-	return h % O2IB_PEER_BUCKETS;
-}
-
 struct o2ib_peer *o2ib_peer_find(struct o2ib_net *net, const struct ulnet_nid *nid, bool create)
 {
-	struct ulnet_list *head = &net->peers[nid_hash(nid)], *p;
+	struct ulnet_list *head = &net->peers[ulnet__nid_hash(nid) % O2IB_PEER_BUCKETS], *p;
 	struct o2ib_peer *peer;
 
 	for (p = head->next; p != head; p = p->next) {

@@ -85,19 +85,9 @@ static int tunables_load(struct tcplnd_net *net, struct ulnet_ni *ni)
 
 /* ---- peers ---- */
 
-static unsigned nid_hash(const struct ulnet_nid *nid)
-{
-	uint32_t h = nid->addr[0] ^ nid->addr[1] ^ nid->addr[2] ^ nid->addr[3] ^ ((uint32_t)nid->num << 8);
-
-	h ^= h >> 16;
-	h *= 0x45d9f3bu;
-	h ^= h >> 16;
-	return h % TCPLND_PEER_BUCKETS;
-}
-
 struct tcplnd_peer *tcplnd_peer_find(struct tcplnd_net *net, const struct ulnet_nid *nid, bool create)
 {
-	struct ulnet_list *head = &net->peers[nid_hash(nid)], *p;
+	struct ulnet_list *head = &net->peers[ulnet__nid_hash(nid) % TCPLND_PEER_BUCKETS], *p;
 	struct tcplnd_peer *peer;
 
 	for (p = head->next; p != head; p = p->next) {
