@@ -293,7 +293,7 @@ struct tcplnd_tx {
 };
 
 struct tcplnd_conn {
-	struct ulnet_list link;         /* net->conns, then net->zombies */
+	struct ulnet_list link;         /* net->conns, then net->closed */
 	struct ulnet_list plink;        /* peer->conns or net->hello_conns */
 	struct tcplnd_net *net;
 	struct tcplnd_peer *peer;       /* NULL until the HELLO (passive) */
@@ -302,8 +302,9 @@ struct tcplnd_conn {
 	bool passive;
 	bool up_after_tx;               /* HELLO_TX of a passive reply: go UP when it is out */
 	bool close_after_tx;            /* a NONE / version reply: close once it is out */
-	bool in_rx, in_flush;
-	bool parse_pending;             /* the core holds a header of ours and owes lnd_recv */
+	bool in_parse;                  /* inside our ulnet__parse: an lnd_recv from there leaves the rx loop
+					 * to carry on; one from anywhere later restarts it */
+	bool recv_owed;                 /* the core holds a header of ours and owes lnd_recv (rx_priv = conn) */
 	bool noop_queued;               /* a carrier NOOP is queued */
 	bool in_hello_list;             /* on net->hello_conns */
 	int ctype;                      /* our view */
@@ -357,7 +358,7 @@ struct tcplnd_net {
 	bool listen_paused;
 	struct ulnet_list peers[TCPLND_PEER_BUCKETS];
 	struct ulnet_list conns;
-	struct ulnet_list zombies;
+	struct ulnet_list closed;       /* closed conns, freed at the next tick (see tcp_conn.c) */
 	struct ulnet_list hello_conns;  /* passive, in the handshake, oldest first */
 	unsigned n_hello, n_conns;
 	int next_port;                  /* connector's next privileged port */

@@ -3,11 +3,13 @@
  * fd, the io watcher, the tx queue and the close path; it does not decide which connections should
  * exist (tcp_lnd.c does).
  *
- * Re-entrancy: ulnet__finalize() and ulnet__parse() may call lnd_send()/lnd_recv() back, which may
- * queue on this very conn or close it. So: txs are unlinked before their messages are finalized,
- * flushing never nests (in_flush), and every loop re-checks conn->state after such a call. A closed
- * conn stays allocated (net->zombies) until the next tick, and longer while the core owes it an
- * lnd_recv (parse_pending). */
+ * ulnet__finalize() only queues (completions are deferred to the loop), so nothing here is re-entered
+ * through it. ulnet__parse() still calls lnd_recv() and, for a GET, lnd_send() before it returns; that
+ * may queue on this very conn or close it, so the rx loop re-checks conn->state after it.
+ * A closed conn is not freed at once: close may run inside the conn's own io callback, which still
+ * touches the conn after it returns, and the core may hold a header of ours and owe lnd_recv
+ * (recv_owed) with the conn as rx_priv. It waits on net->closed until the next tick, and longer while
+ * that lnd_recv is owed. */
 #include <arpa/inet.h>
 #include <errno.h>
 #include <limits.h>
@@ -177,7 +179,7 @@ void tcplnd_conn_close(struct tcplnd_conn *conn, int rc, const char *why)
 		}
 	}
 	ulnet_list_del(&conn->link);
-	ulnet_list_add_tail(&conn->link, &net->zombies);
+	ulnet_list_add_tail(&conn->link, &net->closed);
 	net->n_conns--;
 
 	ulnet_list_init(&done);
@@ -438,14 +440,51 @@ static void tx_freeze(struct tcplnd_conn *conn, struct tcplnd_tx *tx)
 	}
 }
 
+/* Append @tx to the tx queue without writing; false if it was dropped (and finalized). */
+static bool conn_enqueue(struct tcplnd_conn *conn, struct tcplnd_tx *tx)
+{
+	if (tx_prep(conn, tx)) {
+		char n[ULNET_NID_STRLEN];
+
+		ULNET_LOG(TCP, ERR, "%s: a NID of the message does not fit protocol V%u (dest %s); dropping it",
+			  conn->name, conn->proto, ulnet_nid_format(&ulnet__msg_view(tx->msg)->hdr.dest_nid, n, sizeof(n)));
+		ulnet__finalize(tx->msg, -EPROTO);
+		free(tx);
+		return false;
+	}
+	if (ulnet_list_empty(&conn->txq))
+		conn->tx_progress = ulnet__now_ns();
+	ulnet_list_add_tail(&tx->link, &conn->txq);
+	conn->tx_queued_nob += tx->nob;
+	return true;
+}
+
+/* A NOOP carrying ZC-ACK cookies; {0, 0} is the carrier that takes them when it goes out. */
+static struct tcplnd_tx *noop_tx_new(struct tcplnd_conn *conn, uint64_t c0, uint64_t c1)
+{
+	struct tcplnd_tx *tx = calloc(1, sizeof(*tx) + sizeof(struct iovec));
+
+	if (!tx) {
+		ULNET_LOG(TCP, ERR, "%s: no memory for a NOOP", conn->name);
+		return NULL;
+	}
+	tx->kh.type = TCPLND_MSG_NOOP;
+	tx->kh.zc_cookies[0] = c0;
+	tx->kh.zc_cookies[1] = c1;
+	if (c1 == 0) {
+		tx->carrier = true; /* the ZC-ACK carrier: cookies are taken when it goes out */
+		conn->noop_queued = true;
+	}
+	return tx;
+}
+
 static void conn_flush(struct tcplnd_conn *conn)
 {
 	struct iovec v[TCPLND_TX_BATCH_IOV];
 	struct ulnet_list done, *p, *tmp;
 
-	if (conn->in_flush || conn->state != TCPLND_CONN_UP)
+	if (conn->state != TCPLND_CONN_UP)
 		return;
-	conn->in_flush = true;
 	while (conn->state == TCPLND_CONN_UP && !ulnet_list_empty(&conn->txq)) {
 		struct msghdr mh = { .msg_iov = v };
 		size_t total = 0, left;
@@ -475,7 +514,6 @@ static void conn_flush(struct tcplnd_conn *conn)
 				continue;
 			if (e == EAGAIN || e == EWOULDBLOCK)
 				break;
-			conn->in_flush = false;
 			conn_sock_error(conn, "write", NULL, false);
 			return;
 		}
@@ -511,12 +549,16 @@ static void conn_flush(struct tcplnd_conn *conn)
 			}
 			free(tx);
 		}
-		if (conn->state == TCPLND_CONN_UP && conn->zcacks.n && !conn->noop_queued)
-			tcplnd_conn_queue_noop(conn, 0, 0);
+		if (conn->state == TCPLND_CONN_UP && conn->zcacks.n && !conn->noop_queued) {
+			struct tcplnd_tx *noop = noop_tx_new(conn, 0, 0);
+
+			/* this loop writes it: queueing through tcplnd_conn_queue would flush from inside a flush */
+			if (noop)
+				conn_enqueue(conn, noop);
+		}
 		if ((size_t)r < total)
 			break;
 	}
-	conn->in_flush = false;
 	if (conn->state == TCPLND_CONN_UP)
 		tcplnd_conn_update_io(conn);
 }
@@ -548,19 +590,8 @@ void tcplnd_conn_queue_hello(struct tcplnd_conn *conn, const struct tcplnd_hello
 
 void tcplnd_conn_queue(struct tcplnd_conn *conn, struct tcplnd_tx *tx)
 {
-	if (tx_prep(conn, tx)) {
-		char n[ULNET_NID_STRLEN];
-
-		ULNET_LOG(TCP, ERR, "%s: a NID of the message does not fit protocol V%u (dest %s); dropping it",
-			  conn->name, conn->proto, ulnet_nid_format(&ulnet__msg_view(tx->msg)->hdr.dest_nid, n, sizeof(n)));
-		ulnet__finalize(tx->msg, -EPROTO);
-		free(tx);
+	if (!conn_enqueue(conn, tx))
 		return;
-	}
-	if (ulnet_list_empty(&conn->txq))
-		conn->tx_progress = ulnet__now_ns();
-	ulnet_list_add_tail(&tx->link, &conn->txq);
-	conn->tx_queued_nob += tx->nob;
 	if (ulnet__node_completing(conn->net->node) && conn->state == TCPLND_CONN_UP) {
 		/* credits are coming back for a batch: write them together when the socket says so */
 		tcplnd_conn_update_io(conn);
@@ -575,19 +606,9 @@ void tcplnd_conn_queue_noop(struct tcplnd_conn *conn, uint64_t c0, uint64_t c1)
 
 	if (conn->proto == TCPLND_PROTO_V1 || conn->state != TCPLND_CONN_UP)
 		return;
-	tx = calloc(1, sizeof(*tx) + sizeof(struct iovec));
-	if (!tx) {
-		ULNET_LOG(TCP, ERR, "%s: no memory for a NOOP", conn->name);
-		return;
-	}
-	tx->kh.type = TCPLND_MSG_NOOP;
-	tx->kh.zc_cookies[0] = c0;
-	tx->kh.zc_cookies[1] = c1;
-	if (c1 == 0) {
-		tx->carrier = true; /* the ZC-ACK carrier: cookies are taken when it goes out */
-		conn->noop_queued = true;
-	}
-	tcplnd_conn_queue(conn, tx);
+	tx = noop_tx_new(conn, c0, c1);
+	if (tx)
+		tcplnd_conn_queue(conn, tx);
 }
 
 void tcplnd_conn_zcack(struct tcplnd_conn *conn, uint64_t cookie)
@@ -646,11 +667,13 @@ static void conn_rx_event(struct tcplnd_conn *conn, int ev)
 				hdr.src_nid = peer->nid;
 				hdr.src_pid = peer->pid;
 			}
-			conn->parse_pending = true;
+			conn->recv_owed = true;
+			conn->in_parse = true;
 			rc = ulnet__parse(conn->net->ni, &hdr, &peer->nid, conn);
+			conn->in_parse = false;
 			if (rc < 0) {
 				/* the core logged why */
-				conn->parse_pending = false;
+				conn->recv_owed = false;
 				tcplnd_conn_close(conn, -EPROTO, NULL);
 				return;
 			}
@@ -684,7 +707,6 @@ static void conn_rx(struct tcplnd_conn *conn, uint32_t revents)
 {
 	size_t budget = RX_BUDGET;
 
-	conn->in_rx = true;
 	/* backlogged: what we read now only waits in the completion queue; epoll brings us back */
 	while (conn->state == TCPLND_CONN_UP && budget && !ulnet__node_backlogged(conn->net->node)) {
 		struct tcplnd_rx *rx = conn->rx;
@@ -731,16 +753,13 @@ static void conn_rx(struct tcplnd_conn *conn, uint32_t revents)
 		budget = (size_t)r >= budget ? 0 : budget - (size_t)r;
 		conn_rx_event(conn, tcplnd_rx_advance(rx, (size_t)r));
 	}
-	conn->in_rx = false;
 	if (conn->state == TCPLND_CONN_UP)
 		tcplnd_conn_update_io(conn);
 }
 
 void tcplnd_conn_rx_resume(struct tcplnd_conn *conn)
 {
-	conn->in_rx = true;
 	conn_rx_event(conn, tcplnd_rx_advance(conn->rx, 0));
-	conn->in_rx = false;
 	if (conn->state == TCPLND_CONN_UP)
 		tcplnd_conn_update_io(conn);
 }

@@ -508,7 +508,7 @@ static int tcplnd_startup(struct ulnet_ni *ni)
 	for (i = 0; i < TCPLND_PEER_BUCKETS; i++)
 		ulnet_list_init(&net->peers[i]);
 	ulnet_list_init(&net->conns);
-	ulnet_list_init(&net->zombies);
+	ulnet_list_init(&net->closed);
 	ulnet_list_init(&net->hello_conns);
 	net->next_port = TCPLND_MAX_RESERVED_PORT;
 	rc = tunables_load(net, ni);
@@ -537,14 +537,15 @@ static struct tcplnd_conn **conns_snapshot(struct tcplnd_net *net, size_t *n)
 	return v;
 }
 
-static void free_zombies(struct tcplnd_net *net, bool all)
+/* Free closed conns (all at shutdown; otherwise those the core owes no lnd_recv). */
+static void free_closed_conns(struct tcplnd_net *net, bool all)
 {
 	struct ulnet_list *p, *tmp;
 
-	ulnet_list_for_each_safe(p, tmp, &net->zombies) {
+	ulnet_list_for_each_safe(p, tmp, &net->closed) {
 		struct tcplnd_conn *conn = ulnet_container_of(p, struct tcplnd_conn, link);
 
-		if (all || !conn->parse_pending)
+		if (all || !conn->recv_owed)
 			tcplnd_conn_free(conn);
 	}
 }
@@ -575,7 +576,7 @@ static void tcplnd_shutdown(struct ulnet_ni *ni)
 			free(peer);
 		}
 	}
-	free_zombies(net, true);
+	free_closed_conns(net, true);
 }
 
 static int tcplnd_send(struct ulnet_ni *ni, void *rx_priv, struct ulnet_msg *msg)
@@ -627,7 +628,7 @@ static int tcplnd_recv(struct ulnet_ni *ni, void *rx_priv, struct ulnet_msg *msg
 	struct tcplnd_conn *conn = rx_priv;
 
 	(void)ni;
-	conn->parse_pending = false;
+	conn->recv_owed = false;
 	if (conn->state != TCPLND_CONN_UP || conn->rx->state != TCPLND_RX_PARSE_WAIT)
 		return msg ? -ECONNRESET : 0; /* the conn went away while the core held the header */
 	if (msg && mlen && niov > conn->rx_iov_cap) {
@@ -637,7 +638,7 @@ static int tcplnd_recv(struct ulnet_ni *ni, void *rx_priv, struct ulnet_msg *msg
 		if (!n) {
 			/* keep the stream in step: the payload goes to the slop buffer */
 			tcplnd_rx_deliver(conn->rx, NULL, NULL, 0, 0, rlen);
-			if (!conn->in_rx)
+			if (!conn->in_parse)
 				tcplnd_conn_rx_resume(conn);
 			return -ENOMEM;
 		}
@@ -647,7 +648,7 @@ static int tcplnd_recv(struct ulnet_ni *ni, void *rx_priv, struct ulnet_msg *msg
 	if (msg && mlen)
 		memcpy(conn->rx_iov, iov, niov * sizeof(*iov));
 	tcplnd_rx_deliver(conn->rx, msg, conn->rx_iov, msg && mlen ? niov : 0, mlen, rlen);
-	if (!conn->in_rx)
+	if (!conn->in_parse)
 		tcplnd_conn_rx_resume(conn);
 	return 0;
 }
@@ -741,8 +742,8 @@ static void tcplnd_tick(struct ulnet_ni *ni, uint64_t now)
 			struct ulnet_list *p;
 			bool referenced = false;
 
-			/* zombies still name their peer while the core owes them an lnd_recv */
-			for (p = net->zombies.next; p != &net->zombies; p = p->next)
+			/* closed conns still name their peer while the core owes them an lnd_recv */
+			for (p = net->closed.next; p != &net->closed; p = p->next)
 				if (ulnet_container_of(p, struct tcplnd_conn, link)->peer == peer)
 					referenced = true;
 			if (referenced)
@@ -752,7 +753,7 @@ static void tcplnd_tick(struct ulnet_ni *ni, uint64_t now)
 		}
 	}
 	free(pv);
-	free_zombies(net, false);
+	free_closed_conns(net, false);
 	tcplnd_acceptor_tick(net);
 }
 
