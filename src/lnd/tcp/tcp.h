@@ -5,6 +5,7 @@
  *   tcp_wire.c      pure codecs: acceptor request, HELLO V1..V4, ksock_msg_hdr, CRC32
  *   tcp_fsm.c       pure, sans-I/O: the handshake reader, the rx machine, ZC-ACK packing
  *   tcp_conn.c      one socket: non-blocking I/O on the node's epoll loop, tx queue, close
+ *   tcp_hello_policy.c  pure HELLO decisions: race, restart, duplicate, accept policy
  *   tcp_acceptor.c  the listening socket of an NI (accept_port, accept=secure|all|none)
  *   tcp_lnd.c       ops table, tunables, peers, connection policy, timers
  *
@@ -245,6 +246,51 @@ void tcplnd_rx_deliver(struct tcplnd_rx *rx, void *msg, const struct iovec *iov,
 #define TCPLND_TX_BATCH_IOV 256          /* iovecs per writev */
 
 enum tcplnd_accept { TCPLND_ACCEPT_NONE, TCPLND_ACCEPT_ALL, TCPLND_ACCEPT_SECURE };
+
+/* ---- HELLO policy (tcp_hello_policy.c): pure, table-tested ---- */
+
+enum tcplnd_hello_action {
+	TCPLND_HELLO_GO_ON,             /* check: on to admit; admit: bring the conn up */
+	TCPLND_HELLO_WRONG_NET,         /* reject: the peer is on another net */
+	TCPLND_HELLO_WRONG_NID,         /* active: the peer is not who we connected to */
+	TCPLND_HELLO_RETRY_VERSION,     /* active: reconnect at once offering the peer's version */
+	TCPLND_HELLO_LOST_RACE,         /* active: the peer answered ctype NONE; retry later */
+	TCPLND_HELLO_BAD_CTYPE,         /* reject: impossible connection type */
+	TCPLND_HELLO_ANSWER_NONE_RACE,  /* passive: both connecting and we are higher: answer NONE */
+	TCPLND_HELLO_PEER_RESTARTED,    /* new incarnation or protocol: close the peer's conns, renegotiate */
+	TCPLND_HELLO_DUPLICATE,         /* enough conns of that type: answer NONE / drop ours */
+};
+
+struct tcplnd_hello_facts {
+	bool passive;
+	bool same_net;                  /* kshm_src_nid is on our net */
+	bool src_is_target;             /* active: kshm_src_nid is the NID we connected to */
+	uint32_t offered_version;       /* active: the version we offered */
+	int our_ctype;                  /* active: the type we asked for */
+	uint32_t hello_version;
+	int hello_ctype;
+	uint64_t hello_incarnation;
+	/* for tcplnd_hello_admit: the peer's state and this conn's */
+	bool src_below_us;              /* kshm_src_nid < our NID */
+	bool peer_connecting;           /* we are connecting to that peer too */
+	uint32_t peer_proto;            /* 0: no conn up yet */
+	uint64_t peer_incarnation;
+	uint32_t conn_proto;
+	unsigned n_up, type_limit;      /* up conns of this conn's type, and how many it may have */
+};
+
+struct tcplnd_hello_verdict {
+	enum tcplnd_hello_action action;
+	const char *reason;             /* static text */
+};
+
+/* The HELLO on its own (identity, version, ctype), before any peer state is looked up. */
+struct tcplnd_hello_verdict tcplnd_hello_check(const struct tcplnd_hello_facts *f);
+/* Against the peer's state: connection race, incarnation or protocol change, duplicate. */
+struct tcplnd_hello_verdict tcplnd_hello_admit(const struct tcplnd_hello_facts *f);
+const char *tcplnd_hello_action_name(enum tcplnd_hello_action a);
+/* Whether the acceptor takes a connection from source port @rport under accept=@policy. */
+bool tcplnd_accept_allows(int policy, unsigned rport);
 
 struct tcplnd_tunables {
 	int accept_port;

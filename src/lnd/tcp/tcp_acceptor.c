@@ -55,7 +55,7 @@ static void acceptor_cb(struct ulnet_io *io, uint32_t revents)
 		}
 		port = ss.ss_family == AF_INET ? ntohs(((struct sockaddr_in *)(void *)&ss)->sin_port)
 					       : ntohs(((struct sockaddr_in6 *)(void *)&ss)->sin6_port);
-		if (net->tun.accept == TCPLND_ACCEPT_SECURE && port > TCPLND_MAX_RESERVED_PORT) {
+		if (!tcplnd_accept_allows(net->tun.accept, port)) {
 			char ip[INET6_ADDRSTRLEN] = "?";
 
 			inet_ntop(ss.ss_family,

@@ -294,9 +294,20 @@ void tcplnd_hello_done(struct tcplnd_conn *conn)
 	uint32_t pid = h->src_pid;
 	bool userflag = false;
 	char a[ULNET_NID_STRLEN], b[ULNET_NID_STRLEN];
+	struct tcplnd_hello_facts f = {
+		.passive = conn->passive,
+		.same_net = ulnet_nid_net(&src) == ulnet_nid_net(&net->nid),
+		.src_is_target = !conn->passive && ulnet_nid_equal(&src, &peer->nid),
+		.offered_version = conn->proto,
+		.our_ctype = conn->ctype,
+		.hello_version = h->version,
+		.hello_ctype = h->ctype,
+		.hello_incarnation = h->src_incarnation,
+	};
+	struct tcplnd_hello_verdict v = tcplnd_hello_check(&f);
 
 	tcplnd_conn_hello_list_del(conn);
-	if (ulnet_nid_net(&src) != ulnet_nid_net(&net->nid)) {
+	if (v.action == TCPLND_HELLO_WRONG_NET) {
 		if (!conn->passive) {
 			peer->n_connecting[conn->ctype]--;
 			conn->peer = NULL;
@@ -318,14 +329,14 @@ void tcplnd_hello_done(struct tcplnd_conn *conn)
 
 		peer->n_connecting[conn->ctype]--;
 		conn->peer = NULL; /* from here on the close below must not count a second failure */
-		if (!ulnet_nid_equal(&src, &peer->nid)) {
+		if (v.action == TCPLND_HELLO_WRONG_NID) {
 			ULNET_LOG(TCP, ERR, "%s: connected, but the peer says it is %s; check the configuration; closing",
 				  conn->name, ulnet_nid_format(&src, a, sizeof(a)));
 			tcplnd_conn_close(conn, -EPROTO, NULL);
 			tcplnd_peer_connect_failed(peer, -EPROTO, false, false);
 			return;
 		}
-		if (h->version != offered) {
+		if (v.action == TCPLND_HELLO_RETRY_VERSION) {
 			/* the peer speaks another version: offer that one next, at once */
 			ULNET_LOG(TCP, INFO, "%s: peer answers protocol V%u to our V%u; retrying with V%u", conn->name,
 				  h->version, offered, h->version);
@@ -335,13 +346,13 @@ void tcplnd_hello_done(struct tcplnd_conn *conn)
 			peer_launch(peer);
 			return;
 		}
-		if (h->ctype == TCPLND_CONN_NONE) {
+		if (v.action == TCPLND_HELLO_LOST_RACE) {
 			ULNET_LOG(TCP, DEBUG, "%s: lost the connection race (or duplicate); retrying later", conn->name);
 			tcplnd_conn_close(conn, -EALREADY, NULL);
 			tcplnd_peer_connect_failed(peer, -EALREADY, true, false);
 			return;
 		}
-		if (tcplnd_ctype_invert(h->ctype) != conn->ctype) {
+		if (v.action == TCPLND_HELLO_BAD_CTYPE) {
 			conn_reject(conn, "kshm_ctype", (uint32_t)h->ctype, (uint32_t)tcplnd_ctype_invert(conn->ctype));
 			tcplnd_peer_connect_failed(peer, -EPROTO, false, false);
 			return;
@@ -350,7 +361,7 @@ void tcplnd_hello_done(struct tcplnd_conn *conn)
 	} else {
 		conn->proto = h->version;
 		conn->ctype = tcplnd_ctype_invert(h->ctype);
-		if (conn->ctype == TCPLND_CONN_NONE) {
+		if (v.action == TCPLND_HELLO_BAD_CTYPE) {
 			conn_reject(conn, "kshm_ctype", (uint32_t)h->ctype, TCPLND_CONN_BULK_OUT);
 			return;
 		}
@@ -359,16 +370,23 @@ void tcplnd_hello_done(struct tcplnd_conn *conn)
 			tcplnd_conn_close(conn, -ENOMEM, "no memory for a peer");
 			return;
 		}
-		if (nid_cmp(&src, &net->nid) < 0 && peer_connecting(peer)) {
-			/* both sides are connecting: the higher NID's conns win */
-			ULNET_LOG(TCP, DEBUG, "%s: connection race with %s; answering NONE", conn->name,
-				  ulnet_nid_format(&src, a, sizeof(a)));
-			tcplnd_conn_reply_none(conn, conn->proto, &src);
-			return;
-		}
 	}
 
-	if (peer->proto && (peer->proto != conn->proto || peer->incarnation != h->src_incarnation)) {
+	f.src_below_us = nid_cmp(&src, &net->nid) < 0;
+	f.peer_connecting = peer_connecting(peer);
+	f.peer_proto = peer->proto;
+	f.peer_incarnation = peer->incarnation;
+	f.conn_proto = conn->proto;
+	f.n_up = peer->n_up[conn->ctype];
+	f.type_limit = type_limit(net, conn->ctype);
+	v = tcplnd_hello_admit(&f);
+	if (v.action == TCPLND_HELLO_ANSWER_NONE_RACE) {
+		ULNET_LOG(TCP, DEBUG, "%s: connection race with %s; answering NONE", conn->name,
+			  ulnet_nid_format(&src, a, sizeof(a)));
+		tcplnd_conn_reply_none(conn, conn->proto, &src);
+		return;
+	}
+	if (v.action == TCPLND_HELLO_PEER_RESTARTED) {
 		struct ulnet_list *p, *tmp;
 
 		ULNET_LOG(TCP, WARN, "%s: peer %s (%s V%u -> V%u, incarnation %llx -> %llx); closing its connections",
@@ -388,7 +406,7 @@ void tcplnd_hello_done(struct tcplnd_conn *conn)
 		}
 		return;
 	}
-	if (peer->n_up[conn->ctype] >= type_limit(net, conn->ctype)) {
+	if (v.action == TCPLND_HELLO_DUPLICATE) {
 		ULNET_LOG(TCP, DEBUG, "%s: duplicate %s connection", conn->name, tcplnd_ctype_name(conn->ctype));
 		if (conn->passive) {
 			tcplnd_conn_reply_none(conn, conn->proto, &src);
