@@ -549,7 +549,8 @@ static void conn_flush(struct tcplnd_conn *conn)
 			}
 			free(tx);
 		}
-		if (conn->state == TCPLND_CONN_UP && conn->zcacks.n && !conn->noop_queued) {
+		if (conn->state == TCPLND_CONN_UP && conn->proto != TCPLND_PROTO_V1 && conn->zcacks.n &&
+		    !conn->noop_queued) {
 			struct tcplnd_tx *noop = noop_tx_new(conn, 0, 0);
 
 			/* this loop writes it: queueing through tcplnd_conn_queue would flush from inside a flush */
