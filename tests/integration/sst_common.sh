@@ -74,3 +74,30 @@ sst_run()
 	shift 2
 	ul_run "$out" "$out.err" timeout 60 "$SST" --node "$(ul_sock "$node")" "$@"
 }
+
+# sst_brw_matrix NODE1 NID1 NODE2 NID2 "SIZES" "OFFSETS": brw write and read with check=full, from each
+# node to the other, for every size and offset with offset + size <= 1 MiB; every run must report 4
+# RPCs, all their bytes and zero errors. Sets SST_BRW_RUNS to the number of runs.
+sst_brw_matrix()
+{
+	local n1=$1 nid1=$2 n2=$3 nid2=$4 sizes=$5 offsets=$6 dir node from to rw size off
+	local out=$UL_TMP/brw.json
+
+	SST_BRW_RUNS=0
+	for dir in "$n1 $nid1 $nid2" "$n2 $nid2 $nid1"; do
+		read -r node from to <<<"$dir"
+		for rw in write read; do
+			for size in $sizes; do
+				for off in $offsets; do
+					(( off + size <= 1048576 )) || continue
+					ul_run "$out" "$UL_TMP/brw.err" "$SST" --node "$(ul_sock "$node")" --json brw "$rw" \
+						--from "$from" --to "$to" --size "$size" --offset "$off" --check full \
+						--concurrency 2 --count 4 --timeout 10
+					[[ $UL_STATUS == 0 ]] || ul_fail "brw $rw $from->$to size $size off $off: status $UL_STATUS: $(cat "$out" "$UL_TMP/brw.err")"
+					ul_json "$out" "j['ok'] and j['rpcs'] == 4 and j['bytes'] == 4 * $size and j['errors'] == {'timeout': 0, 'mismatch': 0, 'refused': 0, 'peer_gone': 0}"
+					SST_BRW_RUNS=$((SST_BRW_RUNS + 1))
+				done
+			done
+		done
+	done
+}

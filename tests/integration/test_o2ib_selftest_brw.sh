@@ -6,8 +6,8 @@
 # selftest ping. Payloads above 3976 bytes take the PUT_REQ/GET_REQ rendezvous (RDMA WRITE).
 set -u
 source "${SRC:-$(dirname "$0")/../..}/tests/integration/lib.sh"
+source "$SRC/tests/integration/sst_common.sh"
 ul_init
-SST=${BUILD:-$SRC/build}/tools/ulnet-selftest/ulnet-selftest
 [[ -x $SST ]] || ul_fail "no ulnet-selftest at $SST"
 
 for n in 1 2; do
@@ -26,25 +26,8 @@ done
 N1=$(ul_addr 252 1)@o2ib
 N2=$(ul_addr 252 2)@o2ib
 
-runs=0
-for dir in "n1 $N1 $N2" "n2 $N2 $N1"; do
-	read -r node from to <<<"$dir"
-	for rw in write read; do
-		for size in 1 4097 65535 1048576; do
-			for off in 0 1 4097; do
-				(( off + size <= 1048576 )) || continue
-				out=$UL_TMP/brw.json
-				ul_run "$out" "$UL_TMP/brw.err" "$SST" --node "$(ul_sock "$node")" --json brw "$rw" \
-					--from "$from" --to "$to" --size "$size" --offset "$off" --check full \
-					--concurrency 2 --count 4 --timeout 10
-				[[ $UL_STATUS == 0 ]] || ul_fail "brw $rw $from->$to size $size off $off: status $UL_STATUS: $(cat "$out" "$UL_TMP/brw.err")"
-				ul_json "$out" "j['ok'] and j['rpcs'] == 4 and j['bytes'] == 4 * $size and j['errors'] == {'timeout': 0, 'mismatch': 0, 'refused': 0, 'peer_gone': 0}"
-				runs=$((runs + 1))
-			done
-		done
-	done
-done
-ul_step "$runs brw runs clean over o2ib"
+sst_brw_matrix n1 "$N1" n2 "$N2" "1 4097 65535 1048576" "0 1 4097"
+ul_step "$SST_BRW_RUNS brw runs clean over o2ib"
 
 ul_step "1 s of 1 MiB writes, 8 in flight"
 ul_run "$UL_TMP/w.json" "$UL_TMP/w.err" "$SST" --node "$(ul_sock n1)" --json brw write --from "$N1" --to "$N2" \

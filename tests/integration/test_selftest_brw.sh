@@ -13,25 +13,8 @@ ul_init
 sst_require_tcp 40
 sst_two_nodes 40
 
-runs=0
-for dir in "n1 $N1 $N2" "n2 $N2 $N1"; do
-	read -r node from to <<<"$dir"
-	for rw in write read; do
-		for size in 1 4095 4097 65535 1048576; do
-			for off in 0 1 4095 4097 65537; do
-				(( off + size <= 1048576 )) || continue
-				out=$UL_TMP/brw.json
-				ul_run "$out" "$UL_TMP/brw.err" "$SST" --node "$(ul_sock "$node")" --json brw "$rw" \
-					--from "$from" --to "$to" --size "$size" --offset "$off" --check full \
-					--concurrency 2 --count 4 --timeout 10
-				[[ $UL_STATUS == 0 ]] || ul_fail "brw $rw $from->$to size $size off $off: status $UL_STATUS: $(cat "$out" "$UL_TMP/brw.err")"
-				ul_json "$out" "j['ok'] and j['rpcs'] == 4 and j['bytes'] == 4 * $size and j['errors'] == {'timeout': 0, 'mismatch': 0, 'refused': 0, 'peer_gone': 0}"
-				runs=$((runs + 1))
-			done
-		done
-	done
-done
-ul_step "$runs brw runs clean"
+sst_brw_matrix n1 "$N1" n2 "$N2" "1 4095 4097 65535 1048576" "0 1 4095 4097 65537"
+ul_step "$SST_BRW_RUNS brw runs clean"
 
 ul_step "json keys and direction"
 ul_run "$UL_TMP/w.json" "$UL_TMP/w.err" "$SST" --node "$(ul_sock n1)" --json brw write --from "$N1" --to "$N2" \
