@@ -37,7 +37,7 @@
 #include <stdint.h>
 #include <netinet/in.h>
 #include <sys/uio.h>
-#include "config.h"      /* ULNET_HAVE_FABRIC_SHM */
+#include "config.h"      /* ULNET_HAVE_FABRIC_SHM, ULNET_HAVE_FABRIC_VERBS */
 #include "ulnet/node.h" /* struct ulnet_kv */
 
 #define FAB_PRIVATE_DATA_MAX 56 /* RDMA CM REQ over IB, TCP port space (lnet-wire.md §2.5.5) */
@@ -223,7 +223,7 @@ struct fab_provider_ops {
 
 /* Provider selection for an o2ib NI (lnd tunable `provider: shm|verbs`). @requested NULL: verbs if
  * an RDMA device serves @addr, else shm. 0 and *@out; -EINVAL unknown name; -EPROTONOSUPPORT the
- * provider is not built (logged: "verbs provider not built"). */
+ * provider is not built (logged: "<name> provider not built"). */
 int fab_provider_select(const char *requested, const struct sockaddr_in *addr,
 			const struct fab_provider_ops **out);
 /* The decision alone (pure, table-tested): @rdma_dev_serves_addr from the host probe. Returns the
@@ -232,8 +232,37 @@ const char *fab_provider_choose(const char *requested, bool rdma_dev_serves_addr
 /* Host probe: does an RDMA device (/sys/class/infiniband) have a port bound to the netdev of @addr? */
 bool fab_rdma_dev_serves(const struct sockaddr_in *addr);
 
+/* What the host probe sees: RDMA ports with the netdev their GIDs belong to (sysfs), and the IPv4
+ * addresses of the netdevs (getifaddrs). */
+#define FAB_NAME_MAX 32
+struct fab_rdma_port {
+	char dev[FAB_NAME_MAX];    /* "rxe0", "mlx5_0" */
+	unsigned port;
+	char ifname[FAB_NAME_MAX]; /* "" when the port has no netdev */
+};
+struct fab_if_addr {
+	char ifname[FAB_NAME_MAX];
+	struct in_addr addr;
+};
+#define FAB_SCAN_MAX 32
+struct fab_rdma_scan {
+	struct fab_rdma_port ports[FAB_SCAN_MAX];
+	size_t nports;
+	struct fab_if_addr ifs[FAB_SCAN_MAX];
+	size_t nifs;
+};
+/* Fill @scan from sysfs and getifaddrs (at most FAB_SCAN_MAX of each; none when there is no RDMA). */
+void fab_rdma_scan(struct fab_rdma_scan *scan);
+/* Pure: the index of the port whose netdev holds @addr, or -1. */
+int fab_rdma_port_for_addr(const struct fab_rdma_scan *scan, struct in_addr addr);
+/* Pure: "rxe0 port 1 (eth0 192.168.77.1), mlx5_0 port 1 (ib0, no IPv4)" or "none". */
+void fab_rdma_describe(const struct fab_rdma_scan *scan, char *buf, size_t len);
+
 #ifdef ULNET_HAVE_FABRIC_SHM
 extern const struct fab_provider_ops fab_shm_ops;
+#endif
+#ifdef ULNET_HAVE_FABRIC_VERBS
+extern const struct fab_provider_ops fab_verbs_ops;
 #endif
 
 #endif
