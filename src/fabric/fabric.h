@@ -195,6 +195,11 @@ struct fab_provider_ops {
 	void (*set_context)(struct fab_cm_id *id, void *context);
 	/* Destroy @id and its QP (flushing nothing: no completion follows). Idempotent on NULL. */
 	void (*destroy_id)(struct fab_cm_id *id);
+	/* Active ids, before create_qp: bind @id to the device's address from a source port below 1024
+	 * when @privileged (peers that require_privileged_port; needs CAP_NET_BIND_SERVICE: -EACCES,
+	 * logged), else from any port (what create_qp does with an id not bound yet). shm: nothing to
+	 * bind, 0. */
+	int (*bind_src)(struct fab_cm_id *id, bool privileged);
 	/* Listen on @addr (the device's address; port given). 0; -EADDRINUSE; -EINVAL. */
 	int (*listen)(struct fab_cm_id *id, const struct sockaddr_in *addr, int backlog);
 	/* Create the RC QP of @id with @context (returned in completions). Receives may be posted at
@@ -202,6 +207,9 @@ struct fab_provider_ops {
 	 * -EEXIST @id has one. */
 	int (*create_qp)(struct fab_cm_id *id, const struct fab_qp_attr *attr, void *context,
 			 struct fab_qp **out);
+	/* The depths in force: a device that refused the asked ones may have made smaller ones (verbs
+	 * shrinks and retries); the owner sizes its credits from these. */
+	void (*qp_query)(const struct fab_qp *qp, struct fab_qp_attr *attr);
 	/* Active side: connect @id (with its QP) to @dst, sending @pdata (<= 56 bytes, borrowed for the
 	 * call). One of ESTABLISHED, REJECTED, UNREACHABLE, TIMED_OUT follows (after @timeout_ms).
 	 * 0; -EINVAL pdata too long or no QP. */

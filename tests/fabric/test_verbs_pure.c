@@ -78,12 +78,12 @@ static void test_qp_shrink(void **state)
 		struct fab_qp_attr asked, from, next;
 		bool more;
 	} cases[] = {
-		{{530, 34}, {530, 34}, {398, 26}, true},
-		{{530, 34}, {398, 26}, {299, 20}, true},
-		{{530, 34}, {3, 3}, {2, 2}, true},   /* at least one less */
-		{{530, 34}, {2, 2}, {2, 2}, false},  /* the floor: nothing left */
-		{{1, 1}, {1, 1}, {1, 1}, false},     /* asked below the floor */
-		{{530, 2}, {8, 2}, {6, 2}, true},    /* one queue at the floor, the other shrinks */
+		{{530, 34}, {530, 34}, {398, 34}, true},
+		{{530, 34}, {398, 34}, {299, 34}, true},
+		{{530, 34}, {3, 34}, {2, 34}, true},   /* at least one less */
+		{{530, 34}, {2, 34}, {2, 34}, false},  /* the floor: nothing left */
+		{{1, 1}, {1, 1}, {1, 1}, false},       /* asked below the floor */
+		{{8, 520}, {8, 520}, {6, 520}, true},  /* the receive queue never shrinks */
 	};
 
 	(void)state;

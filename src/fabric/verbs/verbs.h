@@ -67,7 +67,6 @@ struct fab_dev {
 	uint32_t n_qp, n_mr;
 	uint64_t mr_bytes;
 	struct vrb_mr *mrs[VRB_MR_BUCKETS];
-	bool privileged_port;
 };
 
 /* verbs_policy.c (pure) */
@@ -76,8 +75,9 @@ struct fab_dev {
  * @why naming the cap, both values and the knob when the NI asks more than the device has. */
 int vrb_limits_clamp(const struct fab_limits *devcap, const struct fab_limits *asked, struct fab_limits *out,
 		     char *why, size_t len);
-/* QP creation failed at @a: the next, smaller try (a quarter less per queue, not below 2 or what
- * was asked if that is smaller). false: nothing left to shrink. */
+/* QP creation failed at @a: the next, smaller try. Only the send queue shrinks (a quarter per try,
+ * not below 2, or what was asked if less): the receive queue is what the credits the owner
+ * negotiates rest on. false: nothing left to shrink. */
 bool vrb_qp_shrink(struct fab_qp_attr *a, const struct fab_qp_attr *asked);
 /* The log line for a registration the memlock limit refused (@limit bytes; RLIM_INFINITY-like
  * values never get here). */
@@ -104,11 +104,12 @@ int vrb_accept(struct fab_cm_id *id, const void *pdata, size_t len);
 int vrb_reject(struct fab_cm_id *id, const void *pdata, size_t len);
 int vrb_disconnect(struct fab_cm_id *id);
 int vrb_get_event(struct fab_dev *dev, struct fab_cm_event *ev);
-/* Bind an active id to the device's address (a privileged source port if the device asks). */
-int vrb_id_bind(struct fab_cm_id *id);
+/* fabric.h bind_src: an active id to the device's address (a port below 1024 if @privileged). */
+int vrb_id_bind(struct fab_cm_id *id, bool privileged);
 
 /* verbs_qp.c */
 int vrb_create_qp(struct fab_cm_id *id, const struct fab_qp_attr *attr, void *context, struct fab_qp **out);
+void vrb_qp_query(const struct fab_qp *qp, struct fab_qp_attr *attr);
 void vrb_qp_destroy(struct fab_qp *qp);
 int vrb_post_recv(struct fab_qp *qp, const struct fab_recv_wr *wr, const struct fab_recv_wr **bad);
 int vrb_post_send(struct fab_qp *qp, const struct fab_send_wr *wr, const struct fab_send_wr **bad);

@@ -62,13 +62,13 @@ void vrb_destroy_id(struct fab_cm_id *id)
 
 void vrb_set_context(struct fab_cm_id *id, void *context) { id->context = context; }
 
-int vrb_id_bind(struct fab_cm_id *id)
+int vrb_id_bind(struct fab_cm_id *id, bool privileged)
 {
 	struct sockaddr_in a = id->dev->addr;
 
 	if (id->bound)
 		return 0;
-	if (!id->dev->privileged_port) {
+	if (!privileged) {
 		a.sin_port = 0;
 		if (rdma_bind_addr(id->cm, (struct sockaddr *)&a))
 			return -errno;
@@ -83,7 +83,7 @@ int vrb_id_bind(struct fab_cm_id *id)
 		}
 		if (errno == EACCES) {
 			ULNET_LOG(FABRIC, ERR, "verbs: binding privileged source port %d needs CAP_NET_BIND_SERVICE "
-				  "(or lnd tunable use_privileged_port: 0 if the peers allow it)", port);
+				  "(or lnd tunable use_privileged_port: 0 if the peers do not require_privileged_port)", port);
 			return -EACCES;
 		}
 		if (errno != EADDRINUSE)

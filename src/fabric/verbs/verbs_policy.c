@@ -59,19 +59,15 @@ int vrb_limits_clamp(const struct fab_limits *devcap, const struct fab_limits *a
 
 bool vrb_qp_shrink(struct fab_qp_attr *a, const struct fab_qp_attr *asked)
 {
-	uint32_t fs = asked->max_send_wr < 2 ? asked->max_send_wr : 2;
-	uint32_t fr = asked->max_recv_wr < 2 ? asked->max_recv_wr : 2;
-	struct fab_qp_attr n = *a;
+	uint32_t floor = asked->max_send_wr < 2 ? asked->max_send_wr : 2, n = a->max_send_wr;
 
-	n.max_send_wr -= n.max_send_wr / 4 ? n.max_send_wr / 4 : 1;
-	n.max_recv_wr -= n.max_recv_wr / 4 ? n.max_recv_wr / 4 : 1;
-	if (n.max_send_wr < fs)
-		n.max_send_wr = fs;
-	if (n.max_recv_wr < fr)
-		n.max_recv_wr = fr;
-	if (n.max_send_wr == a->max_send_wr && n.max_recv_wr == a->max_recv_wr)
+	n -= n / 4 ? n / 4 : 1;
+	if (n < floor)
+		n = floor;
+	if (n == a->max_send_wr)
 		return false;
-	*a = n;
+	a->max_send_wr = n;
+	a->max_recv_wr = asked->max_recv_wr;
 	return true;
 }
 

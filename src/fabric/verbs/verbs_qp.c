@@ -36,7 +36,7 @@ int vrb_create_qp(struct fab_cm_id *id, const struct fab_qp_attr *attr, void *co
 		return -EEXIST;
 	if (dev->n_qp >= dev->lim.max_qp)
 		return -ENOSPC;
-	if ((rc = vrb_id_bind(id))) /* an active id: binding picks the device (passive ids have it) */
+	if ((rc = vrb_id_bind(id, false))) /* an active id not bound yet: binding picks the device */
 		return rc;
 	if (!(qp = calloc(1, sizeof(*qp))))
 		return -ENOMEM;
@@ -60,7 +60,7 @@ int vrb_create_qp(struct fab_cm_id *id, const struct fab_qp_attr *attr, void *co
 	if (a.max_send_wr != attr->max_send_wr || a.max_recv_wr != attr->max_recv_wr)
 		ULNET_LOG(FABRIC, WARN, "verbs: the device refused a QP of %u send / %u receive WRs; made one of %u / %u",
 			  attr->max_send_wr, attr->max_recv_wr, a.max_send_wr, a.max_recv_wr);
-	qp->depth = a;
+	qp->depth = (struct fab_qp_attr){.max_send_wr = a.max_send_wr, .max_recv_wr = a.max_recv_wr};
 	qp->sq = calloc(a.max_send_wr, sizeof(*qp->sq));
 	qp->rq = calloc(a.max_recv_wr, sizeof(*qp->rq));
 	if (!qp->sq || !qp->rq) {
@@ -80,6 +80,8 @@ fail:
 	free(qp);
 	return rc;
 }
+
+void vrb_qp_query(const struct fab_qp *qp, struct fab_qp_attr *attr) { *attr = qp->depth; }
 
 void vrb_qp_destroy(struct fab_qp *qp)
 {
