@@ -50,7 +50,10 @@ struct fab_cm_id {
 	uint8_t pdata[FAB_PRIVATE_DATA_MAX]; /* active: kept for rdma_connect after route resolution */
 	uint8_t pdata_len;
 	int timeout_ms;
+	uint64_t deadline_ns;       /* active: TIMED_OUT then, whatever rdma_cm is still doing */
 	bool bound, connecting, disconnected;
+	bool expired;               /* the deadline passed: TIMED_OUT is due */
+	bool gave_up;               /* TIMED_OUT reported: later connection events are dropped */
 };
 
 struct fab_dev {
@@ -61,8 +64,9 @@ struct fab_dev {
 	struct ibv_context *ctx;
 	struct ibv_pd *pd;
 	struct ibv_comp_channel *comp_ch;
-	int epfd, evfd;
+	int epfd, evfd, timerfd;
 	bool ev_signaled;
+	uint32_t n_expired;         /* ids with a TIMED_OUT due */
 	struct ulnet_list ids, ready;
 	uint32_t n_qp, n_mr;
 	uint64_t mr_bytes;
@@ -87,7 +91,10 @@ enum fab_wc_status vrb_wc_status(enum ibv_wc_status st);
 bool vrb_ranges_span(const struct iovec *r, unsigned n, uint64_t *base, uint64_t *len);
 
 /* verbs_dev.c */
+uint64_t vrb_now_ns(void);
 void vrb_dev_signal(struct fab_dev *dev);
+/* Check the connect deadlines: mark the expired ids and arm the timer for the next one. */
+void vrb_deadlines(struct fab_dev *dev);
 
 /* verbs_mr.c */
 int vrb_reg_mr(struct fab_dev *dev, const struct iovec *ranges, unsigned n, unsigned access, struct fab_mr *out);

@@ -53,6 +53,9 @@ void vrb_destroy_id(struct fab_cm_id *id)
 {
 	if (!id)
 		return;
+	if (id->expired && id->connecting)
+		id->dev->n_expired--;
+	vrb_dev_signal(id->dev);
 	if (id->qp)
 		vrb_qp_destroy(id->qp);
 	rdma_destroy_id(id->cm);
@@ -115,6 +118,8 @@ int vrb_connect(struct fab_cm_id *id, const struct sockaddr_in *dst, const void 
 	if (rdma_resolve_addr(id->cm, NULL, (struct sockaddr *)&d, id->timeout_ms))
 		return -errno;
 	id->connecting = true;
+	id->deadline_ns = vrb_now_ns() + (uint64_t)id->timeout_ms * 1000000ull;
+	vrb_deadlines(id->dev);
 	return 0;
 }
 
@@ -168,9 +173,18 @@ static void peer_addr(struct fab_cm_event *ev, struct rdma_cm_id *cm)
 		memcpy(&ev->peer, sa, sizeof(ev->peer));
 }
 
-/* The active side failed: TIMED_OUT when the kernel says so, else UNREACHABLE. */
-static void active_failed(struct fab_cm_event *ev, int status)
+/* The active side's attempt is over (either way): its deadline no longer applies. */
+static void connect_over(struct fab_cm_id *id)
 {
+	if (id->expired && id->connecting)
+		id->dev->n_expired--;
+	id->connecting = id->expired = false;
+}
+
+/* The active side failed: TIMED_OUT when the kernel says so, else UNREACHABLE. */
+static void active_failed(struct fab_cm_id *id, struct fab_cm_event *ev, int status)
+{
+	connect_over(id);
 	ev->status = status < 0 ? status : -ECONNREFUSED;
 	ev->type = ev->status == -ETIMEDOUT ? FAB_CM_TIMED_OUT : FAB_CM_UNREACHABLE;
 }
@@ -192,12 +206,33 @@ static struct fab_cm_id *passive_id(struct fab_cm_id *listener, struct rdma_cm_i
 	return id;
 }
 
+/* An active id whose deadline passed: TIMED_OUT now; what rdma_cm still says about it is dropped. */
+static bool timed_out(struct fab_dev *dev, struct fab_cm_event *ev)
+{
+	for (struct ulnet_list *p = dev->ids.next; p != &dev->ids; p = p->next) {
+		struct fab_cm_id *id = ulnet_container_of(p, struct fab_cm_id, link);
+
+		if (!id->expired || !id->connecting)
+			continue;
+		id->connecting = false;
+		id->gave_up = true;
+		dev->n_expired--;
+		vrb_dev_signal(dev);
+		*ev = (struct fab_cm_event){.type = FAB_CM_TIMED_OUT, .id = id, .context = id->context,
+					    .status = -ETIMEDOUT};
+		return true;
+	}
+	return false;
+}
+
 /* Translate one rdma_cm event. true: @ev is to be reported. */
 static bool translate(struct rdma_cm_event *e, struct fab_cm_event *ev)
 {
 	struct fab_cm_id *id = e->id->context;
 	int rc;
 
+	if (id && id->gave_up && e->event != RDMA_CM_EVENT_DISCONNECTED && e->event != RDMA_CM_EVENT_DEVICE_REMOVAL)
+		return false;
 	memset(ev, 0, sizeof(*ev));
 	ev->id = id;
 	ev->context = id ? id->context : NULL;
@@ -215,27 +250,26 @@ static bool translate(struct rdma_cm_event *e, struct fab_cm_event *ev)
 	case RDMA_CM_EVENT_ADDR_RESOLVED:
 		if (!(rc = rdma_resolve_route(e->id, id->timeout_ms) ? -errno : 0))
 			return false;
-		active_failed(ev, rc);
+		active_failed(id, ev, rc);
 		return true;
 	case RDMA_CM_EVENT_ROUTE_RESOLVED: {
 		struct rdma_conn_param p = conn_param(id->pdata, id->pdata_len);
 
 		if (!(rc = rdma_connect(e->id, &p) ? -errno : 0))
 			return false;
-		active_failed(ev, rc);
+		active_failed(id, ev, rc);
 		return true;
 	}
 	case RDMA_CM_EVENT_ADDR_ERROR:
 	case RDMA_CM_EVENT_ROUTE_ERROR:
 	case RDMA_CM_EVENT_CONNECT_ERROR:
 	case RDMA_CM_EVENT_UNREACHABLE:
-		active_failed(ev, e->status);
+		active_failed(id, ev, e->status);
 		return true;
 	case RDMA_CM_EVENT_REJECTED:
-		if (e->status != IB_CM_REJ_CONSUMER_DEFINED) { /* e.g. 8, invalid service id: nobody listens */
-			active_failed(ev, -ECONNREFUSED);
+		active_failed(id, ev, -ECONNREFUSED); /* e.g. reason 8, invalid service id: nobody listens */
+		if (e->status != IB_CM_REJ_CONSUMER_DEFINED)
 			return true;
-		}
 		ev->type = FAB_CM_REJECTED;
 		ev->status = -ECONNREFUSED;
 		copy_pdata(ev, e);
@@ -245,7 +279,7 @@ static bool translate(struct rdma_cm_event *e, struct fab_cm_event *ev)
 		peer_addr(ev, e->id);
 		if (id->connecting)
 			copy_pdata(ev, e); /* the acceptor's; the passive side gets none */
-		id->connecting = false;
+		connect_over(id);
 		if (id->qp)
 			id->qp->connected = true;
 		return true;
@@ -267,6 +301,8 @@ int vrb_get_event(struct fab_dev *dev, struct fab_cm_event *ev)
 {
 	struct rdma_cm_event *e;
 
+	if (dev->n_expired && timed_out(dev, ev))
+		return 0;
 	for (;;) {
 		bool report;
 

@@ -10,11 +10,13 @@
 #include <string.h>
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
+#include <sys/timerfd.h>
+#include <time.h>
 #include <unistd.h>
 #include "log.h"
 #include "verbs.h"
 
-enum { EP_CM, EP_COMP, EP_EV };
+enum { EP_CM, EP_COMP, EP_EV, EP_TIMER };
 
 static int nonblock(int fd)
 {
@@ -84,7 +86,7 @@ static int vrb_dev_open(const struct sockaddr_in *addr, const struct fab_limits 
 		return -ENOMEM;
 	dev->addr = *addr;
 	dev->addr.sin_port = 0;
-	dev->epfd = dev->evfd = -1;
+	dev->epfd = dev->evfd = dev->timerfd = -1;
 	ulnet_list_init(&dev->ids);
 	ulnet_list_init(&dev->ready);
 	a.sin_port = 0;
@@ -113,13 +115,14 @@ static int vrb_dev_open(const struct sockaddr_in *addr, const struct fab_limits 
 	}
 	dev->epfd = epoll_create1(EPOLL_CLOEXEC);
 	dev->evfd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
-	if (dev->epfd < 0 || dev->evfd < 0) {
+	dev->timerfd = timerfd_create(CLOCK_MONOTONIC, TFD_NONBLOCK | TFD_CLOEXEC);
+	if (dev->epfd < 0 || dev->evfd < 0 || dev->timerfd < 0) {
 		rc = -errno;
 		goto fail;
 	}
 	if ((rc = nonblock(dev->cm_ch->fd)) || (rc = nonblock(dev->comp_ch->fd)) ||
 	    (rc = ep_add(dev, dev->cm_ch->fd, EP_CM)) || (rc = ep_add(dev, dev->comp_ch->fd, EP_COMP)) ||
-	    (rc = ep_add(dev, dev->evfd, EP_EV)))
+	    (rc = ep_add(dev, dev->evfd, EP_EV)) || (rc = ep_add(dev, dev->timerfd, EP_TIMER)))
 		goto fail;
 	ULNET_LOG(FABRIC, INFO, "verbs: %s port %u serves the address; max_send_sge %u max_qp_wr %u max_mr_size %llu "
 		  "page_size %u", ibv_get_device_name(dev->ctx->device), dev->probe->port_num, dev->lim.max_send_sge,
@@ -150,16 +153,54 @@ static void vrb_dev_close(struct fab_dev *dev)
 		close(dev->epfd);
 	if (dev->evfd >= 0)
 		close(dev->evfd);
+	if (dev->timerfd >= 0)
+		close(dev->timerfd);
 	free(dev);
 }
 
 static const struct fab_limits *vrb_dev_limits(const struct fab_dev *dev) { return &dev->lim; }
 static int vrb_dev_fd(const struct fab_dev *dev) { return dev->epfd; }
 
-/* Keep the eventfd readable exactly while a CQ may hold completions nobody polled yet. */
+uint64_t vrb_now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+void vrb_deadlines(struct fab_dev *dev)
+{
+	struct itimerspec its = {0};
+	uint64_t now = vrb_now_ns(), next = UINT64_MAX, junk;
+
+	if (read(dev->timerfd, &junk, sizeof(junk)) < 0 && errno != EAGAIN)
+		ULNET_LOG(FABRIC, WARN, "verbs: timerfd: %s", strerror(errno));
+	for (struct ulnet_list *p = dev->ids.next; p != &dev->ids; p = p->next) {
+		struct fab_cm_id *id = ulnet_container_of(p, struct fab_cm_id, link);
+
+		if (!id->connecting || id->expired)
+			continue;
+		if (id->deadline_ns <= now) {
+			id->expired = true;
+			dev->n_expired++;
+		} else if (id->deadline_ns < next) {
+			next = id->deadline_ns;
+		}
+	}
+	if (next != UINT64_MAX) {
+		its.it_value.tv_sec = (time_t)(next / 1000000000ull);
+		its.it_value.tv_nsec = (long)(next % 1000000000ull);
+	}
+	timerfd_settime(dev->timerfd, TFD_TIMER_ABSTIME, &its, NULL);
+	vrb_dev_signal(dev);
+}
+
+/* Keep the eventfd readable exactly while a CQ may hold completions nobody polled yet, or a
+ * TIMED_OUT is due. */
 void vrb_dev_signal(struct fab_dev *dev)
 {
-	bool want = !ulnet_list_empty(&dev->ready);
+	bool want = !ulnet_list_empty(&dev->ready) || dev->n_expired;
 	uint64_t v = 1;
 
 	if (want == dev->ev_signaled)
@@ -173,7 +214,7 @@ static int vrb_progress(struct fab_dev *dev)
 {
 	int rc = vrb_comp_events(dev);
 
-	vrb_dev_signal(dev);
+	vrb_deadlines(dev);
 	return rc;
 }
 
