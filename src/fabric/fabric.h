@@ -69,6 +69,15 @@ enum fab_access {
 	FAB_ACCESS_REMOTE_READ = 4,  /* peers may RDMA READ from it */
 };
 
+/* For providers: make eventfd @fd readable exactly while @want (*@raised tracks what it is). */
+void fab_evfd_level(int fd, bool *raised, bool want);
+/* For providers: the checks every reg_mr makes first (@prov names the provider in the log lines).
+ * 0 and *@total (the region's bytes); -EINVAL n == 0, an empty range or bad access (as with verbs,
+ * remote write needs local write); -E2BIG over max_mr_size; -ENOSPC @n_mr regions exist (max_mr). */
+struct iovec;
+int fab_reg_check(const char *prov, const struct fab_limits *lim, const struct iovec *ranges, unsigned n,
+		  unsigned access, uint32_t n_mr, uint64_t *total);
+
 /* A registered region: the region's bytes are the ranges given to fab_reg_mr, concatenated, and are
  * addressed from @addr (the virtual address of the first byte of the first range). */
 struct fab_mr {
