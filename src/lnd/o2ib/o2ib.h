@@ -26,6 +26,7 @@ struct o2ib_tun {
 	int map_on_demand;
 	int timeout;           /* s */
 	int keepalive;         /* s, 0 off */
+	int use_privileged_port;
 };
 
 struct o2ib_net {

@@ -37,19 +37,22 @@ static const struct ulnet_tunable o2ib_tunables[] = {
 	I("map_on_demand", 0, 257, 1, "0: describe RDMA buffers page by page; N: one region above N fragments"),
 	I("timeout", 1, 3600, 50, "seconds before a message or a connection attempt fails"),
 	I("keepalive", 0, 3600, 100, "seconds of silence before a keepalive NOOP (0: off)"),
+	I("use_privileged_port", 0, 1, 0, "1: connect from a source port below 1024 (peers that "
+	  "require_privileged_port; needs CAP_NET_BIND_SERVICE)"),
 	DEV("max_send_sge"), DEV("max_recv_sge"), DEV("max_qp_wr"), DEV("max_qp"), DEV("max_mr"),
 	DEV("max_mr_size"), DEV("max_msg_sz"), DEV("page_size"),
 };
 #undef DEV
 #undef I
 #define N_TUNABLES (sizeof(o2ib_tunables) / sizeof(o2ib_tunables[0]))
-#define N_PLAIN_TUNABLES 8u /* the device.* keys follow */
+#define N_PLAIN_TUNABLES 9u /* the device.* keys follow */
 
 static const size_t tunable_off[N_PLAIN_TUNABLES] = {
 	offsetof(struct o2ib_tun, provider), offsetof(struct o2ib_tun, port),
 	offsetof(struct o2ib_tun, peer_credits), offsetof(struct o2ib_tun, peer_credits_hiw),
 	offsetof(struct o2ib_tun, concurrent_sends), offsetof(struct o2ib_tun, map_on_demand),
 	offsetof(struct o2ib_tun, timeout), offsetof(struct o2ib_tun, keepalive),
+	offsetof(struct o2ib_tun, use_privileged_port),
 };
 
 static int tunables_load(struct o2ib_net *net, struct ulnet_ni *ni)
