@@ -5,7 +5,8 @@
 # starts ulnetd, waits for the peer VM, runs the cases of tests/vm/cases.sh from this node to the
 # peer and prints one "VMLANE CASE" line each on the console (the host reads the serial log).
 # Parameters come from the kernel command line: vmlane.name, vmlane.ip, vmlane.peer,
-# vmlane.peername, vmlane.o2ib (1: also an o2ib NI on the verbs provider), vmlane.cases.
+# vmlane.peername, vmlane.ip1 and vmlane.peer1 (second subnet, for o2ib1), vmlane.nets (the NIs:
+# tcp, o2ib, o2ib1), vmlane.cases.
 /bin/busybox mkdir -p /proc /sys /dev /tmp /run /usr/sbin /sbin
 /bin/busybox --install -s
 mount -t proc proc /proc
@@ -28,7 +29,9 @@ NAME=$(param name)
 ME=$(param ip)
 PEER=$(param peer)
 PEERNAME=$(param peername)
-O2IB=$(param o2ib)
+ME1=$(param ip1)
+PEER1=$(param peer1)
+NETS=$(param nets)
 CASES=$(param cases)
 say "BOOT $NAME kernel $(uname -r) $(uname -m)"
 
@@ -40,24 +43,38 @@ done </etc/vmlane/modules
 ip link set lo up
 ip link set eth0 mtu 9000 up || die "no eth0"
 ip addr add "$ME/24" dev eth0 || die "ip addr add $ME"
+ip addr add "$ME1/24" dev eth0 || die "ip addr add $ME1"
 rdma link add rxe0 type rxe netdev eth0 || die "rdma link add rxe0 (is crc32_generic loaded?)"
 # registered memory is pinned: no memlock limit inside the VM
 ulimit -l unlimited
 
 {
 	echo "net:"
-	echo "    - net type: tcp"
-	echo "      local NI(s):"
-	echo "        - nid: $ME@tcp"
-	echo "          interfaces: {0: eth0}"
-	if [ "$O2IB" = 1 ]; then
-		echo "    - net type: o2ib"
+	for net in $(echo "$NETS" | tr ',' ' '); do
+		echo "    - net type: $net"
 		echo "      local NI(s):"
-		echo "        - nid: $ME@o2ib"
-		echo "          lnd tunables:"
-		echo "              provider: verbs"
-		echo "              timeout: 20"
-	fi
+		case $net in
+		tcp)
+			echo "        - nid: $ME@tcp"
+			echo "          interfaces: {0: eth0}"
+			;;
+		o2ib)
+			echo "        - nid: $ME@o2ib"
+			echo "          lnd tunables:"
+			echo "              provider: verbs"
+			echo "              timeout: 20"
+			;;
+		o2ib1)
+			# LU-5718's limits: 16 RDMA fragments, one SGE per work request
+			echo "        - nid: $ME1@o2ib1"
+			echo "          lnd tunables:"
+			echo "              provider: verbs"
+			echo "              timeout: 20"
+			echo "              max_frags: 16"
+			echo "              device: {max_send_sge: 1}"
+			;;
+		esac
+	done
 } >/etc/ulnet.yaml
 # no page_size in the configuration: the node takes it from its kernel (sysconf)
 ulnetd -c /etc/ulnet.yaml --control /run/ulnet.sock >/tmp/ulnetd.log 2>&1 &
