@@ -48,10 +48,47 @@ vm_ping()
 	vm_case "$net ping FAIL bytes=0 errors=1 $(head -c 300 /tmp/ping.err)"
 }
 
+# vm_plan NET SIZE: what this node's o2ib LND did with the peer since the last call, for transfers of
+# SIZE's bucket (peer show -v: RDMA counters by size, and the negotiated max_frags), e.g.
+# "plan: source 4 transfers 4 WRs, sink 0, bounces 4, max_frags 16"; nothing when the tree has no
+# such counters. Each case's own data goes one way, so the console node is the source of a write and
+# the sink of a read.
+vm_plan()
+{
+	local net=$1 size=$2 b=1048576 now prev
+	[ "$net" != tcp ] || return 0
+	[ "$size" -gt 262144 ] || b=262144
+	[ "$size" -gt 65536 ] || b=65536
+	[ "$size" -gt 4096 ] || b=4096
+	now=$(ulnetctl --node $SOCK peer show -v --nid "$(vm_peer $net)@$net" --json 2>/dev/null | tr -d ' \n' |
+		awk -v B=$b '
+		function get(s, f) { if (match(s, "\"" f "\":[0-9]+")) return substr(s, RSTART + length(f) + 3, RLENGTH - length(f) - 3); return 0 }
+		{
+			mf = get($0, "max_frags")
+			n = split($0, part, "\"max_bytes\":")
+			for (i = 2; i <= n; i++)
+				if (index(part[i], B ",") == 1)
+					print get(part[i], "transfers"), get(part[i], "wrs"), get(part[i], "sinks"), get(part[i], "bounces"), mf
+		}')
+	[ -n "$now" ] || return 0
+	prev=$(cat /tmp/plan.$net.$b 2>/dev/null || echo "0 0 0 0 0")
+	echo "$now" >/tmp/plan.$net.$b
+	echo "$now $prev" | awk '{ printf "plan: source %d transfers %d WRs, sink %d, bounces %d, max_frags %d\n", $1 - $6, $2 - $7, $3 - $8, $4 - $9, $5 }'
+}
+
+# vm_plan_baseline NET: start counting from here (the peer's turn used this node's counters too)
+vm_plan_baseline()
+{
+	local s
+	for s in 1 4097 65537 262145; do
+		vm_plan "$1" $s >/dev/null
+	done
+}
+
 # vm_brw NET read|write SIZE OFFSET: BRW_COUNT RPCs with check=full; all bytes, zero errors
 vm_brw()
 {
-	local net=$1 op=$2 size=$3 off=$4 out=/tmp/brw.json st=0 bytes errs e v what
+	local net=$1 op=$2 size=$3 off=$4 out=/tmp/brw.json st=0 bytes errs e v what plan
 	ulnet-selftest --node $SOCK --json brw "$op" --from "$(vm_me $net)@$net" --to "$(vm_peer $net)@$net" --size "$size" \
 		--offset "$off" --check full --concurrency 2 --count $BRW_COUNT --timeout 30 >$out 2>/tmp/brw.err || st=$?
 	bytes=$(vm_json $out bytes)
@@ -61,10 +98,18 @@ vm_brw()
 		errs=$((errs + ${v:-0}))
 	done
 	what="brw $op size=$size offset=$off"
+	plan=$(vm_plan $net $size)
+	# LU-5718's net must have negotiated its 16 fragments (when the tree reports it)
+	if [ -n "${WANT_MAX_FRAGS:-}" ] && [ -n "$plan" ]; then
+		case "$plan" in
+		*"max_frags $WANT_MAX_FRAGS") ;;
+		*) errs=$((errs + 1)) plan="$plan (want max_frags $WANT_MAX_FRAGS)" ;;
+		esac
+	fi
 	if [ $st = 0 ] && [ "$(vm_json $out ok)" = true ] && [ "$bytes" = $((BRW_COUNT * size)) ] && [ $errs = 0 ]; then
-		vm_case "$net $what ok bytes=$bytes errors=0"
+		vm_case "$net $what ok bytes=$bytes errors=0${plan:+ $plan}"
 	else
-		vm_case "$net $what FAIL bytes=${bytes:-0} errors=$errs status=$st $(vm_json $out first_error) $(head -c 200 /tmp/brw.err)"
+		vm_case "$net $what FAIL bytes=${bytes:-0} errors=$errs status=$st $plan $(vm_json $out first_error) $(head -c 200 /tmp/brw.err)"
 	fi
 }
 
@@ -106,6 +151,7 @@ vm_cases_o2ib()
 {
 	local so op
 	vm_ping o2ib
+	vm_plan_baseline o2ib
 	for so in $(vm_o2ib_pairs); do
 		for op in write read; do
 			vm_brw o2ib $op "${so%%:*}" "${so##*:}"
@@ -120,19 +166,27 @@ vm_cases_lu5718_count() { echo 3; }
 vm_cases_lu5718()
 {
 	vm_ping o2ib1
+	vm_plan_baseline o2ib1
+	WANT_MAX_FRAGS=16
 	vm_brw o2ib1 write 1048576 7
 	vm_brw o2ib1 read 1048576 7
+	WANT_MAX_FRAGS=
 }
 
-# vm_cases LIST: comma-separated groups (tcp, o2ib, lu5718)
+# vm_cases LIST FIRST: comma-separated groups (tcp, o2ib, lu5718). The two nodes take turns (FIRST=1
+# goes first, then tells the peer on TCP port 7777 of the guest link), so each case's counters and
+# plan are its own.
 vm_cases()
 {
-	local groups total=0 g net
+	local groups total=0 g net i
 	groups=$(echo "$1" | tr ',' ' ')
 	for g in $groups; do
 		total=$((total + $(vm_cases_${g}_count)))
 	done
 	echo "VMLANE PLAN $total"
+	if [ "$2" != 1 ]; then
+		timeout 400 nc -l -p 7777 >/dev/null 2>&1 || echo "VMLANE ERROR $NAME: no turn from $PEERNAME"
+	fi
 	for g in $groups; do
 		net=$(vm_cases_${g}_net)
 		if ! vm_wait_peer "$net"; then
@@ -141,4 +195,12 @@ vm_cases()
 		fi
 		vm_cases_$g
 	done
+	if [ "$2" = 1 ]; then
+		i=0
+		until echo turn | nc "$PEER" 7777 >/dev/null 2>&1; do
+			i=$((i + 1))
+			[ $i -lt 100 ] || { echo "VMLANE ERROR $NAME: cannot give $PEERNAME its turn"; break; }
+			sleep 0.2
+		done
+	fi
 }

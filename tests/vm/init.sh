@@ -6,7 +6,7 @@
 # peer and prints one "VMLANE CASE" line each on the console (the host reads the serial log).
 # Parameters come from the kernel command line: vmlane.name, vmlane.ip, vmlane.peer,
 # vmlane.peername, vmlane.ip1 and vmlane.peer1 (second subnet, for o2ib1), vmlane.nets (the NIs:
-# tcp, o2ib, o2ib1), vmlane.cases.
+# tcp, o2ib, o2ib1), vmlane.cases, vmlane.first (1: this node runs its cases first).
 /bin/busybox mkdir -p /proc /sys /dev /tmp /run /usr/sbin /sbin
 /bin/busybox --install -s
 mount -t proc proc /proc
@@ -89,7 +89,7 @@ PS=$(ulnetctl --node /run/ulnet.sock export | sed -n 's/^ *page_size: *//p')
 say "READY $NAME $ME page_size $PS rxe0 $(cat /sys/class/infiniband/rxe0/ports/1/state 2>/dev/null)"
 
 . /etc/vmlane/cases.sh
-vm_cases "$CASES"
+vm_cases "$CASES" "$(param first)"
 say "DONE"
 # the host stops both VMs once both have printed DONE (the peer may still be running its cases
 # against this node); a stray guest ends itself after 10 minutes
