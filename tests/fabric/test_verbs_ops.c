@@ -184,6 +184,17 @@ static void test_reject_unreachable_disconnect(void **state)
 	ft_expect_event(&c.dev, 1, FAB_CM_UNREACHABLE, &ev);
 	assert_ptr_equal(ev.id, id);
 	OPS->destroy_id(id);
+	/* an address nobody answers (no ARP reply): the attempt ends by the connect timeout */
+	inet_pton(AF_INET, getenv("ULNET_VERBS_ABSENT") ? getenv("ULNET_VERBS_ABSENT") : "192.168.77.99", &dst.sin_addr);
+	assert_int_equal(OPS->create_id(c.dev, (void *)0xe, &id), 0);
+	assert_int_equal(OPS->create_qp(id, &attr, NULL, &qp), 0);
+	assert_int_equal(OPS->connect(id, &dst, NULL, 0, 1000), 0);
+	ft_event(&c.dev, 1, &ev);
+	assert_ptr_equal(ev.id, id);
+	if (ev.type != FAB_CM_TIMED_OUT && ev.type != FAB_CM_UNREACHABLE)
+		fail_msg("connect to nobody: %s", fab_cm_event_str(ev.type));
+	assert_true(ev.status < 0);
+	OPS->destroy_id(id);
 	/* disconnect: both ends hear it once */
 	assert_int_equal(OPS->disconnect(c.ida), 0);
 	while (seen != 3) {
