@@ -8,6 +8,7 @@
 #define ULNET_INTERNAL_H
 
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <sys/epoll.h>
@@ -164,6 +165,9 @@ struct ulnet_node {
 	int epfd, wakefd;
 	pthread_t thread;
 	bool stopping;
+	/* set under the lock just before the loop sleeps in epoll_wait, cleared when it returns: only a
+	 * sleeping loop needs the eventfd write (ulnet__loop_wake_if_sleeping) */
+	atomic_bool sleeping;
 	struct epoll_event *cur_evs; /* batch being dispatched (io_stop clears stale entries) */
 	int cur_nevs;
 	struct ulnet_timer lnd_tick; /* LND ticks, every ULNET_LND_TICK_NS */
@@ -295,6 +299,8 @@ int ulnet__loop_init(struct ulnet_node *node);
 int ulnet__loop_start(struct ulnet_node *node);
 void ulnet__loop_stop(struct ulnet_node *node);
 void ulnet__loop_wake(struct ulnet_node *node);
+/* Lock held: wake the loop only if it sleeps (otherwise it sees the new work before it sleeps). */
+void ulnet__loop_wake_if_sleeping(struct ulnet_node *node);
 void ulnet__unlock(struct ulnet_node *node);
 void ulnet__queue_cb(struct ulnet_node *node, ulnet_event_handler h, const struct ulnet_event *ev);
 

@@ -75,6 +75,14 @@ void ulnet__loop_wake(struct ulnet_node *node)
 		ULNET_LOG(CORE, WARN, "loop wake: %s", strerror(errno));
 }
 
+void ulnet__loop_wake_if_sleeping(struct ulnet_node *node)
+{
+	/* the loop sets the flag under the lock before it computes its timeout: if it is clear, the
+	 * loop has not decided to sleep yet and will see the work when it takes the lock again */
+	if (atomic_load_explicit(&node->sleeping, memory_order_relaxed))
+		ulnet__loop_wake(node);
+}
+
 /* Drop the node lock taken by an API call. Off the loop thread, first run the completion phase for
  * what the call finalized (lo completes inside ulnet_put; at the top of the call, so no recursion),
  * then wake the loop if handlers or completions beyond the budget wait. The loop thread itself (a
@@ -85,7 +93,8 @@ void ulnet__unlock(struct ulnet_node *node)
 
 	if (off_loop) {
 		ulnet__completions_run(node, ULNET_COMPLETION_BUDGET);
-		wake = node->n_cbs > 0 || !ulnet_list_empty(&node->done_q);
+		wake = (node->n_cbs > 0 || !ulnet_list_empty(&node->done_q)) &&
+		       atomic_load_explicit(&node->sleeping, memory_order_relaxed);
 	}
 	pthread_mutex_unlock(&node->lock);
 	if (wake)
@@ -153,8 +162,11 @@ static void *loop_main(void *arg)
 		int n, timeout = node->n_cbs || !ulnet_list_empty(&node->done_q)
 					 ? 0 : ulnet__timers_next_ms(node, ulnet__node_now(node), LOOP_MAX_WAIT_MS);
 
+		if (timeout)
+			atomic_store_explicit(&node->sleeping, true, memory_order_relaxed);
 		pthread_mutex_unlock(&node->lock);
 		n = epoll_wait(node->epfd, evs, LOOP_MAX_EVENTS, timeout);
+		atomic_store_explicit(&node->sleeping, false, memory_order_relaxed);
 		pthread_mutex_lock(&node->lock);
 		if (n < 0 && errno != EINTR) {
 			ULNET_LOG(CORE, ERR, "epoll_wait: %s", strerror(errno));
