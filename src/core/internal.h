@@ -169,6 +169,7 @@ struct ulnet_node {
 	 * sleeping loop needs the eventfd write (ulnet__loop_wake_if_sleeping) */
 	atomic_bool sleeping;
 	struct epoll_event *cur_evs; /* batch being dispatched (io_stop clears stale entries) */
+	struct ulnet_io *kicked, **kicked_tail; /* ulnet__io_kick, FIFO */
 	int cur_nevs;
 	struct ulnet_timer lnd_tick; /* LND ticks, every ULNET_LND_TICK_NS */
 	struct ulnet_timer **timers; /* min-heap on deadline (timer.c) */

@@ -194,9 +194,14 @@ struct ulnet_io {
 	uint32_t events; /* EPOLLIN | EPOLLOUT ... currently registered, 0 = not registered */
 	ulnet_io_cb cb;
 	void *data;
+	struct ulnet_io *kick_next; /* core: on the node's kicked list */
+	bool kicked;
 };
 int ulnet__io_start(struct ulnet_node *node, struct ulnet_io *io, uint32_t events);
 void ulnet__io_stop(struct ulnet_node *node, struct ulnet_io *io);
+/* The LND holds input it read ahead of the socket (epoll will not report it): call @io's callback
+ * with EPOLLIN in the loop's next turn, which does not sleep meanwhile. Lock held. */
+void ulnet__io_kick(struct ulnet_node *node, struct ulnet_io *io);
 
 /* The value of lnd_tunables[@k] for @ni: configured, or the table's default. */
 long ulnet__ni_lnd_tunable(const struct ulnet_ni *ni, size_t k);

@@ -55,8 +55,55 @@ int ulnet__io_start(struct ulnet_node *node, struct ulnet_io *io, uint32_t event
 	return 0;
 }
 
+void ulnet__io_kick(struct ulnet_node *node, struct ulnet_io *io)
+{
+	if (io->kicked)
+		return;
+	io->kicked = true;
+	io->kick_next = NULL;
+	if (!node->kicked)
+		node->kicked_tail = &node->kicked;
+	*node->kicked_tail = io;
+	node->kicked_tail = &io->kick_next;
+	ulnet__loop_wake_if_sleeping(node); /* kicked from an API call */
+}
+
+static void io_unkick(struct ulnet_node *node, struct ulnet_io *io)
+{
+	struct ulnet_io **pp = &node->kicked, *prev = NULL;
+
+	if (!io->kicked)
+		return;
+	while (*pp && *pp != io) {
+		prev = *pp;
+		pp = &(*pp)->kick_next;
+	}
+	if (*pp) {
+		*pp = io->kick_next;
+		if (!io->kick_next)
+			node->kicked_tail = prev ? &prev->kick_next : &node->kicked;
+	}
+	io->kicked = false;
+}
+
+/* The watchers kicked before this turn, once each (a callback kicking again waits a turn). */
+static void run_kicked(struct ulnet_node *node)
+{
+	unsigned n = 0;
+
+	for (struct ulnet_io *io = node->kicked; io; io = io->kick_next)
+		n++;
+	while (n-- && node->kicked) {
+		struct ulnet_io *io = node->kicked;
+
+		io_unkick(node, io);
+		io->cb(io, EPOLLIN);
+	}
+}
+
 void ulnet__io_stop(struct ulnet_node *node, struct ulnet_io *io)
 {
+	io_unkick(node, io);
 	if (io->events) {
 		epoll_ctl(node->epfd, EPOLL_CTL_DEL, io->fd, NULL);
 		io->events = 0;
@@ -159,7 +206,7 @@ static void *loop_main(void *arg)
 
 	pthread_mutex_lock(&node->lock);
 	while (!node->stopping) {
-		int n, timeout = node->n_cbs || !ulnet_list_empty(&node->done_q)
+		int n, timeout = node->n_cbs || !ulnet_list_empty(&node->done_q) || node->kicked
 					 ? 0 : ulnet__timers_next_ms(node, ulnet__node_now(node), LOOP_MAX_WAIT_MS);
 
 		if (timeout)
@@ -190,6 +237,7 @@ static void *loop_main(void *arg)
 		}
 		node->cur_nevs = 0;
 		node->cur_evs = NULL;
+		run_kicked(node);
 		ulnet__timers_run(node, ulnet__node_now(node));
 		/* bounded: a flood of completions cannot starve the sockets; the rest wait one turn */
 		ulnet__completions_run(node, ULNET_COMPLETION_BUDGET);

@@ -419,7 +419,9 @@ void tcplnd_hello_done(struct tcplnd_conn *conn)
 
 	/* accepted */
 	conn->rx = malloc(sizeof(*conn->rx));
-	if (!conn->rx) {
+	conn->ra = malloc(TCPLND_RA_SIZE);
+	conn->ra_off = conn->ra_len = 0;
+	if (!conn->rx || !conn->ra) {
 		conn->peer = NULL;
 		tcplnd_conn_close(conn, -ENOMEM, "no memory for the receive state");
 		if (!conn->passive)
