@@ -23,7 +23,13 @@ struct ulnet_node_opts {
 	 * idle for 60 s is forgotten; when the table is full the longest idle one makes room, and if
 	 * every one is busy a send to a new peer fails with -ENOBUFS. */
 	uint32_t max_peers;
+	/* Microseconds the loop keeps polling its sockets without sleeping after it last found work
+	 * (and a thread blocked in ulnet_ping polls for its reply), as kernel sockets' busy_poll and
+	 * UCX do: lower latency for a core spent spinning. 0 = off (default); at most
+	 * ULNET_BUSY_POLL_US_MAX. */
+	uint32_t busy_poll_us;
 };
+#define ULNET_BUSY_POLL_US_MAX 1000000
 #define ULNET_MAX_PEERS_DEFAULT 16384
 #define ULNET_TXN_TIMEOUT_DEFAULT 50
 #define ULNET_TXN_TIMEOUT_MAX 86400

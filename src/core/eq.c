@@ -173,6 +173,22 @@ int ulnet_eq_wait(ulnet_eq *eq, int timeout_ms, struct ulnet_event *ev)
 	return rc;
 }
 
+int ulnet__eq_wait_busy(ulnet_eq *eq, uint64_t spin_ns, int timeout_ms, struct ulnet_event *ev)
+{
+	if (spin_ns) {
+		uint64_t end = ulnet__now_ns() + spin_ns;
+
+		do {
+			int rc = ulnet_eq_wait(eq, 0, ev);
+
+			if (rc != 0)
+				return rc;
+			sched_yield();
+		} while (ulnet__now_ns() < end);
+	}
+	return ulnet_eq_wait(eq, timeout_ms, ev);
+}
+
 const char *ulnet_event_kind_name(enum ulnet_event_kind kind)
 {
 	switch (kind) {

@@ -168,6 +168,10 @@ struct ulnet_node {
 	/* set under the lock just before the loop sleeps in epoll_wait, cleared when it returns: only a
 	 * sleeping loop needs the eventfd write (ulnet__loop_wake_if_sleeping) */
 	atomic_bool sleeping;
+	/* busy polling (node option busy_poll_us): the loop spins on epoll_wait(0) for this long after
+	 * it last found work; API calls that leave it work set @poked instead of writing the eventfd */
+	uint64_t busy_poll_ns;
+	atomic_bool poked;
 	struct epoll_event *cur_evs; /* batch being dispatched (io_stop clears stale entries) */
 	struct ulnet_io *kicked, **kicked_tail; /* ulnet__io_kick, FIFO */
 	int cur_nevs;
@@ -227,6 +231,8 @@ int ulnet__md_attach_locked(struct ulnet_node *node, struct ulnet_me *me, const 
 void ulnet__md_free_all(struct ulnet_node *node);
 
 /* eq.c */
+/* ulnet_eq_wait, polling for up to @spin_ns before it sleeps (busy_poll_us). */
+int ulnet__eq_wait_busy(ulnet_eq *eq, uint64_t spin_ns, int timeout_ms, struct ulnet_event *ev);
 void ulnet__eq_push(ulnet_eq *eq, const struct ulnet_event *ev);
 void ulnet__eq_ref(ulnet_eq *eq, int delta);
 /* Free @eq once no MD refers to it any more (now, if none does). */

@@ -7,6 +7,7 @@
 #include <string.h>
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
+#include <sched.h>
 #include <time.h>
 #include <unistd.h>
 #include "internal.h"
@@ -124,6 +125,7 @@ void ulnet__loop_wake(struct ulnet_node *node)
 
 void ulnet__loop_wake_if_sleeping(struct ulnet_node *node)
 {
+	atomic_store_explicit(&node->poked, true, memory_order_relaxed); /* a busy-polling loop looks */
 	/* the loop sets the flag under the lock before it computes its timeout: if it is clear, the
 	 * loop has not decided to sleep yet and will see the work when it takes the lock again */
 	if (atomic_load_explicit(&node->sleeping, memory_order_relaxed))
@@ -140,9 +142,11 @@ void ulnet__unlock(struct ulnet_node *node)
 
 	if (off_loop) {
 		ulnet__completions_run(node, ULNET_COMPLETION_BUDGET);
-		wake = (node->n_cbs > 0 || !ulnet_list_empty(&node->done_q)) &&
-		       atomic_load_explicit(&node->sleeping, memory_order_relaxed);
+		wake = node->n_cbs > 0 || !ulnet_list_empty(&node->done_q);
 	}
+	if (wake)
+		atomic_store_explicit(&node->poked, true, memory_order_relaxed);
+	wake = wake && atomic_load_explicit(&node->sleeping, memory_order_relaxed);
 	pthread_mutex_unlock(&node->lock);
 	if (wake)
 		ulnet__loop_wake(node);
@@ -199,26 +203,53 @@ static void lnd_tick(struct ulnet_node *node, struct ulnet_timer *t, uint64_t no
 	ulnet__timer_arm(node, t, now + LOOP_TICK_NS);
 }
 
+/* Wait for io: sleep in epoll_wait until @timeout, or with busy polling spin on epoll_wait(0) until
+ * @busy_until (node clock of ulnet__now_ns), an API call pokes us, or the timeout. Lock not held. */
+static int loop_wait(struct ulnet_node *node, struct epoll_event *evs, int timeout, uint64_t busy_until)
+{
+	uint64_t now, end;
+	int n;
+
+	if (timeout == 0 || !node->busy_poll_ns || (now = ulnet__now_ns()) >= busy_until)
+		return epoll_wait(node->epfd, evs, LOOP_MAX_EVENTS, timeout);
+	end = timeout < 0 ? busy_until : now + (uint64_t)timeout * 1000000u;
+	if (end > busy_until)
+		end = busy_until;
+	do {
+		n = epoll_wait(node->epfd, evs, LOOP_MAX_EVENTS, 0);
+		if (n != 0 || atomic_load_explicit(&node->poked, memory_order_relaxed))
+			return n;
+		sched_yield(); /* a core shared with the threads we wait for: let them run */
+	} while (ulnet__now_ns() < end);
+	return 0;
+}
+
 static void *loop_main(void *arg)
 {
 	struct ulnet_node *node = arg;
 	struct epoll_event evs[LOOP_MAX_EVENTS];
+	uint64_t busy_until = 0;
 
 	pthread_mutex_lock(&node->lock);
 	while (!node->stopping) {
 		int n, timeout = node->n_cbs || !ulnet_list_empty(&node->done_q) || node->kicked
 					 ? 0 : ulnet__timers_next_ms(node, ulnet__node_now(node), LOOP_MAX_WAIT_MS);
+		bool spin = timeout != 0 && node->busy_poll_ns && ulnet__now_ns() < busy_until;
 
-		if (timeout)
+		atomic_store_explicit(&node->poked, false, memory_order_relaxed);
+		/* a spinning loop needs no eventfd write: a poke ends its spin */
+		if (timeout && !spin)
 			atomic_store_explicit(&node->sleeping, true, memory_order_relaxed);
 		pthread_mutex_unlock(&node->lock);
-		n = epoll_wait(node->epfd, evs, LOOP_MAX_EVENTS, timeout);
+		n = loop_wait(node, evs, timeout, busy_until);
 		atomic_store_explicit(&node->sleeping, false, memory_order_relaxed);
 		pthread_mutex_lock(&node->lock);
 		if (n < 0 && errno != EINTR) {
 			ULNET_LOG(CORE, ERR, "epoll_wait: %s", strerror(errno));
 			n = 0;
 		}
+		if (node->busy_poll_ns && (n > 0 || atomic_load_explicit(&node->poked, memory_order_relaxed)))
+			busy_until = ulnet__now_ns() + node->busy_poll_ns;
 		node->cur_evs = evs;
 		node->cur_nevs = n > 0 ? n : 0;
 		for (int i = 0; i < node->cur_nevs; i++) {

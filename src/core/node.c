@@ -36,6 +36,12 @@ int ulnet_node_open(const struct ulnet_node_opts *opts, ulnet_node **out)
 			  opts->transaction_timeout, ULNET_TXN_TIMEOUT_MAX);
 		rc = -EINVAL;
 	}
+	if (rc == 0 && opts && opts->busy_poll_us > ULNET_BUSY_POLL_US_MAX) {
+		ULNET_LOG(CORE, ERR, "node: busy_poll_us %u > %u (setting busy_poll_us)", opts->busy_poll_us,
+			  ULNET_BUSY_POLL_US_MAX);
+		rc = -EINVAL;
+	}
+	node->busy_poll_ns = opts ? (uint64_t)opts->busy_poll_us * 1000u : 0;
 	node->txn_timeout_ns = (uint64_t)(opts && opts->transaction_timeout ? opts->transaction_timeout
 							      : ULNET_TXN_TIMEOUT_DEFAULT) * 1000000000ull;
 	if (rc) {

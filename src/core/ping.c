@@ -119,7 +119,7 @@ int ulnet_ping(ulnet_node *node, const struct ulnet_process_id *target, int time
 			ulnet_md_unlink(node, mdh);
 			break;
 		}
-		if (ulnet_eq_wait(eq, left ? left : 1, &ev) <= 0)
+		if (ulnet__eq_wait_busy(eq, node->busy_poll_ns, left ? left : 1, &ev) <= 0)
 			continue;
 		unlinked = ev.unlinked;
 		if (ev.type == ULNET_EVENT_SEND && ev.status) {
