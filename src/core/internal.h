@@ -134,8 +134,17 @@ struct ulnet_msg {
 	uint8_t fwd;                 /* forward.c: 0, or the stage of a message being forwarded */
 	struct ulnet_peer *fwd_from; /* forward.c: the peer charged for the router buffer */
 	struct ulnet_event ev;       /* prepared at match/send time, delivered at finalize */
+	unsigned iov_cap;            /* entries of iov_store (the descriptor's size class) */
 	struct iovec iov_store[];    /* v.iov points here */
 };
+
+/* desc_cache.c: free lists of message descriptors */
+#define ULNET_DESC_CLASSES 3
+struct ulnet_desc_cache {
+	void *free[ULNET_DESC_CLASSES];
+	unsigned nfree[ULNET_DESC_CLASSES];
+};
+void ulnet__desc_cache_free(struct ulnet_node *node);
 
 struct ulnet_pending_cb {
 	ulnet_event_handler handler;
@@ -188,6 +197,9 @@ struct ulnet_node {
 	bool completing;             /* inside the completion phase (ulnet__node_completing) */
 	struct ulnet_pending_cb *cbs;
 	size_t n_cbs, cap_cbs;
+	struct ulnet_pending_cb *cbs_spare; /* the other half of the double buffer (run_callbacks) */
+	size_t cap_spare;
+	struct ulnet_desc_cache descs;
 	/* forwarding (forward.c) */
 	bool forwarding;
 	unsigned fwd_bufs_free;

@@ -184,6 +184,11 @@ bool ulnet__node_backlogged(const struct ulnet_node *node);
  * at once: a socket LND may queue and write them together (one writev) on its next io turn. */
 bool ulnet__node_completing(const struct ulnet_node *node);
 
+/* Descriptors an LND allocates per message (tx, NOOP) from the node's free lists, zeroed; give the
+ * same @size back. Lock held. Counted in the node's desc_gets / desc_heap_allocs. */
+void *ulnet__desc_get(struct ulnet_node *node, size_t size);
+void ulnet__desc_put(struct ulnet_node *node, void *p, size_t size);
+
 /* Io watchers on the node's epoll loop. The callback runs on the loop thread with the node lock held.
  * ulnet__io_start may be called again to change @events; ulnet__io_stop is idempotent and must be
  * called before closing the fd. */

@@ -170,20 +170,25 @@ void ulnet__queue_cb(struct ulnet_node *node, ulnet_event_handler h, const struc
 	node->n_cbs++;
 }
 
-/* Called with the lock held; returns with it held. Handlers run unlocked, in queue order. */
+/* Called with the lock held; returns with it held. Handlers run unlocked, in queue order. The queue
+ * is double-buffered: handlers queued meanwhile go to the other array, and neither is freed per turn. */
 static void run_callbacks(struct ulnet_node *node)
 {
 	while (node->n_cbs) {
 		struct ulnet_pending_cb *batch = node->cbs;
-		size_t n = node->n_cbs;
+		size_t n = node->n_cbs, cap = node->cap_cbs;
 
-		node->cbs = NULL;
-		node->n_cbs = node->cap_cbs = 0;
+		node->cbs = node->cbs_spare;
+		node->cap_cbs = node->cap_spare;
+		node->n_cbs = 0;
+		node->cbs_spare = NULL;
+		node->cap_spare = 0;
 		pthread_mutex_unlock(&node->lock);
 		for (size_t i = 0; i < n; i++)
 			batch[i].handler(&batch[i].ev);
-		free(batch);
 		pthread_mutex_lock(&node->lock);
+		node->cbs_spare = batch;
+		node->cap_spare = cap;
 	}
 }
 

@@ -141,6 +141,8 @@ void ulnet_node_close(ulnet_node *node)
 	pthread_mutex_unlock(&node->lock);
 	/* handlers queued by the shutdown itself are not run: the node is gone */
 	free(node->cbs);
+	free(node->cbs_spare);
+	ulnet__desc_cache_free(node);
 	free(node->timers);
 	close(node->epfd);
 	close(node->wakefd);

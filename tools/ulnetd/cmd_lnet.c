@@ -287,13 +287,16 @@ static int cmd_ping(struct ulnetd *d, int argc, char **argv, struct ulnetd_out *
 
 static int cmd_stats_show(struct ulnetd *d, int argc, char **argv, struct ulnetd_out *out)
 {
-	bool json = false;
-	const struct ulnetd_opt opts[] = { { "--json", NULL, ULNETD_OPT_FLAG, 0, 0, &json } };
+	bool json = false, verbose = false;
+	const struct ulnetd_opt opts[] = {
+		{ "--json", NULL, ULNETD_OPT_FLAG, 0, 0, &json },
+		{ "--verbose", "-v", ULNETD_OPT_FLAG, 0, 0, &verbose },
+	};
 	struct ulnet_stats st;
 	struct ulnetd_emit e;
 	int npos, rc;
 
-	if ((rc = ulnetd_parse_args(out, "stats show", argc, argv, opts, 1, NULL, 0, &npos)))
+	if ((rc = ulnetd_parse_args(out, "stats show", argc, argv, opts, 2, NULL, 0, &npos)))
 		return rc;
 	memset(&st, 0, sizeof(st));
 	ulnet_stats_get(d->node, &st);
@@ -313,6 +316,11 @@ static int cmd_stats_show(struct ulnetd *d, int argc, char **argv, struct ulnetd
 	ulnetd_emit_uint(&e, "drop_length", st.drop_length);
 	ulnetd_emit_uint(&e, "tx_queue_full", st.tx_queue_full);
 	ulnetd_emit_uint(&e, "tx_timeouts", st.tx_timeouts);
+	if (verbose) {
+		/* descriptors handed out vs taken from the heap: flat in steady state (free lists) */
+		ulnetd_emit_uint(&e, "desc_gets", st.desc_gets);
+		ulnetd_emit_uint(&e, "desc_heap_allocs", st.desc_heap_allocs);
+	}
 	ulnetd_emit_end(&e);
 	ulnetd_emit_end(&e);
 	return 0;
@@ -392,7 +400,7 @@ static const struct ulnetd_cmd lnet_cmds[] = {
 	{ "net show", "[-v] [--net NET] [--json]", "show the local NIs", cmd_net_show },
 	{ "export", "[--json]", "print the running configuration (input for ulnetd -c)", cmd_export },
 	{ "ping", "[PID-]NID [--count N] [--timeout MS] [--json]", "ping a NID and list its NIDs", cmd_ping },
-	{ "stats show", "[--json]", "show the node's message counters", cmd_stats_show },
+	{ "stats show", "[-v] [--json]", "show the node's message counters (-v: descriptor free lists)", cmd_stats_show },
 	{ "peer show", "[-v] [--nid NID] [--json]", "show the peers", cmd_peer_show },
 };
 

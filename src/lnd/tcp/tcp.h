@@ -336,6 +336,7 @@ struct tcplnd_tx {
 	unsigned iov_first, niov;       /* unsent window of iov[] */
 	const struct iovec *piov;       /* the message's payload fragments (borrowed) */
 	unsigned npiov;
+	unsigned iov_cap;               /* entries of iov[] (its free-list size class) */
 	struct iovec iov[];             /* [0] header, then payload */
 };
 
@@ -419,6 +420,9 @@ struct tcplnd_net {
 };
 
 /* tcp_conn.c */
+/* A zeroed tx with room for @niov iovecs, from the node's descriptor free lists; NULL on no memory. */
+struct tcplnd_tx *tcplnd_tx_new(struct tcplnd_net *net, unsigned niov);
+void tcplnd_tx_free(struct tcplnd_net *net, struct tcplnd_tx *tx);
 struct tcplnd_conn *tcplnd_conn_new(struct tcplnd_net *net, int fd, bool passive);
 /* Active: open a socket to @peer for @ctype. 0 or -errno (nothing left behind). */
 int tcplnd_conn_connect(struct tcplnd_peer *peer, int ctype);

@@ -198,7 +198,7 @@ void tcplnd_conn_close(struct tcplnd_conn *conn, int rc, const char *why)
 		ulnet_list_del(p);
 		if (tx->msg)
 			ulnet__finalize(tx->msg, rc);
-		free(tx);
+		tcplnd_tx_free(conn->net, tx);
 	}
 }
 
@@ -367,6 +367,25 @@ static void conn_hello_rx(struct tcplnd_conn *conn)
 
 /* ---- tx ---- */
 
+static size_t tx_size(unsigned niov)
+{
+	return sizeof(struct tcplnd_tx) + (size_t)niov * sizeof(struct iovec);
+}
+
+struct tcplnd_tx *tcplnd_tx_new(struct tcplnd_net *net, unsigned niov)
+{
+	struct tcplnd_tx *tx = ulnet__desc_get(net->node, tx_size(niov));
+
+	if (tx)
+		tx->iov_cap = niov;
+	return tx;
+}
+
+void tcplnd_tx_free(struct tcplnd_net *net, struct tcplnd_tx *tx)
+{
+	ulnet__desc_put(net->node, tx, tx_size(tx->iov_cap));
+}
+
 /* Prepare @tx for this conn's protocol: the header it carries and its iovec window. */
 static int tx_prep(struct tcplnd_conn *conn, struct tcplnd_tx *tx)
 {
@@ -450,7 +469,7 @@ static bool conn_enqueue(struct tcplnd_conn *conn, struct tcplnd_tx *tx)
 		ULNET_LOG(TCP, ERR, "%s: a NID of the message does not fit protocol V%u (dest %s); dropping it",
 			  conn->name, conn->proto, ulnet_nid_format(&ulnet__msg_view(tx->msg)->hdr.dest_nid, n, sizeof(n)));
 		ulnet__finalize(tx->msg, -EPROTO);
-		free(tx);
+		tcplnd_tx_free(conn->net, tx);
 		return false;
 	}
 	if (ulnet_list_empty(&conn->txq))
@@ -463,7 +482,7 @@ static bool conn_enqueue(struct tcplnd_conn *conn, struct tcplnd_tx *tx)
 /* A NOOP carrying ZC-ACK cookies; {0, 0} is the carrier that takes them when it goes out. */
 static struct tcplnd_tx *noop_tx_new(struct tcplnd_conn *conn, uint64_t c0, uint64_t c1)
 {
-	struct tcplnd_tx *tx = calloc(1, sizeof(*tx) + sizeof(struct iovec));
+	struct tcplnd_tx *tx = tcplnd_tx_new(conn->net, 1);
 
 	if (!tx) {
 		ULNET_LOG(TCP, ERR, "%s: no memory for a NOOP", conn->name);
@@ -548,7 +567,7 @@ static void conn_flush(struct tcplnd_conn *conn)
 			} else if (tx->carrier) {
 				conn->noop_queued = false;
 			}
-			free(tx);
+			tcplnd_tx_free(conn->net, tx);
 		}
 		if (conn->state == TCPLND_CONN_UP && conn->proto != TCPLND_PROTO_V1 && conn->zcacks.n &&
 		    !conn->noop_queued) {
@@ -567,7 +586,7 @@ static void conn_flush(struct tcplnd_conn *conn)
 
 void tcplnd_conn_queue_hello(struct tcplnd_conn *conn, const struct tcplnd_hello *h)
 {
-	struct tcplnd_tx *tx = calloc(1, sizeof(*tx) + sizeof(struct iovec));
+	struct tcplnd_tx *tx = tcplnd_tx_new(conn->net, 1);
 	int n;
 
 	if (!tx) {
@@ -576,7 +595,7 @@ void tcplnd_conn_queue_hello(struct tcplnd_conn *conn, const struct tcplnd_hello
 	}
 	n = tcplnd_hello_pack(h, tx->hdr, sizeof(tx->hdr));
 	if (n < 0) {
-		free(tx);
+		tcplnd_tx_free(conn->net, tx);
 		tcplnd_conn_close(conn, -EPROTO, "cannot encode our HELLO reply");
 		return;
 	}

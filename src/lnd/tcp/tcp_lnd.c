@@ -163,7 +163,7 @@ static void peer_fail_txq(struct tcplnd_peer *peer, int rc)
 
 		ulnet_list_del(p);
 		ulnet__finalize(tx->msg, rc);
-		free(tx);
+		tcplnd_tx_free(peer->net, tx);
 	}
 }
 
@@ -615,7 +615,7 @@ static int tcplnd_send(struct ulnet_ni *ni, void *rx_priv, struct ulnet_msg *msg
 		return -ENOMEM;
 	if (peer->userflag && ulnet_list_empty(&peer->conns))
 		return -EHOSTUNREACH; /* a user-space peer can only be reached while it is connected */
-	tx = calloc(1, sizeof(*tx) + (v->niov + 1) * sizeof(struct iovec));
+	tx = tcplnd_tx_new(net, v->niov + 1);
 	if (!tx)
 		return -ENOMEM;
 	tx->msg = msg;
@@ -634,7 +634,7 @@ static int tcplnd_send(struct ulnet_ni *ni, void *rx_priv, struct ulnet_msg *msg
 		if (ulnet__now_ns() < peer->retry_at && ulnet_list_empty(&peer->conns)) {
 			/* still backing off after a failure: fail at once, as a down peer would */
 			ulnet_list_del(&tx->link);
-			free(tx);
+			tcplnd_tx_free(peer->net, tx);
 			return peer->last_error ? peer->last_error : -EHOSTUNREACH;
 		}
 		peer_launch(peer);
@@ -698,7 +698,7 @@ static void peer_tick(struct tcplnd_peer *peer, uint64_t now)
 
 			ulnet_list_del(p);
 			ulnet__finalize(tx->msg, -ETIMEDOUT);
-			free(tx);
+			tcplnd_tx_free(peer->net, tx);
 		}
 	}
 	if (!ulnet_list_empty(&peer->txq) && !peer_connecting(peer))
