@@ -21,6 +21,7 @@
 
 #define ULNET_HANDLE_BUCKETS 1024
 #define ULNET_PEER_BUCKETS 256
+#define ULNET_MATCH_BUCKETS 4096 /* power of two */
 /* A peer's credit queue: 4096 messages (about 2 MiB of message state) or 64 MiB of payload. A peer
  * that asks for more (GETs it never reads the replies of) gets -ENOBUFS, not our memory. */
 #define ULNET_PEER_QUEUE_MSGS_DEFAULT 4096u
@@ -66,7 +67,9 @@ struct ulnet_libmd {
 struct ulnet_me {
 	uint64_t cookie;
 	struct ulnet_list hash_link;
-	struct ulnet_list ptl_link;
+	struct ulnet_list ptl_link;  /* the portal's list, in order (teardown) */
+	struct ulnet_list match_link; /* its match-table chain (ignore_bits 0) or the portal's wildcards */
+	int64_t seq;                 /* position in the portal: lower matches first (match.c) */
 	uint32_t portal;
 	struct ulnet_process_id match_id;
 	uint64_t match_bits, ignore_bits;
@@ -159,6 +162,10 @@ struct ulnet_node {
 	uint64_t next_cookie;
 	struct ulnet_list handles[ULNET_HANDLE_BUCKETS];
 	struct ulnet_list portals[ULNET_MAX_PORTALS];
+	/* match.c: MEs without ignore bits hashed on (portal, match bits); the others per portal */
+	struct ulnet_list match_hash[ULNET_MATCH_BUCKETS];
+	struct ulnet_list portal_wild[ULNET_MAX_PORTALS];
+	int64_t me_head_seq, me_tail_seq;
 	struct ulnet_list nis;
 	struct ulnet_ni *lo_ni;
 	struct ulnet_list peers[ULNET_PEER_BUCKETS];
@@ -223,7 +230,12 @@ struct ulnet_match {
 	uint32_t offset, mlength;
 };
 enum ulnet_match_rc { ULNET_MATCH_NONE, ULNET_MATCH_OK, ULNET_MATCH_DROP };
+/* match.c: LNet's matching, in portal order, through a hash on unique match bits */
 enum ulnet_match_rc ulnet__match_md(struct ulnet_node *node, struct ulnet_match *m);
+void ulnet__match_init(struct ulnet_node *node);
+/* Put @me on its portal (before or after every ME there) / take it off. */
+void ulnet__me_hook(struct ulnet_node *node, struct ulnet_me *me, enum ulnet_ins_pos pos);
+void ulnet__me_unhook(struct ulnet_me *me);
 int ulnet__md_create(struct ulnet_node *node, const struct ulnet_md *umd, struct ulnet_libmd **out);
 /* One operation uses @md: take a reference and consume the threshold. */
 void ulnet__md_use(struct ulnet_libmd *md);

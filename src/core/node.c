@@ -57,6 +57,7 @@ int ulnet_node_open(const struct ulnet_node_opts *opts, ulnet_node **out)
 		ulnet_list_init(&node->handles[i]);
 	for (unsigned i = 0; i < ULNET_MAX_PORTALS; i++)
 		ulnet_list_init(&node->portals[i]);
+	ulnet__match_init(node);
 	for (unsigned i = 0; i < ULNET_PEER_BUCKETS; i++)
 		ulnet_list_init(&node->peers[i]);
 	ulnet_list_init(&node->nis);
