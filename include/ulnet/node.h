@@ -151,6 +151,31 @@ struct ulnet_peer_limits {
  * -ENOENT the LND has no state for it (not connected yet). */
 ULNET_EXPORT int ulnet_peer_limits_get(ulnet_node *node, const struct ulnet_nid *nid, struct ulnet_peer_limits *out);
 
+/* RDMA data-path counters of one peer (o2ib), by transfer size bucket: bucket k holds transfers of
+ * at most ulnet_rdma_bucket_max[k] bytes (the last takes everything larger). */
+#define ULNET_RDMA_BUCKETS 4
+ULNET_EXPORT extern const uint32_t ulnet_rdma_bucket_max[ULNET_RDMA_BUCKETS];
+struct ulnet_rdma_bucket {
+	uint64_t transfers;     /* transfers we wrote into the peer's memory (source side) */
+	uint64_t wrs;           /* RDMA WRITE work requests they took */
+	uint64_t sges;          /* SGEs in those work requests */
+	uint32_t max_wrs;       /* most WRs one transfer took */
+	uint64_t sinks;         /* sinks we described to the peer (PUT_ACK, GET_REQ) */
+	uint64_t sink_frags;    /* fragments in those descriptors */
+	uint64_t bounces;       /* transfers copied through a bounce buffer (either side) */
+	uint64_t registrations; /* memory regions registered for them (either side) */
+};
+struct ulnet_peer_rdma_stats {
+	uint64_t renegotiations; /* connection attempts retried with the peer's smaller max_frags/queue depth */
+	uint64_t post_rejects;   /* posts the provider refused (each closes the connection) */
+	uint64_t window_waits;   /* times a transfer's next window found the send queue too full */
+	struct ulnet_rdma_bucket bucket[ULNET_RDMA_BUCKETS];
+};
+/* The RDMA counters of peer @nid. 0; -EHOSTUNREACH no NI reaches it; -EOPNOTSUPP its LND has none;
+ * -ENOENT the LND has no state for it. */
+ULNET_EXPORT int ulnet_peer_rdma_stats_get(ulnet_node *node, const struct ulnet_nid *nid,
+					   struct ulnet_peer_rdma_stats *out);
+
 /* Logging: one line per call to the sink (default: stderr). @level: 0 error, 1 warning, 2 info,
  * 3 debug. Thread-safe. The sink is called with no ulnet lock held, possibly from several threads at
  * once; a sink replaced by ulnet_log_set may still finish lines it was handed just before. */

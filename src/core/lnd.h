@@ -119,6 +119,8 @@ struct ulnet_lnd_ops {
 	void (*lnd_md_unlinked)(struct ulnet_ni *ni, const struct ulnet_lnd_md *md, void *reg);
 	/* Optional: the negotiated limits of peer @nid. 0, -ENOENT (no state for it). */
 	int (*lnd_query_peer)(struct ulnet_ni *ni, const struct ulnet_nid *nid, struct ulnet_peer_limits *out);
+	/* Optional: the RDMA data-path counters of peer @nid. 0, -ENOENT (no state for it). */
+	int (*lnd_peer_rdma_stats)(struct ulnet_ni *ni, const struct ulnet_nid *nid, struct ulnet_peer_rdma_stats *out);
 };
 
 /* Make an LND that is not built into the library (a test LND, an out-of-tree one) available by its

@@ -326,6 +326,43 @@ static int cmd_stats_show(struct ulnetd *d, int argc, char **argv, struct ulnetd
 	return 0;
 }
 
+/* The o2ib data path with this peer: per size bucket, what transfers cost (WRs, SGEs, bounces,
+ * registrations), and the ratios a reader wants (WRs per transfer, SGEs per WR). */
+static void emit_ratio(struct ulnetd_emit *e, const char *key, uint64_t num, uint64_t den)
+{
+	char v[32];
+
+	snprintf(v, sizeof(v), "%.2f", den ? (double)num / (double)den : 0.0);
+	ulnetd_emit_raw(e, key, v);
+}
+
+static void emit_rdma_stats(struct ulnetd_emit *e, const struct ulnet_peer_rdma_stats *rs)
+{
+	ulnetd_emit_map(e, "rdma");
+	ulnetd_emit_uint(e, "renegotiations", rs->renegotiations);
+	ulnetd_emit_uint(e, "post_rejects", rs->post_rejects);
+	ulnetd_emit_uint(e, "window_waits", rs->window_waits);
+	ulnetd_emit_list(e, "buckets");
+	for (unsigned k = 0; k < ULNET_RDMA_BUCKETS; k++) {
+		const struct ulnet_rdma_bucket *b = &rs->bucket[k];
+
+		ulnetd_emit_map(e, NULL);
+		ulnetd_emit_uint(e, "max_bytes", ulnet_rdma_bucket_max[k]);
+		ulnetd_emit_uint(e, "transfers", b->transfers);
+		ulnetd_emit_uint(e, "wrs", b->wrs);
+		emit_ratio(e, "wrs_per_transfer", b->wrs, b->transfers);
+		ulnetd_emit_uint(e, "max_wrs", b->max_wrs);
+		emit_ratio(e, "sges_per_wr", b->sges, b->wrs);
+		ulnetd_emit_uint(e, "sinks", b->sinks);
+		emit_ratio(e, "frags_per_sink", b->sink_frags, b->sinks);
+		ulnetd_emit_uint(e, "bounces", b->bounces);
+		ulnetd_emit_uint(e, "registrations", b->registrations);
+		ulnetd_emit_end(e);
+	}
+	ulnetd_emit_end(e);
+	ulnetd_emit_end(e);
+}
+
 static int cmd_peer_show(struct ulnetd *d, int argc, char **argv, struct ulnetd_out *out)
 {
 	bool json = false, verbose = false;
@@ -353,6 +390,7 @@ static int cmd_peer_show(struct ulnetd *d, int argc, char **argv, struct ulnetd_
 	for (unsigned i = 0;; i++) {
 		struct ulnet_peer_info p;
 		struct ulnet_peer_limits lim;
+		struct ulnet_peer_rdma_stats rs;
 		char nid[ULNET_NID_STRLEN];
 
 		memset(&p, 0, sizeof(p));
@@ -386,6 +424,8 @@ static int cmd_peer_show(struct ulnetd *d, int argc, char **argv, struct ulnetd_
 				ulnetd_emit_uint(&e, "max_msg_size", lim.max_msg_size);
 				ulnetd_emit_end(&e);
 			}
+			if (ulnet_peer_rdma_stats_get(d->node, &p.nid, &rs) == 0)
+				emit_rdma_stats(&e, &rs);
 		}
 		ulnetd_emit_end(&e);
 		ulnetd_emit_end(&e);

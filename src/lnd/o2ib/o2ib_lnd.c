@@ -37,19 +37,22 @@ static const struct ulnet_tunable o2ib_tunables[] = {
 	I("map_on_demand", 0, 257, 1, "0: describe RDMA buffers page by page; N: one region above N fragments"),
 	I("timeout", 1, 3600, 50, "seconds before a message or a connection attempt fails"),
 	I("keepalive", 0, 3600, 100, "seconds of silence before a keepalive NOOP (0: off)"),
+	I("max_frags", 1, 257, 257, "RDMA fragments per transfer proposed and accepted (a peer asking more is "
+				    "rejected with RDMA_FRAGS and retries with this)"),
 	DEV("max_send_sge"), DEV("max_recv_sge"), DEV("max_qp_wr"), DEV("max_qp"), DEV("max_mr"),
 	DEV("max_mr_size"), DEV("max_msg_sz"), DEV("page_size"),
 };
 #undef DEV
 #undef I
 #define N_TUNABLES (sizeof(o2ib_tunables) / sizeof(o2ib_tunables[0]))
-#define N_PLAIN_TUNABLES 8u /* the device.* keys follow */
+#define N_PLAIN_TUNABLES 9u /* the device.* keys follow */
 
 static const size_t tunable_off[N_PLAIN_TUNABLES] = {
 	offsetof(struct o2ib_tun, provider), offsetof(struct o2ib_tun, port),
 	offsetof(struct o2ib_tun, peer_credits), offsetof(struct o2ib_tun, peer_credits_hiw),
 	offsetof(struct o2ib_tun, concurrent_sends), offsetof(struct o2ib_tun, map_on_demand),
 	offsetof(struct o2ib_tun, timeout), offsetof(struct o2ib_tun, keepalive),
+	offsetof(struct o2ib_tun, max_frags),
 };
 
 static int tunables_load(struct o2ib_net *net, struct ulnet_ni *ni)
@@ -111,7 +114,8 @@ const char *o2ib_nid_str(const struct ulnet_nid *nid, char *buf, size_t len)
 void o2ib_tx_done(struct o2ib_net *net, struct o2ib_tx *tx, int status)
 {
 	if (tx->mr_ok && net->dev)
-		net->fab->dereg_mr(net->dev, &tx->mr);
+		net->fab->dereg_mr(net->dev, &tx->mr); /* a sink's key dies with its transfer */
+	o2ib_tx_release(net, tx);
 	if (tx->lntmsg)
 		ulnet__finalize(tx->lntmsg, status);
 	if (tx->lntmsg2)
@@ -169,6 +173,7 @@ static int o2iblnd_startup(struct ulnet_ni *ni)
 		ulnet_list_init(&net->peers[i]);
 	ulnet_list_init(&net->pending);
 	ulnet_list_init(&net->zombies);
+	ulnet_list_init(&net->bounces);
 	if ((rc = tunables_load(net, ni)) || (rc = limits_load(ni, &lim)))
 		return rc;
 	if (!ulnet_nid_is_nid4(nid) || nid->size) {
@@ -212,7 +217,7 @@ static int o2iblnd_startup(struct ulnet_ni *ni)
 		net->me.tun.peer_credits = O2IB_CREDITS_MIN;
 	if (net->me.tun.peer_credits > O2IB_CREDITS_MAX)
 		net->me.tun.peer_credits = O2IB_CREDITS_MAX;
-	net->me.tun.max_frags = O2IB_MAX_RDMA_FRAGS;
+	net->me.tun.max_frags = (uint16_t)net->tun.max_frags;
 	net->me.tun.max_qp_wr = net->fab->dev_limits(net->dev)->max_qp_wr;
 	ULNET_LOG(O2IB, INFO, "%s: %s provider, port %d, queue depth %u", o2ib_nid_str(nid, ns, sizeof(ns)),
 		  net->fab->name, net->tun.port, net->me.tun.peer_credits);
@@ -260,6 +265,7 @@ static void o2iblnd_shutdown(struct ulnet_ni *ni)
 			free(peer);
 		}
 	o2ib_reap_zombies(net); /* with shutting_down set, frees every closed conn */
+	o2ib_bounce_pool_free(net);
 	net->fab->dev_close(net->dev);
 	net->dev = NULL;
 }
@@ -373,6 +379,17 @@ static int o2iblnd_query_peer(struct ulnet_ni *ni, const struct ulnet_nid *nid, 
 	return 0;
 }
 
+static int o2iblnd_peer_rdma_stats(struct ulnet_ni *ni, const struct ulnet_nid *nid,
+				   struct ulnet_peer_rdma_stats *out)
+{
+	struct o2ib_peer *peer = o2ib_peer_find(net_of(ni), nid, false);
+
+	if (!peer)
+		return -ENOENT;
+	*out = peer->stats;
+	return 0;
+}
+
 const struct ulnet_lnd_ops ulnet__o2iblnd_ops = {
 	.lnd_type = ULNET_LND_O2IB,
 	.lnd_name = "o2ib",
@@ -385,5 +402,6 @@ const struct ulnet_lnd_ops ulnet__o2iblnd_ops = {
 	.lnd_tunables = o2ib_tunables,
 	.lnd_n_tunables = N_TUNABLES,
 	.lnd_query_peer = o2iblnd_query_peer,
+	.lnd_peer_rdma_stats = o2iblnd_peer_rdma_stats,
 	.lnd_md_unlinked = o2ib_md_unlinked,
 };
