@@ -146,6 +146,7 @@ static void test_version_1(void **state)
 	assert_int_equal(x.retry, O2IB_RETRY_NOW);
 	assert_int_equal(act.version, O2IB_MSG_VERSION_1);
 	assert_int_equal(act.queue_depth, 8);
+	assert_int_equal(act.max_frags, 256); /* what a V1 peer insists on */
 	/* FATAL from a V2 peer is final */
 	o2ib_active_init(&a, NID_P, 0, 0, &act);
 	n = hex_decode("91 1b e9 0b 12 00 03", buf, sizeof(buf));
@@ -172,8 +173,8 @@ static void test_reject_reasons(void **state)
 		{ O2IB_REJECT_CONN_RACE, 0x12, true, 8, 257, O2IB_RETRY_LATER, 0, 0x12, 32, 257, 0 },
 		{ O2IB_REJECT_NO_RESOURCES, 0x12, true, 8, 257, O2IB_GIVE_UP, -ENOMEM, 0x12, 32, 257, 0 },
 		{ O2IB_REJECT_FATAL, 0x12, true, 8, 257, O2IB_GIVE_UP, -ECONNREFUSED, 0x12, 32, 257, 0 },
-		{ O2IB_REJECT_FATAL, 0x11, false, 0, 0, O2IB_RETRY_NOW, 0, 0x11, 8, 257, 0 },
-		{ O2IB_REJECT_CONN_UNCOMPAT, 0x11, false, 0, 0, O2IB_RETRY_NOW, 0, 0x11, 8, 257, 0 },
+		{ O2IB_REJECT_FATAL, 0x11, false, 0, 0, O2IB_RETRY_NOW, 0, 0x11, 8, 256, 0 },
+		{ O2IB_REJECT_CONN_UNCOMPAT, 0x11, false, 0, 0, O2IB_RETRY_NOW, 0, 0x11, 8, 256, 0 },
 		{ O2IB_REJECT_CONN_UNCOMPAT, 0x12, true, 8, 257, O2IB_GIVE_UP, -EPROTO, 0x12, 32, 257, 0 },
 		{ O2IB_REJECT_CONN_STALE, 0x12, true, 32, 257, O2IB_RETRY_NOW, 0, 0x12, 32, 257, 0x77 },
 		{ O2IB_REJECT_RDMA_FRAGS, 0x12, true, 32, 16, O2IB_RETRY_NOW, 0, 0x12, 32, 16, 0 },

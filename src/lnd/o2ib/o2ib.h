@@ -59,6 +59,7 @@ struct o2ib_peer {
 	uint16_t last_version;      /* 0 = never connected */
 	uint64_t last_stamp;        /* the peer's incarnation as last seen */
 	uint32_t races;             /* CONN_RACE rejects we sent it */
+	uint32_t accepting;         /* its passive conns waiting for ESTABLISHED: no active connect meanwhile */
 	uint64_t retry_at_ns;       /* RETRY_LATER: reconnect after this */
 	struct ulnet_peer_limits limits; /* negotiated, for lnd_query_peer */
 	bool have_limits;

@@ -179,8 +179,10 @@ void o2ib_conn_close(struct o2ib_conn *conn, int status, const char *why)
 
 	if (conn->state == O2IB_CONN_CLOSING)
 		return;
-	if (conn->state == O2IB_CONN_PASSIVE_WAIT)
+	if (conn->state == O2IB_CONN_PASSIVE_WAIT) {
 		ulnet_list_del(&conn->link);
+		conn->peer->accepting--;
+	}
 	if (why)
 		ULNET_LOG(O2IB, ERR, "%s: closing the connection (%s): %s", peer_str(conn, ns, sizeof(ns)),
 			  strerror(-status), why);
@@ -468,7 +470,8 @@ void o2ib_peer_queue(struct o2ib_peer *peer, struct o2ib_tx *tx)
 		return;
 	}
 	ulnet_list_add_tail(&tx->link, &peer->txq);
-	if (!peer->conn && ulnet__now_ns() >= peer->retry_at_ns)
+	/* a passive conn on its way up takes the queue (kernel: ibp_accepting) */
+	if (!peer->conn && !peer->accepting && ulnet__now_ns() >= peer->retry_at_ns)
 		o2ib_connect(peer); /* a failure fails peer->txq, this tx included */
 }
 
@@ -673,8 +676,10 @@ static void conn_established(struct o2ib_conn *conn)
 {
 	struct o2ib_peer *peer = conn->peer;
 
-	if (conn->state == O2IB_CONN_PASSIVE_WAIT)
+	if (conn->state == O2IB_CONN_PASSIVE_WAIT) {
 		ulnet_list_del(&conn->link);
+		peer->accepting--;
+	}
 	conn->state = O2IB_CONN_ESTABLISHED;
 	conn->credits = conn->reserved_credits = conn->queue_depth;
 	peer->last_version = conn->version;
@@ -787,6 +792,7 @@ static void on_connect_request(struct o2ib_net *net, const struct fab_cm_event *
 		return;
 	}
 	conn->state = O2IB_CONN_PASSIVE_WAIT;
+	peer->accepting++;
 	ulnet_list_add_tail(&conn->link, &net->pending); /* becomes the peer's conn at ESTABLISHED */
 }
 

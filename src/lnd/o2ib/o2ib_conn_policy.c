@@ -135,6 +135,15 @@ int o2ib_passive_describe(const struct o2ib_passive_decision *d, char *buf, size
 
 /* ---- active ---- */
 
+/* V1 (0x11) peers accept only their fixed values: depth 8 and 256 fragments (LNET_MAX_IOV then). */
+static void active_v1(struct o2ib_active *a)
+{
+	if (a->queue_depth > O2IB_QUEUE_DEPTH_V1)
+		a->queue_depth = O2IB_QUEUE_DEPTH_V1;
+	if (a->max_frags > O2IB_MAX_FRAGS_V1)
+		a->max_frags = O2IB_MAX_FRAGS_V1;
+}
+
 void o2ib_active_init(const struct o2ib_local *me, uint64_t peer_nid, uint16_t last_version, uint64_t known_stamp,
 		      struct o2ib_active *a)
 {
@@ -142,7 +151,9 @@ void o2ib_active_init(const struct o2ib_local *me, uint64_t peer_nid, uint16_t l
 	a->peer_nid = peer_nid;
 	a->version = last_version == O2IB_MSG_VERSION_1 ? O2IB_MSG_VERSION_1 : O2IB_MSG_VERSION_2;
 	a->max_frags = me->tun.max_frags;
-	a->queue_depth = a->version == O2IB_MSG_VERSION_1 ? O2IB_QUEUE_DEPTH_V1 : me->tun.peer_credits;
+	a->queue_depth = me->tun.peer_credits;
+	if (a->version == O2IB_MSG_VERSION_1)
+		active_v1(a);
 	a->peer_stamp = known_stamp;
 }
 
@@ -231,8 +242,8 @@ void o2ib_active_on_reject(const uint8_t *priv, size_t len, struct o2ib_active *
 		if ((r.version != O2IB_MSG_VERSION_1 && r.version != O2IB_MSG_VERSION_2) || r.version == a->version)
 			return act(x, O2IB_GIVE_UP, -EPROTO, "peer's version is incompatible and offers no other");
 		a->version = r.version;
-		if (a->version == O2IB_MSG_VERSION_1 && a->queue_depth > O2IB_QUEUE_DEPTH_V1)
-			a->queue_depth = O2IB_QUEUE_DEPTH_V1;
+		if (a->version == O2IB_MSG_VERSION_1)
+			active_v1(a);
 		return act(x, O2IB_RETRY_NOW, 0, "reconnecting in the peer's version");
 	case O2IB_REJECT_CONN_STALE:
 		a->peer_stamp = r.has_cp ? r.incarnation : 0;

@@ -355,7 +355,7 @@ static void o2iblnd_tick(struct ulnet_ni *ni, uint64_t now_ns)
 					  net->tun.timeout);
 				fail_txq(net, &peer->txq, -ETIMEDOUT);
 				ulnet__peer_down(ni, &peer->nid, -ETIMEDOUT);
-			} else if (now_ns >= peer->retry_at_ns) {
+			} else if (now_ns >= peer->retry_at_ns && !peer->accepting) {
 				o2ib_connect(peer);
 			}
 		}
