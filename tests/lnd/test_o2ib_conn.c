@@ -78,6 +78,7 @@ static ulnet_node *node_up(const char *nid, const char *peer_credits)
 	ulnet_node *n;
 
 	ulnet_log_set(count_sink, getenv("ULNET_TEST_LOG") ? 3 : 0);
+	ulnet_log_set_rate(0, 0); /* every line counts: no rate limit */
 	assert_int_equal(ulnet_node_open(&opts, &n), 0);
 	assert_int_equal(ulnet_ni_add(n, &conf), 0);
 	return n;
