@@ -16,7 +16,7 @@
 
 #define RAW_NRX 64u    /* receive buffers (the node never has more than the negotiated depth in flight) */
 #define RAW_NTX 16u    /* send buffers, used round robin */
-#define RAW_MSGQ 512u  /* received messages kept until the test reads them */
+#define RAW_MSGQ 128u  /* received messages kept until the test reads them */
 #define RAW_EVQ 16u
 
 struct raw_rx {

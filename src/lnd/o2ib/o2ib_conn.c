@@ -34,6 +34,7 @@ static struct o2ib_conn *conn_alloc(struct o2ib_net *net, struct o2ib_peer *peer
 		return NULL;
 	conn->net = net;
 	conn->peer = peer;
+	peer->nconns++;
 	ulnet_list_init(&conn->txq);
 	ulnet_list_init(&conn->txq_nocred);
 	ulnet_list_init(&conn->waitq);
@@ -106,6 +107,8 @@ static void conn_free(struct o2ib_conn *conn)
 {
 	const struct fab_provider_ops *f = fab_of(conn);
 
+	if (conn->peer)
+		conn->peer->nconns--;
 	if (conn->rx_mr_ok)
 		f->dereg_mr(conn->net->dev, &conn->rx_mr);
 	if (conn->tx_mr_ok)
@@ -228,7 +231,7 @@ static int connect_attempt(struct o2ib_peer *peer)
 	if (!conn)
 		return -ENOMEM;
 	if ((rc = f->create_id(net->dev, conn, &conn->id))) {
-		free(conn);
+		conn_free(conn);
 		return rc;
 	}
 	if ((rc = conn_setup_qp(conn, peer->act.queue_depth)))
@@ -873,8 +876,10 @@ static void on_event(struct o2ib_net *net, const struct fab_cm_event *ev)
 		}
 		break;
 	case FAB_CM_DISCONNECTED:
-		if (conn->state != O2IB_CONN_CLOSING)
-			o2ib_conn_close(conn, -ECONNRESET, "the peer disconnected");
+		if (conn->state != O2IB_CONN_CLOSING) { /* a peer leaving is no error (kernel: D_NET) */
+			ULNET_LOG(O2IB, INFO, "%s: the peer disconnected", peer_str(conn, ns, sizeof(ns)));
+			o2ib_conn_close(conn, -ECONNRESET, NULL);
+		}
 		conn_destroy_id(conn);
 		break;
 	default:
