@@ -20,18 +20,20 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <cmocka.h>
 #include "o2ib_raw_peer.h"
+#include "lnd/o2ib/o2ib_conn_policy.h"
 
 #define NODE_IP "127.135.0.1"
 #define NODE_NID NODE_IP "@o2ib"
 #define RAW_IP "127.135.0.9"
 #define PORTAL 9
 
-/* O2IB error lines that name one peer (its NID in either form the LND prints): lines about a peer
- * of an earlier case may still come in while the next case runs. */
+/* O2IB error lines that name one peer: lines about a peer of an earlier case may still come in while
+ * the next case runs. */
 static pthread_mutex_t sink_lock = PTHREAD_MUTEX_INITIALIZER;
-static char about[2][64];
+static char about[64];
 static int o2ib_errors;
 
 static void count_sink(int level, const char *subsys, const char *line)
@@ -39,21 +41,19 @@ static void count_sink(int level, const char *subsys, const char *line)
 	if (getenv("ULNET_TEST_LOG"))
 		fprintf(stderr, "%d %s: %s\n", level, subsys, line);
 	pthread_mutex_lock(&sink_lock);
-	if (level == 0 && !strcmp(subsys, "O2IB") && about[0][0] &&
-	    (strstr(line, about[0]) || strstr(line, about[1])))
+	if (level == 0 && !strcmp(subsys, "O2IB") && about[0] && strstr(line, about))
 		o2ib_errors++;
 	pthread_mutex_unlock(&sink_lock);
 }
 
-/* Start counting the error lines about @nid4; returns the count so far (0). */
+/* Start counting the error lines about @nid4 from 0. */
 static void errors_about(uint64_t nid4)
 {
 	struct ulnet_nid nid;
 
 	ulnet_nid_from_nid4(nid4, &nid);
 	pthread_mutex_lock(&sink_lock);
-	ulnet_nid_format(&nid, about[0], sizeof(about[0]));
-	snprintf(about[1], sizeof(about[1]), "0x%016llx", (unsigned long long)nid4);
+	ulnet_nid_format(&nid, about, sizeof(about));
 	o2ib_errors = 0;
 	pthread_mutex_unlock(&sink_lock);
 }
@@ -503,6 +503,53 @@ static void test_active_rejects(void **state)
 	ulnet_eq_destroy(eq);
 }
 
+/* A peer that rejects STALE forever: O2IB_RECONNECT_BURST reconnects at once, then one a second, until
+ * the message's timeout (5 s) fails it with one line. */
+static void test_active_reject_storm(void **state)
+{
+	ulnet_node *a = node_up(NODE_NID, "8");
+	struct o2ib_rej r = { .magic = O2IB_MSG_MAGIC, .version = 0x12, .why = O2IB_REJECT_CONN_STALE,
+			      .incarnation = 0xabcd, .cp = { 8, 257, O2IB_MSG_SIZE } };
+	uint8_t pd[FAB_PRIVATE_DATA_MAX];
+	struct fab_cm_event ev;
+	unsigned early = 0, total = 0;
+	double t0 = 0;
+	ulnet_eq *eq;
+	int n = o2ib_rej_pack(&r, pd, sizeof(pd)), st;
+
+	(void)state;
+	assert_int_equal(ulnet_eq_create(&eq), 0);
+	raw_open(&rp, "127.135.2.1", true);
+	errors_about(rp.nid);
+	node_put(a, eq, rp.nid, 1);
+	while (raw_event(&rp, 8000, &ev)) {
+		struct timespec ts;
+		double t;
+
+		if (ev.type != FAB_CM_CONNECT_REQUEST)
+			continue;
+		clock_gettime(CLOCK_MONOTONIC, &ts);
+		t = (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+		if (!total)
+			t0 = t;
+		total++;
+		early += t - t0 < 0.5;
+		assert_int_equal(rp.f->reject(ev.id, pd, (size_t)n), 0);
+		rp.f->destroy_id(ev.id);
+	}
+	st = send_status(eq);
+	print_message("STALE forever: %u CONNREQs in the first 0.5 s, %u in all; the PUT failed: %s\n", early, total,
+		      strerror(-st));
+	assert_true(early <= O2IB_RECONNECT_BURST + 1);  /* no storm */
+	assert_true(total > O2IB_RECONNECT_BURST + 1);   /* but it kept trying, once a second */
+	assert_true(total <= O2IB_RECONNECT_BURST + 8);
+	assert_int_equal(st, -ETIMEDOUT);
+	assert_int_equal(errors_seen(), 1);
+	raw_close(&rp);
+	ulnet_node_close(a);
+	ulnet_eq_destroy(eq);
+}
+
 int main(int argc, char **argv)
 {
 	const struct CMUnitTest tests[] = {
@@ -511,6 +558,7 @@ int main(int argc, char **argv)
 		cmocka_unit_test(test_passive_rejects),
 		cmocka_unit_test(test_conn_race),
 		cmocka_unit_test(test_active_rejects),
+		cmocka_unit_test(test_active_reject_storm),
 	};
 
 	if (argc > 1)

@@ -218,6 +218,29 @@ static void test_reject_reasons(void **state)
 		if (r->after_stamp)
 			assert_true(a.peer_stamp == r->after_stamp);
 	}
+	{ /* a peer that rejects STALE forever: O2IB_RECONNECT_BURST retries at once, then one a second */
+		struct o2ib_rej rej = { O2IB_MSG_MAGIC, 0x12, O2IB_REJECT_CONN_STALE, 0x77, true, { 32, 257, 4096 } };
+		struct o2ib_active a;
+		struct o2ib_reject_action x;
+		uint8_t buf[32];
+		int n = o2ib_rej_pack(&rej, buf, sizeof(buf));
+
+		o2ib_active_init(&me, NID_P, 0, 0, &a);
+		for (unsigned i = 1; i <= O2IB_RECONNECT_BURST + 2; i++) {
+			o2ib_active_on_reject(buf, (size_t)n, &a, &x);
+			assert_int_equal(a.attempts, i);
+			assert_int_equal(x.retry, i <= O2IB_RECONNECT_BURST ? O2IB_RETRY_NOW : O2IB_RETRY_LATER);
+			assert_int_equal(x.delay_ms, i <= O2IB_RECONNECT_BURST ? 0 : O2IB_HELD_RETRY_MS);
+			assert_true(a.peer_stamp == 0x77); /* the renegotiated values stay for the held retry */
+		}
+		/* CONN_RACE waits for the rejected connection to go */
+		rej.why = O2IB_REJECT_CONN_RACE;
+		n = o2ib_rej_pack(&rej, buf, sizeof(buf));
+		o2ib_active_init(&me, NID_P, 0, 0, &a);
+		o2ib_active_on_reject(buf, (size_t)n, &a, &x);
+		assert_int_equal(x.retry, O2IB_RETRY_LATER);
+		assert_int_equal(x.delay_ms, O2IB_RACE_RETRY_MS);
+	}
 	{ /* no o2ib private data at all */
 		struct o2ib_active a;
 		struct o2ib_reject_action x;

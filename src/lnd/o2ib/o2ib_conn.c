@@ -15,7 +15,6 @@
 #define WR_TX (1ull << 32)   /* wr_id: TX | send slot, or the receive index */
 #define WR_RDMA (1ull << 33) /* an unsignalled WRITE of a slot's transfer (seen only on errors) */
 #define SQ_RDMA_ROOM 258u    /* send-queue WRs beyond the SEND slots: one transfer's WRITEs */
-#define CONN_RETRY_NS NS_PER_S
 
 static const struct fab_provider_ops *fab_of(const struct o2ib_conn *c) { return c->net->fab; }
 
@@ -170,6 +169,7 @@ void o2ib_reap_zombies(struct o2ib_net *net)
 
 static void peer_failed(struct o2ib_peer *peer, int status)
 {
+	peer->act.attempts = 0; /* the next message starts afresh */
 	fail_list(peer->net, &peer->txq, status);
 	if (!peer->net->shutting_down)
 		ulnet__peer_down(peer->net->ni, &peer->nid, status);
@@ -246,7 +246,6 @@ static int connect_attempt(struct o2ib_peer *peer)
 		goto fail;
 	conn->state = O2IB_CONN_ACTIVE_CONNECT;
 	peer->conn = conn;
-	peer->act.attempts++;
 	return 0;
 fail:
 	conn_destroy_id(conn);
@@ -259,7 +258,8 @@ int o2ib_connect(struct o2ib_peer *peer)
 	char ns[ULNET_NID_STRLEN];
 	int rc;
 
-	o2ib_active_init(&peer->net->me, peer->nid4, peer->last_version, peer->last_stamp, &peer->act);
+	if (!peer->act.attempts) /* else a retry scheduled after a reject: keep what it renegotiated */
+		o2ib_active_init(&peer->net->me, peer->nid4, peer->last_version, peer->last_stamp, &peer->act);
 	rc = connect_attempt(peer);
 	if (rc) {
 		ULNET_LOG(O2IB, ERR, "%s: cannot start a connection: %s", o2ib_nid_str(&peer->nid, ns, sizeof(ns)),
@@ -688,6 +688,7 @@ static void conn_established(struct o2ib_conn *conn)
 	peer->last_version = conn->version;
 	peer->last_stamp = conn->peer_stamp;
 	peer->races = 0;
+	peer->act.attempts = 0;
 	peer->limits.max_frags = conn->max_frags;
 	peer->limits.queue_depth = conn->queue_depth;
 	peer->limits.max_msg_size = 1u << 20; /* LNET_MTU: larger payloads travel by RDMA */
@@ -727,7 +728,7 @@ static void on_connect_request(struct o2ib_net *net, const struct fab_cm_event *
 	struct o2ib_peer *peer = NULL;
 	struct o2ib_conn *conn;
 	uint8_t pd[FAB_PRIVATE_DATA_MAX];
-	char line[256];
+	char line[384];
 	int n, rc;
 
 	if (!o2ib_msg_unpack(ev->private_data, ev->private_data_len, O2IB_MAX_RDMA_FRAGS, &req, &err) &&
@@ -803,7 +804,7 @@ static void on_rejected(struct o2ib_conn *conn, const struct fab_cm_event *ev)
 {
 	struct o2ib_peer *peer = conn->peer;
 	struct o2ib_reject_action act;
-	char line[256];
+	char line[384];
 
 	o2ib_active_on_reject(ev->private_data, ev->private_data_len, &peer->act, &act);
 	o2ib_reject_describe(&act, &peer->act, line, sizeof(line));
@@ -819,7 +820,7 @@ static void on_rejected(struct o2ib_conn *conn, const struct fab_cm_event *ev)
 		if (connect_attempt(peer))
 			peer_failed(peer, -ECONNREFUSED);
 	} else if (act.retry == O2IB_RETRY_LATER) {
-		peer->retry_at_ns = ulnet__now_ns() + CONN_RETRY_NS / 10;
+		peer->retry_at_ns = ulnet__now_ns() + (uint64_t)act.delay_ms * NS_PER_MS;
 	} else {
 		peer_failed(peer, act.err);
 	}

@@ -405,6 +405,7 @@ static void o2iblnd_tick(struct ulnet_ni *ni, uint64_t now_ns)
 					  "its queued messages", o2ib_nid_str(&peer->nid, ns, sizeof(ns)),
 					  net->tun.timeout);
 				fail_txq(net, &peer->txq, -ETIMEDOUT);
+				peer->act.attempts = 0; /* the next message starts afresh */
 				ulnet__peer_down(ni, &peer->nid, -ETIMEDOUT);
 			} else if (now_ns >= peer->retry_at_ns && !peer->accepting) {
 				o2ib_connect(peer);
