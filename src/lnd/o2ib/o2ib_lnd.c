@@ -39,6 +39,8 @@ static const struct ulnet_tunable o2ib_tunables[] = {
 	I("keepalive", 0, 3600, 100, "seconds of silence before a keepalive NOOP (0: off)"),
 	I("max_frags", 1, 257, 257, "RDMA fragments per transfer proposed and accepted (a peer asking more is "
 				    "rejected with RDMA_FRAGS and retries with this)"),
+	I("max_peers", 1, 1048576, 4096, "peers remembered at once; idle ones (no connection, nothing queued) "
+	  "are forgotten after timeout s, or at once to make room"),
 	DEV("max_send_sge"), DEV("max_recv_sge"), DEV("max_qp_wr"), DEV("max_qp"), DEV("max_mr"),
 	DEV("max_mr_size"), DEV("max_msg_sz"), DEV("page_size"),
 };
@@ -53,6 +55,7 @@ static const size_t tunable_off[N_PLAIN_TUNABLES] = {
 	offsetof(struct o2ib_tun, concurrent_sends), offsetof(struct o2ib_tun, map_on_demand),
 	offsetof(struct o2ib_tun, timeout), offsetof(struct o2ib_tun, keepalive),
 	offsetof(struct o2ib_tun, max_frags),
+	offsetof(struct o2ib_tun, max_peers),
 };
 
 static int tunables_load(struct o2ib_net *net, struct ulnet_ni *ni)
@@ -83,10 +86,40 @@ static int limits_load(struct ulnet_ni *ni, struct fab_limits *lim)
 
 /* ---- peers ---- */
 
+static bool peer_busy(const struct o2ib_peer *peer)
+{
+	return peer->conn || peer->nconns || !ulnet_list_empty(&peer->txq);
+}
+
+static void peer_forget(struct o2ib_net *net, struct o2ib_peer *peer)
+{
+	ulnet_list_del(&peer->link);
+	net->npeers--;
+	free(peer);
+}
+
+/* Make room for one more peer: forget the one idle longest. */
+static bool peer_make_room(struct o2ib_net *net)
+{
+	struct o2ib_peer *oldest = NULL;
+
+	for (unsigned b = 0; b < O2IB_PEER_BUCKETS; b++)
+		for (struct ulnet_list *p = net->peers[b].next; p != &net->peers[b]; p = p->next) {
+			struct o2ib_peer *peer = ulnet_container_of(p, struct o2ib_peer, link);
+
+			if (!peer_busy(peer) && (!oldest || peer->busy_ns < oldest->busy_ns))
+				oldest = peer;
+		}
+	if (oldest)
+		peer_forget(net, oldest);
+	return oldest != NULL;
+}
+
 struct o2ib_peer *o2ib_peer_find(struct o2ib_net *net, const struct ulnet_nid *nid, bool create)
 {
 	struct ulnet_list *head = &net->peers[ulnet__nid_hash(nid) % O2IB_PEER_BUCKETS], *p;
 	struct o2ib_peer *peer;
+	char ns[ULNET_NID_STRLEN];
 
 	for (p = head->next; p != head; p = p->next) {
 		peer = ulnet_container_of(p, struct o2ib_peer, link);
@@ -95,14 +128,23 @@ struct o2ib_peer *o2ib_peer_find(struct o2ib_net *net, const struct ulnet_nid *n
 	}
 	if (!create)
 		return NULL;
+	/* (a peer created while the tick walks the table waits for the next creation to be counted) */
+	if (net->npeers >= (uint32_t)net->tun.max_peers && !net->in_tick && !peer_make_room(net)) {
+		ULNET_LOG(O2IB, ERR, "%s: no room for another peer: %u peers, all connected or with messages "
+			  "queued (lnd tunable max_peers %d)", o2ib_nid_str(nid, ns, sizeof(ns)), net->npeers,
+			  net->tun.max_peers);
+		return NULL;
+	}
 	peer = calloc(1, sizeof(*peer));
 	if (!peer)
 		return NULL;
 	peer->net = net;
 	peer->nid = *nid;
 	peer->nid4 = ulnet_nid_to_nid4(nid);
+	peer->busy_ns = ulnet__now_ns();
 	ulnet_list_init(&peer->txq);
 	ulnet_list_add_tail(&peer->link, head);
+	net->npeers++;
 	return peer;
 }
 
@@ -261,8 +303,7 @@ static void o2iblnd_shutdown(struct ulnet_ni *ni)
 				if (conn->peer == peer)
 					conn->peer = NULL;
 			}
-			ulnet_list_del(&peer->link);
-			free(peer);
+			peer_forget(net, peer);
 		}
 	o2ib_reap_zombies(net); /* with shutting_down set, frees every closed conn */
 	o2ib_bounce_pool_free(net);
@@ -343,12 +384,22 @@ static void o2iblnd_tick(struct ulnet_ni *ni, uint64_t now_ns)
 	struct o2ib_net *net = net_of(ni);
 	char ns[ULNET_NID_STRLEN];
 
+	net->in_tick = true;
 	for (unsigned b = 0; b < O2IB_PEER_BUCKETS; b++) {
-		struct ulnet_list *head = &net->peers[b], *p;
+		struct ulnet_list *head = &net->peers[b], *p, *next;
 
-		for (p = head->next; p != head; p = p->next) {
+		for (p = head->next; p != head; p = next) {
 			struct o2ib_peer *peer = ulnet_container_of(p, struct o2ib_peer, link);
 
+			next = p->next;
+			if (peer_busy(peer)) {
+				peer->busy_ns = now_ns;
+			} else {
+				/* idle: its incarnation and version help a quick reconnect for a while only */
+				if (now_ns >= peer->busy_ns + (uint64_t)net->tun.timeout * NS_PER_S)
+					peer_forget(net, peer);
+				continue;
+			}
 			if (peer->conn) {
 				o2ib_conn_tick(peer->conn, now_ns);
 				continue;
@@ -360,12 +411,14 @@ static void o2iblnd_tick(struct ulnet_ni *ni, uint64_t now_ns)
 					  "its queued messages", o2ib_nid_str(&peer->nid, ns, sizeof(ns)),
 					  net->tun.timeout);
 				fail_txq(net, &peer->txq, -ETIMEDOUT);
+				peer->act.attempts = 0; /* the next message starts afresh */
 				ulnet__peer_down(ni, &peer->nid, -ETIMEDOUT);
-			} else if (now_ns >= peer->retry_at_ns) {
+			} else if (now_ns >= peer->retry_at_ns && !peer->accepting) {
 				o2ib_connect(peer);
 			}
 		}
 	}
+	net->in_tick = false;
 	o2ib_reap_zombies(net);
 }
 
