@@ -47,9 +47,8 @@ static const struct ulnet_tunable o2ib_tunables[] = {
 #undef DEV
 #undef I
 #define N_TUNABLES (sizeof(o2ib_tunables) / sizeof(o2ib_tunables[0]))
-#define N_PLAIN_TUNABLES 9u /* the device.* keys follow */
-
-static const size_t tunable_off[N_PLAIN_TUNABLES] = {
+/* The plain keys, in table order; the device.* keys follow them. */
+static const size_t tunable_off[] = {
 	offsetof(struct o2ib_tun, provider), offsetof(struct o2ib_tun, port),
 	offsetof(struct o2ib_tun, peer_credits), offsetof(struct o2ib_tun, peer_credits_hiw),
 	offsetof(struct o2ib_tun, concurrent_sends), offsetof(struct o2ib_tun, map_on_demand),
@@ -57,6 +56,7 @@ static const size_t tunable_off[N_PLAIN_TUNABLES] = {
 	offsetof(struct o2ib_tun, max_frags),
 	offsetof(struct o2ib_tun, max_peers),
 };
+#define N_PLAIN_TUNABLES (sizeof(tunable_off) / sizeof(tunable_off[0]))
 
 static int tunables_load(struct o2ib_net *net, struct ulnet_ni *ni)
 {
