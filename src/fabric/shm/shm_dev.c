@@ -346,4 +346,6 @@ const struct fab_provider_ops fab_shm_ops = {
 	.disconnect = shm_disconnect,
 	.post_recv = shm_post_recv,
 	.post_send = shm_post_send,
+	.mem_alloc = shm_mem_alloc,
+	.mem_free = shm_mem_free,
 };

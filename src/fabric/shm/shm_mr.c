@@ -99,6 +99,7 @@ int shm_reg_mr(struct fab_dev *dev, const struct iovec *ranges, unsigned n, unsi
 	e->addr = (uintptr_t)ranges[0].iov_base;
 	e->length = total;
 	e->segs = n > 1 ? (uintptr_t)segs : (uintptr_t)ranges[0].iov_base;
+	shm_mem_describe(e, ranges, n);
 	atomic_store_explicit(&e->state, SHM_STATE(gen, true), memory_order_release);
 	dev->mrs[idx] = (struct shm_mr){.segs = segs, .used = true};
 	dev->n_mr++;
