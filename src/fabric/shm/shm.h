@@ -139,6 +139,7 @@ struct fab_dev {
 	struct ulnet_list ids;
 	uint32_t n_qp;
 	struct fab_shm_faults faults;
+	struct fab_shm_stats stats;
 	/* what dev_open did about cross-process access (named in the EPERM log line) */
 	char ptrace_note[160];
 };

@@ -228,10 +228,12 @@ static enum fab_wc_status exec_rdma(struct fab_qp *qp, const struct shm_swr *s, 
 		return rn == -EACCES ? FAB_WC_REM_ACCESS_ERR : vm_errno_status(qp, -rn);
 	/* the entry is held (busy): the checks above stay true until the release */
 	if (shm_peer_translate(qp->id, held, riov, rn)) {
+		dev->stats.rdma_mapped++;
 		st = rdma_mapped(qp, write, liov, ln, riov, rn, total);
 		shm_mr_release(held);
 		return st;
 	}
+	dev->stats.rdma_process_vm++;
 	if (dev->faults.kill_peer_rdma_nth && --dev->faults.kill_peer_rdma_nth == 0) {
 		/* move the first half, then the peer dies: the rest must fail, not hang or crash */
 		int a = shm_iov_slice(liov, ln, 0, total / 2, l2, SHM_IOV_MAX);
