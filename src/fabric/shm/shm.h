@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /* The shm provider's internals: nodes on one host, connected over unix-domain SEQPACKET sockets (one
  * per QP, named by IPv4 address and port in the abstract namespace), SENDs over that socket, RDMA
- * with process_vm_readv/writev checked against the peer's registration table (a memfd the peer
- * passes at connect time). Trust model and contract: docs/fabric.md. */
+ * checked against the peer's registration table (a memfd the peer passes at connect time): a memcpy
+ * through the peer's mapped memfd for memory from mem_alloc, else process_vm_readv/writev. Trust
+ * model and contract: docs/fabric.md. */
 #ifndef ULNET_FABRIC_SHM_H
 #define ULNET_FABRIC_SHM_H
 
