@@ -119,6 +119,9 @@ struct ulnet_lnd_ops {
 	void (*lnd_md_unlinked)(struct ulnet_ni *ni, const struct ulnet_lnd_md *md, void *reg);
 	/* Optional: the negotiated limits of peer @nid. 0, -ENOENT (no state for it). */
 	int (*lnd_query_peer)(struct ulnet_ni *ni, const struct ulnet_nid *nid, struct ulnet_peer_limits *out);
+	/* Optional (an LND over an RDMA fabric): its provider and device limits in force. Called with the
+	 * node's lock held, never nested in another LND call. */
+	void (*lnd_fabric_info)(struct ulnet_ni *ni, struct ulnet_ni_fabric *out);
 };
 
 /* Make an LND that is not built into the library (a test LND, an out-of-tree one) available by its

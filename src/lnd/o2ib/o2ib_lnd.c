@@ -373,6 +373,22 @@ static int o2iblnd_query_peer(struct ulnet_ni *ni, const struct ulnet_nid *nid, 
 	return 0;
 }
 
+static void o2iblnd_fabric_info(struct ulnet_ni *ni, struct ulnet_ni_fabric *out)
+{
+	struct o2ib_net *net = net_of(ni);
+	const struct fab_limits *lim = net->fab->dev_limits(net->dev);
+
+	snprintf(out->provider, sizeof(out->provider), "%s", net->fab->name);
+	out->max_send_sge = lim->max_send_sge;
+	out->max_recv_sge = lim->max_recv_sge;
+	out->max_qp_wr = lim->max_qp_wr;
+	out->max_qp = lim->max_qp;
+	out->max_mr = lim->max_mr;
+	out->max_mr_size = lim->max_mr_size;
+	out->max_msg_sz = lim->max_msg_sz;
+	out->page_size = lim->page_size;
+}
+
 const struct ulnet_lnd_ops ulnet__o2iblnd_ops = {
 	.lnd_type = ULNET_LND_O2IB,
 	.lnd_name = "o2ib",
@@ -385,5 +401,6 @@ const struct ulnet_lnd_ops ulnet__o2iblnd_ops = {
 	.lnd_tunables = o2ib_tunables,
 	.lnd_n_tunables = N_TUNABLES,
 	.lnd_query_peer = o2iblnd_query_peer,
+	.lnd_fabric_info = o2iblnd_fabric_info,
 	.lnd_md_unlinked = o2ib_md_unlinked,
 };
