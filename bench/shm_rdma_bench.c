@@ -41,7 +41,7 @@ static char *buf_alloc(size_t len, bool memfd)
 {
 	const char *h = getenv("HUGE");
 	size_t al = 2u << 20;
-	char *p = memfd ? OPS->mem_alloc((len + al - 1) / al * al) : aligned_alloc(al, (len + al - 1) / al * al);
+	char *p = memfd ? OPS->mem_alloc(al, (len + al - 1) / al * al) : aligned_alloc(al, (len + al - 1) / al * al);
 
 	if (p && !(h && !strcmp(h, "0")))
 		madvise(p, (len + al - 1) / al * al, MADV_HUGEPAGE);

@@ -288,7 +288,7 @@ static int plain_memory(void **state)
 static int memfd_memory(void **state)
 {
 	(void)state;
-	guarded = OPS->mem_alloc(GUARDED_LEN);
+	guarded = OPS->mem_alloc(4096, GUARDED_LEN);
 	return guarded ? 0 : -1;
 }
 
@@ -597,7 +597,7 @@ static void test_memfd_mapped(void **state)
 {
 	const size_t len = 1 << 20;
 	struct pair p;
-	char *dst = OPS->mem_alloc(len + 128), *src = malloc(len), *back = malloc(len), *plain = malloc(4096);
+	char *dst = OPS->mem_alloc(65536, len + 128), *src = malloc(len), *back = malloc(len), *plain = malloc(4096);
 	struct fab_mr ms, mb, md, m2, mx;
 	struct fab_sge s;
 	struct fab_wc wc;
@@ -606,6 +606,7 @@ static void test_memfd_mapped(void **state)
 
 	(void)state;
 	assert_non_null(dst);
+	assert_int_equal((uintptr_t)dst % 65536, 0);
 	pair_up(&p, NULL, 8, 8);
 	st = fab_shm_stats(p.a);
 	for (size_t i = 0; i < len; i++)

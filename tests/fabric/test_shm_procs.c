@@ -33,7 +33,7 @@ static void child_main(int port, int ready_fd)
 	struct fab_mr mt, mm;
 	struct fab_cm_event ev;
 	struct fab_wc wc;
-	uint8_t *tgt = use_memfd ? OPS->mem_alloc(TGT_LEN) : malloc(TGT_LEN), msg[64], reply[1], pd[16];
+	uint8_t *tgt = use_memfd ? OPS->mem_alloc(4096, TGT_LEN) : malloc(TGT_LEN), msg[64], reply[1], pd[16];
 	struct fab_sge r, s;
 	struct pollfd p;
 

@@ -36,6 +36,7 @@ _Static_assert(sizeof(struct shm_mr_entry) == 64, "one cache line per entry");
 
 /* mem_alloc's largest allocation (an entry holds mem_len in 32 bits) */
 #define SHM_MEM_MAX 0xffff0000u
+#define SHM_MEM_ALIGN_MAX (1u << 21)
 
 struct shm_seg {
 	uint64_t base, len;
@@ -88,7 +89,7 @@ struct shm_peer_map {
 	uint64_t ino, len, used;
 	char *map;
 };
-#define SHM_PEER_MAPS 16
+#define SHM_PEER_MAPS 64
 
 enum shm_id_state {
 	SHM_ID_IDLE,
@@ -170,7 +171,7 @@ void shm_mr_release(struct shm_mr_entry *held);
 int shm_iov_slice(const struct iovec *in, int n, uint64_t off, uint64_t len, struct iovec *out, int max);
 
 /* shm_mem.c */
-void *shm_mem_alloc(size_t len);
+void *shm_mem_alloc(size_t align, size_t len);
 void shm_mem_free(void *p, size_t len);
 /* Fill @e's mem_* fields: the arena holding every range, or mem_ino 0. */
 void shm_mem_describe(struct shm_mr_entry *e, const struct iovec *ranges, unsigned n);

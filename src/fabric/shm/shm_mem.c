@@ -36,21 +36,44 @@ static size_t arena_round(size_t len)
 	return (len + pg - 1) / pg * pg;
 }
 
-void *shm_mem_alloc(size_t len)
+/* Map @fd's @len bytes at an address aligned to @align: reserve len + align, map the memfd over the
+ * aligned part, give back the rest. */
+static void *map_aligned(int fd, size_t len, size_t align)
+{
+	char *r = mmap(NULL, len + align, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0), *p;
+	size_t head;
+
+	if (r == MAP_FAILED)
+		return MAP_FAILED;
+	p = (char *)(((uintptr_t)r + align - 1) & ~(uintptr_t)(align - 1));
+	if (mmap(p, len, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_FIXED, fd, 0) == MAP_FAILED) {
+		munmap(r, len + align);
+		return MAP_FAILED;
+	}
+	head = (size_t)(p - r);
+	if (head)
+		munmap(r, head);
+	if (align - head)
+		munmap(p + len, align - head);
+	return p;
+}
+
+void *shm_mem_alloc(size_t align, size_t len)
 {
 	struct shm_arena a = {.fd = -1};
 	struct stat st;
 	void *p = MAP_FAILED;
 	int err;
 
-	if (!len || len > SHM_MEM_MAX) {
+	if (!len || len > SHM_MEM_MAX || align > SHM_MEM_ALIGN_MAX || (align & (align - 1))) {
 		errno = EINVAL;
 		return NULL;
 	}
+	if (align < (size_t)sysconf(_SC_PAGESIZE))
+		align = (size_t)sysconf(_SC_PAGESIZE);
 	a.len = arena_round(len);
 	if ((a.fd = memfd_create("ulnet-shm-mem", MFD_CLOEXEC)) < 0 || ftruncate(a.fd, (off_t)a.len) < 0 ||
-	    fstat(a.fd, &st) < 0 ||
-	    (p = mmap(NULL, a.len, PROT_READ | PROT_WRITE, MAP_SHARED, a.fd, 0)) == MAP_FAILED)
+	    fstat(a.fd, &st) < 0 || (p = map_aligned(a.fd, a.len, align)) == MAP_FAILED)
 		goto fail;
 	a.base = (uintptr_t)p;
 	a.ino = (uint64_t)st.st_ino;
@@ -161,7 +184,8 @@ static char *peer_map(struct fab_cm_id *id, const struct shm_mr_entry *e)
 		close(fd);
 		return NULL;
 	}
-	p = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	/* populated now: one pass over the page tables instead of a fault per page in the copies */
+	p = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_POPULATE, fd, 0);
 	close(fd);
 	if (p == MAP_FAILED)
 		return NULL;
