@@ -5,8 +5,9 @@
 #      GETs) between a 4 KiB-page and a 64 KiB-page node, and between two 4 KiB-page nodes; prints
 #      mixed/same (goal >= 0.98);
 #   2. that brw bandwidth against the provider's raw 1 MiB RDMA WRITE bandwidth between two
-#      processes (bench/shm_rdma_bench.c), for the kind of memory brw moves (goal >= 0.9); the raw
-#      figure for the other kind (memfd from mem_alloc / ordinary memory) is printed too.
+#      processes (bench/shm_rdma_bench.c) over the same working set (CONC MiB on each side: brw
+#      keeps CONC 1 MiB buffers in flight), for the memory brw moves (ulnet_mem_alloc: the shm
+#      provider's memfd) (goal >= 0.9); the raw figure for ordinary memory (process_vm) is printed too.
 # The measurements are interleaved over ROUNDS rounds and the medians compared (this VM is noisy).
 # Usage: bench/o2ib_bench.sh [SECONDS]   (BUILD=build dir, default ./build; ROUNDS=3; CONC=8 RPCs in
 #        flight). Nodes on 127.140.0.{1,2,3}@o2ib.
@@ -55,7 +56,7 @@ for r in $(seq "$ROUNDS"); do
 	put_mixed+=("$(brw read 1 2)")
 	get_same+=("$(brw write 1 3)")
 	get_mixed+=("$(brw write 1 2)")
-	"$UL_TMP/shm_rdma_bench" "$SECS" 1 >"$UL_TMP/raw.txt"
+	"$UL_TMP/shm_rdma_bench" "$SECS" "$CONC" >"$UL_TMP/raw.txt"
 	# MiB/s -> MB/s, as ulnet-selftest prints
 	raw_mfd+=("$(awk '$1 == "write" { printf "%.1f", $2 * 1.048576 }' "$UL_TMP/raw.txt")")
 	raw_pvm+=("$(awk '$1 == "write_pvm" { printf "%.1f", $2 * 1.048576 }' "$UL_TMP/raw.txt")")
@@ -65,7 +66,7 @@ echo "runs (MB/s): put 4K-4K ${put_same[*]} | put 4K-64K ${put_mixed[*]} | get 4
 # what the o2ib data path moved through: the provider's counters are per process; the LND's
 # registrations tell which memory it was
 "$UL_PYTHON" - "$(median "${put_same[@]}")" "$(median "${put_mixed[@]}")" "$(median "${get_same[@]}")" \
-	"$(median "${get_mixed[@]}")" "$(median "${raw_mfd[@]}")" "$(median "${raw_pvm[@]}")" "${BRW_MEM:-process_vm}" <<'PY'
+	"$(median "${get_mixed[@]}")" "$(median "${raw_mfd[@]}")" "$(median "${raw_pvm[@]}")" "${BRW_MEM:-memfd}" "$CONC" <<'PY'
 import sys
 ps, pm, gs, gm, rm, rp = map(float, sys.argv[1:7])
 kind = sys.argv[7]
@@ -73,7 +74,7 @@ raw = rm if kind == "memfd" else rp
 print("1 MiB over o2ib (shm provider), medians in MB/s")
 print(f"  Put 4K-4K  {ps:9.1f}   Put 4K-64K {pm:9.1f}   mixed/same {pm / ps:.3f} (goal >= 0.98)")
 print(f"  Get 4K-4K  {gs:9.1f}   Get 4K-64K {gm:9.1f}   mixed/same {gm / gs:.3f} (goal >= 0.98)")
-print(f"  raw RDMA WRITE 1 MiB: memfd memory {rm:9.1f}   ordinary memory (process_vm) {rp:9.1f}")
+print(f"  raw RDMA WRITE 1 MiB, working set {sys.argv[8]} MiB: memfd memory {rm:9.1f}   ordinary memory (process_vm) {rp:9.1f}")
 print(f"  brw Put 4K-4K / raw WRITE ({kind}, the memory brw moves) {ps / raw:.2f} (goal >= 0.9)   "
       f"Get {gs / raw:.2f}   (vs the other kind: {ps / (rp if kind == 'memfd' else rm):.2f})")
 PY

@@ -134,6 +134,13 @@ struct ulnet_ni_fabric {
 /* Fill @out for NI @idx. -ENOENT past the last NI; -EOPNOTSUPP its LND runs on no fabric. */
 ULNET_EXPORT int ulnet_ni_fabric_get(ulnet_node *node, unsigned idx, struct ulnet_ni_fabric *out);
 
+/* @len bytes aligned to @align (a power of two up to 2 MiB) for bulk MDs of @node: memory its
+ * fabric moves fastest when an NI has such (o2ib over the shm provider: memfd-backed, so a peer's
+ * RDMA into it is a memcpy rather than process_vm_writev), else heap memory. Contents undefined.
+ * NULL with errno set on failure. Free with ulnet_mem_free (any thread; the node may be gone). */
+ULNET_EXPORT void *ulnet_mem_alloc(ulnet_node *node, size_t align, size_t len);
+ULNET_EXPORT void ulnet_mem_free(void *p, size_t len);
+
 struct ulnet_peer_info {
 	struct ulnet_nid nid;
 	char state[16];                 /* "up", "down", "connecting" */

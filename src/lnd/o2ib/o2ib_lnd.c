@@ -389,6 +389,18 @@ static void o2iblnd_fabric_info(struct ulnet_ni *ni, struct ulnet_ni_fabric *out
 	out->page_size = lim->page_size;
 }
 
+/* Memory the provider moves fastest (shm: memfd the peer maps); the provider's allocator is global,
+ * so the buffer outlives this NI. */
+static void *o2iblnd_mem_alloc(struct ulnet_ni *ni, size_t align, size_t len, void (**free_fn)(void *p, size_t len))
+{
+	const struct fab_provider_ops *fab = net_of(ni)->fab;
+
+	if (!fab->mem_alloc || !fab->mem_free)
+		return NULL;
+	*free_fn = fab->mem_free;
+	return fab->mem_alloc(align, len);
+}
+
 const struct ulnet_lnd_ops ulnet__o2iblnd_ops = {
 	.lnd_type = ULNET_LND_O2IB,
 	.lnd_name = "o2ib",
@@ -402,5 +414,6 @@ const struct ulnet_lnd_ops ulnet__o2iblnd_ops = {
 	.lnd_n_tunables = N_TUNABLES,
 	.lnd_query_peer = o2iblnd_query_peer,
 	.lnd_fabric_info = o2iblnd_fabric_info,
+	.lnd_mem_alloc = o2iblnd_mem_alloc,
 	.lnd_md_unlinked = o2ib_md_unlinked,
 };
