@@ -166,6 +166,9 @@ int shm_dereg_mr(struct fab_dev *dev, const struct fab_mr *mr);
 int shm_mr_acquire(struct shm_mr_entry *tbl, uint32_t tbl_n, pid_t pid, uint32_t key, uint64_t addr,
 		   uint64_t len, unsigned access, struct iovec *iov, int max, struct shm_mr_entry **held);
 void shm_mr_release(struct shm_mr_entry *held);
+/* Pure: how many segments @ranges make once ranges that touch are joined; shm_seg_fill writes them. */
+unsigned shm_seg_count(const struct iovec *ranges, unsigned n);
+void shm_seg_fill(const struct iovec *ranges, unsigned n, struct shm_seg *segs);
 /* Pure: bytes [off, off+len) of the concatenation of @in[0..n) as at most @max iovecs. The count,
  * or -1 when the list is shorter than off+len or more than @max pieces are needed. */
 int shm_iov_slice(const struct iovec *in, int n, uint64_t off, uint64_t len, struct iovec *out, int max);
