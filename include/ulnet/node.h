@@ -131,6 +131,25 @@ ULNET_EXPORT int ulnet_ni_info_get(ulnet_node *node, unsigned idx, struct ulnet_
 /* The value of lnd_tunables[@k] of NI @idx. -ENOENT past the last NI or key. */
 ULNET_EXPORT int ulnet_ni_lnd_tunable_get(ulnet_node *node, unsigned idx, size_t k, long *out);
 
+/* The RDMA fabric under an NI (o2ib): the provider in force and the limits its device enforces (the
+ * defaults or the device, shrunk by the NI's `lnd tunables: device: {...}`). */
+struct ulnet_ni_fabric {
+	char provider[16];              /* "shm", "verbs" */
+	uint32_t max_send_sge, max_recv_sge, max_qp_wr, max_qp, max_mr;
+	uint64_t max_mr_size;
+	uint32_t max_msg_sz;
+	uint32_t page_size;             /* registration page size */
+};
+/* Fill @out for NI @idx. -ENOENT past the last NI; -EOPNOTSUPP its LND runs on no fabric. */
+ULNET_EXPORT int ulnet_ni_fabric_get(ulnet_node *node, unsigned idx, struct ulnet_ni_fabric *out);
+
+/* @len bytes aligned to @align (a power of two up to 2 MiB) for bulk MDs of @node: memory its
+ * fabric moves fastest when an NI has such (o2ib over the shm provider: memfd-backed, so a peer's
+ * RDMA into it is a memcpy rather than process_vm_writev), else heap memory. Contents undefined.
+ * NULL with errno set on failure. Free with ulnet_mem_free (any thread; the node may be gone). */
+ULNET_EXPORT void *ulnet_mem_alloc(ulnet_node *node, size_t align, size_t len);
+ULNET_EXPORT void ulnet_mem_free(void *p, size_t len);
+
 struct ulnet_peer_info {
 	struct ulnet_nid nid;
 	char state[16];                 /* "up", "down", "connecting" */

@@ -121,6 +121,13 @@ struct ulnet_lnd_ops {
 	int (*lnd_query_peer)(struct ulnet_ni *ni, const struct ulnet_nid *nid, struct ulnet_peer_limits *out);
 	/* Optional: the RDMA data-path counters of peer @nid. 0, -ENOENT (no state for it). */
 	int (*lnd_peer_rdma_stats)(struct ulnet_ni *ni, const struct ulnet_nid *nid, struct ulnet_peer_rdma_stats *out);
+	/* Optional (an LND over an RDMA fabric): its provider and device limits in force. Called with the
+	 * node's lock held, never nested in another LND call. */
+	void (*lnd_fabric_info)(struct ulnet_ni *ni, struct ulnet_ni_fabric *out);
+	/* Optional: @len bytes aligned to @align that this LND moves fastest (ulnet_mem_alloc), or NULL
+	 * (then heap memory is used). *@free_fn frees it; it must not need the NI, which may be gone by
+	 * then. Called with the node's lock held, from any thread. */
+	void *(*lnd_mem_alloc)(struct ulnet_ni *ni, size_t align, size_t len, void (**free_fn)(void *p, size_t len));
 };
 
 /* Make an LND that is not built into the library (a test LND, an out-of-tree one) available by its

@@ -92,6 +92,29 @@ static void emit_interfaces(struct ulnetd_emit *e, const char *text)
 
 enum ni_detail { NI_SHOW, NI_SHOW_VERBOSE, NI_EXPORT };
 
+/* An NI over an RDMA fabric (o2ib): the provider and the device limits in force, which the
+ * configured `lnd tunables` (provider: auto, device: {...} over the defaults) do not say alone. */
+static void emit_fabric(struct ulnetd_emit *e, ulnet_node *node, unsigned idx)
+{
+	struct ulnet_ni_fabric f;
+
+	if (ulnet_ni_fabric_get(node, idx, &f))
+		return;
+	ulnetd_emit_map(e, "fabric");
+	ulnetd_emit_str(e, "provider", f.provider);
+	ulnetd_emit_map(e, "device");
+	ulnetd_emit_uint(e, "max_send_sge", f.max_send_sge);
+	ulnetd_emit_uint(e, "max_recv_sge", f.max_recv_sge);
+	ulnetd_emit_uint(e, "max_qp_wr", f.max_qp_wr);
+	ulnetd_emit_uint(e, "max_qp", f.max_qp);
+	ulnetd_emit_uint(e, "max_mr", f.max_mr);
+	ulnetd_emit_uint(e, "max_mr_size", f.max_mr_size);
+	ulnetd_emit_uint(e, "max_msg_sz", f.max_msg_sz);
+	ulnetd_emit_uint(e, "page_size", f.page_size);
+	ulnetd_emit_end(e);
+	ulnetd_emit_end(e);
+}
+
 static void emit_ni(struct ulnetd_emit *e, ulnet_node *node, unsigned idx, const struct ulnet_ni_info *ni,
 		    enum ni_detail detail)
 {
@@ -118,6 +141,7 @@ static void emit_ni(struct ulnetd_emit *e, ulnet_node *node, unsigned idx, const
 		emit_lnd_tunables(e, node, idx, ni);
 	}
 	if (detail == NI_SHOW_VERBOSE) {
+		emit_fabric(e, node, idx);
 		ulnetd_emit_int(e, "available_tx_credits", ni->tx_credits);
 		ulnetd_emit_int(e, "min_tx_credits", ni->min_tx_credits);
 	}

@@ -322,6 +322,7 @@ static int shm_get_event(struct fab_dev *dev, struct fab_cm_event *ev)
 }
 
 struct fab_shm_faults *fab_shm_faults(struct fab_dev *dev) { return &dev->faults; }
+const struct fab_shm_stats *fab_shm_stats(const struct fab_dev *dev) { return &dev->stats; }
 void fab_shm_flush_qp(struct fab_qp *qp) { shm_qp_set_error(qp); }
 
 const struct fab_provider_ops fab_shm_ops = {
@@ -346,4 +347,6 @@ const struct fab_provider_ops fab_shm_ops = {
 	.disconnect = shm_disconnect,
 	.post_recv = shm_post_recv,
 	.post_send = shm_post_send,
+	.mem_alloc = shm_mem_alloc,
+	.mem_free = shm_mem_free,
 };

@@ -443,6 +443,34 @@ static int o2iblnd_peer_rdma_stats(struct ulnet_ni *ni, const struct ulnet_nid *
 	return 0;
 }
 
+static void o2iblnd_fabric_info(struct ulnet_ni *ni, struct ulnet_ni_fabric *out)
+{
+	struct o2ib_net *net = net_of(ni);
+	const struct fab_limits *lim = net->fab->dev_limits(net->dev);
+
+	snprintf(out->provider, sizeof(out->provider), "%s", net->fab->name);
+	out->max_send_sge = lim->max_send_sge;
+	out->max_recv_sge = lim->max_recv_sge;
+	out->max_qp_wr = lim->max_qp_wr;
+	out->max_qp = lim->max_qp;
+	out->max_mr = lim->max_mr;
+	out->max_mr_size = lim->max_mr_size;
+	out->max_msg_sz = lim->max_msg_sz;
+	out->page_size = lim->page_size;
+}
+
+/* Memory the provider moves fastest (shm: memfd the peer maps); the provider's allocator is global,
+ * so the buffer outlives this NI. */
+static void *o2iblnd_mem_alloc(struct ulnet_ni *ni, size_t align, size_t len, void (**free_fn)(void *p, size_t len))
+{
+	const struct fab_provider_ops *fab = net_of(ni)->fab;
+
+	if (!fab->mem_alloc || !fab->mem_free)
+		return NULL;
+	*free_fn = fab->mem_free;
+	return fab->mem_alloc(align, len);
+}
+
 const struct ulnet_lnd_ops ulnet__o2iblnd_ops = {
 	.lnd_type = ULNET_LND_O2IB,
 	.lnd_name = "o2ib",
@@ -456,5 +484,7 @@ const struct ulnet_lnd_ops ulnet__o2iblnd_ops = {
 	.lnd_n_tunables = N_TUNABLES,
 	.lnd_query_peer = o2iblnd_query_peer,
 	.lnd_peer_rdma_stats = o2iblnd_peer_rdma_stats,
+	.lnd_fabric_info = o2iblnd_fabric_info,
+	.lnd_mem_alloc = o2iblnd_mem_alloc,
 	.lnd_md_unlinked = o2ib_md_unlinked,
 };
