@@ -29,6 +29,7 @@ struct o2ib_tun {
 	int keepalive;         /* s, 0 off */
 	int max_frags;         /* RDMA fragments per transfer proposed and accepted */
 	int max_peers;         /* peers remembered at once (idle ones are forgotten first) */
+	int use_privileged_port;
 };
 
 /* A bounce buffer (lnet-wire.md §3.6): LNET_MTU bytes, registered for local access once; a sink that

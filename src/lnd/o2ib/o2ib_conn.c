@@ -92,6 +92,10 @@ static int conn_setup_qp(struct o2ib_conn *conn, uint16_t depth)
 	conn->tx_mr_ok = true;
 	if ((rc = f->create_qp(conn->id, &attr, conn, &conn->qp)))
 		return rc;
+	f->qp_query(conn->qp, &attr); /* a device may have made a smaller send queue */
+	conn->sq_size = attr.max_send_wr;
+	if (conn->nslots > conn->sq_size)
+		conn->nslots = conn->sq_size;
 	for (uint32_t i = 0; i < conn->nrx; i++) {
 		conn->rxs[i].conn = conn;
 		conn->rxs[i].idx = i;
@@ -234,7 +238,8 @@ static int connect_attempt(struct o2ib_peer *peer)
 		conn_free(conn);
 		return rc;
 	}
-	if ((rc = conn_setup_qp(conn, peer->act.queue_depth)))
+	if ((rc = f->bind_src(conn->id, net->tun.use_privileged_port)) ||
+	    (rc = conn_setup_qp(conn, peer->act.queue_depth)))
 		goto fail;
 	o2ib_active_connreq(&net->me, &peer->act, &m);
 	n = o2ib_msg_pack(&m, false, pd, sizeof(pd));

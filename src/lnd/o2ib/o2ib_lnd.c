@@ -41,6 +41,8 @@ static const struct ulnet_tunable o2ib_tunables[] = {
 				    "rejected with RDMA_FRAGS and retries with this)"),
 	I("max_peers", 1, 1048576, 4096, "peers remembered at once; idle ones (no connection, nothing queued) "
 	  "are forgotten after timeout s, or at once to make room"),
+	I("use_privileged_port", 0, 1, 0, "1: connect from a source port below 1024 (peers that "
+	  "require_privileged_port; needs CAP_NET_BIND_SERVICE)"),
 	DEV("max_send_sge"), DEV("max_recv_sge"), DEV("max_qp_wr"), DEV("max_qp"), DEV("max_mr"),
 	DEV("max_mr_size"), DEV("max_msg_sz"), DEV("page_size"),
 };
@@ -55,6 +57,7 @@ static const size_t tunable_off[] = {
 	offsetof(struct o2ib_tun, timeout), offsetof(struct o2ib_tun, keepalive),
 	offsetof(struct o2ib_tun, max_frags),
 	offsetof(struct o2ib_tun, max_peers),
+	offsetof(struct o2ib_tun, use_privileged_port),
 };
 #define N_PLAIN_TUNABLES (sizeof(tunable_off) / sizeof(tunable_off[0]))
 
