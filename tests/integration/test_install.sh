@@ -51,6 +51,7 @@ build_tool()
 }
 mkdir -p "$T/bin"
 build_tool ulnet-selftest "$SRC"/tools/ulnet-selftest/*.c "$SRC/tools/ulnetd/ctl_proto.c"
+build_tool ulnetctl "$SRC"/tools/ulnetctl/*.c "$SRC/tools/ulnetd/ctl_proto.c"
 
 ul_step "run the installed ulnet-selftest against a node"
 ul_start_node n1 <<EOF
@@ -60,4 +61,13 @@ EOF
 LD_LIBRARY_PATH=$(dirname "$so") "$T/bin/ulnet-selftest" --node "$(ul_sock n1)" stat --json >"$T/stat.json" 2>"$T/stat.err" ||
 	ul_fail "installed ulnet-selftest stat failed: $(cat "$T/stat.err")"
 ul_json "$T/stat.json" '"selftest" in j and j["selftest"]["session"] is False'
+LD_LIBRARY_PATH=$(dirname "$so") "$T/bin/ulnetctl" --node "$(ul_sock n1)" ping 0@lo --json >"$T/ping.json" 2>"$T/ping.err" ||
+	ul_fail "installed ulnetctl ping failed: $(cat "$T/ping.err")"
+ul_json "$T/ping.json" 'j["ping"][0]["primary nid"] == "0@lo"'
+# the planner is the library's; a build without the o2ib LND says so
+if LD_LIBRARY_PATH=$(dirname "$so") "$T/bin/ulnetctl" plan --len 8K --json >"$T/plan.json" 2>"$T/plan.err"; then
+	ul_json "$T/plan.json" 'isinstance(j, dict) and len(j) > 0'
+else
+	grep -q 'o2ib LND is not built' "$T/plan.err" || ul_fail "installed ulnetctl plan failed: $(cat "$T/plan.err")"
+fi
 ul_step "ok"

@@ -15,7 +15,6 @@
 #include <sys/signalfd.h>
 #include <unistd.h>
 
-#include "config.h" /* Meson's: ULNET_VERSION */
 #include "ulnetd.h"
 
 static void usage(FILE *f)
@@ -127,7 +126,7 @@ int main(int argc, char **argv)
 				return 2;
 			break;
 		case 'h': usage(stdout); return 0;
-		case 'V': printf("ulnetd %s (ulnet %s)\n", ULNET_VERSION, ulnet_version()); return 0;
+		case 'V': printf("ulnetd %s\n", ulnet_version()); return 0;
 		default: usage(stderr); return 2;
 		}
 	}
