@@ -110,7 +110,7 @@ int main(int argc, char **argv)
 		{ NULL, 0, NULL, 0 },
 	};
 	struct ulnetd d = { 0 };
-	struct ulnetd_config *cfg = NULL;
+	struct ulnet_config *cfg = NULL;
 	const char *config = NULL, *control = NULL;
 	char err[1024];
 	sigset_t set;
@@ -140,7 +140,7 @@ int main(int argc, char **argv)
 		usage(stderr);
 		return 2;
 	}
-	if ((rc = ulnetd_config_load(config, &cfg, err, sizeof(err)))) {
+	if ((rc = ulnet_config_load(config, &cfg, err, sizeof(err)))) {
 		fprintf(stderr, "ulnetd: %s\n", err);
 		return 1;
 	}
@@ -164,18 +164,9 @@ int main(int argc, char **argv)
 		goto out_cfg;
 	}
 
-	if ((rc = ulnet_node_open(&cfg->opts, &d.node))) {
-		fprintf(stderr, "ulnetd: %s: cannot open the node: %s\n", config, ulnet_strerror(rc));
+	if ((rc = ulnet_config_node_open(cfg, &d.node, err, sizeof(err)))) {
+		fprintf(stderr, "ulnetd: %s\n", err);
 		goto out_sig;
-	}
-	for (size_t i = 0; i < cfg->n_nis; i++) {
-		const struct ulnetd_ni_entry *ni = &cfg->nis[i];
-
-		if ((rc = ulnet_ni_add(d.node, &ni->conf))) {
-			fprintf(stderr, "ulnetd: %s:%u: cannot add NI %s: %s\n", config, ni->line,
-				ni->conf.nid ? ni->conf.nid : ni->conf.net, ulnet_strerror(rc));
-			goto out_node;
-		}
 	}
 
 	if ((rc = ulnetd_control_init(&d)) || (rc = ulnetd_lnet_register(&d))) {
@@ -209,11 +200,10 @@ int main(int argc, char **argv)
 	stop_watchdog_arm(sigfd);
 out_ctl:
 	ulnetd_control_fini(&d); /* joins every handler before the node goes away */
-out_node:
 	ulnet_node_close(d.node);
 out_sig:
 	close(sigfd);
 out_cfg:
-	ulnetd_config_free(cfg);
+	ulnet_config_free(cfg);
 	return status;
 }

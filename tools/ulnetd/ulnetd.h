@@ -49,14 +49,14 @@
 #include <ulnet/ulnet.h>
 #include <ulnet/writer.h>
 
-#include "ulnetd_config.h"
+#include <ulnet/config_file.h>
 
 struct ulnetd_priv; /* control.c: registry, clients, listening socket */
 
 /* The daemon. Fields are set by main.c before any handler runs and never change after. */
 struct ulnetd {
 	ulnet_node *node;                 /* the node this daemon runs */
-	const struct ulnetd_config *cfg;  /* the parsed configuration file */
+	const struct ulnet_config *cfg;  /* the parsed configuration file */
 	const char *config_path;          /* as given with -c */
 	const char *control_path;         /* the control socket in use (--control wins over the file) */
 	int verbose;                      /* number of -v */
