@@ -73,14 +73,6 @@ void ulnet_log_set_rate(unsigned burst, unsigned interval_ms)
 	pthread_mutex_unlock(&log_lock);
 }
 
-static uint64_t now_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC_COARSE, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
-
 static void emit(ulnet_log_sink sink, int level, const char *subsys, const char *line)
 {
 	if (sink)
@@ -99,7 +91,7 @@ static void log_v(struct ulnet_log_site *site, int level, int subsys, const char
 	pthread_mutex_lock(&log_lock);
 	sink = log_sink;
 	if (level < ULNET_LOG_DEBUG && rate_burst) {
-		uint64_t now = now_ns();
+		uint64_t now = ulnet__now_ns();
 
 		if (!site->window_start_ns || now - site->window_start_ns >= rate_interval_ns) {
 			suppressed = site->suppressed;
