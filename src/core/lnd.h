@@ -182,7 +182,10 @@ const struct ulnet_ni_conf *ulnet__ni_conf(const struct ulnet_ni *ni);
 uint32_t ulnet__ni_peer_timeout(const struct ulnet_ni *ni);
 uint32_t ulnet__ni_peer_credits(const struct ulnet_ni *ni);
 uint32_t ulnet__node_page_size(const struct ulnet_node *node);
-uint64_t ulnet__now_ns(void); /* CLOCK_MONOTONIC */
+/* The one clock: monotonic for every duration, deadline and rate; wall time only for stamps a peer or a
+ * session compares across restarts (an LND's incarnation, a selftest session id). */
+uint64_t ulnet__now_ns(void);  /* CLOCK_MONOTONIC */
+uint64_t ulnet__wall_ns(void); /* CLOCK_REALTIME */
 /* A well-mixed hash of @nid for an LND's peer table (take it modulo the bucket count). */
 uint32_t ulnet__nid_hash(const struct ulnet_nid *nid);
 /* True while many finalized messages wait for the completion phase. An LND reading a socket stops

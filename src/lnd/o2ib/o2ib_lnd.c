@@ -208,7 +208,6 @@ static int o2iblnd_startup(struct ulnet_ni *ni)
 	const struct ulnet_nid *nid = ulnet__ni_nid(ni);
 	const char *requested;
 	struct fab_limits lim;
-	struct timespec ts;
 	char ns[ULNET_NID_STRLEN];
 	int rc;
 
@@ -252,9 +251,8 @@ static int o2iblnd_startup(struct ulnet_ni *ni)
 	net->io.data = net;
 	if ((rc = ulnet__io_start(ulnet__ni_node(ni), &net->io, EPOLLIN)))
 		goto fail;
-	clock_gettime(CLOCK_REALTIME, &ts);
 	net->me.nid = ulnet_nid_to_nid4(nid);
-	net->me.stamp = (uint64_t)ts.tv_sec * 1000000u + (uint64_t)ts.tv_nsec / 1000u; /* incarnation, µs */
+	net->me.stamp = ulnet__wall_ns() / 1000u; /* incarnation, µs */
 	net->me.ni_ready = true;
 	net->me.tun.peer_credits = (uint16_t)(net->tun.peer_credits ? net->tun.peer_credits
 						: (int)ulnet__ni_peer_credits(ni));
