@@ -150,14 +150,14 @@ static void test_minimal(void **state)
 
 static void test_busy_poll(void **state)
 {
-	struct ulnetd_config *cfg = parse_ok("node:\n    busy_poll_us: 50\n");
+	struct ulnet_config *cfg = parse_ok("node:\n    busy_poll_us: 50\n");
 
 	(void)state;
 	assert_int_equal(cfg->opts.busy_poll_us, 50);
-	ulnetd_config_free(cfg);
+	ulnet_config_free(cfg);
 	cfg = parse_ok("node: {}\n");
 	assert_int_equal(cfg->opts.busy_poll_us, 0); /* off unless asked */
-	ulnetd_config_free(cfg);
+	ulnet_config_free(cfg);
 }
 
 static void test_page_sizes(void **state)
