@@ -236,6 +236,14 @@ struct fab_provider_ops {
 	 * -EINVAL too many SGEs, -ENOMEM queue full, -ENOTCONN QP never connected (send only). */
 	int (*post_recv)(struct fab_qp *qp, const struct fab_recv_wr *wr, const struct fab_recv_wr **bad);
 	int (*post_send)(struct fab_qp *qp, const struct fab_send_wr *wr, const struct fab_send_wr **bad);
+
+	/* Optional (NULL: ordinary memory is as good): @len bytes of zeroed memory aligned to @align (a
+	 * power of two up to 2 MiB; at least the host page) that this provider moves fastest once
+	 * registered (shm: memfd-backed, which a peer maps, so an RDMA into or out of it is a memcpy).
+	 * Not tied to a device: any thread, any time. NULL with errno set on failure. Free with
+	 * mem_free(p, len). */
+	void *(*mem_alloc)(size_t align, size_t len);
+	void (*mem_free)(void *p, size_t len);
 };
 
 /* Provider selection for an o2ib NI (lnd tunable `provider: shm|verbs`). @requested NULL: verbs if

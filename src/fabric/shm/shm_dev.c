@@ -13,14 +13,12 @@
 #include <time.h>
 #include <unistd.h>
 #include "log.h"
+#include "lnd.h" /* ulnet__now_ns */
 #include "shm.h"
 
 uint64_t shm_now_ns(void)
 {
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+	return ulnet__now_ns(); /* the core's one clock */
 }
 
 /* Let peers of the same user read and write our registered memory under Yama (ptrace_scope 1). */
@@ -318,6 +316,7 @@ static int shm_get_event(struct fab_dev *dev, struct fab_cm_event *ev)
 }
 
 struct fab_shm_faults *fab_shm_faults(struct fab_dev *dev) { return &dev->faults; }
+const struct fab_shm_stats *fab_shm_stats(const struct fab_dev *dev) { return &dev->stats; }
 void fab_shm_flush_qp(struct fab_qp *qp) { shm_qp_set_error(qp); }
 
 const struct fab_provider_ops fab_shm_ops = {
@@ -344,4 +343,6 @@ const struct fab_provider_ops fab_shm_ops = {
 	.disconnect = shm_disconnect,
 	.post_recv = shm_post_recv,
 	.post_send = shm_post_send,
+	.mem_alloc = shm_mem_alloc,
+	.mem_free = shm_mem_free,
 };
