@@ -69,6 +69,15 @@ enum fab_access {
 	FAB_ACCESS_REMOTE_READ = 4,  /* peers may RDMA READ from it */
 };
 
+/* For providers: make eventfd @fd readable exactly while @want (*@raised tracks what it is). */
+void fab_evfd_level(int fd, bool *raised, bool want);
+/* For providers: the checks every reg_mr makes first (@prov names the provider in the log lines).
+ * 0 and *@total (the region's bytes); -EINVAL n == 0, an empty range or bad access (as with verbs,
+ * remote write needs local write); -E2BIG over max_mr_size; -ENOSPC @n_mr regions exist (max_mr). */
+struct iovec;
+int fab_reg_check(const char *prov, const struct fab_limits *lim, const struct iovec *ranges, unsigned n,
+		  unsigned access, uint32_t n_mr, uint64_t *total);
+
 /* A registered region: the region's bytes are the ranges given to fab_reg_mr, concatenated, and are
  * addressed from @addr (the virtual address of the first byte of the first range). */
 struct fab_mr {
@@ -227,6 +236,14 @@ struct fab_provider_ops {
 	 * -EINVAL too many SGEs, -ENOMEM queue full, -ENOTCONN QP never connected (send only). */
 	int (*post_recv)(struct fab_qp *qp, const struct fab_recv_wr *wr, const struct fab_recv_wr **bad);
 	int (*post_send)(struct fab_qp *qp, const struct fab_send_wr *wr, const struct fab_send_wr **bad);
+
+	/* Optional (NULL: ordinary memory is as good): @len bytes of zeroed memory aligned to @align (a
+	 * power of two up to 2 MiB; at least the host page) that this provider moves fastest once
+	 * registered (shm: memfd-backed, which a peer maps, so an RDMA into or out of it is a memcpy).
+	 * Not tied to a device: any thread, any time. NULL with errno set on failure. Free with
+	 * mem_free(p, len). */
+	void *(*mem_alloc)(size_t align, size_t len);
+	void (*mem_free)(void *p, size_t len);
 };
 
 /* Provider selection for an o2ib NI (lnd tunable `provider: shm|verbs`). @requested NULL: verbs if

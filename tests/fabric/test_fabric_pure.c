@@ -192,6 +192,33 @@ static void test_iov_slice(void **state)
 	assert_int_equal(shm_iov_slice(segs, 3, 0, 160, iov, 2), -1);  /* too many pieces */
 }
 
+/* Ranges that touch are joined into one segment; others stay apart, in order. */
+static void test_seg_join(void **state)
+{
+	static const struct {
+		struct iovec in[4];
+		unsigned n, want;
+		struct shm_seg out[4];
+	} t[] = {
+		{{{(void *)4096, 4096}}, 1, 1, {{4096, 4096}}},
+		{{{(void *)4096, 4096}, {(void *)8192, 4096}, {(void *)12288, 100}}, 3, 1, {{4096, 8292}}},
+		{{{(void *)4096, 4096}, {(void *)8193, 10}, {(void *)8203, 5}}, 3, 2, {{4096, 4096}, {8193, 15}}},
+		{{{(void *)8192, 10}, {(void *)4096, 10}, {(void *)4106, 10}, {(void *)9000, 1}}, 4, 3,
+		 {{8192, 10}, {4096, 20}, {9000, 1}}}, /* order kept, only neighbours in the list join */
+	};
+	struct shm_seg out[4];
+
+	(void)state;
+	for (size_t i = 0; i < sizeof(t) / sizeof(t[0]); i++) {
+		assert_int_equal(shm_seg_count(t[i].in, t[i].n), t[i].want);
+		shm_seg_fill(t[i].in, t[i].n, out);
+		for (unsigned k = 0; k < t[i].want; k++) {
+			assert_int_equal(out[k].base, t[i].out[k].base);
+			assert_int_equal(out[k].len, t[i].out[k].len);
+		}
+	}
+}
+
 static void test_eperm_msg(void **state)
 {
 	char buf[512];
@@ -208,7 +235,7 @@ static void test_eperm_msg(void **state)
 
 int main(void)
 {
-	struct CMUnitTest tests[sizeof(limits_cases) / sizeof(limits_cases[0]) + 6];
+	struct CMUnitTest tests[sizeof(limits_cases) / sizeof(limits_cases[0]) + 7];
 	size_t n = 0;
 
 	for (size_t i = 0; i < sizeof(limits_cases) / sizeof(limits_cases[0]); i++)
@@ -220,6 +247,7 @@ int main(void)
 	tests[n++] = (struct CMUnitTest){.name = "RDMA devices described", .test_func = test_rdma_describe};
 #ifdef ULNET_HAVE_FABRIC_SHM
 	tests[n++] = (struct CMUnitTest){.name = "iovec slice", .test_func = test_iov_slice};
+	tests[n++] = (struct CMUnitTest){.name = "segment join", .test_func = test_seg_join};
 	tests[n++] = (struct CMUnitTest){.name = "EPERM line", .test_func = test_eperm_msg};
 #endif
 	return _cmocka_run_group_tests("fabric_pure", tests, n, NULL, NULL);

@@ -237,6 +237,7 @@ void shm_destroy_id(struct fab_cm_id *id)
 	}
 	shm_dev_purge(dev, id, NULL);
 	id_close_fd(id);
+	shm_peer_maps_drop(id);
 	if (id->peer_tbl)
 		munmap(id->peer_tbl, (size_t)id->peer_tbl_n * sizeof(struct shm_mr_entry));
 	if (id->peer_tbl_fd >= 0)

@@ -200,13 +200,7 @@ void vrb_deadlines(struct fab_dev *dev)
  * TIMED_OUT is due. */
 void vrb_dev_signal(struct fab_dev *dev)
 {
-	bool want = !ulnet_list_empty(&dev->ready) || dev->n_expired;
-	uint64_t v = 1;
-
-	if (want == dev->ev_signaled)
-		return;
-	if (want ? write(dev->evfd, &v, sizeof(v)) == sizeof(v) : read(dev->evfd, &v, sizeof(v)) == sizeof(v))
-		dev->ev_signaled = want;
+	fab_evfd_level(dev->evfd, &dev->ev_signaled, !ulnet_list_empty(&dev->ready) || dev->n_expired);
 }
 
 /* CM events are read by get_event straight from their channel; completions need the CQ events. */

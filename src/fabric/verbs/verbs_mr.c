@@ -27,31 +27,16 @@ static void log_reg_failure(struct fab_dev *dev, uint64_t len, int err)
 
 int vrb_reg_mr(struct fab_dev *dev, const struct iovec *ranges, unsigned n, unsigned access, struct fab_mr *out)
 {
-	const unsigned all = FAB_ACCESS_LOCAL_WRITE | FAB_ACCESS_REMOTE_WRITE | FAB_ACCESS_REMOTE_READ;
 	struct vrb_mr *m, **b;
 	uint64_t base, len;
-	int ib = 0;
+	int ib = 0, rc;
 
-	if (n == 0 || (access & ~all) ||
-	    ((access & FAB_ACCESS_REMOTE_WRITE) && !(access & FAB_ACCESS_LOCAL_WRITE)))
-		return -EINVAL;
-	for (unsigned i = 0; i < n; i++)
-		if (!ranges[i].iov_len || !ranges[i].iov_base)
-			return -EINVAL;
+	if ((rc = fab_reg_check("verbs", &dev->lim, ranges, n, access, dev->n_mr, &len)))
+		return rc;
 	if (!vrb_ranges_span(ranges, n, &base, &len)) {
 		ULNET_LOG(FABRIC, ERR, "verbs: %u ranges with gaps cannot be one region (ibv_reg_mr takes one "
 			  "virtually contiguous span)", n);
 		return -EINVAL;
-	}
-	if (len > dev->lim.max_mr_size) {
-		ULNET_LOG(FABRIC, ERR, "verbs: region of %llu bytes over max_mr_size %llu (lnd tunable device: "
-			  "max_mr_size)", (unsigned long long)len, (unsigned long long)dev->lim.max_mr_size);
-		return -E2BIG;
-	}
-	if (dev->n_mr >= dev->lim.max_mr) {
-		ULNET_LOG(FABRIC, ERR, "verbs: %u regions registered, max_mr %u (lnd tunable device: max_mr)",
-			  dev->n_mr, dev->lim.max_mr);
-		return -ENOSPC;
 	}
 	if (!(m = calloc(1, sizeof(*m))))
 		return -ENOMEM;
