@@ -66,6 +66,7 @@ static void test_limits(void **state)
 	struct ulnet_kv kv[] = {{"max_send_sge", "1"}, {"max_qp_wr", "4"}};
 	struct fab_dev *dev;
 	const struct fab_limits *in;
+	struct sockaddr_in lo = {.sin_family = AF_INET};
 
 	(void)state;
 	fab_limits_default(&lim);
@@ -79,6 +80,9 @@ static void test_limits(void **state)
 	fab_limits_default(&lim);
 	lim.max_qp_wr = 1u << 31; /* more than any device has: refused, naming the cap */
 	assert_int_equal(OPS->dev_open(&me, &lim, &dev), -EINVAL);
+	/* an address no RDMA device serves (loopback): refused, the devices listed in the log line */
+	inet_pton(AF_INET, "127.0.0.1", &lo.sin_addr);
+	assert_true(OPS->dev_open(&lo, NULL, &dev) < 0);
 }
 
 static void test_send_write_errors(void **state)
