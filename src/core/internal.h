@@ -156,6 +156,7 @@ struct ulnet_pending_cb {
 
 struct ulnet_node {
 	pthread_mutex_t lock;
+	uint64_t lock_t0;            /* when ulnet__lock took it (0: taken otherwise, not measured) */
 	uint32_t pid;
 	uint32_t page_size;
 	uint64_t iface_cookie;       /* wire MD handle interface cookie: our incarnation */
@@ -212,6 +213,31 @@ struct ulnet_node {
 	unsigned fwd_bufs_free;
 	struct ulnet_list fwd_waitq; /* received messages waiting for a buffer or a peer buffer credit */
 };
+
+/* The node lock, timed: the hold-time histogram in the stats (stats show -v). Two clock reads a hold. */
+static inline void ulnet__lock(struct ulnet_node *node)
+{
+	pthread_mutex_lock(&node->lock);
+	node->lock_t0 = ulnet__now_ns();
+}
+
+static inline void ulnet__lock_release(struct ulnet_node *node)
+{
+	if (node->lock_t0) {
+		uint64_t ns = ulnet__now_ns() - node->lock_t0, us = ns / 1000;
+		unsigned b = 0;
+
+		while (us && b < ULNET_LOCK_HIST_BUCKETS - 1) {
+			us >>= 1;
+			b++;
+		}
+		node->stats.lock_hold_hist[b]++;
+		if (ns > node->stats.lock_hold_max_ns)
+			node->stats.lock_hold_max_ns = ns;
+		node->lock_t0 = 0;
+	}
+	pthread_mutex_unlock(&node->lock);
+}
 
 /* handles (md.c) */
 uint64_t ulnet__cookie_new(struct ulnet_node *node, enum ulnet_obj_kind kind);

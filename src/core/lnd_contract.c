@@ -156,7 +156,7 @@ int ulnet_peer_limits_get(ulnet_node *node, const struct ulnet_nid *nid, struct 
 
 	if (!node || !nid || !out)
 		return -EINVAL;
-	pthread_mutex_lock(&node->lock);
+	ulnet__lock(node);
 	ni = ulnet__ni_for_dest(node, nid, &local);
 	if (!ni)
 		rc = -EHOSTUNREACH;
@@ -164,6 +164,6 @@ int ulnet_peer_limits_get(ulnet_node *node, const struct ulnet_nid *nid, struct 
 		rc = -EOPNOTSUPP;
 	else
 		rc = ni->ops->lnd_query_peer(ni, nid, out);
-	pthread_mutex_unlock(&node->lock);
+	ulnet__lock_release(node);
 	return rc;
 }

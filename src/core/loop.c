@@ -147,7 +147,7 @@ void ulnet__unlock(struct ulnet_node *node)
 	if (wake)
 		atomic_store_explicit(&node->poked, true, memory_order_relaxed);
 	wake = wake && atomic_load_explicit(&node->sleeping, memory_order_relaxed);
-	pthread_mutex_unlock(&node->lock);
+	ulnet__lock_release(node);
 	if (wake)
 		ulnet__loop_wake(node);
 }
@@ -183,10 +183,10 @@ static void run_callbacks(struct ulnet_node *node)
 		node->n_cbs = 0;
 		node->cbs_spare = NULL;
 		node->cap_spare = 0;
-		pthread_mutex_unlock(&node->lock);
+		ulnet__lock_release(node);
 		for (size_t i = 0; i < n; i++)
 			batch[i].handler(&batch[i].ev);
-		pthread_mutex_lock(&node->lock);
+		ulnet__lock(node);
 		node->cbs_spare = batch;
 		node->cap_spare = cap;
 	}
@@ -235,7 +235,7 @@ static void *loop_main(void *arg)
 	struct epoll_event evs[LOOP_MAX_EVENTS];
 	uint64_t busy_until = 0;
 
-	pthread_mutex_lock(&node->lock);
+	ulnet__lock(node);
 	while (!node->stopping) {
 		int n, timeout = node->n_cbs || !ulnet_list_empty(&node->done_q) || node->kicked
 					 ? 0 : ulnet__timers_next_ms(node, ulnet__node_now(node), LOOP_MAX_WAIT_MS);
@@ -245,10 +245,10 @@ static void *loop_main(void *arg)
 		/* a spinning loop needs no eventfd write: a poke ends its spin */
 		if (timeout && !spin)
 			atomic_store_explicit(&node->sleeping, true, memory_order_relaxed);
-		pthread_mutex_unlock(&node->lock);
+		ulnet__lock_release(node);
 		n = loop_wait(node, evs, timeout, busy_until);
 		atomic_store_explicit(&node->sleeping, false, memory_order_relaxed);
-		pthread_mutex_lock(&node->lock);
+		ulnet__lock(node);
 		if (n < 0 && errno != EINTR) {
 			ULNET_LOG(CORE, ERR, "epoll_wait: %s", strerror(errno));
 			n = 0;
@@ -280,7 +280,7 @@ static void *loop_main(void *arg)
 		run_callbacks(node);
 	}
 	run_callbacks(node);
-	pthread_mutex_unlock(&node->lock);
+	ulnet__lock_release(node);
 	return NULL;
 }
 
@@ -288,10 +288,10 @@ int ulnet__loop_start(struct ulnet_node *node)
 {
 	int rc;
 
-	pthread_mutex_lock(&node->lock);
+	ulnet__lock(node);
 	node->lnd_tick.fn = lnd_tick;
 	rc = ulnet__timer_arm(node, &node->lnd_tick, ulnet__node_now(node) + LOOP_TICK_NS);
-	pthread_mutex_unlock(&node->lock);
+	ulnet__lock_release(node);
 	if (rc)
 		return rc;
 	rc = pthread_create(&node->thread, NULL, loop_main, node);
@@ -301,9 +301,9 @@ int ulnet__loop_start(struct ulnet_node *node)
 
 void ulnet__loop_stop(struct ulnet_node *node)
 {
-	pthread_mutex_lock(&node->lock);
+	ulnet__lock(node);
 	node->stopping = true;
 	ulnet__loop_wake(node);
-	pthread_mutex_unlock(&node->lock);
+	ulnet__lock_release(node);
 	pthread_join(node->thread, NULL);
 }

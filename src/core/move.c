@@ -120,7 +120,7 @@ int ulnet_put(ulnet_node *node, struct ulnet_handle mdh, enum ulnet_ack_req ack,
 
 	if (!node)
 		return -EINVAL;
-	pthread_mutex_lock(&node->lock);
+	ulnet__lock(node);
 	rc = start_op(node, mdh, target, portal, &md, &msg);
 	if (rc)
 		goto out;
@@ -158,7 +158,7 @@ int ulnet_get(ulnet_node *node, struct ulnet_handle mdh, const struct ulnet_proc
 
 	if (!node)
 		return -EINVAL;
-	pthread_mutex_lock(&node->lock);
+	ulnet__lock(node);
 	rc = start_op(node, mdh, target, portal, &md, &msg);
 	if (rc)
 		goto out;

@@ -320,6 +320,21 @@ static int cmd_stats_show(struct ulnetd *d, int argc, char **argv, struct ulnetd
 		/* descriptors handed out vs taken from the heap: flat in steady state (free lists) */
 		ulnetd_emit_uint(&e, "desc_gets", st.desc_gets);
 		ulnetd_emit_uint(&e, "desc_heap_allocs", st.desc_heap_allocs);
+		/* node lock hold times: "lo-hi" microseconds -> holds */
+		ulnetd_emit_uint(&e, "lock_hold_max_ns", st.lock_hold_max_ns);
+		ulnetd_emit_map(&e, "lock_hold_us");
+		for (unsigned b = 0; b < ULNET_LOCK_HIST_BUCKETS; b++) {
+			char k[32];
+
+			if (b == 0)
+				snprintf(k, sizeof(k), "0-1");
+			else if (b == ULNET_LOCK_HIST_BUCKETS - 1)
+				snprintf(k, sizeof(k), "%u-", 1u << (b - 1));
+			else
+				snprintf(k, sizeof(k), "%u-%u", 1u << (b - 1), 1u << b);
+			ulnetd_emit_uint(&e, k, st.lock_hold_hist[b]);
+		}
+		ulnetd_emit_end(&e);
 	}
 	ulnetd_emit_end(&e);
 	ulnetd_emit_end(&e);
@@ -400,7 +415,7 @@ static const struct ulnetd_cmd lnet_cmds[] = {
 	{ "net show", "[-v] [--net NET] [--json]", "show the local NIs", cmd_net_show },
 	{ "export", "[--json]", "print the running configuration (input for ulnetd -c)", cmd_export },
 	{ "ping", "[PID-]NID [--count N] [--timeout MS] [--json]", "ping a NID and list its NIDs", cmd_ping },
-	{ "stats show", "[-v] [--json]", "show the node's message counters (-v: descriptor free lists)", cmd_stats_show },
+	{ "stats show", "[-v] [--json]", "show the node's message counters (-v: descriptor free lists, lock hold times)", cmd_stats_show },
 	{ "peer show", "[-v] [--nid NID] [--json]", "show the peers", cmd_peer_show },
 };
 
