@@ -201,7 +201,10 @@ struct ulnet_node {
 	/* Finalized messages waiting for the loop's completion phase (msg.c). Completing one may
 	 * launch others (credits) and they may finalize at once: they join the tail, never the stack. */
 	struct ulnet_list done_q;
-	unsigned n_done;             /* its length, for ulnet__node_backlogged */
+	unsigned n_done;
+	/* Sends an API call made off the loop thread to a remote NID: the loop posts them (its LND does
+	 * the socket I/O), so no API call holds the node lock across a system call (move.c). */
+	struct ulnet_list submit_q;             /* its length, for ulnet__node_backlogged */
 	bool completing;             /* inside the completion phase (ulnet__node_completing) */
 	struct ulnet_pending_cb *cbs;
 	size_t n_cbs, cap_cbs;
@@ -304,6 +307,12 @@ void ulnet__msg_free(struct ulnet_msg *msg);
 bool ulnet__completions_run(struct ulnet_node *node, unsigned budget);
 
 /* move.c */
+/* Post the sends API calls submitted (loop thread, lock held). */
+void ulnet__submitted_run(struct ulnet_node *node);
+/* Wait until the loop posted every send submitted so far (tests that script an LND). Not locked. */
+void ulnet__node_sync(struct ulnet_node *node);
+/* Node teardown: fail what was submitted and never posted with -ESHUTDOWN. */
+void ulnet__submitted_fail(struct ulnet_node *node);
 int ulnet__send(struct ulnet_node *node, struct ulnet_msg *msg, const struct ulnet_process_id *target,
 		void *rx_priv);
 

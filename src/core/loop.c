@@ -142,7 +142,7 @@ void ulnet__unlock(struct ulnet_node *node)
 
 	if (off_loop) {
 		ulnet__completions_run(node, ULNET_COMPLETION_BUDGET);
-		wake = node->n_cbs > 0 || !ulnet_list_empty(&node->done_q);
+		wake = node->n_cbs > 0 || !ulnet_list_empty(&node->done_q) || !ulnet_list_empty(&node->submit_q);
 	}
 	if (wake)
 		atomic_store_explicit(&node->poked, true, memory_order_relaxed);
@@ -237,7 +237,8 @@ static void *loop_main(void *arg)
 
 	ulnet__lock(node);
 	while (!node->stopping) {
-		int n, timeout = node->n_cbs || !ulnet_list_empty(&node->done_q) || node->kicked
+		int n, timeout = node->n_cbs || !ulnet_list_empty(&node->done_q) || node->kicked ||
+				 !ulnet_list_empty(&node->submit_q)
 					 ? 0 : ulnet__timers_next_ms(node, ulnet__node_now(node), LOOP_MAX_WAIT_MS);
 		bool spin = timeout != 0 && node->busy_poll_ns && ulnet__now_ns() < busy_until;
 
@@ -274,6 +275,7 @@ static void *loop_main(void *arg)
 		node->cur_nevs = 0;
 		node->cur_evs = NULL;
 		run_kicked(node);
+		ulnet__submitted_run(node);
 		ulnet__timers_run(node, ulnet__node_now(node));
 		/* bounded: a flood of completions cannot starve the sockets; the rest wait one turn */
 		ulnet__completions_run(node, ULNET_COMPLETION_BUDGET);

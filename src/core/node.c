@@ -62,6 +62,7 @@ int ulnet_node_open(const struct ulnet_node_opts *opts, ulnet_node **out)
 		ulnet_list_init(&node->peers[i]);
 	ulnet_list_init(&node->nis);
 	ulnet_list_init(&node->done_q);
+	ulnet_list_init(&node->submit_q);
 	ulnet_list_init(&node->idle_peers);
 	node->max_peers = opts && opts->max_peers ? opts->max_peers : ULNET_MAX_PEERS_DEFAULT;
 	rc = ulnet__loop_init(node);
@@ -102,6 +103,7 @@ void ulnet_node_close(ulnet_node *node)
 	if (node->thread)
 		ulnet__loop_stop(node);
 	ulnet__lock(node);
+	ulnet__submitted_fail(node);
 	/* LNDs first (they finalize what they own with -ESHUTDOWN), lo last. An NI stops taking sends
 	 * before its LND goes: what credits launch from here on fails with -ESHUTDOWN (peer.c). */
 	for (struct ulnet_list *p = node->nis.prev; p != &node->nis; p = p->prev) {
