@@ -243,6 +243,12 @@ static inline void ulnet__lock_release(struct ulnet_node *node)
 }
 
 /* handles (md.c) */
+/* Rules the configuration file reader (config_file.c) shares with the core, each written once: 0 or
+ * -EINVAL with the reason in @why. */
+int ulnet__page_size_check(uint32_t ps, char *why, size_t whylen);
+/* Parse NID @s of an NI on @net (named @net_name in the message). */
+int ulnet__ni_nid_parse(const char *s, uint32_t net, const char *net_name, struct ulnet_nid *out, char *why,
+			size_t whylen);
 uint64_t ulnet__cookie_new(struct ulnet_node *node, enum ulnet_obj_kind kind);
 void *ulnet__handle_lookup(struct ulnet_node *node, uint64_t cookie, enum ulnet_obj_kind kind);
 

@@ -24,6 +24,14 @@ uint64_t ulnet__now_ns(void)
 	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 
+uint64_t ulnet__wall_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
 int ulnet__loop_init(struct ulnet_node *node)
 {
 	struct epoll_event ev = { .events = EPOLLIN, .data.ptr = NULL };

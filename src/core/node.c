@@ -1,19 +1,29 @@
 /* SPDX-License-Identifier: MIT */
 /* Node life cycle: options, the lo NI, the ping service and the loop thread; counters. */
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 #include "internal.h"
 
-static int check_page_size(uint32_t ps)
+int ulnet__page_size_check(uint32_t ps, char *why, size_t whylen)
 {
 	if (ps < 4096 || ps > (2u << 20) || (ps & (ps - 1))) {
-		ULNET_LOG(CORE, ERR, "node: page_size %u is not a power of two in 4096..2097152 (setting page_size)",
-			  ps);
+		snprintf(why, whylen, "must be a power of two from 4096 to 2097152");
 		return -EINVAL;
 	}
 	return 0;
+}
+
+static int check_page_size(uint32_t ps)
+{
+	char why[80];
+	int rc = ulnet__page_size_check(ps, why, sizeof(why));
+
+	if (rc)
+		ULNET_LOG(CORE, ERR, "node: page_size %u: %s (setting page_size)", ps, why);
+	return rc;
 }
 
 int ulnet_node_open(const struct ulnet_node_opts *opts, ulnet_node **out)

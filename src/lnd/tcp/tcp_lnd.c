@@ -517,7 +517,6 @@ static int net_address(struct tcplnd_net *net, struct ulnet_ni *ni)
 static int tcplnd_startup(struct ulnet_ni *ni)
 {
 	struct tcplnd_net *net = net_of(ni);
-	struct timespec ts;
 	unsigned i;
 	int rc;
 
@@ -538,8 +537,7 @@ static int tcplnd_startup(struct ulnet_ni *ni)
 	if (rc)
 		return rc;
 	/* the NI's start time: a restarted peer shows up as a new incarnation */
-	clock_gettime(CLOCK_REALTIME, &ts);
-	net->incarnation = (uint64_t)ts.tv_sec * NS_PER_S + (uint64_t)ts.tv_nsec;
+	net->incarnation = ulnet__wall_ns();
 	return tcplnd_acceptor_start(net);
 }
 
