@@ -142,6 +142,16 @@ static void expect_limits(ulnet_node *node, uint64_t nid4, uint32_t depth, uint3
 	fail_msg("peer limits depth %u frags %u, want %u/%u", lim.queue_depth, lim.max_frags, depth, frags);
 }
 
+/* Hang up the raw peer, close it and the node. */
+static void finish(ulnet_node *a, ulnet_eq *eq)
+{
+	raw_hangup(&rp);
+	raw_close(&rp);
+	ulnet_node_close(a);
+	if (eq)
+		ulnet_eq_destroy(eq);
+}
+
 /* ---- passive side: negotiated values ---- */
 
 static void test_passive_negotiation(void **state)
@@ -179,9 +189,7 @@ static void test_passive_negotiation(void **state)
 		assert_int_equal(cp.max_frags, 256);
 		expect_limits(a, rp.nid, 8, 256);
 	}
-	raw_hangup(&rp);
-	raw_close(&rp);
-	ulnet_node_close(a);
+	finish(a, NULL);
 }
 
 /* After the handshake the node keeps to the depth: with no credit returned, @depth messages (V1:
@@ -212,10 +220,7 @@ static void credits_used(uint16_t version, uint16_t depth, uint16_t frags)
 	assert_int_equal(got, total);
 	for (unsigned i = 0; i < total; i++)
 		assert_int_equal(send_status(eq), 0);
-	raw_hangup(&rp);
-	raw_close(&rp);
-	ulnet_node_close(a);
-	ulnet_eq_destroy(eq);
+	finish(a, eq);
 }
 
 static void test_passive_depth_used(void **state)
@@ -388,10 +393,7 @@ static void race(const char *raw_ip, bool node_wins)
 	assert_true(raw_msg(&rp, 10000, &m));
 	assert_int_equal(m.type, O2IB_MSG_IMMEDIATE);
 	assert_int_equal(send_status(eq), 0);
-	raw_hangup(&rp);
-	raw_close(&rp);
-	ulnet_node_close(a);
-	ulnet_eq_destroy(eq);
+	finish(a, eq);
 }
 
 static void test_conn_race(void **state)
@@ -545,9 +547,7 @@ static void test_active_reject_storm(void **state)
 	assert_true(total <= O2IB_RECONNECT_BURST + 8);
 	assert_int_equal(st, -ETIMEDOUT);
 	assert_int_equal(errors_seen(), 1);
-	raw_close(&rp);
-	ulnet_node_close(a);
-	ulnet_eq_destroy(eq);
+	finish(a, eq);
 }
 
 int main(int argc, char **argv)
