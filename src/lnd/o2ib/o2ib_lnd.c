@@ -37,23 +37,29 @@ static const struct ulnet_tunable o2ib_tunables[] = {
 	I("map_on_demand", 0, 257, 1, "0: describe RDMA buffers page by page; N: one region above N fragments"),
 	I("timeout", 1, 3600, 50, "seconds before a message or a connection attempt fails"),
 	I("keepalive", 0, 3600, 100, "seconds of silence before a keepalive NOOP (0: off)"),
+	I("max_frags", 1, 257, 257, "RDMA fragments per transfer proposed and accepted (a peer asking more is "
+				    "rejected with RDMA_FRAGS and retries with this)"),
 	I("max_peers", 1, 1048576, 4096, "peers remembered at once; idle ones (no connection, nothing queued) "
 	  "are forgotten after timeout s, or at once to make room"),
+	I("use_privileged_port", 0, 1, 0, "1: connect from a source port below 1024 (peers that "
+	  "require_privileged_port; needs CAP_NET_BIND_SERVICE)"),
 	DEV("max_send_sge"), DEV("max_recv_sge"), DEV("max_qp_wr"), DEV("max_qp"), DEV("max_mr"),
 	DEV("max_mr_size"), DEV("max_msg_sz"), DEV("page_size"),
 };
 #undef DEV
 #undef I
 #define N_TUNABLES (sizeof(o2ib_tunables) / sizeof(o2ib_tunables[0]))
-#define N_PLAIN_TUNABLES 9u /* the device.* keys follow */
-
-static const size_t tunable_off[N_PLAIN_TUNABLES] = {
+/* The plain keys, in table order; the device.* keys follow them. */
+static const size_t tunable_off[] = {
 	offsetof(struct o2ib_tun, provider), offsetof(struct o2ib_tun, port),
 	offsetof(struct o2ib_tun, peer_credits), offsetof(struct o2ib_tun, peer_credits_hiw),
 	offsetof(struct o2ib_tun, concurrent_sends), offsetof(struct o2ib_tun, map_on_demand),
 	offsetof(struct o2ib_tun, timeout), offsetof(struct o2ib_tun, keepalive),
+	offsetof(struct o2ib_tun, max_frags),
 	offsetof(struct o2ib_tun, max_peers),
+	offsetof(struct o2ib_tun, use_privileged_port),
 };
+#define N_PLAIN_TUNABLES (sizeof(tunable_off) / sizeof(tunable_off[0]))
 
 static int tunables_load(struct o2ib_net *net, struct ulnet_ni *ni)
 {
@@ -153,7 +159,8 @@ const char *o2ib_nid_str(const struct ulnet_nid *nid, char *buf, size_t len)
 void o2ib_tx_done(struct o2ib_net *net, struct o2ib_tx *tx, int status)
 {
 	if (tx->mr_ok && net->dev)
-		net->fab->dereg_mr(net->dev, &tx->mr);
+		net->fab->dereg_mr(net->dev, &tx->mr); /* a sink's key dies with its transfer */
+	o2ib_tx_release(net, tx);
 	if (tx->lntmsg)
 		ulnet__finalize(tx->lntmsg, status);
 	if (tx->lntmsg2)
@@ -201,7 +208,6 @@ static int o2iblnd_startup(struct ulnet_ni *ni)
 	const struct ulnet_nid *nid = ulnet__ni_nid(ni);
 	const char *requested;
 	struct fab_limits lim;
-	struct timespec ts;
 	char ns[ULNET_NID_STRLEN];
 	int rc;
 
@@ -211,6 +217,7 @@ static int o2iblnd_startup(struct ulnet_ni *ni)
 		ulnet_list_init(&net->peers[i]);
 	ulnet_list_init(&net->pending);
 	ulnet_list_init(&net->zombies);
+	ulnet_list_init(&net->bounces);
 	if ((rc = tunables_load(net, ni)) || (rc = limits_load(ni, &lim)))
 		return rc;
 	if (!ulnet_nid_is_nid4(nid) || nid->size) {
@@ -244,9 +251,8 @@ static int o2iblnd_startup(struct ulnet_ni *ni)
 	net->io.data = net;
 	if ((rc = ulnet__io_start(ulnet__ni_node(ni), &net->io, EPOLLIN)))
 		goto fail;
-	clock_gettime(CLOCK_REALTIME, &ts);
 	net->me.nid = ulnet_nid_to_nid4(nid);
-	net->me.stamp = (uint64_t)ts.tv_sec * 1000000u + (uint64_t)ts.tv_nsec / 1000u; /* incarnation, µs */
+	net->me.stamp = ulnet__wall_ns() / 1000u; /* incarnation, µs */
 	net->me.ni_ready = true;
 	net->me.tun.peer_credits = (uint16_t)(net->tun.peer_credits ? net->tun.peer_credits
 						: (int)ulnet__ni_peer_credits(ni));
@@ -254,7 +260,7 @@ static int o2iblnd_startup(struct ulnet_ni *ni)
 		net->me.tun.peer_credits = O2IB_CREDITS_MIN;
 	if (net->me.tun.peer_credits > O2IB_CREDITS_MAX)
 		net->me.tun.peer_credits = O2IB_CREDITS_MAX;
-	net->me.tun.max_frags = O2IB_MAX_RDMA_FRAGS;
+	net->me.tun.max_frags = (uint16_t)net->tun.max_frags;
 	net->me.tun.max_qp_wr = net->fab->dev_limits(net->dev)->max_qp_wr;
 	ULNET_LOG(O2IB, INFO, "%s: %s provider, port %d, queue depth %u", o2ib_nid_str(nid, ns, sizeof(ns)),
 		  net->fab->name, net->tun.port, net->me.tun.peer_credits);
@@ -301,6 +307,7 @@ static void o2iblnd_shutdown(struct ulnet_ni *ni)
 			peer_forget(net, peer);
 		}
 	o2ib_reap_zombies(net); /* with shutting_down set, frees every closed conn */
+	o2ib_bounce_pool_free(net);
 	net->fab->dev_close(net->dev);
 	net->dev = NULL;
 }
@@ -426,6 +433,45 @@ static int o2iblnd_query_peer(struct ulnet_ni *ni, const struct ulnet_nid *nid, 
 	return 0;
 }
 
+static int o2iblnd_peer_rdma_stats(struct ulnet_ni *ni, const struct ulnet_nid *nid,
+				   struct ulnet_peer_rdma_stats *out)
+{
+	struct o2ib_peer *peer = o2ib_peer_find(net_of(ni), nid, false);
+
+	if (!peer)
+		return -ENOENT;
+	*out = peer->stats;
+	return 0;
+}
+
+static void o2iblnd_fabric_info(struct ulnet_ni *ni, struct ulnet_ni_fabric *out)
+{
+	struct o2ib_net *net = net_of(ni);
+	const struct fab_limits *lim = net->fab->dev_limits(net->dev);
+
+	snprintf(out->provider, sizeof(out->provider), "%s", net->fab->name);
+	out->max_send_sge = lim->max_send_sge;
+	out->max_recv_sge = lim->max_recv_sge;
+	out->max_qp_wr = lim->max_qp_wr;
+	out->max_qp = lim->max_qp;
+	out->max_mr = lim->max_mr;
+	out->max_mr_size = lim->max_mr_size;
+	out->max_msg_sz = lim->max_msg_sz;
+	out->page_size = lim->page_size;
+}
+
+/* Memory the provider moves fastest (shm: memfd the peer maps); the provider's allocator is global,
+ * so the buffer outlives this NI. */
+static void *o2iblnd_mem_alloc(struct ulnet_ni *ni, size_t align, size_t len, void (**free_fn)(void *p, size_t len))
+{
+	const struct fab_provider_ops *fab = net_of(ni)->fab;
+
+	if (!fab->mem_alloc || !fab->mem_free)
+		return NULL;
+	*free_fn = fab->mem_free;
+	return fab->mem_alloc(align, len);
+}
+
 const struct ulnet_lnd_ops ulnet__o2iblnd_ops = {
 	.lnd_type = ULNET_LND_O2IB,
 	.lnd_name = "o2ib",
@@ -438,5 +484,8 @@ const struct ulnet_lnd_ops ulnet__o2iblnd_ops = {
 	.lnd_tunables = o2ib_tunables,
 	.lnd_n_tunables = N_TUNABLES,
 	.lnd_query_peer = o2iblnd_query_peer,
+	.lnd_peer_rdma_stats = o2iblnd_peer_rdma_stats,
+	.lnd_fabric_info = o2iblnd_fabric_info,
+	.lnd_mem_alloc = o2iblnd_mem_alloc,
 	.lnd_md_unlinked = o2ib_md_unlinked,
 };
