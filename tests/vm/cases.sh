@@ -173,21 +173,78 @@ vm_cases_lu5718()
 	WANT_MAX_FRAGS=
 }
 
-# vm_cases LIST FIRST: comma-separated groups (tcp, o2ib, lu5718). The two nodes take turns (FIRST=1
-# goes first, then tells the peer on TCP port 7777 of the guest link), so each case's counters and
-# plan are its own.
+# The peer dies mid-transfer (run by the first node, after both turns): a 30 s 1 MiB brw write over
+# o2ib runs while the host kills the peer's VM (asked by "VMLANE KILL-PEER"); the brw must fail with
+# classified errors only (peer gone or timeout), within twice the o2ib timeout (20 s); then the host
+# boots the peer again ("VMLANE PEER-RESTART") and this node must ping it and move 1 MiB again.
+vm_cases_kill_net() { echo o2ib; }
+vm_cases_kill_count() { if [ "$FIRST" = 1 ]; then echo 3; else echo 0; fi; }
+vm_cases_kill() { :; } # runs at the end of vm_cases (vm_kill)
+vm_kill()
+{
+	local net=o2ib out=/tmp/kill.json st=0 t0 t1 pid sent gone to un bytes
+	ulnet-selftest --node $SOCK --json brw write --from "$ME@$net" --to "$PEER@$net" --size 1048576 \
+		--check full --concurrency 2 --duration 30 --timeout 30 >$out 2>/tmp/kill.err &
+	pid=$!
+	# wait until data flows (the node's send counter moves), then have the peer killed
+	sent=$(ulnetctl --node $SOCK stats show --json | sed -n 's/.*"send_length":\([0-9]*\).*/\1/p')
+	i=0
+	while [ "$(ulnetctl --node $SOCK stats show --json | sed -n 's/.*"send_length":\([0-9]*\).*/\1/p')" -le $((sent + 2097152)) ]; do
+		i=$((i + 1))
+		[ $i -lt 300 ] || break
+		sleep 0.1
+	done
+	t0=$(date +%s)
+	echo "VMLANE KILL-PEER"
+	wait $pid || st=$?
+	t1=$(date +%s)
+	gone=$(vm_json $out peer_gone)
+	to=$(vm_json $out timeout)
+	un=$(vm_json $out unclassified)
+	bytes=$(vm_json $out bytes)
+	if [ $st != 0 ] && [ $((${gone:-0} + ${to:-0})) -gt 0 ] && [ "${un:-0}" = 0 ] && [ $((t1 - t0)) -le 40 ]; then
+		vm_case "$net peer killed mid-transfer ok bytes=${bytes:-0} errors=0 classified: peer_gone ${gone:-0} timeout ${to:-0}, failed $((t1 - t0)) s after the kill"
+	else
+		vm_case "$net peer killed mid-transfer FAIL bytes=${bytes:-0} errors=1 status=$st peer_gone ${gone:-0} timeout ${to:-0} unclassified ${un:-0} after $((t1 - t0)) s: $(head -c 300 $out /tmp/kill.err)"
+	fi
+	echo "VMLANE PEER-RESTART"
+	if vm_wait_peer $net; then
+		vm_case "$net peer back ok bytes=0 errors=0 ping answered"
+	else
+		vm_case "$net peer back FAIL bytes=0 errors=1 no ping answer within 120 s"
+	fi
+	vm_plan_baseline $net
+	vm_brw $net write 1048576 4097
+}
+
+# vm_turn_wait / vm_turn_give: the turn token, a TCP connection to port 7777 inside the guest link
+vm_turn_wait() { timeout 400 nc -l -p 7777 >/dev/null 2>&1 || echo "VMLANE ERROR $NAME: no turn from $PEERNAME"; }
+vm_turn_give()
+{
+	local i=0
+	until echo turn | nc "$PEER" 7777 >/dev/null 2>&1; do
+		i=$((i + 1))
+		[ $i -lt 100 ] || { echo "VMLANE ERROR $NAME: cannot give $PEERNAME its turn"; return; }
+		sleep 0.2
+	done
+}
+
+# vm_cases LIST: comma-separated groups (tcp, o2ib, lu5718, kill). The two nodes take turns ($FIRST=1
+# goes first, then hands over), so each case's counters and plan are its own; with kill the turn
+# comes back to the first node for vm_kill. An empty LIST (a peer booted again) only serves.
 vm_cases()
 {
-	local groups total=0 g net i
+	local groups total=0 g net kill=
 	groups=$(echo "$1" | tr ',' ' ')
 	for g in $groups; do
 		total=$((total + $(vm_cases_${g}_count)))
+		[ $g != kill ] || kill=1
 	done
 	echo "VMLANE PLAN $total"
-	if [ "$2" != 1 ]; then
-		timeout 400 nc -l -p 7777 >/dev/null 2>&1 || echo "VMLANE ERROR $NAME: no turn from $PEERNAME"
-	fi
+	[ -n "$groups" ] || return 0
+	[ "$FIRST" = 1 ] || vm_turn_wait
 	for g in $groups; do
+		[ $g != kill ] || continue
 		net=$(vm_cases_${g}_net)
 		if ! vm_wait_peer "$net"; then
 			echo "VMLANE ERROR $NAME: $PEERNAME@$net does not answer ping after 120 s"
@@ -195,12 +252,13 @@ vm_cases()
 		fi
 		vm_cases_$g
 	done
-	if [ "$2" = 1 ]; then
-		i=0
-		until echo turn | nc "$PEER" 7777 >/dev/null 2>&1; do
-			i=$((i + 1))
-			[ $i -lt 100 ] || { echo "VMLANE ERROR $NAME: cannot give $PEERNAME its turn"; break; }
-			sleep 0.2
-		done
+	if [ "$FIRST" = 1 ]; then
+		vm_turn_give
+		if [ -n "$kill" ]; then
+			vm_turn_wait
+			vm_kill
+		fi
+	elif [ -n "$kill" ]; then
+		vm_turn_give
 	fi
 }

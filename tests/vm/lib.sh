@@ -102,7 +102,8 @@ vm_install()
 
 # vm_install_elf ROOT STAGE TRIPLET FILE...: put host FILEs (ELF, already at their stage paths) and
 # every library they need, transitively, into STAGE; the libraries come from ROOT's /lib/TRIPLET or
-# /usr/lib/TRIPLET (where the packages put them), the program interpreter too.
+# /usr/lib/TRIPLET (where the packages put them), the program interpreter too. A library already in
+# STAGE's /lib/TRIPLET or /usr/lib/TRIPLET (ulnet's own) is taken as it is.
 vm_install_elf()
 {
 	local root=$1 stage=$2 triplet=$3 f lib dir found interp
@@ -122,6 +123,11 @@ vm_install_elf()
 			seen[$lib]=1
 			found=
 			for dir in /lib/$triplet /usr/lib/$triplet; do
+				if [[ -e $stage$dir/$lib ]]; then # ours (libulnet), put there by the caller
+					queue+=("$stage$dir/$lib")
+					found=1
+					break
+				fi
 				if [[ -e $root$dir/$lib ]]; then
 					vm_install "$root" "$stage" "$dir/$lib"
 					queue+=("$stage$dir/$lib")
