@@ -1,7 +1,8 @@
 # SPDX-License-Identifier: MIT
 # shellcheck shell=sh
 # The VM lane's cases, run inside each guest (busybox sh) from this node ($NAME, $ME) to the peer
-# ($PEERNAME, $PEER; $ME1 and $PEER1 on o2ib1); sourced by tests/vm/init.sh. Every case prints exactly one line:
+# ($PEERNAME, $PEER; $ME1 and $PEER1 on o2ib1); sourced by tests/vm/init.sh. Every case prints
+# exactly one line:
 #   VMLANE CASE <from>-><to> <net> <what> ok|FAIL bytes=<n> errors=<n> [detail]
 # and the host (tests/vm/run) counts them. "VMLANE PLAN <n>" first says how many will follow, so a
 # guest that dies midway shows as missing cases, not as fewer passes.
