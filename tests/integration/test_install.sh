@@ -9,7 +9,7 @@ source "${SRC:-$(dirname "$0")/../..}/tests/integration/lib.sh"
 ul_init
 T=$UL_TMP
 DEST=$T/root
-CC=${CC:-cc}
+read -r -a CC <<<"${CC:-cc}" # the build's compiler command (may be several words)
 
 ul_step "meson install --destdir"
 meson install -C "$BUILD" --destdir "$DEST" --no-rebuild --quiet >"$T/install.log" 2>&1 ||
@@ -38,13 +38,15 @@ ul_step "$(wc -l <"$T/exports") exported symbols, all ulnet_*"
 # Each tool: its own directory's sources, plus the control protocol framing it shares with ulnetd.
 # Nothing from src/ and no include path but the tool's own directories and pkg-config's.
 CFLAGS=(-std=gnu11 -D_GNU_SOURCE -Wall -Wextra -Werror -O1 -I"$SRC/tools/ulnetd")
+# a sanitizer build's library needs the sanitizer runtime in whatever links it
+[[ ${SANITIZE:-none} == none ]] || CFLAGS+=("-fsanitize=$SANITIZE")
 build_tool()
 {
 	local name=$1
 	shift
 	ul_step "build $name against the installed library"
 	# shellcheck disable=SC2046
-	"$CC" "${CFLAGS[@]}" "$@" -o "$T/bin/$name" $(pkg --cflags --libs) -lm >"$T/$name.cc.log" 2>&1 ||
+	"${CC[@]}" "${CFLAGS[@]}" "$@" -o "$T/bin/$name" $(pkg --cflags --libs) -lm >"$T/$name.cc.log" 2>&1 ||
 		ul_fail "$name does not build against the installed library: $(head -20 "$T/$name.cc.log")"
 	# to a file: `ldd | grep -q` can fail under pipefail when grep exits first
 	LD_LIBRARY_PATH=$(dirname "$so") ldd "$T/bin/$name" >"$T/$name.ldd"
