@@ -23,7 +23,13 @@ struct ulnet_node_opts {
 	 * idle for 60 s is forgotten; when the table is full the longest idle one makes room, and if
 	 * every one is busy a send to a new peer fails with -ENOBUFS. */
 	uint32_t max_peers;
+	/* Microseconds the loop keeps polling its sockets without sleeping after it last found work
+	 * (and a thread blocked in ulnet_ping polls for its reply), as kernel sockets' busy_poll and
+	 * UCX do: lower latency for a core spent spinning. 0 = off (default); at most
+	 * ULNET_BUSY_POLL_US_MAX. */
+	uint32_t busy_poll_us;
 };
+#define ULNET_BUSY_POLL_US_MAX 1000000
 #define ULNET_MAX_PEERS_DEFAULT 16384
 #define ULNET_TXN_TIMEOUT_DEFAULT 50
 #define ULNET_TXN_TIMEOUT_MAX 86400
@@ -102,6 +108,9 @@ struct ulnet_stats {
 	uint64_t send_length, recv_length, route_length, drop_length;
 	uint64_t tx_queue_full;  /* sends refused: the peer's queue was at peer_queue_msgs/_bytes */
 	uint64_t tx_timeouts;    /* GET/PUT+ACK transactions that ended in -ETIMEDOUT */
+	/* Message descriptors (messages, ACKs, LND tx and NOOP descriptors) handed out, and how many of
+	 * them needed the heap: in steady state the free lists serve them and the second stops growing. */
+	uint64_t desc_gets, desc_heap_allocs;
 };
 ULNET_EXPORT void ulnet_stats_get(ulnet_node *node, struct ulnet_stats *out);
 
@@ -122,6 +131,25 @@ ULNET_EXPORT int ulnet_ni_info_get(ulnet_node *node, unsigned idx, struct ulnet_
 /* The value of lnd_tunables[@k] of NI @idx. -ENOENT past the last NI or key. */
 ULNET_EXPORT int ulnet_ni_lnd_tunable_get(ulnet_node *node, unsigned idx, size_t k, long *out);
 
+/* The RDMA fabric under an NI (o2ib): the provider in force and the limits its device enforces (the
+ * defaults or the device, shrunk by the NI's `lnd tunables: device: {...}`). */
+struct ulnet_ni_fabric {
+	char provider[16];              /* "shm", "verbs" */
+	uint32_t max_send_sge, max_recv_sge, max_qp_wr, max_qp, max_mr;
+	uint64_t max_mr_size;
+	uint32_t max_msg_sz;
+	uint32_t page_size;             /* registration page size */
+};
+/* Fill @out for NI @idx. -ENOENT past the last NI; -EOPNOTSUPP its LND runs on no fabric. */
+ULNET_EXPORT int ulnet_ni_fabric_get(ulnet_node *node, unsigned idx, struct ulnet_ni_fabric *out);
+
+/* @len bytes aligned to @align (a power of two up to 2 MiB) for bulk MDs of @node: memory its
+ * fabric moves fastest when an NI has such (o2ib over the shm provider: memfd-backed, so a peer's
+ * RDMA into it is a memcpy rather than process_vm_writev), else heap memory. Contents undefined.
+ * NULL with errno set on failure. Free with ulnet_mem_free (any thread; the node may be gone). */
+ULNET_EXPORT void *ulnet_mem_alloc(ulnet_node *node, size_t align, size_t len);
+ULNET_EXPORT void ulnet_mem_free(void *p, size_t len);
+
 struct ulnet_peer_info {
 	struct ulnet_nid nid;
 	char state[16];                 /* "up", "down", "connecting" */
@@ -141,6 +169,31 @@ struct ulnet_peer_limits {
 /* The limits of peer @nid. 0; -EHOSTUNREACH no NI reaches it; -EOPNOTSUPP its LND cannot say;
  * -ENOENT the LND has no state for it (not connected yet). */
 ULNET_EXPORT int ulnet_peer_limits_get(ulnet_node *node, const struct ulnet_nid *nid, struct ulnet_peer_limits *out);
+
+/* RDMA data-path counters of one peer (o2ib), by transfer size bucket: bucket k holds transfers of
+ * at most ulnet_rdma_bucket_max[k] bytes (the last takes everything larger). */
+#define ULNET_RDMA_BUCKETS 4
+ULNET_EXPORT extern const uint32_t ulnet_rdma_bucket_max[ULNET_RDMA_BUCKETS];
+struct ulnet_rdma_bucket {
+	uint64_t transfers;     /* transfers we wrote into the peer's memory (source side) */
+	uint64_t wrs;           /* RDMA WRITE work requests they took */
+	uint64_t sges;          /* SGEs in those work requests */
+	uint32_t max_wrs;       /* most WRs one transfer took */
+	uint64_t sinks;         /* sinks we described to the peer (PUT_ACK, GET_REQ) */
+	uint64_t sink_frags;    /* fragments in those descriptors */
+	uint64_t bounces;       /* transfers copied through a bounce buffer (either side) */
+	uint64_t registrations; /* memory regions registered for them (either side) */
+};
+struct ulnet_peer_rdma_stats {
+	uint64_t renegotiations; /* connection attempts retried with the peer's smaller max_frags/queue depth */
+	uint64_t post_rejects;   /* posts the provider refused (each closes the connection) */
+	uint64_t window_waits;   /* times a transfer's next window found the send queue too full */
+	struct ulnet_rdma_bucket bucket[ULNET_RDMA_BUCKETS];
+};
+/* The RDMA counters of peer @nid. 0; -EHOSTUNREACH no NI reaches it; -EOPNOTSUPP its LND has none;
+ * -ENOENT the LND has no state for it. */
+ULNET_EXPORT int ulnet_peer_rdma_stats_get(ulnet_node *node, const struct ulnet_nid *nid,
+					   struct ulnet_peer_rdma_stats *out);
 
 /* Logging: one line per call to the sink (default: stderr). @level: 0 error, 1 warning, 2 info,
  * 3 debug. Thread-safe. The sink is called with no ulnet lock held, possibly from several threads at

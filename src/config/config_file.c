@@ -200,6 +200,10 @@ static int parse_node(struct cfgp *p, const yaml_node_t *n)
 			if ((rc = get_int(p, v, ks, 1, UINT32_MAX, &x)))
 				return rc;
 			p->cfg->opts.max_peers = (uint32_t)x;
+		} else if (!strcmp(ks, "busy_poll_us")) {
+			if ((rc = get_int(p, v, ks, 0, ULNET_BUSY_POLL_US_MAX, &x)))
+				return rc;
+			p->cfg->opts.busy_poll_us = (uint32_t)x;
 		} else if (!strcmp(ks, "control")) {
 			const char *s;
 

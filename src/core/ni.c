@@ -356,3 +356,23 @@ int ulnet_ni_lnd_tunable_get(ulnet_node *node, unsigned idx, size_t k, long *out
 	pthread_mutex_unlock(&node->lock);
 	return rc;
 }
+
+int ulnet_ni_fabric_get(ulnet_node *node, unsigned idx, struct ulnet_ni_fabric *out)
+{
+	struct ulnet_ni *ni;
+	int rc = -ENOENT;
+
+	if (!node || !out)
+		return -EINVAL;
+	pthread_mutex_lock(&node->lock);
+	ni = ni_at(node, idx);
+	if (ni && !ni->ops->lnd_fabric_info) {
+		rc = -EOPNOTSUPP;
+	} else if (ni) {
+		memset(out, 0, sizeof(*out));
+		ni->ops->lnd_fabric_info(ni, out);
+		rc = 0;
+	}
+	pthread_mutex_unlock(&node->lock);
+	return rc;
+}

@@ -46,6 +46,12 @@ int ulnet_node_open(const struct ulnet_node_opts *opts, ulnet_node **out)
 			  opts->transaction_timeout, ULNET_TXN_TIMEOUT_MAX);
 		rc = -EINVAL;
 	}
+	if (rc == 0 && opts && opts->busy_poll_us > ULNET_BUSY_POLL_US_MAX) {
+		ULNET_LOG(CORE, ERR, "node: busy_poll_us %u > %u (setting busy_poll_us)", opts->busy_poll_us,
+			  ULNET_BUSY_POLL_US_MAX);
+		rc = -EINVAL;
+	}
+	node->busy_poll_ns = opts ? (uint64_t)opts->busy_poll_us * 1000u : 0;
 	node->txn_timeout_ns = (uint64_t)(opts && opts->transaction_timeout ? opts->transaction_timeout
 							      : ULNET_TXN_TIMEOUT_DEFAULT) * 1000000000ull;
 	if (rc) {
@@ -61,6 +67,7 @@ int ulnet_node_open(const struct ulnet_node_opts *opts, ulnet_node **out)
 		ulnet_list_init(&node->handles[i]);
 	for (unsigned i = 0; i < ULNET_MAX_PORTALS; i++)
 		ulnet_list_init(&node->portals[i]);
+	ulnet__match_init(node);
 	for (unsigned i = 0; i < ULNET_PEER_BUCKETS; i++)
 		ulnet_list_init(&node->peers[i]);
 	ulnet_list_init(&node->nis);
@@ -145,6 +152,8 @@ void ulnet_node_close(ulnet_node *node)
 	pthread_mutex_unlock(&node->lock);
 	/* handlers queued by the shutdown itself are not run: the node is gone */
 	free(node->cbs);
+	free(node->cbs_spare);
+	ulnet__desc_cache_free(node);
 	free(node->timers);
 	close(node->epfd);
 	close(node->wakefd);

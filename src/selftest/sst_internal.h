@@ -70,6 +70,7 @@ struct sst_rpc {
 	uint64_t start_ns, deadline_ns;
 	/* bulk */
 	uint8_t *buf;
+	size_t buf_cap;                   /* bytes allocated at buf (ulnet_mem_free) */
 	struct ulnet_kiov *kiov;
 	unsigned nkiov;
 	uint32_t len;

@@ -148,6 +148,18 @@ static void test_minimal(void **state)
 	}
 }
 
+static void test_busy_poll(void **state)
+{
+	struct ulnet_config *cfg = parse_ok("node:\n    busy_poll_us: 50\n");
+
+	(void)state;
+	assert_int_equal(cfg->opts.busy_poll_us, 50);
+	ulnet_config_free(cfg);
+	cfg = parse_ok("node: {}\n");
+	assert_int_equal(cfg->opts.busy_poll_us, 0); /* off unless asked */
+	ulnet_config_free(cfg);
+}
+
 static void test_page_sizes(void **state)
 {
 	(void)state;
@@ -246,6 +258,7 @@ static const struct bad_case bad_cases[] = {
 	{ "type: pid empty", "node:\n  pid:\n  control: /x\n", 2, "expected an integer for 'pid', got an empty value" },
 	{ "type: pid negative", "node:\n  pid: -1\n", 2, "'pid' out of range" },
 	{ "type: pid too big", "node:\n  pid: 4294967296\n", 2, "'pid' out of range" },
+	{ "range: busy_poll_us", "node:\n  busy_poll_us: 1000001\n", 2, "'busy_poll_us' out of range" },
 	{ "type: pid octal-looking", "node:\n  pid: 0123\n", 2, "expected an integer for 'pid'" },
 	{ "type: control is a list", "node:\n  control: [a]\n", 2, "expected a string for 'control', got a list" },
 	{ "type: control empty", "node:\n  control: \"\"\n", 2, "empty value for 'control'" },
@@ -350,6 +363,7 @@ int main(void)
 	static const struct CMUnitTest fixed[] = {
 		cmocka_unit_test(test_full),
 		cmocka_unit_test(test_minimal),
+		cmocka_unit_test(test_busy_poll),
 		cmocka_unit_test(test_page_sizes),
 		cmocka_unit_test(test_flow_and_anchors),
 		cmocka_unit_test(test_load_file),

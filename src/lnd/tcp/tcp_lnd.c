@@ -163,7 +163,7 @@ static void peer_fail_txq(struct tcplnd_peer *peer, int rc)
 
 		ulnet_list_del(p);
 		ulnet__finalize(tx->msg, rc);
-		free(tx);
+		tcplnd_tx_free(peer->net, tx);
 	}
 }
 
@@ -419,7 +419,9 @@ void tcplnd_hello_done(struct tcplnd_conn *conn)
 
 	/* accepted */
 	conn->rx = malloc(sizeof(*conn->rx));
-	if (!conn->rx) {
+	conn->ra = malloc(TCPLND_RA_SIZE);
+	conn->ra_off = conn->ra_len = 0;
+	if (!conn->rx || !conn->ra) {
 		conn->peer = NULL;
 		tcplnd_conn_close(conn, -ENOMEM, "no memory for the receive state");
 		if (!conn->passive)
@@ -592,7 +594,7 @@ static int tcplnd_send(struct ulnet_ni *ni, void *rx_priv, struct ulnet_msg *msg
 		return -ENOMEM;
 	if (peer->userflag && ulnet_list_empty(&peer->conns))
 		return -EHOSTUNREACH; /* a user-space peer can only be reached while it is connected */
-	tx = calloc(1, sizeof(*tx) + (v->niov + 1) * sizeof(struct iovec));
+	tx = tcplnd_tx_new(net, v->niov + 1);
 	if (!tx)
 		return -ENOMEM;
 	tx->msg = msg;
@@ -611,7 +613,7 @@ static int tcplnd_send(struct ulnet_ni *ni, void *rx_priv, struct ulnet_msg *msg
 		if (ulnet__now_ns() < peer->retry_at && ulnet_list_empty(&peer->conns)) {
 			/* still backing off after a failure: fail at once, as a down peer would */
 			ulnet_list_del(&tx->link);
-			free(tx);
+			tcplnd_tx_free(peer->net, tx);
 			return peer->last_error ? peer->last_error : -EHOSTUNREACH;
 		}
 		peer_launch(peer);
@@ -675,7 +677,7 @@ static void peer_tick(struct tcplnd_peer *peer, uint64_t now)
 
 			ulnet_list_del(p);
 			ulnet__finalize(tx->msg, -ETIMEDOUT);
-			free(tx);
+			tcplnd_tx_free(peer->net, tx);
 		}
 	}
 	if (!ulnet_list_empty(&peer->txq) && !peer_connecting(peer))
