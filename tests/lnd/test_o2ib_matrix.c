@@ -13,7 +13,9 @@
  *     page by page, max_send_sge 1, a peer that accepts 16 fragments (negotiated by RDMA_FRAGS
  *     reject and retry): completes, and the WRITEs the LND handed the provider are exactly the ones
  *     `ulnetctl plan` prints for that layout (argv[1] is the ulnetctl binary).
- * Addresses: 127.130.B.{1,2} (matrix, one block per configuration), 127.131.0.{1,2} (LU-5718). */
+ *   - the source registration cache: bounded entries, least recently used dropped first, counted.
+ * Addresses: 127.130.B.{1,2} (matrix, one block per configuration), 127.131.0.{1,2} (LU-5718),
+ * 127.132.0.{1,2} (registration cache). */
 #include <errno.h>
 #include <inttypes.h>
 #include <setjmp.h>
@@ -157,6 +159,7 @@ static size_t layout_check(const struct layout *l, const uint8_t *want, uint8_t 
 
 struct side {
 	uint32_t page, mod, sge, qp_wr, max_frags;
+	uint32_t cache_entries; /* 0: the default */
 };
 
 struct pair {
@@ -168,10 +171,10 @@ struct pair {
 
 static ulnet_node *node_up(const char *nid, const struct side *s)
 {
-	char mod[16], sge[16], qp[16], frags[16];
-	struct ulnet_kv lt[6] = { { "provider", "shm" }, { "timeout", "10" }, { "map_on_demand", mod },
-				  { "device.max_send_sge", sge }, { "max_frags", frags }, { "device.max_qp_wr", qp } };
-	struct ulnet_ni_conf conf = { .net = "o2ib", .nid = nid, .lnd_tunables = lt, .n_lnd_tunables = s->qp_wr ? 6 : 5 };
+	char mod[16], sge[16], qp[16], frags[16], cache[16];
+	struct ulnet_kv lt[7] = { { "provider", "shm" }, { "timeout", "10" }, { "map_on_demand", mod },
+				  { "device.max_send_sge", sge }, { "max_frags", frags } };
+	struct ulnet_ni_conf conf = { .net = "o2ib", .nid = nid, .lnd_tunables = lt, .n_lnd_tunables = 5 };
 	struct ulnet_node_opts opts = { .page_size = s->page };
 	ulnet_node *n;
 
@@ -179,6 +182,11 @@ static ulnet_node *node_up(const char *nid, const struct side *s)
 	snprintf(sge, sizeof(sge), "%u", s->sge);
 	snprintf(qp, sizeof(qp), "%u", s->qp_wr);
 	snprintf(frags, sizeof(frags), "%u", s->max_frags ? s->max_frags : 257);
+	snprintf(cache, sizeof(cache), "%u", s->cache_entries);
+	if (s->qp_wr)
+		lt[conf.n_lnd_tunables++] = (struct ulnet_kv){ "device.max_qp_wr", qp };
+	if (s->cache_entries)
+		lt[conf.n_lnd_tunables++] = (struct ulnet_kv){ "reg_cache_entries", cache };
 	assert_int_equal(ulnet_node_open(&opts, &n), 0);
 	assert_int_equal(ulnet_ni_add(n, &conf), 0);
 	return n;
@@ -538,7 +546,7 @@ static char *plan_signature(const char *cmd, char *strategy, size_t scap)
 static void test_lu5718(void **state)
 {
 	/* a: 4 KiB pages, max_send_sge 1, max_qp_wr 16; b: accepts 16 fragments, describes page by page */
-	struct side sa = { 4096, 1, 1, 16, 0 }, sb = { 4096, 0, 1, 16, 16 };
+	struct side sa = { 4096, 1, 1, 16, 0, 0 }, sb = { 4096, 0, 1, 16, 16, 0 };
 	struct tcase put = { MIB, 0, 7, F_KIOV, F_CONTIG, false };
 	struct pair *p;
 	struct ulnet_peer_limits lim;
@@ -556,9 +564,9 @@ static void test_lu5718(void **state)
 	 * contig --dst-offset 7; the source: whole 4 KiB pages at every other page, ulnetctl's kiov */
 	nrec = rec_windows = 0;
 	rec_conn = NULL;
-	o2ib_post_observer = observe;
+	__atomic_store_n(&o2ib_post_observer, observe, __ATOMIC_RELEASE);
 	assert_int_equal(run_case(p, &put, 0x5718, why, sizeof(why)), 0);
-	o2ib_post_observer = NULL;
+	__atomic_store_n(&o2ib_post_observer, NULL, __ATOMIC_RELEASE);
 	assert_int_equal(ulnet_peer_limits_get(p->a, &p->idb.nid, &lim), 0);
 	assert_int_equal(lim.max_frags, 16);
 	assert_int_equal(ulnet_peer_rdma_stats_get(p->a, &p->idb.nid, &st), 0);
@@ -594,10 +602,75 @@ static void test_lu5718(void **state)
 	free(l);
 }
 
+/* ---- the source registration cache ---- */
+
+/* Three source MDs that stay bound, put in the order 0 1 0 2 0 1 through a cache of 2 entries:
+ * miss, miss, hit, miss (evicts 1), hit, miss (evicts 2). */
+static void test_reg_cache(void **state)
+{
+	struct side sa = { 4096, 1, 30, 0, 0, 2 }, sb = { 4096, 1, 30, 0, 0, 0 };
+	struct ulnet_process_id any = { .pid = ULNET_PID_ANY };
+	static const unsigned order[] = { 0, 1, 0, 2, 0, 1 };
+	const uint32_t len = 65536;
+	uint8_t *src[3], *dst = aligned_alloc(4096, len);
+	struct ulnet_md smd[3], tmd_d;
+	struct ulnet_handle sh[3], me, tmd;
+	struct ulnet_peer_rdma_stats st;
+	struct ulnet_event ev;
+	struct pair *p;
+
+	(void)state;
+	atomic_store(&errors_logged, 0);
+	p = pair_new(132, 0, &sa, &sb);
+	any.nid = ulnet_nid_any();
+	assert_non_null(dst);
+	memset(&tmd_d, 0, sizeof(tmd_d));
+	tmd_d.start = dst;
+	tmd_d.length = len;
+	tmd_d.threshold = ULNET_MD_THRESH_INF;
+	tmd_d.options = ULNET_MD_OP_PUT | ULNET_MD_MANAGE_REMOTE;
+	tmd_d.eq = p->eq;
+	assert_int_equal(ulnet_me_attach(p->b, 9, &any, 0x77, 0, ULNET_RETAIN, ULNET_INS_AFTER, &me), 0);
+	assert_int_equal(ulnet_md_attach(p->b, me, &tmd_d, ULNET_RETAIN, &tmd), 0);
+	for (unsigned i = 0; i < 3; i++) {
+		src[i] = aligned_alloc(4096, len);
+		assert_non_null(src[i]);
+		pattern(src[i], len, 100 + i);
+		memset(&smd[i], 0, sizeof(smd[i]));
+		smd[i].start = src[i];
+		smd[i].length = len;
+		smd[i].threshold = ULNET_MD_THRESH_INF;
+		smd[i].eq = p->eq;
+		assert_int_equal(ulnet_md_bind(p->a, &smd[i], ULNET_RETAIN, &sh[i]), 0);
+	}
+	nstash = 0;
+	for (unsigned k = 0; k < sizeof(order) / sizeof(order[0]); k++) {
+		assert_int_equal(ulnet_put(p->a, sh[order[k]], ULNET_ACK_REQ, &p->idb, 9, 0x77, 0, 0), 0);
+		assert_int_equal(wait_for(p->eq, ULNET_EVENT_PUT, &ev), 0);
+		assert_int_equal(ev.status, 0);
+		assert_int_equal(wait_for(p->eq, ULNET_EVENT_ACK, &ev), 0);
+		assert_int_equal(ev.status, 0);
+		assert_int_equal(wait_for(p->eq, ULNET_EVENT_SEND, &ev), 0);
+		assert_memory_equal(dst, src[order[k]], len);
+	}
+	assert_int_equal(ulnet_peer_rdma_stats_get(p->a, &p->idb.nid, &st), 0);
+	printf("registration cache (2 entries), puts from MDs 0 1 0 2 0 1: %" PRIu64 " hits, %" PRIu64 " misses, %" PRIu64
+	       " evictions\n", st.reg_cache_hits, st.reg_cache_misses, st.reg_cache_evictions);
+	assert_true(st.reg_cache_hits == 2 && st.reg_cache_misses == 4 && st.reg_cache_evictions == 2);
+	for (unsigned i = 0; i < 3; i++)
+		assert_int_equal(ulnet_md_unlink(p->a, sh[i]), 0);
+	assert_int_equal(atomic_load(&errors_logged), 0);
+	pair_free(p);
+	for (unsigned i = 0; i < 3; i++)
+		free(src[i]);
+	free(dst);
+}
+
 int main(int argc, char **argv)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_lu5718),
+		cmocka_unit_test(test_reg_cache),
 		cmocka_unit_test(test_matrix),
 	};
 
