@@ -28,6 +28,8 @@
 #include <string.h>
 #include <cmocka.h>
 #include "ulnet/ulnet.h"
+#include "eq_wait.h"
+#include "md_buf.h"
 #include "o2ib.h"
 
 static const char *ulnetctl_path;
@@ -114,12 +116,6 @@ static void layout_init(struct layout *l, enum form f, uint32_t page, uint32_t o
 	memset(l->mem, fill, l->memlen);
 	l->md.length = f == F_CONTIG ? len : l->n;
 	l->md.threshold = ULNET_MD_THRESH_INF;
-}
-
-static void pattern(uint8_t *p, size_t len, uint32_t seed)
-{
-	for (size_t i = 0; i < len; i++)
-		p[i] = (uint8_t)((i * 131 + seed) ^ (i >> 8));
 }
 
 static void layout_scatter(struct layout *l, const uint8_t *flat)
@@ -234,29 +230,6 @@ static void pair_free(struct pair *p)
 		;
 	assert_int_equal(ulnet_eq_destroy(p->eq), 0);
 	free(p);
-}
-
-/* Events of both nodes share one EQ: wait for one kind, keeping the others for later calls. */
-static struct ulnet_event stash[16];
-static unsigned nstash;
-
-static int wait_for(ulnet_eq *eq, enum ulnet_event_kind kind, struct ulnet_event *out)
-{
-	for (unsigned i = 0; i < nstash; i++)
-		if (stash[i].type == kind) {
-			*out = stash[i];
-			stash[i] = stash[--nstash];
-			return 0;
-		}
-	for (int i = 0; i < 16; i++) {
-		if (ulnet_eq_wait(eq, 20000, out) != 1)
-			return -1;
-		if (out->type == kind)
-			return 0;
-		if (nstash < 16)
-			stash[nstash++] = *out;
-	}
-	return -1;
 }
 
 struct tcase {
