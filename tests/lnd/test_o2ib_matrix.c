@@ -15,7 +15,8 @@
  *     `ulnetctl plan` prints for that layout (argv[1] is the ulnetctl binary).
  *   - the source registration cache: bounded entries, least recently used dropped first, counted.
  * Addresses: 127.130.B.{1,2} (matrix, one block per configuration), 127.131.0.{1,2} (LU-5718),
- * 127.132.0.{1,2} (registration cache). */
+ *   - a PUT into a truncating sink: the source writes what the sink describes.
+ * 127.132.0.{1,2} (registration cache), 127.133.0.{1,2} (truncated PUT). */
 #include <errno.h>
 #include <inttypes.h>
 #include <setjmp.h>
@@ -639,11 +640,64 @@ static void test_reg_cache(void **state)
 	free(dst);
 }
 
+/* A PUT longer than a truncating sink: the sink describes what it keeps, the source writes that much. */
+static void test_put_truncated(void **state)
+{
+	struct side sa = { 4096, 1, 2, 0, 0, 0 }, sb = { 65536, 0, 2, 0, 0, 0 };
+	struct ulnet_process_id any = { .pid = ULNET_PID_ANY };
+	const uint32_t len = 300000, keep = 40001;
+	uint8_t *src = malloc(len), *dst = malloc(keep + 1);
+	struct ulnet_md smd, tmd_d;
+	struct ulnet_handle sh, me, tmd;
+	struct ulnet_event ev;
+	struct pair *p;
+
+	(void)state;
+	atomic_store(&errors_logged, 0);
+	p = pair_new(133, 0, &sa, &sb);
+	any.nid = ulnet_nid_any();
+	assert_true(src && dst);
+	pattern(src, len, 33);
+	memset(dst, 0xee, keep + 1);
+	memset(&tmd_d, 0, sizeof(tmd_d));
+	tmd_d.start = dst;
+	tmd_d.length = keep;
+	tmd_d.threshold = 1;
+	tmd_d.options = ULNET_MD_OP_PUT | ULNET_MD_TRUNCATE;
+	tmd_d.eq = p->eq;
+	assert_int_equal(ulnet_me_attach(p->b, 11, &any, 0x78, 0, ULNET_UNLINK, ULNET_INS_AFTER, &me), 0);
+	assert_int_equal(ulnet_md_attach(p->b, me, &tmd_d, ULNET_UNLINK, &tmd), 0);
+	memset(&smd, 0, sizeof(smd));
+	smd.start = src;
+	smd.length = len;
+	smd.threshold = 2;
+	smd.eq = p->eq;
+	assert_int_equal(ulnet_md_bind(p->a, &smd, ULNET_UNLINK, &sh), 0);
+	nstash = 0;
+	assert_int_equal(ulnet_put(p->a, sh, ULNET_ACK_REQ, &p->idb, 11, 0x78, 0, 0), 0);
+	assert_int_equal(wait_for(p->eq, ULNET_EVENT_PUT, &ev), 0);
+	assert_int_equal(ev.status, 0);
+	assert_int_equal(ev.mlength, keep);
+	assert_int_equal(ev.rlength, len);
+	assert_int_equal(wait_for(p->eq, ULNET_EVENT_ACK, &ev), 0);
+	assert_int_equal(ev.status, 0);
+	assert_int_equal(ev.mlength, keep);
+	assert_int_equal(wait_for(p->eq, ULNET_EVENT_SEND, &ev), 0);
+	assert_int_equal(ev.status, 0);
+	assert_memory_equal(dst, src, keep);
+	assert_int_equal(dst[keep], 0xee);
+	assert_int_equal(atomic_load(&errors_logged), 0);
+	pair_free(p);
+	free(src);
+	free(dst);
+}
+
 int main(int argc, char **argv)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_lu5718),
 		cmocka_unit_test(test_reg_cache),
+		cmocka_unit_test(test_put_truncated),
 		cmocka_unit_test(test_matrix),
 	};
 

@@ -719,11 +719,17 @@ void o2ib_rx_answer(struct o2ib_conn *conn, struct o2ib_rx *rx)
 	case O2IB_MSG_PUT_ACK: {
 		const struct ulnet_msg_lnd_view *v = ulnet__msg_view(tx->lntmsg);
 		struct ulnet_msg *msg = tx->lntmsg;
+		uint64_t want = 0;
 
+		/* the sink describes what it wants (a truncating MD wants less): write that much (§3.1) */
+		for (uint32_t i = 0; i < m->u.putack.rd.nfrags; i++)
+			want += m->u.putack.rd.frags[i].nob;
+		if (want > v->hdr.payload_length)
+			want = v->hdr.payload_length;
 		tx->lntmsg = NULL; /* handed to the PUT_DONE */
 		answered(conn, tx, 0);
 		if (write_and_done(conn, O2IB_MSG_PUT_DONE, m->u.putack.dst_cookie, &m->u.putack.rd, msg, v->iov,
-				   v->niov, v->hdr.payload_length))
+				   v->niov, (uint32_t)want))
 			ulnet__finalize(msg, -ENOMEM);
 		o2ib_rx_repost(rx, false);
 		conn->reserved_credits++;
