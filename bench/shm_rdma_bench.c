@@ -1,9 +1,12 @@
 /* SPDX-License-Identifier: MIT */
 /* shm provider bandwidth for 1 MiB transfers (not a test; bench/shm_rdma_bench.sh runs it):
- *   memcpy  - 1 MiB memcpy between two buffers of the working set, in one process (the baseline)
- *   write   - 1 MiB RDMA WRITEs from this process into a forked peer's registered working set
- *   read    - 1 MiB RDMA READs from it
- * Prints "<name> <MiB/s>" per line. Usage: shm_rdma_bench SECONDS WORKING_SET_MIB [ADDR_N] */
+ *   memcpy     - 1 MiB memcpy between two buffers of the working set, in one process (the baseline)
+ *   write      - 1 MiB RDMA WRITEs from this process into a forked peer's registered working set,
+ *                both sides' memory from the provider's mem_alloc (memfd: the peer maps it)
+ *   read       - 1 MiB RDMA READs from it
+ *   write_pvm  - the same into a second working set of ordinary (aligned_alloc) memory, which the
+ *   read_pvm     provider reaches with process_vm_writev/readv
+ * Prints "<name> <MiB/s>" per line. Usage: shm_rdma_bench SECONDS WORKING_SET_MIB */
 #include <arpa/inet.h>
 #include <errno.h>
 #include <poll.h>
@@ -34,11 +37,11 @@ static double now_s(void)
 
 /* Every buffer (memcpy's too) is 2 MiB aligned and asks for transparent huge pages, as an HPC
  * node's bulk buffers would; HUGE=0 in the environment turns that off. */
-static char *buf_alloc(size_t len)
+static char *buf_alloc(size_t len, bool memfd)
 {
 	const char *h = getenv("HUGE");
 	size_t al = 2u << 20;
-	char *p = aligned_alloc(al, (len + al - 1) / al * al);
+	char *p = memfd ? OPS->mem_alloc(al, (len + al - 1) / al * al) : aligned_alloc(al, (len + al - 1) / al * al);
 
 	if (p && !(h && !strcmp(h, "0")))
 		madvise(p, (len + al - 1) / al * al, MADV_HUGEPAGE);
@@ -67,7 +70,8 @@ static void pump(struct fab_dev *d)
 	OPS->progress(d);
 }
 
-/* The target: registers the working set, advertises it in the accept data, serves until disconnect. */
+/* The target: registers two working sets (memfd, ordinary), advertises them in the accept data,
+ * serves until disconnect. */
 static void target(size_t ws, int port, int ready)
 {
 	struct sockaddr_in me = addr(2, port);
@@ -76,16 +80,20 @@ static void target(size_t ws, int port, int ready)
 	struct fab_cm_id *l;
 	struct fab_qp *qp;
 	struct fab_cm_event ev;
-	struct fab_mr m;
-	struct iovec r;
-	uint8_t pd[16];
-	char *buf = buf_alloc(ws);
+	struct fab_mr m, mp;
+	struct iovec r, rp;
+	uint8_t pd[24];
+	char *buf = buf_alloc(ws, true), *pbuf = buf_alloc(ws, false);
 	int rc;
 
+	if (!buf || !pbuf)
+		die("target memory", ENOMEM);
 	memset(buf, 1, ws);
+	memset(pbuf, 1, ws);
 	r = (struct iovec){buf, ws};
+	rp = (struct iovec){pbuf, ws};
 	if ((rc = OPS->dev_open(&me, NULL, &d)) || (rc = OPS->create_id(d, NULL, &l)) || (rc = OPS->listen(l, &me, 4)) ||
-	    (rc = OPS->reg_mr(d, &r, 1, ALL, &m)))
+	    (rc = OPS->reg_mr(d, &r, 1, ALL, &m)) || (rc = OPS->reg_mr(d, &rp, 1, ALL, &mp)))
 		die("target setup", rc);
 	if (write(ready, "r", 1) != 1)
 		_exit(1);
@@ -95,7 +103,8 @@ static void target(size_t ws, int port, int ready)
 			if (ev.type == FAB_CM_CONNECT_REQUEST) {
 				ulnet_put_le64(pd, m.addr);
 				ulnet_put_le32(pd + 8, m.rkey);
-				ulnet_put_le32(pd + 12, (uint32_t)(ws >> 20));
+				ulnet_put_le32(pd + 12, mp.rkey);
+				ulnet_put_le64(pd + 16, mp.addr);
 				if ((rc = OPS->create_qp(ev.id, &attr, NULL, &qp)) || (rc = OPS->accept(ev.id, pd, sizeof(pd))))
 					die("accept", rc);
 			} else if (ev.type == FAB_CM_DISCONNECTED) {
@@ -107,7 +116,7 @@ static void target(size_t ws, int port, int ready)
 
 static double bench_memcpy(size_t ws, double secs)
 {
-	char *a = buf_alloc(ws), *b = buf_alloc(ws);
+	char *a = buf_alloc(ws, false), *b = buf_alloc(ws, false);
 	size_t n = ws / MSG, i = 0;
 	uint64_t bytes = 0;
 	double t0, t;
@@ -183,9 +192,9 @@ int main(int argc, char **argv)
 	struct fab_cm_id *id;
 	struct fab_qp *qp;
 	struct fab_cm_event ev;
-	struct fab_mr m;
-	struct iovec r;
-	char *src, b;
+	struct fab_mr m, mp;
+	struct iovec r, rp;
+	char *src, *psrc, b;
 	pid_t child;
 	int rc;
 
@@ -202,10 +211,16 @@ int main(int argc, char **argv)
 	close(pfd[1]);
 	if (read(pfd[0], &b, 1) != 1)
 		die("target did not start", EIO);
-	src = buf_alloc(ws);
+	src = buf_alloc(ws, true);
+	psrc = buf_alloc(ws, false);
+	if (!src || !psrc)
+		die("memory", ENOMEM);
 	memset(src, 4, ws);
+	memset(psrc, 4, ws);
 	r = (struct iovec){src, ws};
+	rp = (struct iovec){psrc, ws};
 	if ((rc = OPS->dev_open(&me, NULL, &d)) || (rc = OPS->reg_mr(d, &r, 1, ALL, &m)) ||
+	    (rc = OPS->reg_mr(d, &rp, 1, ALL, &mp)) ||
 	    (rc = OPS->create_id(d, NULL, &id)) || (rc = OPS->create_qp(id, &attr, NULL, &qp)) ||
 	    (rc = OPS->connect(id, &peer, NULL, 0, 5000)))
 		die("setup", rc);
@@ -215,10 +230,14 @@ int main(int argc, char **argv)
 		die(fab_cm_event_str(ev.type), ECONNREFUSED);
 	uint64_t raddr = ulnet_get_le64(ev.private_data);
 	uint32_t rkey = ulnet_get_le32(ev.private_data + 8);
+	uint32_t prkey = ulnet_get_le32(ev.private_data + 12);
+	uint64_t praddr = ulnet_get_le64(ev.private_data + 16);
 
 	printf("memcpy %.1f\n", bench_memcpy(ws, secs));
 	printf("write %.1f\n", bench_rdma(d, qp, FAB_WR_RDMA_WRITE, src, m.lkey, raddr, rkey, ws, secs));
 	printf("read %.1f\n", bench_rdma(d, qp, FAB_WR_RDMA_READ, src, m.lkey, raddr, rkey, ws, secs));
+	printf("write_pvm %.1f\n", bench_rdma(d, qp, FAB_WR_RDMA_WRITE, psrc, mp.lkey, praddr, prkey, ws, secs));
+	printf("read_pvm %.1f\n", bench_rdma(d, qp, FAB_WR_RDMA_READ, psrc, mp.lkey, praddr, prkey, ws, secs));
 	fflush(stdout);
 	OPS->disconnect(id);
 	OPS->dev_close(d);

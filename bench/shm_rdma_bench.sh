@@ -2,7 +2,9 @@
 # SPDX-License-Identifier: MIT
 # shm fabric provider bandwidth for 1 MiB RDMA WRITE and READ (not part of the test suite), in one run:
 #   - against memcpy over the same working set (bench/shm_rdma_bench.c; goal >= 0.8),
-#   - against ucx_perftest over UCX's cma transport, put_bw and get with zcopy (goal >= 0.9).
+#   - against ucx_perftest over UCX's cma transport, put_bw and get with zcopy (goal >= 0.9),
+# for memory from the provider's mem_alloc (memfd, mapped by the peer: RDMA is a memcpy) and for
+# ordinary memory (process_vm_writev/readv, the only path before memfd registrations).
 # ucx_perftest comes from Debian's ucx-utils, installed here on demand (benches do not run in CI).
 # This VM is noisy: the measurements are interleaved over ROUNDS rounds and the medians compared.
 # Buffers are 2 MiB aligned with MADV_HUGEPAGE (memcpy's too; HUGE=0 turns it off).
@@ -47,22 +49,27 @@ ucx() {
 }
 median() { printf '%s\n' "$@" | sort -g | awk '{v[NR]=$1} END {print v[int((NR+1)/2)]}'; }
 
-mc=() wr=() rd=() up=() ug=()
+mc=() wr=() rd=() pw=() pr=() up=() ug=()
 for r in $(seq "$ROUNDS"); do
 	echo "round $r/$ROUNDS" >&2
 	"$TMP/shm_rdma_bench" "$SECS" "$WS_MIB" >"$TMP/shm.txt"
 	mc+=("$(awk '$1 == "memcpy" { print $2 }' "$TMP/shm.txt")")
 	wr+=("$(awk '$1 == "write" { print $2 }' "$TMP/shm.txt")")
 	rd+=("$(awk '$1 == "read" { print $2 }' "$TMP/shm.txt")")
+	pw+=("$(awk '$1 == "write_pvm" { print $2 }' "$TMP/shm.txt")")
+	pr+=("$(awk '$1 == "read_pvm" { print $2 }' "$TMP/shm.txt")")
 	up+=("$(ucx put_bw)")
 	ug+=("$(ucx get)")
 done
 M=$(median "${mc[@]}") W=$(median "${wr[@]}") R=$(median "${rd[@]}") UP=$(median "${up[@]}") UG=$(median "${ug[@]}")
-printf 'all rounds (MiB/s): memcpy %s | shm write %s | shm read %s | ucx cma put %s | ucx cma get %s\n' \
-	"${mc[*]}" "${wr[*]}" "${rd[*]}" "${up[*]}" "${ug[*]}"
-awk -v m="$M" -v w="$W" -v r="$R" -v up="$UP" -v ug="$UG" -v ws="$WS_MIB" 'BEGIN {
+PW=$(median "${pw[@]}") PR=$(median "${pr[@]}")
+printf 'all rounds (MiB/s): memcpy %s | shm write %s | shm read %s | shm write pvm %s | shm read pvm %s | ucx cma put %s | ucx cma get %s\n' \
+	"${mc[*]}" "${wr[*]}" "${rd[*]}" "${pw[*]}" "${pr[*]}" "${up[*]}" "${ug[*]}"
+awk -v m="$M" -v w="$W" -v r="$R" -v pw="$PW" -v pr="$PR" -v up="$UP" -v ug="$UG" -v ws="$WS_MIB" 'BEGIN {
 	printf "1 MiB transfers, working set %d MiB, medians in MiB/s\n", ws
-	printf "  memcpy            %9.0f\n", m
-	printf "  shm RDMA WRITE    %9.0f   vs memcpy %.2f (goal >= 0.8)   vs UCX cma put_bw %9.0f: %.2f (goal >= 0.9)\n", w, w / m, up, w / up
-	printf "  shm RDMA READ     %9.0f   vs memcpy %.2f (goal >= 0.8)   vs UCX cma get    %9.0f: %.2f (goal >= 0.9)\n", r, r / m, ug, r / ug
+	printf "  memcpy                     %9.0f\n", m
+	printf "  shm RDMA WRITE (memfd)     %9.0f   vs memcpy %.2f (goal >= 0.8)   vs UCX cma put_bw %9.0f: %.2f (goal >= 0.9)\n", w, w / m, up, w / up
+	printf "  shm RDMA READ  (memfd)     %9.0f   vs memcpy %.2f (goal >= 0.8)   vs UCX cma get    %9.0f: %.2f (goal >= 0.9)\n", r, r / m, ug, r / ug
+	printf "  shm RDMA WRITE (process_vm)%9.0f   vs memcpy %.2f                 vs UCX cma put_bw %9.0f: %.2f\n", pw, pw / m, up, pw / up
+	printf "  shm RDMA READ  (process_vm)%9.0f   vs memcpy %.2f                 vs UCX cma get    %9.0f: %.2f\n", pr, pr / m, ug, pr / ug
 }'

@@ -23,7 +23,13 @@ struct ulnet_node_opts {
 	 * idle for 60 s is forgotten; when the table is full the longest idle one makes room, and if
 	 * every one is busy a send to a new peer fails with -ENOBUFS. */
 	uint32_t max_peers;
+	/* Microseconds the loop keeps polling its sockets without sleeping after it last found work
+	 * (and a thread blocked in ulnet_ping polls for its reply), as kernel sockets' busy_poll and
+	 * UCX do: lower latency for a core spent spinning. 0 = off (default); at most
+	 * ULNET_BUSY_POLL_US_MAX. */
+	uint32_t busy_poll_us;
 };
+#define ULNET_BUSY_POLL_US_MAX 1000000
 #define ULNET_MAX_PEERS_DEFAULT 16384
 #define ULNET_TXN_TIMEOUT_DEFAULT 50
 #define ULNET_TXN_TIMEOUT_MAX 86400
@@ -102,6 +108,9 @@ struct ulnet_stats {
 	uint64_t send_length, recv_length, route_length, drop_length;
 	uint64_t tx_queue_full;  /* sends refused: the peer's queue was at peer_queue_msgs/_bytes */
 	uint64_t tx_timeouts;    /* GET/PUT+ACK transactions that ended in -ETIMEDOUT */
+	/* Message descriptors (messages, ACKs, LND tx and NOOP descriptors) handed out, and how many of
+	 * them needed the heap: in steady state the free lists serve them and the second stops growing. */
+	uint64_t desc_gets, desc_heap_allocs;
 };
 ULNET_EXPORT void ulnet_stats_get(ulnet_node *node, struct ulnet_stats *out);
 
@@ -121,6 +130,25 @@ struct ulnet_ni_info {
 ULNET_EXPORT int ulnet_ni_info_get(ulnet_node *node, unsigned idx, struct ulnet_ni_info *out);
 /* The value of lnd_tunables[@k] of NI @idx. -ENOENT past the last NI or key. */
 ULNET_EXPORT int ulnet_ni_lnd_tunable_get(ulnet_node *node, unsigned idx, size_t k, long *out);
+
+/* The RDMA fabric under an NI (o2ib): the provider in force and the limits its device enforces (the
+ * defaults or the device, shrunk by the NI's `lnd tunables: device: {...}`). */
+struct ulnet_ni_fabric {
+	char provider[16];              /* "shm", "verbs" */
+	uint32_t max_send_sge, max_recv_sge, max_qp_wr, max_qp, max_mr;
+	uint64_t max_mr_size;
+	uint32_t max_msg_sz;
+	uint32_t page_size;             /* registration page size */
+};
+/* Fill @out for NI @idx. -ENOENT past the last NI; -EOPNOTSUPP its LND runs on no fabric. */
+ULNET_EXPORT int ulnet_ni_fabric_get(ulnet_node *node, unsigned idx, struct ulnet_ni_fabric *out);
+
+/* @len bytes aligned to @align (a power of two up to 2 MiB) for bulk MDs of @node: memory its
+ * fabric moves fastest when an NI has such (o2ib over the shm provider: memfd-backed, so a peer's
+ * RDMA into it is a memcpy rather than process_vm_writev), else heap memory. Contents undefined.
+ * NULL with errno set on failure. Free with ulnet_mem_free (any thread; the node may be gone). */
+ULNET_EXPORT void *ulnet_mem_alloc(ulnet_node *node, size_t align, size_t len);
+ULNET_EXPORT void ulnet_mem_free(void *p, size_t len);
 
 struct ulnet_peer_info {
 	struct ulnet_nid nid;
@@ -173,6 +201,7 @@ ULNET_EXPORT int ulnet_peer_rdma_stats_get(ulnet_node *node, const struct ulnet_
 /* Logging: one line per call to the sink (default: stderr). @level: 0 error, 1 warning, 2 info,
  * 3 debug. Thread-safe. The sink is called with no ulnet lock held, possibly from several threads at
  * once; a sink replaced by ulnet_log_set may still finish lines it was handed just before. */
+enum ulnet_log_level { ULNET_LOG_ERR = 0, ULNET_LOG_WARN = 1, ULNET_LOG_INFO = 2, ULNET_LOG_DEBUG = 3 };
 typedef void (*ulnet_log_sink)(int level, const char *subsys, const char *line);
 /* Set the sink (NULL: stderr) and the global default level, which every subsystem without a level of
  * its own follows. */
@@ -185,6 +214,24 @@ ULNET_EXPORT int ulnet_log_set_level(const char *subsys, int level);
 /* Rate limit per call site: at most @burst error/warning/info lines per @interval_ms (default 10 per
  * 5000 ms); the rest are counted and reported as "suppressed N similar lines". @burst 0: no limit. */
 ULNET_EXPORT void ulnet_log_set_rate(unsigned burst, unsigned interval_ms);
+/* One log call site: its rate-limit window. Static and zero-initialised (ULNET_LOGF makes one); only
+ * the log code touches it, under its lock. */
+struct ulnet_log_site {
+	const char *file;
+	int line;
+	uint64_t window_start_ns;
+	uint32_t printed, suppressed;
+};
+/* Log one line as subsystem @subsys (a name ulnet_log_set_level knows; an application such as ulnetd
+ * logs as "ULNETD") at @level, through the sink, with that subsystem's level and @site's rate limit.
+ * Nothing is logged for an unknown subsystem or a level above the subsystem's. */
+ULNET_EXPORT void ulnet_logf(struct ulnet_log_site *site, int level, const char *subsys, const char *fmt, ...)
+	__attribute__((format(printf, 4, 5)));
+#define ULNET_LOGF(level, subsys, ...)                                                                     \
+	do {                                                                                               \
+		static struct ulnet_log_site ulnet_site_ = { __FILE__, __LINE__, 0, 0, 0 };                \
+		ulnet_logf(&ulnet_site_, (level), (subsys), __VA_ARGS__);                                   \
+	} while (0)
 
 ULNET_EXPORT const char *ulnet_strerror(int err);
 ULNET_EXPORT const char *ulnet_version(void);

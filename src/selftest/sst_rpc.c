@@ -4,7 +4,6 @@
 #include "sst_internal.h"
 
 #include <errno.h>
-#include <malloc.h>
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
@@ -12,43 +11,51 @@
 /* ---- bulk buffer cache ----
  * A brw RPC needs up to 1 MiB + a page of bulk buffer. Allocating it per RPC costs an mmap, a page
  * fault per page and an munmap, which made page faults the top of the profile; buffers are recycled
- * instead (bounded: BUF_CACHE_MAX buffers per process). */
+ * instead (bounded: BUF_CACHE_MAX buffers per process), last in first out. They come from ulnet_mem_alloc, so an o2ib
+ * node over the shm provider gets memory its peers copy into with memcpy. */
 #define BUF_CACHE_MAX 32
 static struct {
 	pthread_mutex_t lock;
-	void *buf[BUF_CACHE_MAX];
+	struct {
+		void *p;
+		size_t cap;
+	} buf[BUF_CACHE_MAX];
 	unsigned n;
 } buf_cache = { .lock = PTHREAD_MUTEX_INITIALIZER };
 
-static void *buf_get(size_t align, size_t len)
+static void *buf_get(ulnet_node *node, size_t align, size_t len, size_t *cap)
 {
 	void *p = NULL;
 
+	/* most recently returned first: the buffers in use stay few and warm in the cache */
 	pthread_mutex_lock(&buf_cache.lock);
-	for (unsigned i = 0; i < buf_cache.n; i++) {
-		if ((uintptr_t)buf_cache.buf[i] % align == 0 && malloc_usable_size(buf_cache.buf[i]) >= len) {
-			p = buf_cache.buf[i];
-			buf_cache.buf[i] = buf_cache.buf[--buf_cache.n];
+	for (unsigned i = buf_cache.n; i-- > 0;) {
+		if ((uintptr_t)buf_cache.buf[i].p % align == 0 && buf_cache.buf[i].cap >= len) {
+			p = buf_cache.buf[i].p;
+			*cap = buf_cache.buf[i].cap;
+			memmove(&buf_cache.buf[i], &buf_cache.buf[i + 1], (buf_cache.n - i - 1) * sizeof(buf_cache.buf[0]));
+			buf_cache.n--;
 			break;
 		}
 	}
 	pthread_mutex_unlock(&buf_cache.lock);
-	if (!p && posix_memalign(&p, align, len))
-		p = NULL;
+	if (!p && (p = ulnet_mem_alloc(node, align, len)))
+		*cap = len;
 	return p;
 }
 
-static void buf_put(void *p)
+static void buf_put(void *p, size_t cap)
 {
 	if (!p)
 		return;
 	pthread_mutex_lock(&buf_cache.lock);
-	if (buf_cache.n < BUF_CACHE_MAX && malloc_usable_size(p) >= 65536) {
-		buf_cache.buf[buf_cache.n++] = p;
+	if (buf_cache.n < BUF_CACHE_MAX && cap >= 65536) {
+		buf_cache.buf[buf_cache.n].p = p;
+		buf_cache.buf[buf_cache.n++].cap = cap;
 		p = NULL;
 	}
 	pthread_mutex_unlock(&buf_cache.lock);
-	free(p);
+	ulnet_mem_free(p, cap);
 }
 
 /* ---- RPC table ---- */
@@ -109,7 +116,7 @@ void sst__rpc_free(struct ulnet_sst *sst, struct sst_rpc *r)
 		if (r->holds_reqbuf && r->service < SST_SVC_SLOTS)
 			sst->reqbuf_owed[r->service]++; /* reposted by sst__server_kick() */
 	}
-	buf_put(r->buf);
+	buf_put(r->buf, r->buf_cap);
 	free(r->kiov);
 	free(r);
 }
@@ -135,7 +142,7 @@ int sst__rpc_alloc_bulk(struct ulnet_sst *sst, struct sst_rpc *r, uint32_t off, 
 	size_t pos, end = (size_t)off + len;
 	unsigned n = 0;
 
-	r->buf = buf_get(sst->page, total);
+	r->buf = buf_get(sst->node, sst->page, total, &r->buf_cap);
 	if (!r->buf)
 		return -ENOMEM;
 	r->kiov = calloc((len + sst->page - 1) / sst->page + 1, sizeof(*r->kiov));

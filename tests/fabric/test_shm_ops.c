@@ -270,9 +270,35 @@ static void expect_rdma_refused(struct pair *p, enum fab_wr_opcode op, uint64_t 
 		assert_int_equal((unsigned char)canary_hi[i], 0xcc);
 }
 
-static char guarded[64 + 4096 + 64];
+/* b's guarded 4 KiB: ordinary memory, or (the *_memfd runs) memory from mem_alloc, which a takes
+ * through the mapped memfd */
+#define GUARDED_LEN (64 + 4096 + 64)
+static char guarded_plain[GUARDED_LEN];
+static char *guarded = guarded_plain;
 
-static void guard_init(void) { memset(guarded, 0xcc, sizeof(guarded)); }
+static void guard_init(void) { memset(guarded, 0xcc, GUARDED_LEN); }
+
+static int plain_memory(void **state)
+{
+	(void)state;
+	guarded = guarded_plain;
+	return 0;
+}
+
+static int memfd_memory(void **state)
+{
+	(void)state;
+	guarded = OPS->mem_alloc(4096, GUARDED_LEN);
+	return guarded ? 0 : -1;
+}
+
+static int memfd_free(void **state)
+{
+	(void)state;
+	OPS->mem_free(guarded, GUARDED_LEN);
+	guarded = guarded_plain;
+	return 0;
+}
 
 /* A fresh pair; b registers the guarded 4 KiB with @acc; a's RDMA at region offset @off (may be
  * negative) of @len bytes with b's rkey XOR @key_xor must be refused with the canaries intact. */
@@ -563,6 +589,78 @@ static void test_limits(void **state)
 	pair_down(&p);
 }
 
+/* Memory from mem_alloc: a's RDMA copies through the mapped memfd (the counters say so) with the
+ * same checks: exact bytes, canaries intact, a region of two ranges of one memfd, and a key
+ * refused at once after dereg although the memfd stays mapped; a region mixing a memfd and
+ * ordinary memory goes through process_vm. */
+static void test_memfd_mapped(void **state)
+{
+	const size_t len = 1 << 20;
+	struct pair p;
+	char *dst = OPS->mem_alloc(65536, len + 128), *src = malloc(len), *back = malloc(len), *plain = malloc(4096);
+	struct fab_mr ms, mb, md, m2, mx;
+	struct fab_sge s;
+	struct fab_wc wc;
+	struct iovec two[2] = {{dst + 64, 4096}, {dst + 64 + 8192, 4096}}, mixed[2] = {{dst + 64, 4096}, {plain, 4096}};
+	const struct fab_shm_stats *st;
+
+	(void)state;
+	assert_non_null(dst);
+	assert_int_equal((uintptr_t)dst % 65536, 0);
+	pair_up(&p, NULL, 8, 8);
+	st = fab_shm_stats(p.a);
+	for (size_t i = 0; i < len; i++)
+		src[i] = (char)(i * 13 + 5);
+	memset(dst, 0xcc, len + 128);
+	reg(p.a, src, len, ALL, &ms);
+	reg(p.a, back, len, ALL, &mb);
+	reg(p.b, dst + 64, len, ALL, &md);
+	s = (struct fab_sge){(uintptr_t)src, (uint32_t)len - 100, ms.lkey};
+	assert_int_equal(ft_post_send1(p.qa, 1, FAB_WR_RDMA_WRITE, true, &s, 1, md.addr + 100, md.rkey), 0);
+	ft_expect_wc(p.da, 2, 1, FAB_WC_SUCCESS, &wc);
+	assert_int_equal(wc.byte_len, len - 100);
+	assert_memory_equal(dst + 64 + 100, src, len - 100);
+	for (int i = 0; i < 64 + 100; i++)
+		assert_int_equal((unsigned char)dst[i], 0xcc);
+	for (int i = 0; i < 64; i++)
+		assert_int_equal((unsigned char)dst[64 + len + i], 0xcc);
+	s = (struct fab_sge){(uintptr_t)back, (uint32_t)len - 100, mb.lkey};
+	assert_int_equal(ft_post_send1(p.qa, 2, FAB_WR_RDMA_READ, true, &s, 1, md.addr + 100, md.rkey), 0);
+	ft_expect_wc(p.da, 2, 2, FAB_WC_SUCCESS, &wc);
+	assert_memory_equal(back, src, len - 100);
+	assert_int_equal(st->rdma_mapped, 2);
+	assert_int_equal(st->rdma_process_vm, 0);
+	/* two ranges of one memfd: 200 bytes at region offset 4000 land 96 + 104 */
+	memset(dst, 0, len);
+	assert_int_equal(OPS->reg_mr(p.b, two, 2, ALL, &m2), 0);
+	s = (struct fab_sge){(uintptr_t)src, 200, ms.lkey};
+	assert_int_equal(ft_post_send1(p.qa, 3, FAB_WR_RDMA_WRITE, true, &s, 1, m2.addr + 4000, m2.rkey), 0);
+	ft_expect_wc(p.da, 2, 3, FAB_WC_SUCCESS, &wc);
+	assert_memory_equal(dst + 64 + 4000, src, 96);
+	assert_memory_equal(dst + 64 + 8192, src + 96, 104);
+	assert_int_equal(dst[64 + 4096], 0);
+	assert_int_equal(st->rdma_mapped, 3);
+	/* a region over a memfd and ordinary memory: process_vm */
+	assert_int_equal(OPS->reg_mr(p.b, mixed, 2, ALL, &mx), 0);
+	assert_int_equal(ft_post_send1(p.qa, 4, FAB_WR_RDMA_WRITE, true, &s, 1, mx.addr + 4000, mx.rkey), 0);
+	ft_expect_wc(p.da, 2, 4, FAB_WC_SUCCESS, &wc);
+	assert_memory_equal(plain, src + 96, 104);
+	assert_int_equal(st->rdma_mapped, 3);
+	assert_int_equal(st->rdma_process_vm, 1);
+	/* deregistered: refused at once although a still maps the memfd; not a byte written */
+	memset(dst, 0x11, len + 128);
+	assert_int_equal(OPS->dereg_mr(p.b, &md), 0);
+	s = (struct fab_sge){(uintptr_t)src, 4096, ms.lkey};
+	assert_int_equal(ft_post_send1(p.qa, 5, FAB_WR_RDMA_WRITE, true, &s, 1, md.addr, md.rkey), 0);
+	ft_expect_wc(p.da, 2, 5, FAB_WC_REM_ACCESS_ERR, &wc);
+	for (size_t i = 0; i < len + 128; i++)
+		if (dst[i] != 0x11)
+			fail_msg("byte %zu of the deregistered memfd region changed", i);
+	pair_down(&p);
+	OPS->mem_free(dst, len + 128);
+	free(src), free(back), free(plain);
+}
+
 int main(void)
 {
 	next_port = ft_port_base();
@@ -571,10 +669,15 @@ int main(void)
 		cmocka_unit_test(test_rdma_write_read),
 		cmocka_unit_test(test_too_many_sges),
 		cmocka_unit_test(test_queue_full),
-		cmocka_unit_test(test_rdma_past_end),
-		cmocka_unit_test(test_bad_rkey),
-		cmocka_unit_test(test_deregistered_rkey),
-		cmocka_unit_test(test_stale_rkey),
+		cmocka_unit_test_setup(test_rdma_past_end, plain_memory),
+		cmocka_unit_test_setup(test_bad_rkey, plain_memory),
+		cmocka_unit_test_setup(test_deregistered_rkey, plain_memory),
+		cmocka_unit_test_setup(test_stale_rkey, plain_memory),
+		{"test_rdma_past_end_memfd", test_rdma_past_end, memfd_memory, memfd_free, NULL},
+		{"test_bad_rkey_memfd", test_bad_rkey, memfd_memory, memfd_free, NULL},
+		{"test_deregistered_rkey_memfd", test_deregistered_rkey, memfd_memory, memfd_free, NULL},
+		{"test_stale_rkey_memfd", test_stale_rkey, memfd_memory, memfd_free, NULL},
+		cmocka_unit_test(test_memfd_mapped),
 		cmocka_unit_test(test_connect_nobody),
 		cmocka_unit_test(test_reject),
 		cmocka_unit_test(test_disconnect_flush),

@@ -1,7 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /* shm provider across two processes (fork): RDMA WRITE + SEND ordering and READ between address
  * spaces, and the peer dying in the middle of an RDMA WRITE and of an RDMA READ (fault injection
- * SIGKILLs it after half the bytes): an error completion and a DISCONNECTED event, no hang. */
+ * SIGKILLs it after half the bytes): an error completion and a DISCONNECTED event, no hang. Each
+ * twice: the target's region in ordinary memory (process_vm_*) and in mem_alloc memory (the peer
+ * maps the memfd); the device's counters show which path moved the bytes. */
 #include <errno.h>
 #include <signal.h>
 #include <stdlib.h>
@@ -15,6 +17,8 @@
 
 /* abstract names are per network namespace, not per worktree: a port block per process */
 static int next_port;
+/* the child's target region comes from mem_alloc (memfd) */
+static bool use_memfd;
 
 /* The child: a target with a 1 MiB region it advertises in the accept private data. Each message
  * received is a fill byte: it checks the whole region holds it (the WRITE arrived before the SEND)
@@ -29,7 +33,7 @@ static void child_main(int port, int ready_fd)
 	struct fab_mr mt, mm;
 	struct fab_cm_event ev;
 	struct fab_wc wc;
-	uint8_t *tgt = malloc(TGT_LEN), msg[64], reply[1], pd[16];
+	uint8_t *tgt = use_memfd ? OPS->mem_alloc(4096, TGT_LEN) : malloc(TGT_LEN), msg[64], reply[1], pd[16];
 	struct fab_sge r, s;
 	struct pollfd p;
 
@@ -122,6 +126,20 @@ static void conn_up(struct conn *c)
 	assert_int_equal(c->rlen, TGT_LEN);
 }
 
+/* The RDMA WRs so far took the path the target's memory calls for. */
+static void expect_path(struct conn *c)
+{
+	const struct fab_shm_stats *st = fab_shm_stats(c->d);
+
+	if (use_memfd) {
+		assert_true(st->rdma_mapped > 0);
+		assert_int_equal(st->rdma_process_vm, 0);
+	} else {
+		assert_true(st->rdma_process_vm > 0);
+		assert_int_equal(st->rdma_mapped, 0);
+	}
+}
+
 static int conn_reap(struct conn *c)
 {
 	int st = 0;
@@ -169,6 +187,7 @@ static void test_write_send_read(void **state)
 	assert_int_equal(ft_post_send1(c.qp, 3, FAB_WR_RDMA_READ, true, &s, 1, c.raddr, c.rkey), 0);
 	ft_expect_wc(&c.d, 1, 3, FAB_WC_SUCCESS, &wc);
 	assert_memory_equal(back, src, TGT_LEN);
+	expect_path(&c);
 	assert_int_equal(OPS->disconnect(c.id), 0);
 	ft_expect_event(&c.d, 1, FAB_CM_DISCONNECTED, &ev);
 	st = conn_reap(&c);
@@ -203,6 +222,7 @@ static void peer_death(enum fab_wr_opcode op)
 	ft_expect_wc(&c.d, 1, 1, FAB_WC_RETRY_EXC_ERR, &wc);
 	ft_expect_wc(&c.d, 1, 2, FAB_WC_WR_FLUSH_ERR, &wc);
 	ft_expect_event(&c.d, 1, FAB_CM_DISCONNECTED, &ev);
+	expect_path(&c);
 	for (int i = 0; i < 64; i++) {
 		assert_int_equal(buf[i], 0xcc);
 		assert_int_equal(buf[64 + TGT_LEN + i], 0xcc);
@@ -225,13 +245,30 @@ static void test_peer_death_read(void **state)
 	peer_death(FAB_WR_RDMA_READ);
 }
 
+static int plain_memory(void **state)
+{
+	(void)state;
+	use_memfd = false;
+	return 0;
+}
+
+static int memfd_memory(void **state)
+{
+	(void)state;
+	use_memfd = true;
+	return 0;
+}
+
 int main(void)
 {
 	next_port = ft_port_base();
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_write_send_read),
-		cmocka_unit_test(test_peer_death_write),
-		cmocka_unit_test(test_peer_death_read),
+		cmocka_unit_test_setup(test_write_send_read, plain_memory),
+		cmocka_unit_test_setup(test_peer_death_write, plain_memory),
+		cmocka_unit_test_setup(test_peer_death_read, plain_memory),
+		{"test_write_send_read_memfd", test_write_send_read, memfd_memory, NULL, NULL},
+		{"test_peer_death_write_memfd", test_peer_death_write, memfd_memory, NULL, NULL},
+		{"test_peer_death_read_memfd", test_peer_death_read, memfd_memory, NULL, NULL},
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -92,6 +92,29 @@ static void emit_interfaces(struct ulnetd_emit *e, const char *text)
 
 enum ni_detail { NI_SHOW, NI_SHOW_VERBOSE, NI_EXPORT };
 
+/* An NI over an RDMA fabric (o2ib): the provider and the device limits in force, which the
+ * configured `lnd tunables` (provider: auto, device: {...} over the defaults) do not say alone. */
+static void emit_fabric(struct ulnetd_emit *e, ulnet_node *node, unsigned idx)
+{
+	struct ulnet_ni_fabric f;
+
+	if (ulnet_ni_fabric_get(node, idx, &f))
+		return;
+	ulnetd_emit_map(e, "fabric");
+	ulnetd_emit_str(e, "provider", f.provider);
+	ulnetd_emit_map(e, "device");
+	ulnetd_emit_uint(e, "max_send_sge", f.max_send_sge);
+	ulnetd_emit_uint(e, "max_recv_sge", f.max_recv_sge);
+	ulnetd_emit_uint(e, "max_qp_wr", f.max_qp_wr);
+	ulnetd_emit_uint(e, "max_qp", f.max_qp);
+	ulnetd_emit_uint(e, "max_mr", f.max_mr);
+	ulnetd_emit_uint(e, "max_mr_size", f.max_mr_size);
+	ulnetd_emit_uint(e, "max_msg_sz", f.max_msg_sz);
+	ulnetd_emit_uint(e, "page_size", f.page_size);
+	ulnetd_emit_end(e);
+	ulnetd_emit_end(e);
+}
+
 static void emit_ni(struct ulnetd_emit *e, ulnet_node *node, unsigned idx, const struct ulnet_ni_info *ni,
 		    enum ni_detail detail)
 {
@@ -118,6 +141,7 @@ static void emit_ni(struct ulnetd_emit *e, ulnet_node *node, unsigned idx, const
 		emit_lnd_tunables(e, node, idx, ni);
 	}
 	if (detail == NI_SHOW_VERBOSE) {
+		emit_fabric(e, node, idx);
 		ulnetd_emit_int(e, "available_tx_credits", ni->tx_credits);
 		ulnetd_emit_int(e, "min_tx_credits", ni->min_tx_credits);
 	}
@@ -287,13 +311,16 @@ static int cmd_ping(struct ulnetd *d, int argc, char **argv, struct ulnetd_out *
 
 static int cmd_stats_show(struct ulnetd *d, int argc, char **argv, struct ulnetd_out *out)
 {
-	bool json = false;
-	const struct ulnetd_opt opts[] = { { "--json", NULL, ULNETD_OPT_FLAG, 0, 0, &json } };
+	bool json = false, verbose = false;
+	const struct ulnetd_opt opts[] = {
+		{ "--json", NULL, ULNETD_OPT_FLAG, 0, 0, &json },
+		{ "--verbose", "-v", ULNETD_OPT_FLAG, 0, 0, &verbose },
+	};
 	struct ulnet_stats st;
 	struct ulnetd_emit e;
 	int npos, rc;
 
-	if ((rc = ulnetd_parse_args(out, "stats show", argc, argv, opts, 1, NULL, 0, &npos)))
+	if ((rc = ulnetd_parse_args(out, "stats show", argc, argv, opts, 2, NULL, 0, &npos)))
 		return rc;
 	memset(&st, 0, sizeof(st));
 	ulnet_stats_get(d->node, &st);
@@ -313,6 +340,11 @@ static int cmd_stats_show(struct ulnetd *d, int argc, char **argv, struct ulnetd
 	ulnetd_emit_uint(&e, "drop_length", st.drop_length);
 	ulnetd_emit_uint(&e, "tx_queue_full", st.tx_queue_full);
 	ulnetd_emit_uint(&e, "tx_timeouts", st.tx_timeouts);
+	if (verbose) {
+		/* descriptors handed out vs taken from the heap: flat in steady state (free lists) */
+		ulnetd_emit_uint(&e, "desc_gets", st.desc_gets);
+		ulnetd_emit_uint(&e, "desc_heap_allocs", st.desc_heap_allocs);
+	}
 	ulnetd_emit_end(&e);
 	ulnetd_emit_end(&e);
 	return 0;
@@ -435,7 +467,7 @@ static const struct ulnetd_cmd lnet_cmds[] = {
 	{ "net show", "[-v] [--net NET] [--json]", "show the local NIs", cmd_net_show },
 	{ "export", "[--json]", "print the running configuration (input for ulnetd -c)", cmd_export },
 	{ "ping", "[PID-]NID [--count N] [--timeout MS] [--json]", "ping a NID and list its NIDs", cmd_ping },
-	{ "stats show", "[--json]", "show the node's message counters", cmd_stats_show },
+	{ "stats show", "[-v] [--json]", "show the node's message counters (-v: descriptor free lists)", cmd_stats_show },
 	{ "peer show", "[-v] [--nid NID] [--json]", "show the peers", cmd_peer_show },
 };
 

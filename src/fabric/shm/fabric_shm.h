@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* shm provider extras for tests and the bench: fault injection. Never installed. */
+/* shm provider extras for tests and the bench: fault injection, data path counters. Never installed. */
 #ifndef ULNET_FABRIC_SHM_FAULTS_H
 #define ULNET_FABRIC_SHM_FAULTS_H
 
@@ -19,6 +19,12 @@ struct fab_shm_faults {
 
 /* The device's fault switches (shm devices only), changed in place by the test. */
 struct fab_shm_faults *fab_shm_faults(struct fab_dev *dev);
+/* How the device's RDMA WRs moved their bytes (successful or not, once the keys were accepted). */
+struct fab_shm_stats {
+	uint64_t rdma_mapped;     /* memcpy through the peer's mapped memfd (memory from mem_alloc) */
+	uint64_t rdma_process_vm; /* process_vm_writev/readv (any other memory) */
+};
+const struct fab_shm_stats *fab_shm_stats(const struct fab_dev *dev);
 /* Move @qp to the error state now, flushing every posted WR (as a link failure would). */
 void fab_shm_flush_qp(struct fab_qp *qp);
 /* Pure: the log line for a refused process_vm_{read,write}v (EPERM). @scope: the contents of

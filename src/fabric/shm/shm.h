@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /* The shm provider's internals: nodes on one host, connected over unix-domain SEQPACKET sockets (one
  * per QP, named by IPv4 address and port in the abstract namespace), SENDs over that socket, RDMA
- * with process_vm_readv/writev checked against the peer's registration table (a memfd the peer
- * passes at connect time). Trust model and contract: docs/fabric.md. */
+ * checked against the peer's registration table (a memfd the peer passes at connect time): a memcpy
+ * through the peer's mapped memfd for memory from mem_alloc, else process_vm_readv/writev. Trust
+ * model and contract: docs/fabric.md. */
 #ifndef ULNET_FABRIC_SHM_H
 #define ULNET_FABRIC_SHM_H
 
@@ -24,9 +25,18 @@ struct shm_mr_entry {
 	uint64_t addr;          /* byte 0 of the region: the VA of the first range */
 	uint64_t length;
 	uint64_t segs;          /* nseg > 1: VA (in the owner) of nseg struct shm_seg */
-	uint8_t pad[24];
+	/* mem_ino != 0: every range lies in one memfd from mem_alloc (fd mem_fd in the owner, mapped at
+	 * mem_base there, mem_len bytes), which the peer maps to copy with memcpy (shm_mem.c) */
+	uint64_t mem_ino;
+	uint64_t mem_base;
+	uint32_t mem_len;
+	int32_t mem_fd;
 };
 _Static_assert(sizeof(struct shm_mr_entry) == 64, "one cache line per entry");
+
+/* mem_alloc's largest allocation (an entry holds mem_len in 32 bits) */
+#define SHM_MEM_MAX 0xffff0000u
+#define SHM_MEM_ALIGN_MAX (1u << 21)
 
 struct shm_seg {
 	uint64_t base, len;
@@ -74,6 +84,13 @@ struct fab_qp {
 	bool error;           /* everything posted from now on is flushed */
 };
 
+/* A peer memfd this connection has mapped (map NULL: it could not be, process_vm_* copies). */
+struct shm_peer_map {
+	uint64_t ino, len, used;
+	char *map;
+};
+#define SHM_PEER_MAPS 64
+
 enum shm_id_state {
 	SHM_ID_IDLE,
 	SHM_ID_LISTEN,
@@ -101,6 +118,8 @@ struct fab_cm_id {
 	int peer_tbl_fd;          /* passive: received with CONNREQ, mapped on accept */
 	struct fab_cm_id *listener;
 	bool disconnect_reported;
+	struct shm_peer_map maps[SHM_PEER_MAPS]; /* LRU */
+	uint64_t map_clock;
 };
 
 struct fab_dev {
@@ -122,6 +141,7 @@ struct fab_dev {
 	struct ulnet_list ids;
 	uint32_t n_qp;
 	struct fab_shm_faults faults;
+	struct fab_shm_stats stats;
 	/* what dev_open did about cross-process access (named in the EPERM log line) */
 	char ptrace_note[160];
 };
@@ -146,14 +166,32 @@ int shm_dereg_mr(struct fab_dev *dev, const struct fab_mr *mr);
 int shm_mr_acquire(struct shm_mr_entry *tbl, uint32_t tbl_n, pid_t pid, uint32_t key, uint64_t addr,
 		   uint64_t len, unsigned access, struct iovec *iov, int max, struct shm_mr_entry **held);
 void shm_mr_release(struct shm_mr_entry *held);
+/* Pure: how many segments @ranges make once ranges that touch are joined; shm_seg_fill writes them. */
+unsigned shm_seg_count(const struct iovec *ranges, unsigned n);
+void shm_seg_fill(const struct iovec *ranges, unsigned n, struct shm_seg *segs);
 /* Pure: bytes [off, off+len) of the concatenation of @in[0..n) as at most @max iovecs. The count,
  * or -1 when the list is shorter than off+len or more than @max pieces are needed. */
 int shm_iov_slice(const struct iovec *in, int n, uint64_t off, uint64_t len, struct iovec *out, int max);
+
+/* shm_mem.c */
+void *shm_mem_alloc(size_t align, size_t len);
+void shm_mem_free(void *p, size_t len);
+/* Fill @e's mem_* fields: the arena holding every range, or mem_ino 0. */
+void shm_mem_describe(struct shm_mr_entry *e, const struct iovec *ranges, unsigned n);
+/* @iov (owner addresses of held entry @e) -> addresses in this process's mapping of the owner's
+ * memfd. false: not a memfd region or not mappable (@iov unchanged). */
+bool shm_peer_translate(struct fab_cm_id *id, const struct shm_mr_entry *e, struct iovec *iov, int n);
+void shm_peer_maps_drop(struct fab_cm_id *id);
+/* Copy up to @max bytes from @src to @dst; the bytes copied. */
+uint64_t shm_iov_copy(const struct iovec *dst, int nd, const struct iovec *src, int ns, uint64_t max);
+/* The peer has not closed the connection (it would have, by exiting). */
+bool shm_peer_alive(const struct fab_cm_id *id);
 
 /* shm_cm.c */
 int shm_create_id(struct fab_dev *dev, void *context, struct fab_cm_id **out);
 void shm_destroy_id(struct fab_cm_id *id);
 void shm_set_context(struct fab_cm_id *id, void *context);
+int shm_bind_src(struct fab_cm_id *id, bool privileged);
 int shm_listen(struct fab_cm_id *id, const struct sockaddr_in *addr, int backlog);
 int shm_connect(struct fab_cm_id *id, const struct sockaddr_in *dst, const void *pdata, size_t len, int timeout_ms);
 int shm_accept(struct fab_cm_id *id, const void *pdata, size_t len);
@@ -166,6 +204,7 @@ void shm_id_teardown(struct fab_cm_id *id, int status);
 
 /* shm_qp.c */
 int shm_create_qp(struct fab_cm_id *id, const struct fab_qp_attr *attr, void *context, struct fab_qp **out);
+void shm_qp_query(const struct fab_qp *qp, struct fab_qp_attr *attr);
 void shm_qp_free(struct fab_qp *qp);
 int shm_post_recv(struct fab_qp *qp, const struct fab_recv_wr *wr, const struct fab_recv_wr **bad);
 int shm_post_send(struct fab_qp *qp, const struct fab_send_wr *wr, const struct fab_send_wr **bad);

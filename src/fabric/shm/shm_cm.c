@@ -237,12 +237,21 @@ void shm_destroy_id(struct fab_cm_id *id)
 	}
 	shm_dev_purge(dev, id, NULL);
 	id_close_fd(id);
+	shm_peer_maps_drop(id);
 	if (id->peer_tbl)
 		munmap(id->peer_tbl, (size_t)id->peer_tbl_n * sizeof(struct shm_mr_entry));
 	if (id->peer_tbl_fd >= 0)
 		close(id->peer_tbl_fd);
 	ulnet_list_del(&id->link);
 	free(id);
+}
+
+/* Unix-domain names have no source ports: nothing to bind. */
+int shm_bind_src(struct fab_cm_id *id, bool privileged)
+{
+	(void)id;
+	(void)privileged;
+	return 0;
 }
 
 int shm_listen(struct fab_cm_id *id, const struct sockaddr_in *addr, int backlog)

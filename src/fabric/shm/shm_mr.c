@@ -53,39 +53,50 @@ void shm_mr_table_close(struct fab_dev *dev)
 	dev->tbl_fd = -1;
 }
 
+unsigned shm_seg_count(const struct iovec *ranges, unsigned n)
+{
+	unsigned k = n ? 1 : 0;
+
+	for (unsigned i = 1; i < n; i++)
+		if ((const char *)ranges[i - 1].iov_base + ranges[i - 1].iov_len != ranges[i].iov_base)
+			k++;
+	return k;
+}
+
+void shm_seg_fill(const struct iovec *ranges, unsigned n, struct shm_seg *segs)
+{
+	unsigned k = 0;
+
+	for (unsigned i = 0; i < n; i++) {
+		uintptr_t b = (uintptr_t)ranges[i].iov_base;
+
+		if (i && segs[k - 1].base + segs[k - 1].len == b)
+			segs[k - 1].len += ranges[i].iov_len;
+		else
+			segs[k++] = (struct shm_seg){b, ranges[i].iov_len};
+	}
+}
+
 int shm_reg_mr(struct fab_dev *dev, const struct iovec *ranges, unsigned n, unsigned access, struct fab_mr *out)
 {
-	const unsigned all = FAB_ACCESS_LOCAL_WRITE | FAB_ACCESS_REMOTE_WRITE | FAB_ACCESS_REMOTE_READ;
 	struct shm_mr_entry *e;
 	struct shm_seg *segs = NULL;
-	uint64_t total = 0;
+	uint64_t total;
 	uint32_t idx, gen;
+	unsigned nseg;
+	int rc;
 
-	if (n == 0 || n > 1024 || (access & ~all))
+	if (n > 1024)
 		return -EINVAL;
-	/* verbs: remote write needs local write */
-	if ((access & FAB_ACCESS_REMOTE_WRITE) && !(access & FAB_ACCESS_LOCAL_WRITE))
-		return -EINVAL;
-	for (unsigned i = 0; i < n; i++) {
-		if (!ranges[i].iov_len || !ranges[i].iov_base)
-			return -EINVAL;
-		total += ranges[i].iov_len;
-	}
-	if (total > dev->lim.max_mr_size) {
-		ULNET_LOG(FABRIC, ERR, "shm: region of %llu bytes over max_mr_size %llu (lnd tunable device: "
-			  "max_mr_size)", (unsigned long long)total, (unsigned long long)dev->lim.max_mr_size);
-		return -E2BIG;
-	}
-	if (dev->n_mr >= dev->lim.max_mr) {
-		ULNET_LOG(FABRIC, ERR, "shm: %u regions registered, max_mr %u (lnd tunable device: max_mr)",
-			  dev->n_mr, dev->lim.max_mr);
-		return -ENOSPC;
-	}
-	if (n > 1) {
-		if (!(segs = malloc(n * sizeof(*segs))))
+	if ((rc = fab_reg_check("shm", &dev->lim, ranges, n, access, dev->n_mr, &total)))
+		return rc;
+	/* ranges that touch become one segment (the region's bytes are the same): a buffer registered
+	 * page by page is one segment, which a peer's RDMA reaches without reading a segment list */
+	nseg = shm_seg_count(ranges, n);
+	if (nseg > 1) {
+		if (!(segs = malloc(nseg * sizeof(*segs))))
 			return -ENOMEM;
-		for (unsigned i = 0; i < n; i++)
-			segs[i] = (struct shm_seg){(uintptr_t)ranges[i].iov_base, ranges[i].iov_len};
+		shm_seg_fill(ranges, n, segs);
 	}
 	/* round robin over the indexes: a freed index is reused as late as possible, so a stale key
 	 * meets a new generation only after the whole table has turned over */
@@ -95,10 +106,11 @@ int shm_reg_mr(struct fab_dev *dev, const struct iovec *ranges, unsigned n, unsi
 	e = &dev->tbl[idx];
 	gen = ((atomic_load(&e->state) >> 1) + 1) & 0xffffu;
 	e->access = access;
-	e->nseg = n;
+	e->nseg = nseg;
 	e->addr = (uintptr_t)ranges[0].iov_base;
 	e->length = total;
-	e->segs = n > 1 ? (uintptr_t)segs : (uintptr_t)ranges[0].iov_base;
+	e->segs = nseg > 1 ? (uintptr_t)segs : (uintptr_t)ranges[0].iov_base;
+	shm_mem_describe(e, ranges, n);
 	atomic_store_explicit(&e->state, SHM_STATE(gen, true), memory_order_release);
 	dev->mrs[idx] = (struct shm_mr){.segs = segs, .used = true};
 	dev->n_mr++;

@@ -20,6 +20,11 @@
 #define SHM_SEND_HDR 4 /* in front of every SEND: a zero-length message must not read as EOF */
 #define SHM_SEND_TYPE 0x53
 
+void shm_qp_query(const struct fab_qp *qp, struct fab_qp_attr *attr)
+{
+	*attr = (struct fab_qp_attr){.max_send_wr = qp->sq_depth, .max_recv_wr = qp->rq_depth};
+}
+
 int shm_create_qp(struct fab_cm_id *id, const struct fab_qp_attr *attr, void *context, struct fab_qp **out)
 {
 	const struct fab_limits *lim = &id->dev->lim;
@@ -183,12 +188,36 @@ static enum fab_wc_status vm_errno_status(struct fab_qp *qp, int err)
 	}
 }
 
+/* The peer's region is mapped here (a memfd region): memcpy, then check that the peer still holds
+ * the connection, as an HCA waits for the responder's ACK. */
+static enum fab_wc_status rdma_mapped(struct fab_qp *qp, bool write, const struct iovec *liov, int ln,
+				      const struct iovec *riov, int rn, uint64_t total)
+{
+	struct fab_dev *dev = qp->id->dev;
+
+	if (dev->faults.kill_peer_rdma_nth && --dev->faults.kill_peer_rdma_nth == 0) {
+		/* move the first half, then the peer dies: the WR must fail, not hang or crash */
+		if (write)
+			shm_iov_copy(riov, rn, liov, ln, total / 2);
+		else
+			shm_iov_copy(liov, ln, riov, rn, total / 2);
+		kill_peer_and_wait(qp->id->peer_pid);
+	} else if (write) {
+		shm_iov_copy(riov, rn, liov, ln, total);
+	} else {
+		shm_iov_copy(liov, ln, riov, rn, total);
+	}
+	/* (a copy into the mapping of a peer that died is harmless: the pages are ours until unmapped) */
+	return shm_peer_alive(qp->id) ? FAB_WC_SUCCESS : FAB_WC_RETRY_EXC_ERR;
+}
+
 static enum fab_wc_status exec_rdma(struct fab_qp *qp, const struct shm_swr *s, uint32_t *len)
 {
 	struct fab_dev *dev = qp->id->dev;
 	bool write = s->wr.opcode == FAB_WR_RDMA_WRITE;
 	struct iovec liov[SHM_IOV_MAX], riov[SHM_IOV_MAX], l2[SHM_IOV_MAX], r2[SHM_IOV_MAX];
 	struct shm_mr_entry *held;
+	enum fab_wc_status st = FAB_WC_SUCCESS;
 	uint64_t total, done = 0;
 	int ln, rn;
 
@@ -202,6 +231,14 @@ static enum fab_wc_status exec_rdma(struct fab_qp *qp, const struct shm_swr *s, 
 			    total, write ? FAB_ACCESS_REMOTE_WRITE : FAB_ACCESS_REMOTE_READ, riov, SHM_IOV_MAX, &held);
 	if (rn < 0)
 		return rn == -EACCES ? FAB_WC_REM_ACCESS_ERR : vm_errno_status(qp, -rn);
+	/* the entry is held (busy): the checks above stay true until the release */
+	if (shm_peer_translate(qp->id, held, riov, rn)) {
+		dev->stats.rdma_mapped++;
+		st = rdma_mapped(qp, write, liov, ln, riov, rn, total);
+		shm_mr_release(held);
+		return st;
+	}
+	dev->stats.rdma_process_vm++;
 	if (dev->faults.kill_peer_rdma_nth && --dev->faults.kill_peer_rdma_nth == 0) {
 		/* move the first half, then the peer dies: the rest must fail, not hang or crash */
 		int a = shm_iov_slice(liov, ln, 0, total / 2, l2, SHM_IOV_MAX);
@@ -222,17 +259,17 @@ static enum fab_wc_status exec_rdma(struct fab_qp *qp, const struct shm_swr *s, 
 				  : process_vm_readv(qp->id->peer_pid, liov, (unsigned long)ln, riov, (unsigned long)rn, 0);
 
 		if (n <= 0) {
-			shm_mr_release(held);
-			return vm_errno_status(qp, n < 0 ? errno : EFAULT);
+			st = vm_errno_status(qp, n < 0 ? errno : EFAULT);
+			break;
 		}
 		done += (uint64_t)n;
 		if (done < total) { /* partial: a page of the peer's region is not mapped any more */
-			shm_mr_release(held);
-			return FAB_WC_REM_OP_ERR;
+			st = FAB_WC_REM_OP_ERR;
+			break;
 		}
 	}
 	shm_mr_release(held);
-	return FAB_WC_SUCCESS;
+	return st;
 }
 
 /* 1 = the socket is full (try again on EPOLLOUT), 0 = done with *@st. */

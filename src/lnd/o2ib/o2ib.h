@@ -30,6 +30,8 @@ struct o2ib_tun {
 	int max_frags;         /* RDMA fragments per transfer proposed and accepted */
 	int reg_cache_entries; /* source registrations kept (0: one per transfer) */
 	int reg_cache_mb;      /* and their bytes, MiB */
+	int max_peers;         /* peers remembered at once (idle ones are forgotten first) */
+	int use_privileged_port;
 };
 
 /* A cached source registration: an MD's memory, local access only, pointed to by the MD's
@@ -64,10 +66,12 @@ struct o2ib_net {
 	struct o2ib_local me;  /* nid4, incarnation, negotiation tunables */
 	struct sockaddr_in addr;
 	struct ulnet_list peers[O2IB_PEER_BUCKETS];
+	uint32_t npeers;
 	struct ulnet_list pending; /* accepted conns waiting for ESTABLISHED (not yet their peer's conn) */
 	struct ulnet_list zombies; /* closed conns waiting for their id to go and their rxs to come back */
 	bool shutting_down;
 	bool in_progress, progress_again; /* o2ib_progress running / asked to go round again */
+	bool in_tick;               /* walking the peer table: no peer may be forgotten under it */
 	uint64_t cookies;
 	struct ulnet_list reg_lru; /* struct o2ib_cached_mr, least recently used first */
 	uint32_t reg_entries;
@@ -90,6 +94,9 @@ struct o2ib_peer {
 	uint16_t last_version;      /* 0 = never connected */
 	uint64_t last_stamp;        /* the peer's incarnation as last seen */
 	uint32_t races;             /* CONN_RACE rejects we sent it */
+	uint32_t accepting;         /* its passive conns waiting for ESTABLISHED: no active connect meanwhile */
+	uint32_t nconns;            /* conns naming it (any state, zombies too): it stays while > 0 */
+	uint64_t busy_ns;           /* last time it had a conn or a queued message (idle since then) */
 	uint64_t retry_at_ns;       /* RETRY_LATER: reconnect after this */
 	struct ulnet_peer_limits limits; /* negotiated, for lnd_query_peer */
 	bool have_limits;
@@ -162,6 +169,8 @@ struct o2ib_conn {
 };
 
 /* o2ib_lnd.c */
+/* The peer of @nid; with @create, a new one if unknown. NULL: unknown, or (@create) no memory or the
+ * table is at max_peers with no idle peer to forget (logged). */
 struct o2ib_peer *o2ib_peer_find(struct o2ib_net *net, const struct ulnet_nid *nid, bool create);
 void o2ib_tx_done(struct o2ib_net *net, struct o2ib_tx *tx, int status);
 

@@ -15,7 +15,6 @@
 #define WR_TX (1ull << 32)   /* wr_id: TX | send slot, or the receive index */
 #define WR_RDMA (1ull << 33) /* an unsignalled WRITE of a slot's transfer (seen only on errors) */
 #define SQ_RDMA_ROOM 258u    /* send-queue WRs beyond the SEND slots: one transfer's WRITEs */
-#define CONN_RETRY_NS NS_PER_S
 
 static const struct fab_provider_ops *fab_of(const struct o2ib_conn *c) { return c->net->fab; }
 
@@ -34,6 +33,7 @@ static struct o2ib_conn *conn_alloc(struct o2ib_net *net, struct o2ib_peer *peer
 		return NULL;
 	conn->net = net;
 	conn->peer = peer;
+	peer->nconns++;
 	ulnet_list_init(&conn->txq);
 	ulnet_list_init(&conn->txq_nocred);
 	ulnet_list_init(&conn->waitq);
@@ -92,6 +92,10 @@ static int conn_setup_qp(struct o2ib_conn *conn, uint16_t depth)
 	conn->tx_mr_ok = true;
 	if ((rc = f->create_qp(conn->id, &attr, conn, &conn->qp)))
 		return rc;
+	f->qp_query(conn->qp, &attr); /* a device may have made a smaller send queue */
+	conn->sq_size = attr.max_send_wr;
+	if (conn->nslots > conn->sq_size)
+		conn->nslots = conn->sq_size;
 	for (uint32_t i = 0; i < conn->nrx; i++) {
 		conn->rxs[i].conn = conn;
 		conn->rxs[i].idx = i;
@@ -106,6 +110,8 @@ static void conn_free(struct o2ib_conn *conn)
 {
 	const struct fab_provider_ops *f = fab_of(conn);
 
+	if (conn->peer)
+		conn->peer->nconns--;
 	if (conn->rx_mr_ok)
 		f->dereg_mr(conn->net->dev, &conn->rx_mr);
 	if (conn->tx_mr_ok)
@@ -167,6 +173,7 @@ void o2ib_reap_zombies(struct o2ib_net *net)
 
 static void peer_failed(struct o2ib_peer *peer, int status)
 {
+	peer->act.attempts = 0; /* the next message starts afresh */
 	fail_list(peer->net, &peer->txq, status);
 	if (!peer->net->shutting_down)
 		ulnet__peer_down(peer->net->ni, &peer->nid, status);
@@ -179,8 +186,10 @@ void o2ib_conn_close(struct o2ib_conn *conn, int status, const char *why)
 
 	if (conn->state == O2IB_CONN_CLOSING)
 		return;
-	if (conn->state == O2IB_CONN_PASSIVE_WAIT)
+	if (conn->state == O2IB_CONN_PASSIVE_WAIT) {
 		ulnet_list_del(&conn->link);
+		conn->peer->accepting--;
+	}
 	if (why)
 		ULNET_LOG(O2IB, ERR, "%s: closing the connection (%s): %s", peer_str(conn, ns, sizeof(ns)),
 			  strerror(-status), why);
@@ -226,10 +235,11 @@ static int connect_attempt(struct o2ib_peer *peer)
 	if (!conn)
 		return -ENOMEM;
 	if ((rc = f->create_id(net->dev, conn, &conn->id))) {
-		free(conn);
+		conn_free(conn);
 		return rc;
 	}
-	if ((rc = conn_setup_qp(conn, peer->act.queue_depth)))
+	if ((rc = f->bind_src(conn->id, net->tun.use_privileged_port)) ||
+	    (rc = conn_setup_qp(conn, peer->act.queue_depth)))
 		goto fail;
 	o2ib_active_connreq(&net->me, &peer->act, &m);
 	n = o2ib_msg_pack(&m, false, pd, sizeof(pd));
@@ -241,7 +251,6 @@ static int connect_attempt(struct o2ib_peer *peer)
 		goto fail;
 	conn->state = O2IB_CONN_ACTIVE_CONNECT;
 	peer->conn = conn;
-	peer->act.attempts++;
 	return 0;
 fail:
 	conn_destroy_id(conn);
@@ -254,7 +263,8 @@ int o2ib_connect(struct o2ib_peer *peer)
 	char ns[ULNET_NID_STRLEN];
 	int rc;
 
-	o2ib_active_init(&peer->net->me, peer->nid4, peer->last_version, peer->last_stamp, &peer->act);
+	if (!peer->act.attempts) /* else a retry scheduled after a reject: keep what it renegotiated */
+		o2ib_active_init(&peer->net->me, peer->nid4, peer->last_version, peer->last_stamp, &peer->act);
 	rc = connect_attempt(peer);
 	if (rc) {
 		ULNET_LOG(O2IB, ERR, "%s: cannot start a connection: %s", o2ib_nid_str(&peer->nid, ns, sizeof(ns)),
@@ -494,7 +504,8 @@ void o2ib_peer_queue(struct o2ib_peer *peer, struct o2ib_tx *tx)
 		return;
 	}
 	ulnet_list_add_tail(&tx->link, &peer->txq);
-	if (!peer->conn && ulnet__now_ns() >= peer->retry_at_ns)
+	/* a passive conn on its way up takes the queue (kernel: ibp_accepting) */
+	if (!peer->conn && !peer->accepting && ulnet__now_ns() >= peer->retry_at_ns)
 		o2ib_connect(peer); /* a failure fails peer->txq, this tx included */
 }
 
@@ -708,13 +719,16 @@ static void conn_established(struct o2ib_conn *conn)
 {
 	struct o2ib_peer *peer = conn->peer;
 
-	if (conn->state == O2IB_CONN_PASSIVE_WAIT)
+	if (conn->state == O2IB_CONN_PASSIVE_WAIT) {
 		ulnet_list_del(&conn->link);
+		peer->accepting--;
+	}
 	conn->state = O2IB_CONN_ESTABLISHED;
 	conn->credits = conn->reserved_credits = conn->queue_depth;
 	peer->last_version = conn->version;
 	peer->last_stamp = conn->peer_stamp;
 	peer->races = 0;
+	peer->act.attempts = 0;
 	peer->limits.max_frags = conn->max_frags;
 	peer->limits.queue_depth = conn->queue_depth;
 	peer->limits.max_msg_size = 1u << 20; /* LNET_MTU: larger payloads travel by RDMA */
@@ -754,7 +768,7 @@ static void on_connect_request(struct o2ib_net *net, const struct fab_cm_event *
 	struct o2ib_peer *peer = NULL;
 	struct o2ib_conn *conn;
 	uint8_t pd[FAB_PRIVATE_DATA_MAX];
-	char line[256];
+	char line[384];
 	int n, rc;
 
 	if (!o2ib_msg_unpack(ev->private_data, ev->private_data_len, O2IB_MAX_RDMA_FRAGS, &req, &err) &&
@@ -822,6 +836,7 @@ static void on_connect_request(struct o2ib_net *net, const struct fab_cm_event *
 		return;
 	}
 	conn->state = O2IB_CONN_PASSIVE_WAIT;
+	peer->accepting++;
 	ulnet_list_add_tail(&conn->link, &net->pending); /* becomes the peer's conn at ESTABLISHED */
 }
 
@@ -829,7 +844,7 @@ static void on_rejected(struct o2ib_conn *conn, const struct fab_cm_event *ev)
 {
 	struct o2ib_peer *peer = conn->peer;
 	struct o2ib_reject_action act;
-	char line[256];
+	char line[384];
 
 	o2ib_active_on_reject(ev->private_data, ev->private_data_len, &peer->act, &act);
 	o2ib_reject_describe(&act, &peer->act, line, sizeof(line));
@@ -846,7 +861,7 @@ static void on_rejected(struct o2ib_conn *conn, const struct fab_cm_event *ev)
 		if (connect_attempt(peer))
 			peer_failed(peer, -ECONNREFUSED);
 	} else if (act.retry == O2IB_RETRY_LATER) {
-		peer->retry_at_ns = ulnet__now_ns() + CONN_RETRY_NS / 10;
+		peer->retry_at_ns = ulnet__now_ns() + (uint64_t)act.delay_ms * NS_PER_MS;
 	} else {
 		peer_failed(peer, act.err);
 	}
@@ -903,8 +918,10 @@ static void on_event(struct o2ib_net *net, const struct fab_cm_event *ev)
 		}
 		break;
 	case FAB_CM_DISCONNECTED:
-		if (conn->state != O2IB_CONN_CLOSING)
-			o2ib_conn_close(conn, -ECONNRESET, "the peer disconnected");
+		if (conn->state != O2IB_CONN_CLOSING) { /* a peer leaving is no error (kernel: D_NET) */
+			ULNET_LOG(O2IB, INFO, "%s: the peer disconnected", peer_str(conn, ns, sizeof(ns)));
+			o2ib_conn_close(conn, -ECONNRESET, NULL);
+		}
 		conn_destroy_id(conn);
 		break;
 	default:

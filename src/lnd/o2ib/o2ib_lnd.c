@@ -42,22 +42,27 @@ static const struct ulnet_tunable o2ib_tunables[] = {
 	I("reg_cache_entries", 0, 65536, 1024, "source registrations kept for reuse, least recently used dropped "
 					       "first (0: register per transfer)"),
 	I("reg_cache_mb", 1, 1 << 20, 1024, "MiB of memory the kept source registrations may cover"),
+	I("max_peers", 1, 1048576, 4096, "peers remembered at once; idle ones (no connection, nothing queued) "
+	  "are forgotten after timeout s, or at once to make room"),
+	I("use_privileged_port", 0, 1, 0, "1: connect from a source port below 1024 (peers that "
+	  "require_privileged_port; needs CAP_NET_BIND_SERVICE)"),
 	DEV("max_send_sge"), DEV("max_recv_sge"), DEV("max_qp_wr"), DEV("max_qp"), DEV("max_mr"),
 	DEV("max_mr_size"), DEV("max_msg_sz"), DEV("page_size"),
 };
 #undef DEV
 #undef I
 #define N_TUNABLES (sizeof(o2ib_tunables) / sizeof(o2ib_tunables[0]))
-#define N_PLAIN_TUNABLES 11u /* the device.* keys follow */
-
-static const size_t tunable_off[N_PLAIN_TUNABLES] = {
+/* The plain keys, in table order; the device.* keys follow them. */
+static const size_t tunable_off[] = {
 	offsetof(struct o2ib_tun, provider), offsetof(struct o2ib_tun, port),
 	offsetof(struct o2ib_tun, peer_credits), offsetof(struct o2ib_tun, peer_credits_hiw),
 	offsetof(struct o2ib_tun, concurrent_sends), offsetof(struct o2ib_tun, map_on_demand),
 	offsetof(struct o2ib_tun, timeout), offsetof(struct o2ib_tun, keepalive),
 	offsetof(struct o2ib_tun, max_frags), offsetof(struct o2ib_tun, reg_cache_entries),
-	offsetof(struct o2ib_tun, reg_cache_mb),
+	offsetof(struct o2ib_tun, reg_cache_mb), offsetof(struct o2ib_tun, max_peers),
+	offsetof(struct o2ib_tun, use_privileged_port),
 };
+#define N_PLAIN_TUNABLES (sizeof(tunable_off) / sizeof(tunable_off[0]))
 
 static int tunables_load(struct o2ib_net *net, struct ulnet_ni *ni)
 {
@@ -87,10 +92,40 @@ static int limits_load(struct ulnet_ni *ni, struct fab_limits *lim)
 
 /* ---- peers ---- */
 
+static bool peer_busy(const struct o2ib_peer *peer)
+{
+	return peer->conn || peer->nconns || !ulnet_list_empty(&peer->txq);
+}
+
+static void peer_forget(struct o2ib_net *net, struct o2ib_peer *peer)
+{
+	ulnet_list_del(&peer->link);
+	net->npeers--;
+	free(peer);
+}
+
+/* Make room for one more peer: forget the one idle longest. */
+static bool peer_make_room(struct o2ib_net *net)
+{
+	struct o2ib_peer *oldest = NULL;
+
+	for (unsigned b = 0; b < O2IB_PEER_BUCKETS; b++)
+		for (struct ulnet_list *p = net->peers[b].next; p != &net->peers[b]; p = p->next) {
+			struct o2ib_peer *peer = ulnet_container_of(p, struct o2ib_peer, link);
+
+			if (!peer_busy(peer) && (!oldest || peer->busy_ns < oldest->busy_ns))
+				oldest = peer;
+		}
+	if (oldest)
+		peer_forget(net, oldest);
+	return oldest != NULL;
+}
+
 struct o2ib_peer *o2ib_peer_find(struct o2ib_net *net, const struct ulnet_nid *nid, bool create)
 {
 	struct ulnet_list *head = &net->peers[ulnet__nid_hash(nid) % O2IB_PEER_BUCKETS], *p;
 	struct o2ib_peer *peer;
+	char ns[ULNET_NID_STRLEN];
 
 	for (p = head->next; p != head; p = p->next) {
 		peer = ulnet_container_of(p, struct o2ib_peer, link);
@@ -99,14 +134,23 @@ struct o2ib_peer *o2ib_peer_find(struct o2ib_net *net, const struct ulnet_nid *n
 	}
 	if (!create)
 		return NULL;
+	/* (a peer created while the tick walks the table waits for the next creation to be counted) */
+	if (net->npeers >= (uint32_t)net->tun.max_peers && !net->in_tick && !peer_make_room(net)) {
+		ULNET_LOG(O2IB, ERR, "%s: no room for another peer: %u peers, all connected or with messages "
+			  "queued (lnd tunable max_peers %d)", o2ib_nid_str(nid, ns, sizeof(ns)), net->npeers,
+			  net->tun.max_peers);
+		return NULL;
+	}
 	peer = calloc(1, sizeof(*peer));
 	if (!peer)
 		return NULL;
 	peer->net = net;
 	peer->nid = *nid;
 	peer->nid4 = ulnet_nid_to_nid4(nid);
+	peer->busy_ns = ulnet__now_ns();
 	ulnet_list_init(&peer->txq);
 	ulnet_list_add_tail(&peer->link, head);
+	net->npeers++;
 	return peer;
 }
 
@@ -167,7 +211,6 @@ static int o2iblnd_startup(struct ulnet_ni *ni)
 	const struct ulnet_nid *nid = ulnet__ni_nid(ni);
 	const char *requested;
 	struct fab_limits lim;
-	struct timespec ts;
 	char ns[ULNET_NID_STRLEN];
 	int rc;
 
@@ -212,9 +255,8 @@ static int o2iblnd_startup(struct ulnet_ni *ni)
 	net->io.data = net;
 	if ((rc = ulnet__io_start(ulnet__ni_node(ni), &net->io, EPOLLIN)))
 		goto fail;
-	clock_gettime(CLOCK_REALTIME, &ts);
 	net->me.nid = ulnet_nid_to_nid4(nid);
-	net->me.stamp = (uint64_t)ts.tv_sec * 1000000u + (uint64_t)ts.tv_nsec / 1000u; /* incarnation, µs */
+	net->me.stamp = ulnet__wall_ns() / 1000u; /* incarnation, µs */
 	net->me.ni_ready = true;
 	net->me.tun.peer_credits = (uint16_t)(net->tun.peer_credits ? net->tun.peer_credits
 						: (int)ulnet__ni_peer_credits(ni));
@@ -266,8 +308,7 @@ static void o2iblnd_shutdown(struct ulnet_ni *ni)
 				if (conn->peer == peer)
 					conn->peer = NULL;
 			}
-			ulnet_list_del(&peer->link);
-			free(peer);
+			peer_forget(net, peer);
 		}
 	o2ib_reap_zombies(net); /* with shutting_down set, frees every closed conn */
 	o2ib_bounce_pool_free(net);
@@ -349,12 +390,22 @@ static void o2iblnd_tick(struct ulnet_ni *ni, uint64_t now_ns)
 	struct o2ib_net *net = net_of(ni);
 	char ns[ULNET_NID_STRLEN];
 
+	net->in_tick = true;
 	for (unsigned b = 0; b < O2IB_PEER_BUCKETS; b++) {
-		struct ulnet_list *head = &net->peers[b], *p;
+		struct ulnet_list *head = &net->peers[b], *p, *next;
 
-		for (p = head->next; p != head; p = p->next) {
+		for (p = head->next; p != head; p = next) {
 			struct o2ib_peer *peer = ulnet_container_of(p, struct o2ib_peer, link);
 
+			next = p->next;
+			if (peer_busy(peer)) {
+				peer->busy_ns = now_ns;
+			} else {
+				/* idle: its incarnation and version help a quick reconnect for a while only */
+				if (now_ns >= peer->busy_ns + (uint64_t)net->tun.timeout * NS_PER_S)
+					peer_forget(net, peer);
+				continue;
+			}
 			if (peer->conn) {
 				o2ib_conn_tick(peer->conn, now_ns);
 				continue;
@@ -366,12 +417,14 @@ static void o2iblnd_tick(struct ulnet_ni *ni, uint64_t now_ns)
 					  "its queued messages", o2ib_nid_str(&peer->nid, ns, sizeof(ns)),
 					  net->tun.timeout);
 				fail_txq(net, &peer->txq, -ETIMEDOUT);
+				peer->act.attempts = 0; /* the next message starts afresh */
 				ulnet__peer_down(ni, &peer->nid, -ETIMEDOUT);
-			} else if (now_ns >= peer->retry_at_ns) {
+			} else if (now_ns >= peer->retry_at_ns && !peer->accepting) {
 				o2ib_connect(peer);
 			}
 		}
 	}
+	net->in_tick = false;
 	o2ib_reap_zombies(net);
 }
 
@@ -396,6 +449,34 @@ static int o2iblnd_peer_rdma_stats(struct ulnet_ni *ni, const struct ulnet_nid *
 	return 0;
 }
 
+static void o2iblnd_fabric_info(struct ulnet_ni *ni, struct ulnet_ni_fabric *out)
+{
+	struct o2ib_net *net = net_of(ni);
+	const struct fab_limits *lim = net->fab->dev_limits(net->dev);
+
+	snprintf(out->provider, sizeof(out->provider), "%s", net->fab->name);
+	out->max_send_sge = lim->max_send_sge;
+	out->max_recv_sge = lim->max_recv_sge;
+	out->max_qp_wr = lim->max_qp_wr;
+	out->max_qp = lim->max_qp;
+	out->max_mr = lim->max_mr;
+	out->max_mr_size = lim->max_mr_size;
+	out->max_msg_sz = lim->max_msg_sz;
+	out->page_size = lim->page_size;
+}
+
+/* Memory the provider moves fastest (shm: memfd the peer maps); the provider's allocator is global,
+ * so the buffer outlives this NI. */
+static void *o2iblnd_mem_alloc(struct ulnet_ni *ni, size_t align, size_t len, void (**free_fn)(void *p, size_t len))
+{
+	const struct fab_provider_ops *fab = net_of(ni)->fab;
+
+	if (!fab->mem_alloc || !fab->mem_free)
+		return NULL;
+	*free_fn = fab->mem_free;
+	return fab->mem_alloc(align, len);
+}
+
 const struct ulnet_lnd_ops ulnet__o2iblnd_ops = {
 	.lnd_type = ULNET_LND_O2IB,
 	.lnd_name = "o2ib",
@@ -409,5 +490,7 @@ const struct ulnet_lnd_ops ulnet__o2iblnd_ops = {
 	.lnd_n_tunables = N_TUNABLES,
 	.lnd_query_peer = o2iblnd_query_peer,
 	.lnd_peer_rdma_stats = o2iblnd_peer_rdma_stats,
+	.lnd_fabric_info = o2iblnd_fabric_info,
+	.lnd_mem_alloc = o2iblnd_mem_alloc,
 	.lnd_md_unlinked = o2ib_md_unlinked,
 };

@@ -1,0 +1,80 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
+# o2ib LND benchmark on the shm provider, in one run (not part of the test suite):
+#   1. 1 MiB Put and Get bandwidth (ulnet-selftest brw read: the server PUTs; brw write: the server
+#      GETs) between a 4 KiB-page and a 64 KiB-page node, and between two 4 KiB-page nodes; prints
+#      mixed/same (goal >= 0.98);
+#   2. that brw bandwidth against the provider's raw 1 MiB RDMA WRITE bandwidth between two
+#      processes (bench/shm_rdma_bench.c) over the same working set (CONC MiB on each side: brw
+#      keeps CONC 1 MiB buffers in flight), for the memory brw moves (ulnet_mem_alloc: the shm
+#      provider's memfd) (goal >= 0.9); the raw figure for ordinary memory (process_vm) is printed too.
+# The measurements are interleaved over ROUNDS rounds and the medians compared (this VM is noisy).
+# Usage: bench/o2ib_bench.sh [SECONDS]   (BUILD=build dir, default ./build; ROUNDS=3; CONC=8 RPCs in
+#        flight). Nodes on 127.140.0.{1,2,3}@o2ib.
+set -euo pipefail
+SRC=${SRC:-$(cd "$(dirname "$0")/.." && pwd)}
+BUILD=${BUILD:-$SRC/build}
+SECS=${1:-3}
+ROUNDS=${ROUNDS:-3}
+CONC=${CONC:-8}
+source "$SRC/tests/integration/lib.sh"
+ul_init
+SST=$BUILD/tools/ulnet-selftest/ulnet-selftest
+grep -q ULNET_HAVE_FABRIC_SHM "$BUILD/config.h" || ul_fail "$BUILD was configured with -Dfabric_shm=disabled"
+gcc -O2 -std=gnu11 -D_GNU_SOURCE -I"$BUILD" -I"$SRC/include" -I"$SRC/src/core" -I"$SRC/src/fabric" \
+	-I"$SRC/src/fabric/shm" "$SRC/bench/shm_rdma_bench.c" "$BUILD/src/libulnet_internal.a" -lpthread \
+	-o "$UL_TMP/shm_rdma_bench"
+
+# n1: 4 KiB pages; n2: 64 KiB pages; n3: 4 KiB pages
+for n in 1 2 3; do
+	ul_start_node "n$n" <<YAML
+node:
+    page_size: $(( n == 2 ? 65536 : 4096 ))
+net:
+    - net type: o2ib
+      local NI(s):
+        - nid: $(ul_addr 140 "$n")@o2ib
+          lnd tunables:
+              provider: shm
+YAML
+done
+nid() { echo "$(ul_addr 140 "$1")@o2ib"; }
+mbps() { "$UL_PYTHON" -c 'import json,sys; j=json.load(open(sys.argv[1])); assert j["ok"], j; print(j["MBps"])' "$1"; }
+median() { printf '%s\n' "$@" | sort -g | awk '{v[NR]=$1} END {print v[int((NR+1)/2)]}'; }
+# brw DIR FROM TO: MB/s of SECS seconds of 1 MiB brw, CONC in flight
+brw() {
+	"$SST" --node "$(ul_sock "n$2")" --json brw "$1" --from "$(nid "$2")" --to "$(nid "$3")" --size 1M --check none \
+		--concurrency "$CONC" --duration "$SECS" >"$UL_TMP/brw.json" 2>"$UL_TMP/brw.err" ||
+		ul_fail "brw $1 n$2 -> n$3: $(cat "$UL_TMP/brw.json" "$UL_TMP/brw.err")"
+	mbps "$UL_TMP/brw.json"
+}
+
+put_same=() get_same=() put_mixed=() get_mixed=() raw_mfd=() raw_pvm=()
+for r in $(seq "$ROUNDS"); do
+	ul_step "round $r/$ROUNDS: brw read/write 4K<->4K and 4K<->64K, raw RDMA WRITE (${SECS} s each)"
+	put_same+=("$(brw read 1 3)")
+	put_mixed+=("$(brw read 1 2)")
+	get_same+=("$(brw write 1 3)")
+	get_mixed+=("$(brw write 1 2)")
+	"$UL_TMP/shm_rdma_bench" "$SECS" "$CONC" >"$UL_TMP/raw.txt"
+	# MiB/s -> MB/s, as ulnet-selftest prints
+	raw_mfd+=("$(awk '$1 == "write" { printf "%.1f", $2 * 1.048576 }' "$UL_TMP/raw.txt")")
+	raw_pvm+=("$(awk '$1 == "write_pvm" { printf "%.1f", $2 * 1.048576 }' "$UL_TMP/raw.txt")")
+done
+echo "runs (MB/s): put 4K-4K ${put_same[*]} | put 4K-64K ${put_mixed[*]} | get 4K-4K ${get_same[*]} |" \
+	"get 4K-64K ${get_mixed[*]} | raw write memfd ${raw_mfd[*]} | raw write process_vm ${raw_pvm[*]}"
+# what the o2ib data path moved through: the provider's counters are per process; the LND's
+# registrations tell which memory it was
+"$UL_PYTHON" - "$(median "${put_same[@]}")" "$(median "${put_mixed[@]}")" "$(median "${get_same[@]}")" \
+	"$(median "${get_mixed[@]}")" "$(median "${raw_mfd[@]}")" "$(median "${raw_pvm[@]}")" "${BRW_MEM:-memfd}" "$CONC" <<'PY'
+import sys
+ps, pm, gs, gm, rm, rp = map(float, sys.argv[1:7])
+kind = sys.argv[7]
+raw = rm if kind == "memfd" else rp
+print("1 MiB over o2ib (shm provider), medians in MB/s")
+print(f"  Put 4K-4K  {ps:9.1f}   Put 4K-64K {pm:9.1f}   mixed/same {pm / ps:.3f} (goal >= 0.98)")
+print(f"  Get 4K-4K  {gs:9.1f}   Get 4K-64K {gm:9.1f}   mixed/same {gm / gs:.3f} (goal >= 0.98)")
+print(f"  raw RDMA WRITE 1 MiB, working set {sys.argv[8]} MiB: memfd memory {rm:9.1f}   ordinary memory (process_vm) {rp:9.1f}")
+print(f"  brw Put 4K-4K / raw WRITE ({kind}, the memory brw moves) {ps / raw:.2f} (goal >= 0.9)   "
+      f"Get {gs / raw:.2f}   (vs the other kind: {ps / (rp if kind == 'memfd' else rm):.2f})")
+PY
