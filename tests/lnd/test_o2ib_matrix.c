@@ -15,8 +15,9 @@
  *     `ulnetctl plan` prints for that layout (argv[1] is the ulnetctl binary).
  *   - the source registration cache: bounded entries, least recently used dropped first, counted.
  * Addresses: 127.130.B.{1,2} (matrix, one block per configuration), 127.131.0.{1,2} (LU-5718),
- *   - a PUT into a truncating sink: the source writes what the sink describes.
- * 127.132.0.{1,2} (registration cache), 127.133.0.{1,2} (truncated PUT). */
+ *   - a PUT into a truncating sink: the source writes what the sink describes; a GET reply shorter
+ *     than its page-by-page sink: the WR open at the end is closed.
+ * 127.132.0.{1,2} (registration cache), 127.133.0.{1,2} (truncated PUT), 127.134.0.{1,2} (short GET). */
 #include <errno.h>
 #include <inttypes.h>
 #include <pthread.h>
@@ -713,12 +714,70 @@ static void test_put_truncated(void **state)
 	free(dst);
 }
 
+/* A GET whose reply is shorter than the sink, which is described page by page: the reply ends inside
+ * a remote fragment and that last WR is closed (lnet-wire.md §3.3); the rest of the sink untouched. */
+static void test_get_short(void **state)
+{
+	struct side sa = { 4096, 0, 2, 16, 0, 0 }, sb = { 65536, 1, 2, 16, 0, 0 };
+	struct ulnet_process_id any = { .pid = ULNET_PID_ANY };
+	const uint32_t sink = 512 * 1024, reply = 300001;
+	struct layout *l = calloc(1, sizeof(*l));
+	uint8_t *src = malloc(reply), *want = malloc(sink);
+	struct ulnet_md smd;
+	struct ulnet_handle me, sh, ih;
+	struct ulnet_peer_rdma_stats st;
+	struct ulnet_event ev;
+	struct pair *p;
+	size_t bad;
+
+	(void)state;
+	atomic_store(&errors_logged, 0);
+	p = pair_new(134, 0, &sa, &sb);
+	any.nid = ulnet_nid_any();
+	assert_true(l && src && want);
+	pattern(src, reply, 77);
+	memset(&smd, 0, sizeof(smd));
+	smd.start = src;
+	smd.length = reply;
+	smd.threshold = 1;
+	smd.options = ULNET_MD_OP_GET | ULNET_MD_TRUNCATE; /* the GET asks for more */
+	smd.eq = p->eq;
+	assert_int_equal(ulnet_me_attach(p->b, 12, &any, 0x79, 0, ULNET_UNLINK, ULNET_INS_AFTER, &me), 0);
+	assert_int_equal(ulnet_md_attach(p->b, me, &smd, ULNET_UNLINK, &sh), 0);
+	layout_init(l, F_KIOV, 4096, 1, sink, 0x11);
+	l->md.threshold = 2;
+	l->md.eq = p->eq;
+	assert_int_equal(ulnet_md_bind(p->a, &l->md, ULNET_UNLINK, &ih), 0);
+	nstash = 0;
+	assert_int_equal(ulnet_get(p->a, ih, &p->idb, 12, 0x79, 0), 0);
+	assert_int_equal(wait_for(p->eq, ULNET_EVENT_REPLY, &ev), 0);
+	assert_int_equal(ev.status, 0);
+	assert_int_equal(ev.mlength, reply);
+	assert_int_equal(wait_for(p->eq, ULNET_EVENT_SEND, &ev), 0);
+	assert_int_equal(wait_for(p->eq, ULNET_EVENT_GET, &ev), 0);
+	memset(want, 0x11, sink);
+	memcpy(want, src, reply);
+	bad = layout_check(l, want, 0x11);
+	assert_int_equal(bad, 0);
+	/* a described its 512 KiB sink page by page (map_on_demand 0): 129 fragments */
+	assert_int_equal(ulnet_peer_rdma_stats_get(p->a, &p->idb.nid, &st), 0);
+	assert_true(st.bucket[ULNET_RDMA_BUCKETS - 1].sinks == 1 && st.bucket[ULNET_RDMA_BUCKETS - 1].sink_frags == 129);
+	assert_int_equal(pair_post_rejects(p), 0);
+	assert_int_equal(atomic_load(&errors_logged), 0);
+	pair_free(p);
+	free(l->mem);
+	free(l);
+	free(src);
+	free(want);
+}
+
 int main(int argc, char **argv)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_lu5718),
 		cmocka_unit_test(test_reg_cache),
 		cmocka_unit_test(test_put_truncated),
+		cmocka_unit_test(test_get_short),
 		cmocka_unit_test(test_matrix),
 	};
 
