@@ -221,6 +221,9 @@ static void emit_rdma_stats(struct ulnetd_emit *e, const struct ulnet_peer_rdma_
 	ulnetd_emit_uint(e, "renegotiations", rs->renegotiations);
 	ulnetd_emit_uint(e, "post_rejects", rs->post_rejects);
 	ulnetd_emit_uint(e, "window_waits", rs->window_waits);
+	ulnetd_emit_uint(e, "reg_cache_hits", rs->reg_cache_hits);
+	ulnetd_emit_uint(e, "reg_cache_misses", rs->reg_cache_misses);
+	ulnetd_emit_uint(e, "reg_cache_evictions", rs->reg_cache_evictions);
 	ulnetd_emit_list(e, "buckets");
 	for (unsigned k = 0; k < ULNET_RDMA_BUCKETS; k++) {
 		const struct ulnet_rdma_bucket *b = &rs->bucket[k];
