@@ -184,8 +184,8 @@ static char *peer_map(struct fab_cm_id *id, const struct shm_mr_entry *e)
 		close(fd);
 		return NULL;
 	}
-	/* populated now: one pass over the page tables instead of a fault per page in the copies */
-	p = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_POPULATE, fd, 0);
+	/* not populated: that would allocate the memfd's holes; a page faults in once per mapping */
+	p = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
 	close(fd);
 	if (p == MAP_FAILED)
 		return NULL;
