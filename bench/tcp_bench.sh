@@ -18,14 +18,15 @@ source "$SRC/tests/integration/lib.sh"
 ul_init
 command -v iperf3 >/dev/null || ul_fail "iperf3 not installed (apt-get install iperf3)"
 SST=$BUILD/tools/ulnet-selftest/ulnet-selftest
-A=$(ul_addr 38 1) B=$(ul_addr 38 2)
+T=${BENCH_T:-38} # the 127.T.0.0/16 block
+A=$(ul_addr "$T" 1) B=$(ul_addr "$T" 2)
 
 for n in 1 2; do
 	ul_start_node "n$n" <<YAML
 net:
     - net type: tcp
       local NI(s):
-        - nid: $(ul_addr 38 "$n")@tcp
+        - nid: $(ul_addr "$T" "$n")@tcp
 YAML
 done
 
@@ -64,7 +65,7 @@ ul_stop_node n2
 ul_step "0-byte Put rate and ping RTT (two nodes in one process)"
 gcc -O2 -std=gnu11 -D_GNU_SOURCE -I"$SRC/include" "$SRC/bench/tcp_msgrate.c" "$BUILD/src/libulnet_internal.a" \
 	-lpthread -o "$UL_TMP/tcp_msgrate"
-"$UL_TMP/tcp_msgrate" "$(ul_addr 38 3)" "$(ul_addr 38 4)" "$SECS" >"$UL_TMP/rate.txt" 2>"$UL_TMP/rate.err" \
+"$UL_TMP/tcp_msgrate" "$(ul_addr "$T" 3)" "$(ul_addr "$T" 4)" "$SECS" >"$UL_TMP/rate.txt" 2>"$UL_TMP/rate.err" \
 	|| ul_fail "tcp_msgrate: $(cat "$UL_TMP/rate.err")"
 
 "$UL_PYTHON" - "$ulnet_mbps" "$iperf_mbps" "$UL_TMP/rate.txt" "$ulnet_get_mbps" <<'PY'

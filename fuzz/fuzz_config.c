@@ -4,22 +4,22 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
-#include "ulnetd_config.h"
+#include <ulnet/config_file.h>
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t len);
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t len)
 {
-	struct ulnetd_config *cfg = NULL;
+	struct ulnet_config *cfg = NULL;
 	char err[256];
 	int rc;
 
 	memset(err, 'x', sizeof(err));
-	rc = ulnetd_config_parse("fuzz.yaml", (const char *)data, len, &cfg, err, sizeof(err));
+	rc = ulnet_config_parse("fuzz.yaml", (const char *)data, len, &cfg, err, sizeof(err));
 	if (rc == 0) {
 		if (!cfg)
 			abort();
-		ulnetd_config_free(cfg);
+		ulnet_config_free(cfg);
 	} else if (cfg || !memchr(err, '\0', sizeof(err)) || (rc == -22 && !err[0])) {
 		abort(); /* a refusal leaves nothing behind and always says why */
 	}

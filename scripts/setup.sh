@@ -2,14 +2,24 @@
 # Install what ulnet needs to build and test on Debian 12 (run as root). Idempotent.
 set -euo pipefail
 pkgs=(meson ninja-build gcc clang pkg-config libyaml-dev libcmocka-dev python3 iproute2 tshark iperf3
-      libclang-rt-14-dev qemu-user-static gcc-powerpc64-linux-gnu libc6-dev-ppc64-cross)
+      libclang-rt-14-dev qemu-user-static gcc-powerpc64-linux-gnu libc6-dev-ppc64-cross
+      libibverbs-dev librdmacm-dev
+      # the VM lane (tests/vm/run): the two system emulators, the ppc64le cross compiler (its libc
+      # headers come with it), busybox-static (host cpio and depmod for the images; the guests'
+      # busybox comes from the per-arch packages the lane downloads)
+      qemu-system-x86 qemu-system-ppc gcc-powerpc64le-linux-gnu libc6-dev-ppc64el-cross busybox-static)
+# The VM lane downloads ppc64el packages (kernel, rdma-core, libyaml) with apt-get download
+if ! dpkg --print-foreign-architectures | grep -qx ppc64el; then
+	dpkg --add-architecture ppc64el
+	need_update=1
+fi
 missing=()
 for p in "${pkgs[@]}"; do
 	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
 done
-if ((${#missing[@]})); then
+if ((${#missing[@]})) || [[ -n ${need_update:-} ]]; then
 	export DEBIAN_FRONTEND=noninteractive
 	echo "wireshark-common wireshark-common/install-setuid boolean false" | debconf-set-selections || true
 	apt-get update -qq
-	apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+	((${#missing[@]} == 0)) || apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
 fi

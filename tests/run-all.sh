@@ -31,5 +31,24 @@ CC=clang run_build build-asan "" -Dbuildtype=debug -Db_sanitize=address,undefine
 TSAN_OPTIONS=halt_on_error=1 CC=clang run_build build-tsan "--suite unit --suite lnd" -Dbuildtype=debug -Db_sanitize=thread -Db_lundef=false
 # The fuzz targets, fixed seed and run count (not timed)
 CC=clang run_build build-fuzz "--suite fuzz" -Dfuzz=true -Dtests=false -Dbuildtype=debugoptimized -Db_lundef=false
+# The VM lane (tests/vm/run, docs/vm-lane.md): an x86_64 and a ppc64le VM under qemu; each of its
+# cases counts here. ULNET_VM_LANE=0 leaves it out (quick local runs); its exit 77 is a skip (qemu
+# cannot start at all), any other failure without a count line counts as one failure.
+if [ "${ULNET_VM_LANE:-1}" != 0 ]; then
+	mkdir -p build-vm
+	vm_rc=0
+	nice -n 10 bash tests/vm/run >build-vm/lane.log 2>&1 || vm_rc=$?
+	grep -E '^vm lane' build-vm/lane.log || tail -30 build-vm/lane.log
+	vm_counts=$(tail -1 build-vm/lane.log)
+	if [[ $vm_counts =~ ^([0-9]+)\ passed,\ ([0-9]+)\ failed$ ]]; then
+		passed=$((passed + BASH_REMATCH[1]))
+		failed=$((failed + BASH_REMATCH[2]))
+		if [ "$vm_rc" -ne 0 ] && [ "$vm_rc" -ne 77 ] && [ "${BASH_REMATCH[2]}" -eq 0 ]; then
+			failed=$((failed + 1))
+		fi
+	else
+		failed=$((failed + 1))
+	fi
+fi
 echo "${passed} passed, ${failed} failed"
 [ "$failed" -eq 0 ]

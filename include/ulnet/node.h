@@ -23,7 +23,13 @@ struct ulnet_node_opts {
 	 * idle for 60 s is forgotten; when the table is full the longest idle one makes room, and if
 	 * every one is busy a send to a new peer fails with -ENOBUFS. */
 	uint32_t max_peers;
+	/* Microseconds the loop keeps polling its sockets without sleeping after it last found work
+	 * (and a thread blocked in ulnet_ping polls for its reply), as kernel sockets' busy_poll and
+	 * UCX do: lower latency for a core spent spinning. 0 = off (default); at most
+	 * ULNET_BUSY_POLL_US_MAX. */
+	uint32_t busy_poll_us;
 };
+#define ULNET_BUSY_POLL_US_MAX 1000000
 #define ULNET_MAX_PEERS_DEFAULT 16384
 #define ULNET_TXN_TIMEOUT_DEFAULT 50
 #define ULNET_TXN_TIMEOUT_MAX 86400
@@ -102,6 +108,9 @@ struct ulnet_stats {
 	uint64_t send_length, recv_length, route_length, drop_length;
 	uint64_t tx_queue_full;  /* sends refused: the peer's queue was at peer_queue_msgs/_bytes */
 	uint64_t tx_timeouts;    /* GET/PUT+ACK transactions that ended in -ETIMEDOUT */
+	/* Message descriptors (messages, ACKs, LND tx and NOOP descriptors) handed out, and how many of
+	 * them needed the heap: in steady state the free lists serve them and the second stops growing. */
+	uint64_t desc_gets, desc_heap_allocs;
 };
 ULNET_EXPORT void ulnet_stats_get(ulnet_node *node, struct ulnet_stats *out);
 
@@ -161,9 +170,35 @@ struct ulnet_peer_limits {
  * -ENOENT the LND has no state for it (not connected yet). */
 ULNET_EXPORT int ulnet_peer_limits_get(ulnet_node *node, const struct ulnet_nid *nid, struct ulnet_peer_limits *out);
 
+/* RDMA data-path counters of one peer (o2ib), by transfer size bucket: bucket k holds transfers of
+ * at most ulnet_rdma_bucket_max[k] bytes (the last takes everything larger). */
+#define ULNET_RDMA_BUCKETS 4
+ULNET_EXPORT extern const uint32_t ulnet_rdma_bucket_max[ULNET_RDMA_BUCKETS];
+struct ulnet_rdma_bucket {
+	uint64_t transfers;     /* transfers we wrote into the peer's memory (source side) */
+	uint64_t wrs;           /* RDMA WRITE work requests they took */
+	uint64_t sges;          /* SGEs in those work requests */
+	uint32_t max_wrs;       /* most WRs one transfer took */
+	uint64_t sinks;         /* sinks we described to the peer (PUT_ACK, GET_REQ) */
+	uint64_t sink_frags;    /* fragments in those descriptors */
+	uint64_t bounces;       /* transfers copied through a bounce buffer (either side) */
+	uint64_t registrations; /* memory regions registered for them (either side) */
+};
+struct ulnet_peer_rdma_stats {
+	uint64_t renegotiations; /* connection attempts retried with the peer's smaller max_frags/queue depth */
+	uint64_t post_rejects;   /* posts the provider refused (each closes the connection) */
+	uint64_t window_waits;   /* times a transfer's next window found the send queue too full */
+	struct ulnet_rdma_bucket bucket[ULNET_RDMA_BUCKETS];
+};
+/* The RDMA counters of peer @nid. 0; -EHOSTUNREACH no NI reaches it; -EOPNOTSUPP its LND has none;
+ * -ENOENT the LND has no state for it. */
+ULNET_EXPORT int ulnet_peer_rdma_stats_get(ulnet_node *node, const struct ulnet_nid *nid,
+					   struct ulnet_peer_rdma_stats *out);
+
 /* Logging: one line per call to the sink (default: stderr). @level: 0 error, 1 warning, 2 info,
  * 3 debug. Thread-safe. The sink is called with no ulnet lock held, possibly from several threads at
  * once; a sink replaced by ulnet_log_set may still finish lines it was handed just before. */
+enum ulnet_log_level { ULNET_LOG_ERR = 0, ULNET_LOG_WARN = 1, ULNET_LOG_INFO = 2, ULNET_LOG_DEBUG = 3 };
 typedef void (*ulnet_log_sink)(int level, const char *subsys, const char *line);
 /* Set the sink (NULL: stderr) and the global default level, which every subsystem without a level of
  * its own follows. */
@@ -176,6 +211,24 @@ ULNET_EXPORT int ulnet_log_set_level(const char *subsys, int level);
 /* Rate limit per call site: at most @burst error/warning/info lines per @interval_ms (default 10 per
  * 5000 ms); the rest are counted and reported as "suppressed N similar lines". @burst 0: no limit. */
 ULNET_EXPORT void ulnet_log_set_rate(unsigned burst, unsigned interval_ms);
+/* One log call site: its rate-limit window. Static and zero-initialised (ULNET_LOGF makes one); only
+ * the log code touches it, under its lock. */
+struct ulnet_log_site {
+	const char *file;
+	int line;
+	uint64_t window_start_ns;
+	uint32_t printed, suppressed;
+};
+/* Log one line as subsystem @subsys (a name ulnet_log_set_level knows; an application such as ulnetd
+ * logs as "ULNETD") at @level, through the sink, with that subsystem's level and @site's rate limit.
+ * Nothing is logged for an unknown subsystem or a level above the subsystem's. */
+ULNET_EXPORT void ulnet_logf(struct ulnet_log_site *site, int level, const char *subsys, const char *fmt, ...)
+	__attribute__((format(printf, 4, 5)));
+#define ULNET_LOGF(level, subsys, ...)                                                                     \
+	do {                                                                                               \
+		static struct ulnet_log_site ulnet_site_ = { __FILE__, __LINE__, 0, 0, 0 };                \
+		ulnet_logf(&ulnet_site_, (level), (subsys), __VA_ARGS__);                                   \
+	} while (0)
 
 ULNET_EXPORT const char *ulnet_strerror(int err);
 ULNET_EXPORT const char *ulnet_version(void);

@@ -6,6 +6,7 @@
 #define ULNET_TUNABLE_H
 
 #include <stddef.h>
+#include <stdint.h>
 #include "event.h"
 
 #ifdef __cplusplus
@@ -39,6 +40,10 @@ ULNET_EXPORT const struct ulnet_tunable *ulnet_tunable_find(const struct ulnet_t
  * "expected one of secure, all, none") written to @why. */
 ULNET_EXPORT int ulnet_tunable_parse(const struct ulnet_tunable *t, const char *text, long *out, char *why,
 				     size_t whylen);
+/* Parse a size or count: decimal, or hexadecimal after 0x, optionally followed by k/K, m/M or g/G
+ * (binary units: 64k = 65536). 0, or -EINVAL for anything else (a sign, a space, an unknown suffix)
+ * or a value over @max; the value never wraps. The one size syntax every ulnet tool accepts. */
+ULNET_EXPORT int ulnet_size_parse(const char *text, uint64_t max, uint64_t *out);
 /* The keys of @table as "a, b, c" ("none" for an empty table), cut to @len, for error messages. */
 ULNET_EXPORT void ulnet_tunable_keys(const struct ulnet_tunable *table, size_t n, char *buf, size_t len);
 /* The name of enum value @v, or NULL for other types and values out of range. */

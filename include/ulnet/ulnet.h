@@ -7,4 +7,5 @@
 #include "event.h"
 #include "node.h"
 #include "tunable.h"
+#include "writer.h"
 #endif

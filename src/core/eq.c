@@ -4,6 +4,7 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sched.h>
 #include <time.h>
 #include "internal.h"
 
@@ -14,10 +15,17 @@ struct ulnet_eq {
 	size_t cap, head, count;
 	int refs; /* MDs pointing at it */
 	bool doomed; /* free when refs reaches 0 */
+	unsigned waiters; /* threads inside ulnet_eq_wait's wait */
+	/* pushers between their unlock and their signal: the queue is not freed under them */
+	atomic_uint signalling;
 };
 
 static void eq_free(ulnet_eq *eq)
 {
+	/* a pusher signals after it unlocked (so the woken waiter does not block on the lock it
+	 * still holds); it is at most a few instructions from done */
+	while (atomic_load(&eq->signalling))
+		sched_yield();
 	pthread_cond_destroy(&eq->cond);
 	pthread_mutex_destroy(&eq->lock);
 	free(eq->ring);
@@ -82,7 +90,7 @@ void ulnet__eq_release(ulnet_eq *eq)
  * the event (say an MD's last) and destroys the queue never finds the reference still held. */
 static void eq_push(ulnet_eq *eq, const struct ulnet_event *ev, bool unref)
 {
-	bool gone;
+	bool gone, signal = false;
 
 	pthread_mutex_lock(&eq->lock);
 	if (eq->count == eq->cap) {
@@ -104,12 +112,19 @@ static void eq_push(ulnet_eq *eq, const struct ulnet_event *ev, bool unref)
 	}
 	eq->ring[(eq->head + eq->count) % eq->cap] = *ev;
 	eq->count++;
-	pthread_cond_signal(&eq->cond);
+	/* one wake-up per delivery: signal only a thread that waits, after the unlock */
+	signal = eq->waiters > 0;
+	if (signal)
+		atomic_fetch_add(&eq->signalling, 1);
 out:
 	if (unref)
 		eq->refs--;
 	gone = eq->doomed && eq->refs == 0;
 	pthread_mutex_unlock(&eq->lock);
+	if (signal) {
+		pthread_cond_signal(&eq->cond);
+		atomic_fetch_sub(&eq->signalling, 1);
+	}
 	if (gone)
 		eq_free(eq);
 }
@@ -137,9 +152,15 @@ int ulnet_eq_wait(ulnet_eq *eq, int timeout_ms, struct ulnet_event *ev)
 	}
 	pthread_mutex_lock(&eq->lock);
 	while (eq->count == 0 && timeout_ms != 0) {
+		int w;
+
+		eq->waiters++;
 		if (timeout_ms < 0)
-			pthread_cond_wait(&eq->cond, &eq->lock);
-		else if (pthread_cond_timedwait(&eq->cond, &eq->lock, &dl) == ETIMEDOUT)
+			w = pthread_cond_wait(&eq->cond, &eq->lock);
+		else
+			w = pthread_cond_timedwait(&eq->cond, &eq->lock, &dl);
+		eq->waiters--;
+		if (w == ETIMEDOUT)
 			break;
 	}
 	if (eq->count > 0) {
@@ -150,6 +171,22 @@ int ulnet_eq_wait(ulnet_eq *eq, int timeout_ms, struct ulnet_event *ev)
 	}
 	pthread_mutex_unlock(&eq->lock);
 	return rc;
+}
+
+int ulnet__eq_wait_busy(ulnet_eq *eq, uint64_t spin_ns, int timeout_ms, struct ulnet_event *ev)
+{
+	if (spin_ns) {
+		uint64_t end = ulnet__now_ns() + spin_ns;
+
+		do {
+			int rc = ulnet_eq_wait(eq, 0, ev);
+
+			if (rc != 0)
+				return rc;
+			sched_yield();
+		} while (ulnet__now_ns() < end);
+	}
+	return ulnet_eq_wait(eq, timeout_ms, ev);
 }
 
 const char *ulnet_event_kind_name(enum ulnet_event_kind kind)

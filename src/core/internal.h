@@ -8,6 +8,7 @@
 #define ULNET_INTERNAL_H
 
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <sys/epoll.h>
@@ -20,6 +21,7 @@
 
 #define ULNET_HANDLE_BUCKETS 1024
 #define ULNET_PEER_BUCKETS 256
+#define ULNET_MATCH_BUCKETS 4096 /* power of two */
 /* A peer's credit queue: 4096 messages (about 2 MiB of message state) or 64 MiB of payload. A peer
  * that asks for more (GETs it never reads the replies of) gets -ENOBUFS, not our memory. */
 #define ULNET_PEER_QUEUE_MSGS_DEFAULT 4096u
@@ -65,7 +67,9 @@ struct ulnet_libmd {
 struct ulnet_me {
 	uint64_t cookie;
 	struct ulnet_list hash_link;
-	struct ulnet_list ptl_link;
+	struct ulnet_list ptl_link;  /* the portal's list, in order (teardown) */
+	struct ulnet_list match_link; /* its match-table chain (ignore_bits 0) or the portal's wildcards */
+	int64_t seq;                 /* position in the portal: lower matches first (match.c) */
 	uint32_t portal;
 	struct ulnet_process_id match_id;
 	uint64_t match_bits, ignore_bits;
@@ -133,8 +137,17 @@ struct ulnet_msg {
 	uint8_t fwd;                 /* forward.c: 0, or the stage of a message being forwarded */
 	struct ulnet_peer *fwd_from; /* forward.c: the peer charged for the router buffer */
 	struct ulnet_event ev;       /* prepared at match/send time, delivered at finalize */
+	unsigned iov_cap;            /* entries of iov_store (the descriptor's size class) */
 	struct iovec iov_store[];    /* v.iov points here */
 };
+
+/* desc_cache.c: free lists of message descriptors */
+#define ULNET_DESC_CLASSES 3
+struct ulnet_desc_cache {
+	void *free[ULNET_DESC_CLASSES];
+	unsigned nfree[ULNET_DESC_CLASSES];
+};
+void ulnet__desc_cache_free(struct ulnet_node *node);
 
 struct ulnet_pending_cb {
 	ulnet_event_handler handler;
@@ -149,6 +162,10 @@ struct ulnet_node {
 	uint64_t next_cookie;
 	struct ulnet_list handles[ULNET_HANDLE_BUCKETS];
 	struct ulnet_list portals[ULNET_MAX_PORTALS];
+	/* match.c: MEs without ignore bits hashed on (portal, match bits); the others per portal */
+	struct ulnet_list match_hash[ULNET_MATCH_BUCKETS];
+	struct ulnet_list portal_wild[ULNET_MAX_PORTALS];
+	int64_t me_head_seq, me_tail_seq;
 	struct ulnet_list nis;
 	struct ulnet_ni *lo_ni;
 	struct ulnet_list peers[ULNET_PEER_BUCKETS];
@@ -164,7 +181,15 @@ struct ulnet_node {
 	int epfd, wakefd;
 	pthread_t thread;
 	bool stopping;
+	/* set under the lock just before the loop sleeps in epoll_wait, cleared when it returns: only a
+	 * sleeping loop needs the eventfd write (ulnet__loop_wake_if_sleeping) */
+	atomic_bool sleeping;
+	/* busy polling (node option busy_poll_us): the loop spins on epoll_wait(0) for this long after
+	 * it last found work; API calls that leave it work set @poked instead of writing the eventfd */
+	uint64_t busy_poll_ns;
+	atomic_bool poked;
 	struct epoll_event *cur_evs; /* batch being dispatched (io_stop clears stale entries) */
+	struct ulnet_io *kicked, **kicked_tail; /* ulnet__io_kick, FIFO */
 	int cur_nevs;
 	struct ulnet_timer lnd_tick; /* LND ticks, every ULNET_LND_TICK_NS */
 	struct ulnet_timer **timers; /* min-heap on deadline (timer.c) */
@@ -179,6 +204,9 @@ struct ulnet_node {
 	bool completing;             /* inside the completion phase (ulnet__node_completing) */
 	struct ulnet_pending_cb *cbs;
 	size_t n_cbs, cap_cbs;
+	struct ulnet_pending_cb *cbs_spare; /* the other half of the double buffer (run_callbacks) */
+	size_t cap_spare;
+	struct ulnet_desc_cache descs;
 	/* forwarding (forward.c) */
 	bool forwarding;
 	unsigned fwd_bufs_free;
@@ -186,6 +214,12 @@ struct ulnet_node {
 };
 
 /* handles (md.c) */
+/* Rules the configuration file reader (config_file.c) shares with the core, each written once: 0 or
+ * -EINVAL with the reason in @why. */
+int ulnet__page_size_check(uint32_t ps, char *why, size_t whylen);
+/* Parse NID @s of an NI on @net (named @net_name in the message). */
+int ulnet__ni_nid_parse(const char *s, uint32_t net, const char *net_name, struct ulnet_nid *out, char *why,
+			size_t whylen);
 uint64_t ulnet__cookie_new(struct ulnet_node *node, enum ulnet_obj_kind kind);
 void *ulnet__handle_lookup(struct ulnet_node *node, uint64_t cookie, enum ulnet_obj_kind kind);
 
@@ -202,7 +236,12 @@ struct ulnet_match {
 	uint32_t offset, mlength;
 };
 enum ulnet_match_rc { ULNET_MATCH_NONE, ULNET_MATCH_OK, ULNET_MATCH_DROP };
+/* match.c: LNet's matching, in portal order, through a hash on unique match bits */
 enum ulnet_match_rc ulnet__match_md(struct ulnet_node *node, struct ulnet_match *m);
+void ulnet__match_init(struct ulnet_node *node);
+/* Put @me on its portal (before or after every ME there) / take it off. */
+void ulnet__me_hook(struct ulnet_node *node, struct ulnet_me *me, enum ulnet_ins_pos pos);
+void ulnet__me_unhook(struct ulnet_me *me);
 int ulnet__md_create(struct ulnet_node *node, const struct ulnet_md *umd, struct ulnet_libmd **out);
 /* One operation uses @md: take a reference and consume the threshold. */
 void ulnet__md_use(struct ulnet_libmd *md);
@@ -222,6 +261,8 @@ int ulnet__md_attach_locked(struct ulnet_node *node, struct ulnet_me *me, const 
 void ulnet__md_free_all(struct ulnet_node *node);
 
 /* eq.c */
+/* ulnet_eq_wait, polling for up to @spin_ns before it sleeps (busy_poll_us). */
+int ulnet__eq_wait_busy(ulnet_eq *eq, uint64_t spin_ns, int timeout_ms, struct ulnet_event *ev);
 void ulnet__eq_push(ulnet_eq *eq, const struct ulnet_event *ev);
 void ulnet__eq_ref(ulnet_eq *eq, int delta);
 /* Free @eq once no MD refers to it any more (now, if none does). */
@@ -295,6 +336,8 @@ int ulnet__loop_init(struct ulnet_node *node);
 int ulnet__loop_start(struct ulnet_node *node);
 void ulnet__loop_stop(struct ulnet_node *node);
 void ulnet__loop_wake(struct ulnet_node *node);
+/* Lock held: wake the loop only if it sleeps (otherwise it sees the new work before it sleeps). */
+void ulnet__loop_wake_if_sleeping(struct ulnet_node *node);
 void ulnet__unlock(struct ulnet_node *node);
 void ulnet__queue_cb(struct ulnet_node *node, ulnet_event_handler h, const struct ulnet_event *ev);
 

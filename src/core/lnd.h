@@ -119,6 +119,8 @@ struct ulnet_lnd_ops {
 	void (*lnd_md_unlinked)(struct ulnet_ni *ni, const struct ulnet_lnd_md *md, void *reg);
 	/* Optional: the negotiated limits of peer @nid. 0, -ENOENT (no state for it). */
 	int (*lnd_query_peer)(struct ulnet_ni *ni, const struct ulnet_nid *nid, struct ulnet_peer_limits *out);
+	/* Optional: the RDMA data-path counters of peer @nid. 0, -ENOENT (no state for it). */
+	int (*lnd_peer_rdma_stats)(struct ulnet_ni *ni, const struct ulnet_nid *nid, struct ulnet_peer_rdma_stats *out);
 	/* Optional (an LND over an RDMA fabric): its provider and device limits in force. Called with the
 	 * node's lock held, never nested in another LND call. */
 	void (*lnd_fabric_info)(struct ulnet_ni *ni, struct ulnet_ni_fabric *out);
@@ -180,7 +182,10 @@ const struct ulnet_ni_conf *ulnet__ni_conf(const struct ulnet_ni *ni);
 uint32_t ulnet__ni_peer_timeout(const struct ulnet_ni *ni);
 uint32_t ulnet__ni_peer_credits(const struct ulnet_ni *ni);
 uint32_t ulnet__node_page_size(const struct ulnet_node *node);
-uint64_t ulnet__now_ns(void); /* CLOCK_MONOTONIC */
+/* The one clock: monotonic for every duration, deadline and rate; wall time only for stamps a peer or a
+ * session compares across restarts (an LND's incarnation, a selftest session id). */
+uint64_t ulnet__now_ns(void);  /* CLOCK_MONOTONIC */
+uint64_t ulnet__wall_ns(void); /* CLOCK_REALTIME */
 /* A well-mixed hash of @nid for an LND's peer table (take it modulo the bucket count). */
 uint32_t ulnet__nid_hash(const struct ulnet_nid *nid);
 /* True while many finalized messages wait for the completion phase. An LND reading a socket stops
@@ -190,6 +195,11 @@ bool ulnet__node_backlogged(const struct ulnet_node *node);
 /* True while lnd_send is called from the completion phase (credits came back). Many sends may follow
  * at once: a socket LND may queue and write them together (one writev) on its next io turn. */
 bool ulnet__node_completing(const struct ulnet_node *node);
+
+/* Descriptors an LND allocates per message (tx, NOOP) from the node's free lists, zeroed; give the
+ * same @size back. Lock held. Counted in the node's desc_gets / desc_heap_allocs. */
+void *ulnet__desc_get(struct ulnet_node *node, size_t size);
+void ulnet__desc_put(struct ulnet_node *node, void *p, size_t size);
 
 /* Io watchers on the node's epoll loop. The callback runs on the loop thread with the node lock held.
  * ulnet__io_start may be called again to change @events; ulnet__io_stop is idempotent and must be
@@ -201,9 +211,14 @@ struct ulnet_io {
 	uint32_t events; /* EPOLLIN | EPOLLOUT ... currently registered, 0 = not registered */
 	ulnet_io_cb cb;
 	void *data;
+	struct ulnet_io *kick_next; /* core: on the node's kicked list */
+	bool kicked;
 };
 int ulnet__io_start(struct ulnet_node *node, struct ulnet_io *io, uint32_t events);
 void ulnet__io_stop(struct ulnet_node *node, struct ulnet_io *io);
+/* The LND holds input it read ahead of the socket (epoll will not report it): call @io's callback
+ * with EPOLLIN in the loop's next turn, which does not sleep meanwhile. Lock held. */
+void ulnet__io_kick(struct ulnet_node *node, struct ulnet_io *io);
 
 /* The value of lnd_tunables[@k] for @ni: configured, or the table's default. */
 long ulnet__ni_lnd_tunable(const struct ulnet_ni *ni, size_t k);

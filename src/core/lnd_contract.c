@@ -167,3 +167,25 @@ int ulnet_peer_limits_get(ulnet_node *node, const struct ulnet_nid *nid, struct 
 	pthread_mutex_unlock(&node->lock);
 	return rc;
 }
+
+const uint32_t ulnet_rdma_bucket_max[ULNET_RDMA_BUCKETS] = { 4096u, 65536u, 262144u, 1048576u };
+
+int ulnet_peer_rdma_stats_get(ulnet_node *node, const struct ulnet_nid *nid, struct ulnet_peer_rdma_stats *out)
+{
+	struct ulnet_ni *ni;
+	bool local = false;
+	int rc;
+
+	if (!node || !nid || !out)
+		return -EINVAL;
+	pthread_mutex_lock(&node->lock);
+	ni = ulnet__ni_for_dest(node, nid, &local);
+	if (!ni)
+		rc = -EHOSTUNREACH;
+	else if (!ni->ops->lnd_peer_rdma_stats)
+		rc = -EOPNOTSUPP;
+	else
+		rc = ni->ops->lnd_peer_rdma_stats(ni, nid, out);
+	pthread_mutex_unlock(&node->lock);
+	return rc;
+}

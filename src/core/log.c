@@ -73,14 +73,6 @@ void ulnet_log_set_rate(unsigned burst, unsigned interval_ms)
 	pthread_mutex_unlock(&log_lock);
 }
 
-static uint64_t now_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC_COARSE, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
-
 static void emit(ulnet_log_sink sink, int level, const char *subsys, const char *line)
 {
 	if (sink)
@@ -89,18 +81,17 @@ static void emit(ulnet_log_sink sink, int level, const char *subsys, const char 
 		fprintf(stderr, "ulnet %s %s: %s\n", level_names[level & 3], subsys, line);
 }
 
-void ulnet__log(struct ulnet_log_site *site, int level, int subsys, const char *fmt, ...)
+static void log_v(struct ulnet_log_site *site, int level, int subsys, const char *fmt, va_list ap)
 {
 	const char *name = subsys >= 0 && subsys < ULNET_LOGSYS_COUNT ? subsys_names[subsys] : "?";
 	char line[1024], note[160];
 	uint32_t suppressed = 0;
 	ulnet_log_sink sink;
-	va_list ap;
 
 	pthread_mutex_lock(&log_lock);
 	sink = log_sink;
 	if (level < ULNET_LOG_DEBUG && rate_burst) {
-		uint64_t now = now_ns();
+		uint64_t now = ulnet__now_ns();
 
 		if (!site->window_start_ns || now - site->window_start_ns >= rate_interval_ns) {
 			suppressed = site->suppressed;
@@ -123,8 +114,30 @@ void ulnet__log(struct ulnet_log_site *site, int level, int subsys, const char *
 			 suppressed, file ? file + 1 : site->file, site->line, rate_burst, (unsigned)(rate_interval_ns / 1000000u));
 		emit(sink, level, name, note);
 	}
-	va_start(ap, fmt);
 	vsnprintf(line, sizeof(line), fmt, ap);
-	va_end(ap);
 	emit(sink, level, name, line);
+}
+
+void ulnet__log(struct ulnet_log_site *site, int level, int subsys, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	log_v(site, level, subsys, fmt, ap);
+	va_end(ap);
+}
+
+void ulnet_logf(struct ulnet_log_site *site, int level, const char *subsys, const char *fmt, ...)
+{
+	int i = 0;
+	va_list ap;
+
+	while (i < ULNET_LOGSYS_COUNT && strcasecmp(subsys, subsys_names[i]))
+		i++;
+	if (i == ULNET_LOGSYS_COUNT || level < ULNET_LOG_ERR || level > ULNET_LOG_DEBUG ||
+	    level > __atomic_load_n(&ulnet__log_sys_level[i], __ATOMIC_RELAXED))
+		return;
+	va_start(ap, fmt);
+	log_v(site, level, i, fmt, ap);
+	va_end(ap);
 }

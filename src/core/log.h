@@ -10,8 +10,7 @@
 #define ULNET_LOG_H
 
 #include <stdint.h>
-
-enum ulnet_log_level { ULNET_LOG_ERR = 0, ULNET_LOG_WARN = 1, ULNET_LOG_INFO = 2, ULNET_LOG_DEBUG = 3 };
+#include <ulnet/node.h> /* struct ulnet_log_site */
 
 /* Subsystems: the first word of ULNET_LOG, and the name the sink and ulnet_log_set_level use. */
 enum ulnet_log_subsys { ULNET_LOGSYS_CORE, ULNET_LOGSYS_LO, ULNET_LOGSYS_TCP, ULNET_LOGSYS_SST, ULNET_LOGSYS_ULNETD,
@@ -19,14 +18,6 @@ enum ulnet_log_subsys { ULNET_LOGSYS_CORE, ULNET_LOGSYS_LO, ULNET_LOGSYS_TCP, UL
 
 /* Effective level per subsystem (the global default where none is set); read without a lock. */
 extern int ulnet__log_sys_level[ULNET_LOGSYS_COUNT];
-
-/* One per call site, static: its rate-limit window. Only the log code touches it, under its lock. */
-struct ulnet_log_site {
-	const char *file;
-	int line;
-	uint64_t window_start_ns;
-	uint32_t printed, suppressed;
-};
 
 void ulnet__log(struct ulnet_log_site *site, int level, int subsys, const char *fmt, ...)
 	__attribute__((format(printf, 4, 5)));

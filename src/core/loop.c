@@ -7,6 +7,7 @@
 #include <string.h>
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
+#include <sched.h>
 #include <time.h>
 #include <unistd.h>
 #include "internal.h"
@@ -20,6 +21,14 @@ uint64_t ulnet__now_ns(void)
 	struct timespec ts;
 
 	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+uint64_t ulnet__wall_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
 	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 
@@ -55,8 +64,55 @@ int ulnet__io_start(struct ulnet_node *node, struct ulnet_io *io, uint32_t event
 	return 0;
 }
 
+void ulnet__io_kick(struct ulnet_node *node, struct ulnet_io *io)
+{
+	if (io->kicked)
+		return;
+	io->kicked = true;
+	io->kick_next = NULL;
+	if (!node->kicked)
+		node->kicked_tail = &node->kicked;
+	*node->kicked_tail = io;
+	node->kicked_tail = &io->kick_next;
+	ulnet__loop_wake_if_sleeping(node); /* kicked from an API call */
+}
+
+static void io_unkick(struct ulnet_node *node, struct ulnet_io *io)
+{
+	struct ulnet_io **pp = &node->kicked, *prev = NULL;
+
+	if (!io->kicked)
+		return;
+	while (*pp && *pp != io) {
+		prev = *pp;
+		pp = &(*pp)->kick_next;
+	}
+	if (*pp) {
+		*pp = io->kick_next;
+		if (!io->kick_next)
+			node->kicked_tail = prev ? &prev->kick_next : &node->kicked;
+	}
+	io->kicked = false;
+}
+
+/* The watchers kicked before this turn, once each (a callback kicking again waits a turn). */
+static void run_kicked(struct ulnet_node *node)
+{
+	unsigned n = 0;
+
+	for (struct ulnet_io *io = node->kicked; io; io = io->kick_next)
+		n++;
+	while (n-- && node->kicked) {
+		struct ulnet_io *io = node->kicked;
+
+		io_unkick(node, io);
+		io->cb(io, EPOLLIN);
+	}
+}
+
 void ulnet__io_stop(struct ulnet_node *node, struct ulnet_io *io)
 {
+	io_unkick(node, io);
 	if (io->events) {
 		epoll_ctl(node->epfd, EPOLL_CTL_DEL, io->fd, NULL);
 		io->events = 0;
@@ -75,6 +131,15 @@ void ulnet__loop_wake(struct ulnet_node *node)
 		ULNET_LOG(CORE, WARN, "loop wake: %s", strerror(errno));
 }
 
+void ulnet__loop_wake_if_sleeping(struct ulnet_node *node)
+{
+	atomic_store_explicit(&node->poked, true, memory_order_relaxed); /* a busy-polling loop looks */
+	/* the loop sets the flag under the lock before it computes its timeout: if it is clear, the
+	 * loop has not decided to sleep yet and will see the work when it takes the lock again */
+	if (atomic_load_explicit(&node->sleeping, memory_order_relaxed))
+		ulnet__loop_wake(node);
+}
+
 /* Drop the node lock taken by an API call. Off the loop thread, first run the completion phase for
  * what the call finalized (lo completes inside ulnet_put; at the top of the call, so no recursion),
  * then wake the loop if handlers or completions beyond the budget wait. The loop thread itself (a
@@ -87,6 +152,9 @@ void ulnet__unlock(struct ulnet_node *node)
 		ulnet__completions_run(node, ULNET_COMPLETION_BUDGET);
 		wake = node->n_cbs > 0 || !ulnet_list_empty(&node->done_q);
 	}
+	if (wake)
+		atomic_store_explicit(&node->poked, true, memory_order_relaxed);
+	wake = wake && atomic_load_explicit(&node->sleeping, memory_order_relaxed);
 	pthread_mutex_unlock(&node->lock);
 	if (wake)
 		ulnet__loop_wake(node);
@@ -110,20 +178,25 @@ void ulnet__queue_cb(struct ulnet_node *node, ulnet_event_handler h, const struc
 	node->n_cbs++;
 }
 
-/* Called with the lock held; returns with it held. Handlers run unlocked, in queue order. */
+/* Called with the lock held; returns with it held. Handlers run unlocked, in queue order. The queue
+ * is double-buffered: handlers queued meanwhile go to the other array, and neither is freed per turn. */
 static void run_callbacks(struct ulnet_node *node)
 {
 	while (node->n_cbs) {
 		struct ulnet_pending_cb *batch = node->cbs;
-		size_t n = node->n_cbs;
+		size_t n = node->n_cbs, cap = node->cap_cbs;
 
-		node->cbs = NULL;
-		node->n_cbs = node->cap_cbs = 0;
+		node->cbs = node->cbs_spare;
+		node->cap_cbs = node->cap_spare;
+		node->n_cbs = 0;
+		node->cbs_spare = NULL;
+		node->cap_spare = 0;
 		pthread_mutex_unlock(&node->lock);
 		for (size_t i = 0; i < n; i++)
 			batch[i].handler(&batch[i].ev);
-		free(batch);
 		pthread_mutex_lock(&node->lock);
+		node->cbs_spare = batch;
+		node->cap_spare = cap;
 	}
 }
 
@@ -143,23 +216,53 @@ static void lnd_tick(struct ulnet_node *node, struct ulnet_timer *t, uint64_t no
 	ulnet__timer_arm(node, t, now + LOOP_TICK_NS);
 }
 
+/* Wait for io: sleep in epoll_wait until @timeout, or with busy polling spin on epoll_wait(0) until
+ * @busy_until (node clock of ulnet__now_ns), an API call pokes us, or the timeout. Lock not held. */
+static int loop_wait(struct ulnet_node *node, struct epoll_event *evs, int timeout, uint64_t busy_until)
+{
+	uint64_t now, end;
+	int n;
+
+	if (timeout == 0 || !node->busy_poll_ns || (now = ulnet__now_ns()) >= busy_until)
+		return epoll_wait(node->epfd, evs, LOOP_MAX_EVENTS, timeout);
+	end = timeout < 0 ? busy_until : now + (uint64_t)timeout * 1000000u;
+	if (end > busy_until)
+		end = busy_until;
+	do {
+		n = epoll_wait(node->epfd, evs, LOOP_MAX_EVENTS, 0);
+		if (n != 0 || atomic_load_explicit(&node->poked, memory_order_relaxed))
+			return n;
+		sched_yield(); /* a core shared with the threads we wait for: let them run */
+	} while (ulnet__now_ns() < end);
+	return 0;
+}
+
 static void *loop_main(void *arg)
 {
 	struct ulnet_node *node = arg;
 	struct epoll_event evs[LOOP_MAX_EVENTS];
+	uint64_t busy_until = 0;
 
 	pthread_mutex_lock(&node->lock);
 	while (!node->stopping) {
-		int n, timeout = node->n_cbs || !ulnet_list_empty(&node->done_q)
+		int n, timeout = node->n_cbs || !ulnet_list_empty(&node->done_q) || node->kicked
 					 ? 0 : ulnet__timers_next_ms(node, ulnet__node_now(node), LOOP_MAX_WAIT_MS);
+		bool spin = timeout != 0 && node->busy_poll_ns && ulnet__now_ns() < busy_until;
 
+		atomic_store_explicit(&node->poked, false, memory_order_relaxed);
+		/* a spinning loop needs no eventfd write: a poke ends its spin */
+		if (timeout && !spin)
+			atomic_store_explicit(&node->sleeping, true, memory_order_relaxed);
 		pthread_mutex_unlock(&node->lock);
-		n = epoll_wait(node->epfd, evs, LOOP_MAX_EVENTS, timeout);
+		n = loop_wait(node, evs, timeout, busy_until);
+		atomic_store_explicit(&node->sleeping, false, memory_order_relaxed);
 		pthread_mutex_lock(&node->lock);
 		if (n < 0 && errno != EINTR) {
 			ULNET_LOG(CORE, ERR, "epoll_wait: %s", strerror(errno));
 			n = 0;
 		}
+		if (node->busy_poll_ns && (n > 0 || atomic_load_explicit(&node->poked, memory_order_relaxed)))
+			busy_until = ulnet__now_ns() + node->busy_poll_ns;
 		node->cur_evs = evs;
 		node->cur_nevs = n > 0 ? n : 0;
 		for (int i = 0; i < node->cur_nevs; i++) {
@@ -178,6 +281,7 @@ static void *loop_main(void *arg)
 		}
 		node->cur_nevs = 0;
 		node->cur_evs = NULL;
+		run_kicked(node);
 		ulnet__timers_run(node, ulnet__node_now(node));
 		/* bounded: a flood of completions cannot starve the sockets; the rest wait one turn */
 		ulnet__completions_run(node, ULNET_COMPLETION_BUDGET);

@@ -162,7 +162,7 @@ static void md_free(struct ulnet_node *node, struct ulnet_libmd *md)
 		me->md = NULL;
 		md->me = NULL;
 		if (me->unlink == ULNET_UNLINK || md->zombie) {
-			ulnet_list_del(&me->ptl_link);
+			ulnet__me_unhook(me);
 			ulnet_list_del(&me->hash_link);
 			free(me);
 		}
@@ -293,57 +293,6 @@ unsigned ulnet__md_slice(const struct ulnet_libmd *md, uint32_t offset, uint32_t
 	return n;
 }
 
-static bool id_matches(const struct ulnet_process_id *want, const struct ulnet_process_id *got)
-{
-	if (want->pid != ULNET_PID_ANY && want->pid != got->pid)
-		return false;
-	return ulnet_nid_is_any(&want->nid) || ulnet_nid_equal(&want->nid, &got->nid);
-}
-
-/* LNet's matching: walk the portal's MEs in order; the first whose bits, initiator and MD accept the
- * operation wins. An MD with too little room and no TRUNCATE drops the message rather than passing it
- * on, as LNet does, so a sizing bug shows up as a drop, not as data in the wrong buffer. */
-enum ulnet_match_rc ulnet__match_md(struct ulnet_node *node, struct ulnet_match *m)
-{
-	struct ulnet_list *h = &node->portals[m->portal], *p, *tmp;
-
-	ulnet_list_for_each_safe(p, tmp, h) {
-		struct ulnet_me *me = ulnet_container_of(p, struct ulnet_me, ptl_link);
-		struct ulnet_libmd *md = me->md;
-		uint32_t offset, room, mlen;
-
-		if (!md || !ulnet__md_active(md))
-			continue;
-		if (((me->match_bits ^ m->match_bits) & ~me->ignore_bits) != 0)
-			continue;
-		if (!id_matches(&me->match_id, &m->initiator))
-			continue;
-		if (!(md->umd.options & m->op))
-			continue;
-		offset = (md->umd.options & ULNET_MD_MANAGE_REMOTE) ? m->roffset : md->offset;
-		room = offset <= md->total ? md->total - offset : 0;
-		mlen = m->rlength;
-		if (mlen > room) {
-			if (!(md->umd.options & ULNET_MD_TRUNCATE)) {
-				ULNET_LOG(CORE, WARN,
-					  "portal %u: match bits 0x%llx: length %u too big: %u left at offset %u "
-					  "(MD has no TRUNCATE); dropping", m->portal,
-					  (unsigned long long)m->match_bits, m->rlength, room, offset);
-				return ULNET_MATCH_DROP;
-			}
-			mlen = room;
-		}
-		m->md = md;
-		m->offset = offset;
-		m->mlength = mlen;
-		ulnet__md_use(md);
-		if (!(md->umd.options & ULNET_MD_MANAGE_REMOTE))
-			md->offset = offset + mlen;
-		return ULNET_MATCH_OK;
-	}
-	return ULNET_MATCH_NONE;
-}
-
 int ulnet__me_unlink_locked(struct ulnet_node *node, struct ulnet_me *me)
 {
 	struct ulnet_libmd *md = me->md;
@@ -359,7 +308,7 @@ int ulnet__me_unlink_locked(struct ulnet_node *node, struct ulnet_me *me)
 		md->me = NULL;
 		me->md = NULL;
 	}
-	ulnet_list_del(&me->ptl_link);
+	ulnet__me_unhook(me);
 	ulnet_list_del(&me->hash_link);
 	free(me);
 	return 0;
@@ -382,10 +331,7 @@ int ulnet__me_attach_locked(struct ulnet_node *node, uint32_t portal, const stru
 	me->unlink = unlink;
 	me->cookie = ulnet__cookie_new(node, ULNET_OBJ_ME);
 	ulnet_list_add_tail(&me->hash_link, bucket(node, me->cookie));
-	if (pos == ULNET_INS_BEFORE)
-		ulnet_list_add_head(&me->ptl_link, &node->portals[portal]);
-	else
-		ulnet_list_add_tail(&me->ptl_link, &node->portals[portal]);
+	ulnet__me_hook(node, me, pos);
 	*out = me;
 	return 0;
 }

@@ -8,12 +8,18 @@
 #include <string.h>
 #include "internal.h"
 
+static size_t msg_size(unsigned niov)
+{
+	return sizeof(struct ulnet_msg) + (size_t)(niov ? niov : 1) * sizeof(struct iovec);
+}
+
 struct ulnet_msg *ulnet__msg_alloc(struct ulnet_node *node, unsigned niov)
 {
-	struct ulnet_msg *msg = calloc(1, sizeof(*msg) + (size_t)(niov ? niov : 1) * sizeof(struct iovec));
+	struct ulnet_msg *msg = ulnet__desc_get(node, msg_size(niov));
 
 	if (!msg)
 		return NULL;
+	msg->iov_cap = niov ? niov : 1;
 	msg->node = node;
 	msg->v.iov = msg->iov_store;
 	ulnet_list_init(&msg->link);
@@ -29,7 +35,7 @@ void ulnet__msg_free(struct ulnet_msg *msg)
 	if (msg->peer)
 		ulnet__peer_put(msg->node, msg->peer);
 	msg->node->stats.msgs_alloc--;
-	free(msg);
+	ulnet__desc_put(msg->node, msg, msg_size(msg->iov_cap));
 }
 
 const struct ulnet_msg_lnd_view *ulnet__msg_view(const struct ulnet_msg *msg)

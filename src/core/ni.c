@@ -193,13 +193,11 @@ int ulnet__ni_create(struct ulnet_node *node, const struct ulnet_ni_conf *conf, 
 	if (rc == 0)
 		rc = apply_tunables(ni);
 	if (rc == 0 && conf->nid) {
-		rc = ulnet_nid_parse(conf->nid, &ni->nid, &why);
-		if (rc) {
-			ULNET_LOG(CORE, ERR, "nid '%s': %s", conf->nid, why ? why : "invalid");
-		} else if (ulnet_nid_net(&ni->nid) != net) {
-			ULNET_LOG(CORE, ERR, "nid '%s' is not on net '%s'", conf->nid, conf->net);
-			rc = -EINVAL;
-		}
+		char bad[160];
+
+		rc = ulnet__ni_nid_parse(conf->nid, net, conf->net, &ni->nid, bad, sizeof(bad));
+		if (rc)
+			ULNET_LOG(CORE, ERR, "%s", bad);
 	}
 	ni->tx_credits = ni->min_tx_credits = ni->credits;
 	if (rc == 0 && ops->lnd_ni_size) {
@@ -223,6 +221,22 @@ void ulnet__ni_destroy(struct ulnet_ni *ni)
 	free(ni->lnd_tun);
 	free(ni->conf_arena);
 	free(ni);
+}
+
+int ulnet__ni_nid_parse(const char *s, uint32_t net, const char *net_name, struct ulnet_nid *out, char *why,
+			size_t whylen)
+{
+	const char *bad = NULL;
+
+	if (ulnet_nid_parse(s, out, &bad)) {
+		snprintf(why, whylen, "bad nid '%s': %s", s, bad ? bad : "invalid");
+		return -EINVAL;
+	}
+	if (ulnet_nid_net(out) != net) {
+		snprintf(why, whylen, "nid '%s' is not on net '%s'", s, net_name);
+		return -EINVAL;
+	}
+	return 0;
 }
 
 int ulnet_ni_add(ulnet_node *node, const struct ulnet_ni_conf *conf)

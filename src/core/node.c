@@ -1,19 +1,29 @@
 /* SPDX-License-Identifier: MIT */
 /* Node life cycle: options, the lo NI, the ping service and the loop thread; counters. */
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 #include "internal.h"
 
-static int check_page_size(uint32_t ps)
+int ulnet__page_size_check(uint32_t ps, char *why, size_t whylen)
 {
 	if (ps < 4096 || ps > (2u << 20) || (ps & (ps - 1))) {
-		ULNET_LOG(CORE, ERR, "node: page_size %u is not a power of two in 4096..2097152 (setting page_size)",
-			  ps);
+		snprintf(why, whylen, "must be a power of two from 4096 to 2097152");
 		return -EINVAL;
 	}
 	return 0;
+}
+
+static int check_page_size(uint32_t ps)
+{
+	char why[80];
+	int rc = ulnet__page_size_check(ps, why, sizeof(why));
+
+	if (rc)
+		ULNET_LOG(CORE, ERR, "node: page_size %u: %s (setting page_size)", ps, why);
+	return rc;
 }
 
 int ulnet_node_open(const struct ulnet_node_opts *opts, ulnet_node **out)
@@ -36,6 +46,12 @@ int ulnet_node_open(const struct ulnet_node_opts *opts, ulnet_node **out)
 			  opts->transaction_timeout, ULNET_TXN_TIMEOUT_MAX);
 		rc = -EINVAL;
 	}
+	if (rc == 0 && opts && opts->busy_poll_us > ULNET_BUSY_POLL_US_MAX) {
+		ULNET_LOG(CORE, ERR, "node: busy_poll_us %u > %u (setting busy_poll_us)", opts->busy_poll_us,
+			  ULNET_BUSY_POLL_US_MAX);
+		rc = -EINVAL;
+	}
+	node->busy_poll_ns = opts ? (uint64_t)opts->busy_poll_us * 1000u : 0;
 	node->txn_timeout_ns = (uint64_t)(opts && opts->transaction_timeout ? opts->transaction_timeout
 							      : ULNET_TXN_TIMEOUT_DEFAULT) * 1000000000ull;
 	if (rc) {
@@ -51,6 +67,7 @@ int ulnet_node_open(const struct ulnet_node_opts *opts, ulnet_node **out)
 		ulnet_list_init(&node->handles[i]);
 	for (unsigned i = 0; i < ULNET_MAX_PORTALS; i++)
 		ulnet_list_init(&node->portals[i]);
+	ulnet__match_init(node);
 	for (unsigned i = 0; i < ULNET_PEER_BUCKETS; i++)
 		ulnet_list_init(&node->peers[i]);
 	ulnet_list_init(&node->nis);
@@ -135,6 +152,8 @@ void ulnet_node_close(ulnet_node *node)
 	pthread_mutex_unlock(&node->lock);
 	/* handlers queued by the shutdown itself are not run: the node is gone */
 	free(node->cbs);
+	free(node->cbs_spare);
+	ulnet__desc_cache_free(node);
 	free(node->timers);
 	close(node->epfd);
 	close(node->wakefd);

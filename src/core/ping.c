@@ -80,7 +80,7 @@ int ulnet_ping(ulnet_node *node, const struct ulnet_process_id *target, int time
 	uint8_t *buf;
 	ulnet_eq *eq;
 	int rc, done_rc = -ETIMEDOUT;
-	bool replied = false, unlinked = false;
+	bool replied = false, unlinked = false, note = false;
 
 	if (!node || !target || !out || timeout_ms <= 0)
 		return -EINVAL;
@@ -119,7 +119,7 @@ int ulnet_ping(ulnet_node *node, const struct ulnet_process_id *target, int time
 			ulnet_md_unlink(node, mdh);
 			break;
 		}
-		if (ulnet_eq_wait(eq, left ? left : 1, &ev) <= 0)
+		if (ulnet__eq_wait_busy(eq, node->busy_poll_ns, left ? left : 1, &ev) <= 0)
 			continue;
 		unlinked = ev.unlinked;
 		if (ev.type == ULNET_EVENT_SEND && ev.status) {
@@ -136,9 +136,7 @@ int ulnet_ping(ulnet_node *node, const struct ulnet_process_id *target, int time
 
 				done_rc = ulnet_ping_info_unpack(buf, ev.mlength, &pi, &err);
 				if (done_rc == 0) {
-					pthread_mutex_lock(&node->lock); /* peer show reports it */
-					ulnet__peer_note_ping(node, &tgt.nid, pi.features);
-					pthread_mutex_unlock(&node->lock);
+					note = true; /* peer show reports it (below, under the lock we take anyway) */
 					out->pid = pi.pid;
 					out->features = pi.features;
 					out->n_nids = pi.n_ni < ULNET_PING_MAX_NIDS ? pi.n_ni : ULNET_PING_MAX_NIDS;
@@ -163,8 +161,11 @@ int ulnet_ping(ulnet_node *node, const struct ulnet_process_id *target, int time
 out_eq:
 	/* The MD may still be held by an LND: the buffer and EQ are freed with it. */
 	pthread_mutex_lock(&node->lock);
+	if (note)
+		ulnet__peer_note_ping(node, &tgt.nid, out->features);
 	{
-		struct ulnet_libmd *md = mdh.cookie ? ulnet__handle_lookup(node, mdh.cookie, ULNET_OBJ_MD) : NULL;
+		struct ulnet_libmd *md = mdh.cookie && !unlinked ? ulnet__handle_lookup(node, mdh.cookie, ULNET_OBJ_MD)
+							       : NULL;
 
 		if (md) {
 			md->free_on_unlink = buf;

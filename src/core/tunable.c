@@ -83,6 +83,37 @@ static int parse_bool(const char *s, long *out)
 	return -EINVAL;
 }
 
+int ulnet_size_parse(const char *text, uint64_t max, uint64_t *out)
+{
+	unsigned long long v;
+	uint64_t mult = 1;
+	char *end;
+	int base = 10;
+
+	if (!text || !(text[0] >= '0' && text[0] <= '9'))
+		return -EINVAL; /* no sign, no space: strtoull would take both */
+	if (text[0] == '0' && (text[1] == 'x' || text[1] == 'X')) {
+		base = 16;
+		if (!((text[2] >= '0' && text[2] <= '9') || (text[2] >= 'a' && text[2] <= 'f') ||
+		      (text[2] >= 'A' && text[2] <= 'F')))
+			return -EINVAL;
+	}
+	errno = 0;
+	v = strtoull(text, &end, base);
+	if (errno || end == text)
+		return -EINVAL;
+	switch (*end) {
+	case 'k': case 'K': mult = UINT64_C(1) << 10, end++; break;
+	case 'm': case 'M': mult = UINT64_C(1) << 20, end++; break;
+	case 'g': case 'G': mult = UINT64_C(1) << 30, end++; break;
+	default: break;
+	}
+	if (*end || v > max / mult) /* v * mult must neither wrap nor pass @max */
+		return -EINVAL;
+	*out = (uint64_t)v * mult;
+	return 0;
+}
+
 int ulnet_tunable_parse(const struct ulnet_tunable *t, const char *text, long *out, char *why, size_t whylen)
 {
 	char *end;

@@ -37,7 +37,7 @@
 #include <stdint.h>
 #include <netinet/in.h>
 #include <sys/uio.h>
-#include "config.h"      /* ULNET_HAVE_FABRIC_SHM */
+#include "config.h"      /* ULNET_HAVE_FABRIC_SHM, ULNET_HAVE_FABRIC_VERBS */
 #include "ulnet/node.h" /* struct ulnet_kv */
 
 #define FAB_PRIVATE_DATA_MAX 56 /* RDMA CM REQ over IB, TCP port space (lnet-wire.md §2.5.5) */
@@ -68,6 +68,15 @@ enum fab_access {
 	FAB_ACCESS_REMOTE_WRITE = 2, /* peers may RDMA WRITE into it */
 	FAB_ACCESS_REMOTE_READ = 4,  /* peers may RDMA READ from it */
 };
+
+/* For providers: make eventfd @fd readable exactly while @want (*@raised tracks what it is). */
+void fab_evfd_level(int fd, bool *raised, bool want);
+/* For providers: the checks every reg_mr makes first (@prov names the provider in the log lines).
+ * 0 and *@total (the region's bytes); -EINVAL n == 0, an empty range or bad access (as with verbs,
+ * remote write needs local write); -E2BIG over max_mr_size; -ENOSPC @n_mr regions exist (max_mr). */
+struct iovec;
+int fab_reg_check(const char *prov, const struct fab_limits *lim, const struct iovec *ranges, unsigned n,
+		  unsigned access, uint32_t n_mr, uint64_t *total);
 
 /* A registered region: the region's bytes are the ranges given to fab_reg_mr, concatenated, and are
  * addressed from @addr (the virtual address of the first byte of the first range). */
@@ -195,6 +204,11 @@ struct fab_provider_ops {
 	void (*set_context)(struct fab_cm_id *id, void *context);
 	/* Destroy @id and its QP (flushing nothing: no completion follows). Idempotent on NULL. */
 	void (*destroy_id)(struct fab_cm_id *id);
+	/* Active ids, before create_qp: bind @id to the device's address from a source port below 1024
+	 * when @privileged (peers that require_privileged_port; needs CAP_NET_BIND_SERVICE: -EACCES,
+	 * logged), else from any port (what create_qp does with an id not bound yet). shm: nothing to
+	 * bind, 0. */
+	int (*bind_src)(struct fab_cm_id *id, bool privileged);
 	/* Listen on @addr (the device's address; port given). 0; -EADDRINUSE; -EINVAL. */
 	int (*listen)(struct fab_cm_id *id, const struct sockaddr_in *addr, int backlog);
 	/* Create the RC QP of @id with @context (returned in completions). Receives may be posted at
@@ -202,6 +216,9 @@ struct fab_provider_ops {
 	 * -EEXIST @id has one. */
 	int (*create_qp)(struct fab_cm_id *id, const struct fab_qp_attr *attr, void *context,
 			 struct fab_qp **out);
+	/* The depths in force: a device that refused the asked ones may have made smaller ones (verbs
+	 * shrinks and retries); the owner sizes its credits from these. */
+	void (*qp_query)(const struct fab_qp *qp, struct fab_qp_attr *attr);
 	/* Active side: connect @id (with its QP) to @dst, sending @pdata (<= 56 bytes, borrowed for the
 	 * call). One of ESTABLISHED, REJECTED, UNREACHABLE, TIMED_OUT follows (after @timeout_ms).
 	 * 0; -EINVAL pdata too long or no QP. */
@@ -231,7 +248,7 @@ struct fab_provider_ops {
 
 /* Provider selection for an o2ib NI (lnd tunable `provider: shm|verbs`). @requested NULL: verbs if
  * an RDMA device serves @addr, else shm. 0 and *@out; -EINVAL unknown name; -EPROTONOSUPPORT the
- * provider is not built (logged: "verbs provider not built"). */
+ * provider is not built (logged: "<name> provider not built"). */
 int fab_provider_select(const char *requested, const struct sockaddr_in *addr,
 			const struct fab_provider_ops **out);
 /* The decision alone (pure, table-tested): @rdma_dev_serves_addr from the host probe. Returns the
@@ -240,8 +257,37 @@ const char *fab_provider_choose(const char *requested, bool rdma_dev_serves_addr
 /* Host probe: does an RDMA device (/sys/class/infiniband) have a port bound to the netdev of @addr? */
 bool fab_rdma_dev_serves(const struct sockaddr_in *addr);
 
+/* What the host probe sees: RDMA ports with the netdev their GIDs belong to (sysfs), and the IPv4
+ * addresses of the netdevs (getifaddrs). */
+#define FAB_NAME_MAX 32
+struct fab_rdma_port {
+	char dev[FAB_NAME_MAX];    /* "rxe0", "mlx5_0" */
+	unsigned port;
+	char ifname[FAB_NAME_MAX]; /* "" when the port has no netdev */
+};
+struct fab_if_addr {
+	char ifname[FAB_NAME_MAX];
+	struct in_addr addr;
+};
+#define FAB_SCAN_MAX 32
+struct fab_rdma_scan {
+	struct fab_rdma_port ports[FAB_SCAN_MAX];
+	size_t nports;
+	struct fab_if_addr ifs[FAB_SCAN_MAX];
+	size_t nifs;
+};
+/* Fill @scan from sysfs and getifaddrs (at most FAB_SCAN_MAX of each; none when there is no RDMA). */
+void fab_rdma_scan(struct fab_rdma_scan *scan);
+/* Pure: the index of the port whose netdev holds @addr, or -1. */
+int fab_rdma_port_for_addr(const struct fab_rdma_scan *scan, struct in_addr addr);
+/* Pure: "rxe0 port 1 (eth0 192.168.77.1), mlx5_0 port 1 (ib0, no IPv4)" or "none". */
+void fab_rdma_describe(const struct fab_rdma_scan *scan, char *buf, size_t len);
+
 #ifdef ULNET_HAVE_FABRIC_SHM
 extern const struct fab_provider_ops fab_shm_ops;
+#endif
+#ifdef ULNET_HAVE_FABRIC_VERBS
+extern const struct fab_provider_ops fab_verbs_ops;
 #endif
 
 #endif

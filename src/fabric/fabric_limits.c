@@ -1,8 +1,11 @@
 /* SPDX-License-Identifier: MIT */
-/* Device limits: defaults and the parser of the o2ib NI's `lnd tunables: device: {...}`. Pure. */
+/* Device limits: defaults and the parser of the o2ib NI's `lnd tunables: device: {...}` (pure), and
+ * small helpers every provider uses. */
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
+#include <sys/uio.h>
 #include "fabric.h"
 #include "log.h"
 
@@ -81,6 +84,42 @@ int fab_limits_parse(const struct ulnet_kv *kv, size_t n, struct fab_limits *lim
 			*(uint32_t *)(void *)((char *)&tmp + lk->off) = (uint32_t)v;
 	}
 	*lim = tmp;
+	return 0;
+}
+
+void fab_evfd_level(int fd, bool *raised, bool want)
+{
+	uint64_t v = 1;
+
+	if (want == *raised)
+		return;
+	if (want ? write(fd, &v, sizeof(v)) == sizeof(v) : read(fd, &v, sizeof(v)) == sizeof(v))
+		*raised = want;
+}
+
+int fab_reg_check(const char *prov, const struct fab_limits *lim, const struct iovec *ranges, unsigned n,
+		  unsigned access, uint32_t n_mr, uint64_t *total)
+{
+	const unsigned all = FAB_ACCESS_LOCAL_WRITE | FAB_ACCESS_REMOTE_WRITE | FAB_ACCESS_REMOTE_READ;
+
+	*total = 0;
+	if (n == 0 || (access & ~all) || ((access & FAB_ACCESS_REMOTE_WRITE) && !(access & FAB_ACCESS_LOCAL_WRITE)))
+		return -EINVAL;
+	for (unsigned i = 0; i < n; i++) {
+		if (!ranges[i].iov_len || !ranges[i].iov_base)
+			return -EINVAL;
+		*total += ranges[i].iov_len;
+	}
+	if (*total > lim->max_mr_size) {
+		ULNET_LOG(FABRIC, ERR, "%s: region of %llu bytes over max_mr_size %llu (lnd tunable device: "
+			  "max_mr_size)", prov, (unsigned long long)*total, (unsigned long long)lim->max_mr_size);
+		return -E2BIG;
+	}
+	if (n_mr >= lim->max_mr) {
+		ULNET_LOG(FABRIC, ERR, "%s: %u regions registered, max_mr %u (lnd tunable device: max_mr)", prov, n_mr,
+			  lim->max_mr);
+		return -ENOSPC;
+	}
 	return 0;
 }
 

@@ -1,13 +1,14 @@
 /* SPDX-License-Identifier: MIT */
 /* The selftest engine of a node (docs/selftest.md): the lnet_selftest-compatible services (framework
  * RPCs on portal 51, brw and ping on portal 50, bulk and replies on portal 52) and the test client
- * that runs brw/ping RPC loops and measures them. Internal to libulnet; ulnetd drives it.
+ * that runs brw/ping RPC loops and measures them. Internal to libulnet; the public API over it is
+ * include/ulnet/selftest.h (sst_api.c, sst_lst.c).
  *
  * Threading: the engine owns one thread that waits on its EQ and runs every state machine, with the
  * engine lock held. ulnet__sst_run() blocks its caller (never the node's loop thread, never an event
  * handler) until the test ends. */
-#ifndef ULNET_SELFTEST_H
-#define ULNET_SELFTEST_H
+#ifndef ULNET_SST_SELFTEST_H
+#define ULNET_SST_SELFTEST_H
 
 #include <stdbool.h>
 #include <stdint.h>

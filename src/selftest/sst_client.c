@@ -94,10 +94,10 @@ void sst__test_free(struct sst_test *t)
 
 void sst__test_maybe_done(struct ulnet_sst *sst, struct sst_test *t)
 {
-	if (t->inflight == 0 && !sst__test_may_start(t, sst__now_ns()) && !t->done) {
+	if (t->inflight == 0 && !sst__test_may_start(t, ulnet__now_ns()) && !t->done) {
 		ulnet_list_del(&t->run_link);
 		t->done = true;
-		t->run_end_ns = sst__now_ns();
+		t->run_end_ns = ulnet__now_ns();
 		pthread_cond_broadcast(&t->cv);
 	}
 	(void)sst;
@@ -163,7 +163,7 @@ static void client_complete(struct ulnet_sst *sst, struct sst_rpc *r)
 	} else if (e == ERR_NONE) {
 		t->st.ok++;
 		t->st.bytes += t->service == ULNET_SST_SVC_BRW ? t->p.size : 0;
-		test_record_latency(t, (sst__now_ns() - r->start_ns) / 1000);
+		test_record_latency(t, (ulnet__now_ns() - r->start_ns) / 1000);
 	} else if (e == ERR_MISMATCH) {
 		if (r->bad_known && !t->st.bad_known) {
 			t->st.bad_known = true;
@@ -197,7 +197,7 @@ static void client_complete(struct ulnet_sst *sst, struct sst_rpc *r)
 	t->finished++;
 	t->inflight--;
 	sst__rpc_free(sst, r);
-	if (sst__test_may_start(t, sst__now_ns()))
+	if (sst__test_may_start(t, ulnet__now_ns()))
 		sst__client_launch(sst, t);
 	sst__test_maybe_done(sst, t);
 }
@@ -215,7 +215,7 @@ void sst__client_launch(struct ulnet_sst *sst, struct sst_test *t)
 {
 	struct sst_rpc *r = sst__rpc_new(sst, ROLE_CLIENT);
 	struct ulnet_sst_msg m;
-	uint64_t now = sst__now_ns();
+	uint64_t now = ulnet__now_ns();
 	int rc;
 
 	if (!r) {

@@ -50,7 +50,7 @@ static void dispatch(struct ulnet_sst *sst, const struct ulnet_event *ev)
 
 static void tick(struct ulnet_sst *sst)
 {
-	uint64_t now = sst__now_ns();
+	uint64_t now = ulnet__now_ns();
 	struct sst_rpc *r, *next;
 
 	for (r = sst->active; r; r = next) {
@@ -91,7 +91,7 @@ static void *sst_thread(void *arg)
 
 	for (;;) {
 		int got = ulnet_eq_wait(sst->eq, 20, &ev);
-		uint64_t now = sst__now_ns();
+		uint64_t now = ulnet__now_ns();
 		bool quit;
 
 		pthread_mutex_lock(&sst->lock);

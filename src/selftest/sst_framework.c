@@ -69,7 +69,7 @@ void sst__tests_reap(struct ulnet_sst *sst)
 /* Sum the client tests of batch @bid (0: all) for an extended stat reply. */
 static void stat_ext_fill(struct ulnet_sst *sst, uint64_t bid, struct ulnet_sst_stat_ext *x)
 {
-	uint64_t now = sst__now_ns(), start = 0, end = 0;
+	uint64_t now = ulnet__now_ns(), start = 0, end = 0;
 	uint32_t *all = NULL;
 	size_t n = 0, cap = 0;
 
@@ -178,7 +178,7 @@ void sst__fw_handle(struct ulnet_sst *sst, struct sst_rpc *r)
 	struct ulnet_sst_msg *in = &r->in, *out = &r->out;
 	uint32_t feats = sst->have_session ? sst->ses_feats : ULNET_SST_FEATS_MASK;
 
-	sst->ses_last_ns = sst__now_ns();
+	sst->ses_last_ns = ulnet__now_ns();
 	out->body.rmsn_reply.sid = sst__cur_sid(sst); /* every framework reply has status, sid first */
 	if (in->type != ULNET_SST_MKSN_REQST && in->type != ULNET_SST_DEBUG_REQST) {
 		if (sst->have_session && in->ses_feats != sst->ses_feats) {
@@ -220,7 +220,7 @@ void sst__fw_handle(struct ulnet_sst *sst, struct sst_rpc *r)
 		sst->sid = q->sid;
 		sst->ses_feats = in->ses_feats;
 		memcpy(sst->ses_name, q->name, sizeof(sst->ses_name));
-		sst->ses_started_ns = sst__now_ns();
+		sst->ses_started_ns = ulnet__now_ns();
 		sst->brw_errors = sst->ping_errors = 0;
 		p->sid = sst->sid;
 		p->timeout = SST_SESSION_TIMEOUT;
@@ -265,7 +265,7 @@ void sst__fw_handle(struct ulnet_sst *sst, struct sst_rpc *r)
 			(uint32_t)ls.send_count, (uint32_t)ls.recv_count, (uint32_t)ls.route_count, (uint32_t)ls.drop_count,
 			ls.send_length, ls.recv_length, ls.route_length, ls.drop_length };
 		p->rpc = sst->cnt;
-		p->fw.running_ms = (uint32_t)((sst__now_ns() - sst->ses_started_ns) / 1000000u);
+		p->fw.running_ms = (uint32_t)((ulnet__now_ns() - sst->ses_started_ns) / 1000000u);
 		p->fw.brw_errors = sst->brw_errors;
 		p->fw.ping_errors = sst->ping_errors;
 		for (struct sst_test *t = sst->tests; t; t = t->next)
@@ -288,7 +288,7 @@ void sst__fw_handle(struct ulnet_sst *sst, struct sst_rpc *r)
 			break;
 		}
 		if (q->opc == ULNET_SST_BATCH_RUN) {
-			uint64_t now = sst__now_ns();
+			uint64_t now = ulnet__now_ns();
 			for (struct sst_test *t = sst->tests; t; t = t->next) {
 				if (!t->framework || t->zombie || t->batch_id != q->bid || !t->is_client ||
 				    (t->inflight && !t->done))

@@ -26,6 +26,7 @@
 #include <time.h>
 
 #include "list.h"
+#include "lnd.h" /* ulnet__now_ns */
 #include "selftest.h"
 
 enum { SLOT_REQ = 0, SLOT_RPY = 1, SLOT_BULK = 2, NSLOTS = 3 };
@@ -159,14 +160,6 @@ struct ulnet_sst {
 	unsigned srv_nrpcs, srv_nwaiting;
 	bool plain_stats;                 /* test hook: answer stats as lnet_selftest (no extension) */
 };
-
-static inline uint64_t sst__now_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
 
 static inline int sst__cmp_u32(const void *a, const void *b)
 {

@@ -42,7 +42,7 @@ static void fill_result(const struct sst_test *t, uint64_t t0, struct ulnet_sst_
 	res->rpcs_ok = t->st.ok;
 	res->rpcs_failed = t->st.failed;
 	res->bytes = t->st.bytes;
-	res->seconds = (double)(sst__now_ns() - t0) / 1e9;
+	res->seconds = (double)(ulnet__now_ns() - t0) / 1e9;
 	res->timeout = t->st.errs[ERR_TIMEOUT];
 	/* timeouts to a peer later found gone were the peer going away */
 	res->mismatch = t->st.errs[ERR_MISMATCH];
@@ -98,7 +98,7 @@ int ulnet__sst_run(struct ulnet_sst *sst, const struct ulnet_sst_params *p, stru
 	t->next = sst->tests;
 	sst->tests = t;
 	sst__test_running(sst, t);
-	t0 = sst__now_ns();
+	t0 = ulnet__now_ns();
 	t->end_ns = p->duration_ms ? t0 + (uint64_t)p->duration_ms * 1000000u : 0;
 	next_progress = t0 + 1000000000u;
 	for (uint32_t i = 0; i < p->concurrency && sst__test_may_start(t, t0); i++)
@@ -113,7 +113,7 @@ int ulnet__sst_run(struct ulnet_sst *sst, const struct ulnet_sst_params *p, stru
 			ts.tv_nsec -= 1000000000;
 		}
 		pthread_cond_timedwait(&t->cv, &sst->lock, &ts);
-		if (p->progress && sst__now_ns() >= next_progress && !t->done) {
+		if (p->progress && ulnet__now_ns() >= next_progress && !t->done) {
 			struct ulnet_sst_result so_far;
 			fill_result(t, t0, &so_far, false);
 			next_progress += 1000000000u;

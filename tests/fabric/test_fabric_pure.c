@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* The fabric layer's pure parts, table-tested: device limits parser, provider choice, and (shm) the
  * region segment translation and the EPERM log line. */
+#include <arpa/inet.h>
 #include <errno.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -98,8 +99,13 @@ static void test_provider_select(void **state)
 	const struct fab_provider_ops *ops = NULL;
 
 	(void)state;
+#ifdef ULNET_HAVE_FABRIC_VERBS
+	assert_int_equal(fab_provider_select("verbs", &a, &ops), 0);
+	assert_string_equal(ops->name, "verbs");
+#else
 	/* verbs is not built: a clear -EPROTONOSUPPORT, whether asked for or chosen */
 	assert_int_equal(fab_provider_select("verbs", &a, &ops), -EPROTONOSUPPORT);
+#endif
 	assert_int_equal(fab_provider_select("bogus", &a, &ops), -EINVAL);
 #ifdef ULNET_HAVE_FABRIC_SHM
 	assert_int_equal(fab_provider_select("shm", &a, &ops), 0);
@@ -110,6 +116,59 @@ static void test_provider_select(void **state)
 		assert_string_equal(ops->name, "shm");
 	}
 #endif
+}
+
+/* Device-by-address: the port whose netdev holds the address, from a given probe result. */
+static const struct fab_rdma_scan scan_fixture = {
+	.ports = {{"mlx5_0", 1, "ib0"}, {"mlx5_0", 2, ""}, {"rxe0", 1, "eth0"}, {"rxe1", 1, "eth1"}},
+	.nports = 4,
+	.ifs = {{"lo", {0}}, {"eth0", {0}}, {"eth0", {0}}, {"ib0", {0}}},
+	.nifs = 4,
+};
+
+static struct fab_rdma_scan scan_with_addrs(void)
+{
+	struct fab_rdma_scan s = scan_fixture;
+
+	inet_pton(AF_INET, "127.0.0.1", &s.ifs[0].addr);
+	inet_pton(AF_INET, "192.168.77.1", &s.ifs[1].addr);
+	inet_pton(AF_INET, "10.9.0.1", &s.ifs[2].addr);
+	inet_pton(AF_INET, "172.16.0.5", &s.ifs[3].addr);
+	return s;
+}
+
+static void test_rdma_port_for_addr(void **state)
+{
+	static const struct { const char *addr; int port; } cases[] = {
+		{"192.168.77.1", 2}, {"10.9.0.1", 2}, /* rxe0 on eth0, either address */
+		{"172.16.0.5", 0},                    /* mlx5_0 port 1 on ib0 */
+		{"127.0.0.1", -1},                    /* lo: no RDMA port */
+		{"192.168.77.2", -1},                 /* not a local address */
+	};
+	struct fab_rdma_scan s = scan_with_addrs(), none = {0};
+	struct in_addr a;
+
+	(void)state;
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		inet_pton(AF_INET, cases[i].addr, &a);
+		assert_int_equal(fab_rdma_port_for_addr(&s, a), cases[i].port);
+		assert_int_equal(fab_rdma_port_for_addr(&none, a), -1);
+	}
+}
+
+static void test_rdma_describe(void **state)
+{
+	struct fab_rdma_scan s = scan_with_addrs(), none = {0};
+	char buf[512], tiny[24];
+
+	(void)state;
+	fab_rdma_describe(&s, buf, sizeof(buf));
+	assert_string_equal(buf, "mlx5_0 port 1 (ib0 172.16.0.5), mlx5_0 port 2 (no netdev), "
+				 "rxe0 port 1 (eth0 192.168.77.1 10.9.0.1), rxe1 port 1 (eth1, no IPv4)");
+	fab_rdma_describe(&none, buf, sizeof(buf));
+	assert_string_equal(buf, "none");
+	fab_rdma_describe(&s, tiny, sizeof(tiny)); /* truncated, still terminated */
+	assert_int_equal(strlen(tiny), sizeof(tiny) - 1);
 }
 
 #ifdef ULNET_HAVE_FABRIC_SHM
@@ -176,7 +235,7 @@ static void test_eperm_msg(void **state)
 
 int main(void)
 {
-	struct CMUnitTest tests[sizeof(limits_cases) / sizeof(limits_cases[0]) + 5];
+	struct CMUnitTest tests[sizeof(limits_cases) / sizeof(limits_cases[0]) + 7];
 	size_t n = 0;
 
 	for (size_t i = 0; i < sizeof(limits_cases) / sizeof(limits_cases[0]); i++)
@@ -184,6 +243,8 @@ int main(void)
 						 .initial_state = (void *)&limits_cases[i]};
 	tests[n++] = (struct CMUnitTest){.name = "provider choose", .test_func = test_provider_choose};
 	tests[n++] = (struct CMUnitTest){.name = "provider select", .test_func = test_provider_select};
+	tests[n++] = (struct CMUnitTest){.name = "RDMA port for an address", .test_func = test_rdma_port_for_addr};
+	tests[n++] = (struct CMUnitTest){.name = "RDMA devices described", .test_func = test_rdma_describe};
 #ifdef ULNET_HAVE_FABRIC_SHM
 	tests[n++] = (struct CMUnitTest){.name = "iovec slice", .test_func = test_iov_slice};
 	tests[n++] = (struct CMUnitTest){.name = "segment join", .test_func = test_seg_join};

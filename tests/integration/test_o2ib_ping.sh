@@ -4,7 +4,9 @@
 # over IMMEDIATE messages; the nested `device: {...}` lnd tunables map is accepted and shows up
 # flattened; `net show -v` (YAML and JSON) names the provider in force (n3 asks for none: auto picks
 # shm on a host without RDMA devices) and the device limits in force (configured ones over the
-# defaults); plain `net show` and `export` do not; provider verbs (not built) refuses to start with the provider-selection error; a bad
+# defaults); plain `net show` and `export` do not; provider verbs refuses to start (built: one line
+# listing the RDMA devices, as no device serves 127.x; not built: the provider-selection error);
+# without a provider the NI picks shm; a bad
 # device limit refuses to start naming the key. Needs ptrace access between the two processes
 # (docs/fabric.md: the node calls prctl(PR_SET_PTRACER) itself; Yama scope 2 or 3 refuses).
 set -euo pipefail
@@ -63,7 +65,6 @@ ul_json "$T/net.json" "'fabric' not in j['net'][1]['local NI(s)'][0]"
 ul_ctl n3 export --json >"$T/net.json"
 ul_json "$T/net.json" "'fabric' not in j['net'][1]['local NI(s)'][0]"
 
-ul_step "provider verbs is not built: clear error, no node"
 mkdir -p "$T/v"
 cat >"$T/v/node.yaml" <<YAML
 net:
@@ -74,8 +75,28 @@ net:
               provider: verbs
 YAML
 ul_run "$T/o" "$T/e" timeout 10 "$ULNETD" -c "$T/v/node.yaml" --control "$T/v/ctl.sock"
-(( UL_STATUS != 0 )) || ul_fail "ulnetd with provider verbs started"
-grep -q 'verbs provider not built' "$T/e" || ul_fail "no provider-selection error: $(cat "$T/e")"
+(( UL_STATUS != 0 )) || ul_fail "ulnetd with provider verbs started on an address no RDMA device serves"
+if grep -q ULNET_HAVE_FABRIC_VERBS "$BUILD/config.h"; then
+	ul_step "provider verbs, no RDMA device serves the address: one line listing the devices, no node"
+	grep -q "verbs: no RDMA device serves $(ul_addr 250 4) (.*); RDMA devices: " "$T/e" ||
+		ul_fail "no device-listing error: $(cat "$T/e")"
+	if [[ ! -d /sys/class/infiniband ]]; then
+		grep -q 'RDMA devices: none' "$T/e" || ul_fail "devices listed on a host without any: $(cat "$T/e")"
+	fi
+else
+	ul_step "provider verbs is not built: clear error, no node"
+	grep -q 'verbs provider not built' "$T/e" || ul_fail "no provider-selection error: $(cat "$T/e")"
+fi
+
+ul_step "no provider named and no RDMA device serving the address: shm"
+ul_start_node n4 -v <<YAML
+net:
+    - net type: o2ib
+      local NI(s):
+        - nid: $(ul_addr 250 4)@o2ib
+YAML
+grep -q "$(ul_addr 250 4)@o2ib: shm provider" "$(ul_log n4)" || ul_fail "auto did not pick shm: $(cat "$(ul_log n4)")"
+ul_ctl n4 ping "$(ul_addr 250 2)@o2ib" --count 1 --timeout 5000 >/dev/null || ul_fail "auto-selected shm node cannot ping"
 
 ul_step "a bad device limit names the key"
 cat >"$T/v/node.yaml" <<YAML

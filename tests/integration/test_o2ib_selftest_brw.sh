@@ -3,7 +3,8 @@
 # ulnet-selftest brw read and write over o2ib (shm provider) between two ulnetd on
 # 127.252.0.{1,2}@o2ib with 4 KiB and 64 KiB pages, both directions, sizes 1, 4097, 65535 and
 # 1 MiB at offsets 0, 1 and 4097 (where offset + size <= 1 MiB), check=full, zero errors; then
-# selftest ping. Payloads above 3976 bytes take the PUT_REQ/GET_REQ rendezvous (RDMA WRITE).
+# selftest ping; `peer show -v` shows the RDMA counters by size bucket. Payloads above 3976 bytes take
+# the PUT_REQ/GET_REQ rendezvous (RDMA WRITE).
 set -u
 source "${SRC:-$(dirname "$0")/../..}/tests/integration/lib.sh"
 source "$SRC/tests/integration/sst_common.sh"
@@ -35,6 +36,12 @@ ul_run "$UL_TMP/w.json" "$UL_TMP/w.err" "$SST" --node "$(ul_sock n1)" --json brw
 [[ $UL_STATUS == 0 ]] || ul_fail "1 s write: $(cat "$UL_TMP/w.json" "$UL_TMP/w.err")"
 ul_json "$UL_TMP/w.json" "j['ok'] and j['MBps'] > 0"
 printf '== brw write 1 MiB over o2ib/shm: %s MB/s\n' "$("$UL_PYTHON" -c 'import json,sys; print(json.load(open(sys.argv[1]))["MBps"])' "$UL_TMP/w.json")" >&2
+
+ul_step "peer show -v: the RDMA counters per size bucket"
+ul_ctl n1 peer show -v --nid "$N2" --json >"$UL_TMP/peer.json" || ul_fail "peer show failed"
+ul_json "$UL_TMP/peer.json" "(lambda r: r['post_rejects'] == 0 and r['buckets'][3]['max_bytes'] == 1048576 and r['buckets'][3]['transfers'] > 0 and r['buckets'][3]['wrs_per_transfer'] >= 1 and r['buckets'][3]['sges_per_wr'] >= 1)(j['peer'][0]['peer ni'][0]['rdma'])"
+ul_ctl n1 peer show -v --nid "$N2" >"$UL_TMP/peer.txt" || ul_fail "peer show failed"
+grep -q 'wrs_per_transfer' "$UL_TMP/peer.txt" || ul_fail "no RDMA counters in peer show -v: $(cat "$UL_TMP/peer.txt")"
 
 ul_step "selftest ping"
 ul_run "$UL_TMP/p.json" "$UL_TMP/p.err" "$SST" --node "$(ul_sock n1)" --json ping --from "$N1" --to "$N2" --count 50

@@ -13,13 +13,13 @@
 #include <unistd.h>
 #include <cmocka.h>
 
-#include "ulnetd_config.h"
+#include <ulnet/config_file.h>
 
-static struct ulnetd_config *parse_ok(const char *yaml)
+static struct ulnet_config *parse_ok(const char *yaml)
 {
-	struct ulnetd_config *cfg = NULL;
+	struct ulnet_config *cfg = NULL;
 	char err[512];
-	int rc = ulnetd_config_parse("node.yaml", yaml, strlen(yaml), &cfg, err, sizeof(err));
+	int rc = ulnet_config_parse("node.yaml", yaml, strlen(yaml), &cfg, err, sizeof(err));
 
 	if (rc)
 		print_error("unexpected error %d: %s\n", rc, err);
@@ -81,7 +81,7 @@ static const char full_yaml[] =
 
 static void test_full(void **state)
 {
-	struct ulnetd_config *cfg = parse_ok(full_yaml);
+	struct ulnet_config *cfg = parse_ok(full_yaml);
 	const struct ulnet_ni_conf *c;
 
 	(void)state;
@@ -128,7 +128,7 @@ static void test_full(void **state)
 	assert_string_equal(cfg->globals[0].key, "discovery");
 	assert_int_equal(cfg->globals[0].value, 1);
 	assert_int_equal(cfg->globals[2].value, 50);
-	ulnetd_config_free(cfg);
+	ulnet_config_free(cfg);
 }
 
 static void test_minimal(void **state)
@@ -138,14 +138,26 @@ static void test_minimal(void **state)
 
 	(void)state;
 	for (size_t i = 0; i < sizeof(docs) / sizeof(docs[0]); i++) {
-		struct ulnetd_config *cfg = parse_ok(docs[i]);
+		struct ulnet_config *cfg = parse_ok(docs[i]);
 
 		assert_int_equal(cfg->opts.pid, 0);
 		assert_int_equal(cfg->opts.page_size, 0);
 		assert_null(cfg->control);
 		assert_int_equal(cfg->n_nis, 0);
-		ulnetd_config_free(cfg);
+		ulnet_config_free(cfg);
 	}
+}
+
+static void test_busy_poll(void **state)
+{
+	struct ulnet_config *cfg = parse_ok("node:\n    busy_poll_us: 50\n");
+
+	(void)state;
+	assert_int_equal(cfg->opts.busy_poll_us, 50);
+	ulnet_config_free(cfg);
+	cfg = parse_ok("node: {}\n");
+	assert_int_equal(cfg->opts.busy_poll_us, 0); /* off unless asked */
+	ulnet_config_free(cfg);
 }
 
 static void test_page_sizes(void **state)
@@ -153,19 +165,19 @@ static void test_page_sizes(void **state)
 	(void)state;
 	for (uint32_t ps = 4096; ps <= 2097152; ps <<= 1) {
 		char yaml[64];
-		struct ulnetd_config *cfg;
+		struct ulnet_config *cfg;
 
 		snprintf(yaml, sizeof(yaml), "node:\n  page_size: %u\n", ps);
 		cfg = parse_ok(yaml);
 		assert_int_equal(cfg->opts.page_size, ps);
-		ulnetd_config_free(cfg);
+		ulnet_config_free(cfg);
 	}
 }
 
 /* Anchors and flow style are plain YAML; the parser must not care. */
 static void test_flow_and_anchors(void **state)
 {
-	struct ulnetd_config *cfg = parse_ok(
+	struct ulnet_config *cfg = parse_ok(
 		"node: {pid: 0x3039, control: \"/tmp/a b/s\"}\n"
 		"net:\n"
 		"  - {net type: tcp, local NI(s): [{nid: 10.0.0.1@tcp, tunables: &t {credits: 64}},\n"
@@ -178,13 +190,13 @@ static void test_flow_and_anchors(void **state)
 	assert_string_equal(cfg->nis[1].conf.nid, "10.0.0.2@tcp");
 	assert_int_equal(cfg->nis[1].conf.n_tunables, 1);
 	assert_string_equal(cfg->nis[1].conf.tunables[0].value, "64");
-	ulnetd_config_free(cfg);
+	ulnet_config_free(cfg);
 }
 
 static void test_load_file(void **state)
 {
 	char path[] = "/tmp/test_config_XXXXXX";
-	struct ulnetd_config *cfg = NULL;
+	struct ulnet_config *cfg = NULL;
 	char err[512];
 	int fd = mkstemp(path);
 
@@ -192,17 +204,17 @@ static void test_load_file(void **state)
 	assert_true(fd >= 0);
 	assert_int_equal(write(fd, full_yaml, strlen(full_yaml)), (ssize_t)strlen(full_yaml));
 	close(fd);
-	assert_int_equal(ulnetd_config_load(path, &cfg, err, sizeof(err)), 0);
+	assert_int_equal(ulnet_config_load(path, &cfg, err, sizeof(err)), 0);
 	assert_string_equal(cfg->file, path);
 	assert_int_equal(cfg->n_nis, 3);
-	ulnetd_config_free(cfg);
+	ulnet_config_free(cfg);
 	unlink(path);
 
-	assert_int_equal(ulnetd_config_load(path, &cfg, err, sizeof(err)), -ENOENT);
+	assert_int_equal(ulnet_config_load(path, &cfg, err, sizeof(err)), -ENOENT);
 	assert_null(cfg);
 	assert_non_null(strstr(err, path));
 	assert_non_null(strstr(err, "No such file"));
-	ulnetd_config_free(NULL);
+	ulnet_config_free(NULL);
 }
 
 struct bad_case {
@@ -246,6 +258,7 @@ static const struct bad_case bad_cases[] = {
 	{ "type: pid empty", "node:\n  pid:\n  control: /x\n", 2, "expected an integer for 'pid', got an empty value" },
 	{ "type: pid negative", "node:\n  pid: -1\n", 2, "'pid' out of range" },
 	{ "type: pid too big", "node:\n  pid: 4294967296\n", 2, "'pid' out of range" },
+	{ "range: busy_poll_us", "node:\n  busy_poll_us: 1000001\n", 2, "'busy_poll_us' out of range" },
 	{ "type: pid octal-looking", "node:\n  pid: 0123\n", 2, "expected an integer for 'pid'" },
 	{ "type: control is a list", "node:\n  control: [a]\n", 2, "expected a string for 'control', got a list" },
 	{ "type: control empty", "node:\n  control: \"\"\n", 2, "empty value for 'control'" },
@@ -316,9 +329,9 @@ static const struct bad_case bad_cases[] = {
 static void run_bad_case(void **state)
 {
 	const struct bad_case *bc = *state;
-	struct ulnetd_config *cfg = (struct ulnetd_config *)(uintptr_t)1;
+	struct ulnet_config *cfg = (struct ulnet_config *)(uintptr_t)1;
 	char err[512], prefix[64];
-	int rc = ulnetd_config_parse("node.yaml", bc->yaml, strlen(bc->yaml), &cfg, err, sizeof(err));
+	int rc = ulnet_config_parse("node.yaml", bc->yaml, strlen(bc->yaml), &cfg, err, sizeof(err));
 
 	assert_int_equal(rc, -EINVAL);
 	assert_null(cfg);
@@ -334,15 +347,15 @@ static void run_bad_case(void **state)
 /* A short error buffer is cut, never overrun. */
 static void test_short_errbuf(void **state)
 {
-	struct ulnetd_config *cfg;
+	struct ulnet_config *cfg;
 	char err[12];
 
 	(void)state;
 	memset(err, 'x', sizeof(err));
-	assert_int_equal(ulnetd_config_parse("node.yaml", "node:\n  pid: x\n", 15, &cfg, err, 8), -EINVAL);
+	assert_int_equal(ulnet_config_parse("node.yaml", "node:\n  pid: x\n", 15, &cfg, err, 8), -EINVAL);
 	assert_int_equal(strlen(err), 7);
 	assert_int_equal(err[8], 'x');
-	assert_int_equal(ulnetd_config_parse("node.yaml", "node:\n  pid: x\n", 15, &cfg, NULL, 0), -EINVAL);
+	assert_int_equal(ulnet_config_parse("node.yaml", "node:\n  pid: x\n", 15, &cfg, NULL, 0), -EINVAL);
 }
 
 int main(void)
@@ -350,6 +363,7 @@ int main(void)
 	static const struct CMUnitTest fixed[] = {
 		cmocka_unit_test(test_full),
 		cmocka_unit_test(test_minimal),
+		cmocka_unit_test(test_busy_poll),
 		cmocka_unit_test(test_page_sizes),
 		cmocka_unit_test(test_flow_and_anchors),
 		cmocka_unit_test(test_load_file),

@@ -146,6 +146,7 @@ static void test_version_1(void **state)
 	assert_int_equal(x.retry, O2IB_RETRY_NOW);
 	assert_int_equal(act.version, O2IB_MSG_VERSION_1);
 	assert_int_equal(act.queue_depth, 8);
+	assert_int_equal(act.max_frags, 256); /* what a V1 peer insists on */
 	/* FATAL from a V2 peer is final */
 	o2ib_active_init(&a, NID_P, 0, 0, &act);
 	n = hex_decode("91 1b e9 0b 12 00 03", buf, sizeof(buf));
@@ -172,8 +173,8 @@ static void test_reject_reasons(void **state)
 		{ O2IB_REJECT_CONN_RACE, 0x12, true, 8, 257, O2IB_RETRY_LATER, 0, 0x12, 32, 257, 0 },
 		{ O2IB_REJECT_NO_RESOURCES, 0x12, true, 8, 257, O2IB_GIVE_UP, -ENOMEM, 0x12, 32, 257, 0 },
 		{ O2IB_REJECT_FATAL, 0x12, true, 8, 257, O2IB_GIVE_UP, -ECONNREFUSED, 0x12, 32, 257, 0 },
-		{ O2IB_REJECT_FATAL, 0x11, false, 0, 0, O2IB_RETRY_NOW, 0, 0x11, 8, 257, 0 },
-		{ O2IB_REJECT_CONN_UNCOMPAT, 0x11, false, 0, 0, O2IB_RETRY_NOW, 0, 0x11, 8, 257, 0 },
+		{ O2IB_REJECT_FATAL, 0x11, false, 0, 0, O2IB_RETRY_NOW, 0, 0x11, 8, 256, 0 },
+		{ O2IB_REJECT_CONN_UNCOMPAT, 0x11, false, 0, 0, O2IB_RETRY_NOW, 0, 0x11, 8, 256, 0 },
 		{ O2IB_REJECT_CONN_UNCOMPAT, 0x12, true, 8, 257, O2IB_GIVE_UP, -EPROTO, 0x12, 32, 257, 0 },
 		{ O2IB_REJECT_CONN_STALE, 0x12, true, 32, 257, O2IB_RETRY_NOW, 0, 0x12, 32, 257, 0x77 },
 		{ O2IB_REJECT_RDMA_FRAGS, 0x12, true, 32, 16, O2IB_RETRY_NOW, 0, 0x12, 32, 16, 0 },
@@ -216,6 +217,29 @@ static void test_reject_reasons(void **state)
 		assert_int_equal(a.max_frags, r->after_frags);
 		if (r->after_stamp)
 			assert_true(a.peer_stamp == r->after_stamp);
+	}
+	{ /* a peer that rejects STALE forever: O2IB_RECONNECT_BURST retries at once, then one a second */
+		struct o2ib_rej rej = { O2IB_MSG_MAGIC, 0x12, O2IB_REJECT_CONN_STALE, 0x77, true, { 32, 257, 4096 } };
+		struct o2ib_active a;
+		struct o2ib_reject_action x;
+		uint8_t buf[32];
+		int n = o2ib_rej_pack(&rej, buf, sizeof(buf));
+
+		o2ib_active_init(&me, NID_P, 0, 0, &a);
+		for (unsigned i = 1; i <= O2IB_RECONNECT_BURST + 2; i++) {
+			o2ib_active_on_reject(buf, (size_t)n, &a, &x);
+			assert_int_equal(a.attempts, i);
+			assert_int_equal(x.retry, i <= O2IB_RECONNECT_BURST ? O2IB_RETRY_NOW : O2IB_RETRY_LATER);
+			assert_int_equal(x.delay_ms, i <= O2IB_RECONNECT_BURST ? 0 : O2IB_HELD_RETRY_MS);
+			assert_true(a.peer_stamp == 0x77); /* the renegotiated values stay for the held retry */
+		}
+		/* CONN_RACE waits for the rejected connection to go */
+		rej.why = O2IB_REJECT_CONN_RACE;
+		n = o2ib_rej_pack(&rej, buf, sizeof(buf));
+		o2ib_active_init(&me, NID_P, 0, 0, &a);
+		o2ib_active_on_reject(buf, (size_t)n, &a, &x);
+		assert_int_equal(x.retry, O2IB_RETRY_LATER);
+		assert_int_equal(x.delay_ms, O2IB_RACE_RETRY_MS);
 	}
 	{ /* no o2ib private data at all */
 		struct o2ib_active a;

@@ -29,6 +29,27 @@ static void ping_lo(void **state)
 	ulnet_node_close(node);
 }
 
+/* busy_poll_us: the loop and the pinging thread poll instead of sleeping; same answers. Past the
+ * maximum the node does not open. */
+static void ping_lo_busy_poll(void **state)
+{
+	struct ulnet_node_opts opts = { .busy_poll_us = 200 };
+	struct ulnet_process_id tgt = { .pid = ULNET_PID_ANY };
+	struct ulnet_ping_result res;
+	ulnet_node *node;
+
+	(void)state;
+	assert_int_equal(ulnet_nid_parse("0@lo", &tgt.nid, NULL), 0);
+	assert_int_equal(ulnet_node_open(&opts, &node), 0);
+	for (int i = 0; i < 20; i++) {
+		assert_int_equal(ulnet_ping(node, &tgt, 2000, &res), 0);
+		assert_int_equal(res.n_nids, 1);
+	}
+	ulnet_node_close(node);
+	opts.busy_poll_us = ULNET_BUSY_POLL_US_MAX + 1;
+	assert_int_equal(ulnet_node_open(&opts, &node), -EINVAL);
+}
+
 static void ping_local_any_dest_pid(void **state)
 {
 	struct ulnet_process_id tgt = { .pid = 4242 };
@@ -80,6 +101,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(ping_lo),
+		cmocka_unit_test(ping_lo_busy_poll),
 		cmocka_unit_test(ping_local_any_dest_pid),
 		cmocka_unit_test(ping_unreachable),
 		cmocka_unit_test(ping_after_portal_busy),

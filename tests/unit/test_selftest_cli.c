@@ -13,31 +13,6 @@
 #include "result_json.h"
 #include "test_spec.h"
 
-static void test_parse_size(void **state)
-{
-	static const struct { const char *s; unsigned long long max, want; int rc; } cases[] = {
-		{ "4097", 1 << 20, 4097, 0 },
-		{ "64k", 1 << 20, 65536, 0 },
-		{ "1M", 1 << 20, 1 << 20, 0 },
-		{ "2M", 1 << 20, 0, -EINVAL },
-		{ "17592186044417M", 1 << 20, 0, -EINVAL }, /* wraps to 1 MiB without the overflow check */
-		{ "18014398509481985k", 1 << 20, 0, -EINVAL },
-		{ "-1", 1 << 20, 0, -EINVAL },
-		{ "", 1 << 20, 0, -EINVAL },
-		{ "12x", 1 << 20, 0, -EINVAL },
-		{ "99999999999999999999999", ULLONG_MAX, 0, -EINVAL },
-	};
-	(void)state;
-	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
-		unsigned long long v = 0;
-		int rc = parse_size(cases[i].s, cases[i].max, &v);
-
-		assert_int_equal(rc, cases[i].rc);
-		if (!rc)
-			assert_true(v == cases[i].want);
-	}
-}
-
 static void test_split(void **state)
 {
 	char line[1024], *w[TEST_SPEC_MAX_WORDS];
@@ -102,7 +77,6 @@ static void test_result_numbers(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_parse_size),
 		cmocka_unit_test(test_split),
 		cmocka_unit_test(test_parse_refusals),
 		cmocka_unit_test(test_result_numbers),

@@ -48,6 +48,40 @@ static const struct parse_case parse_cases[] = {
 	{ &t_enum, "Red", -EINVAL, 0, "expected one of" },
 };
 
+static void test_size_parse(void **state)
+{
+	static const struct { const char *s; uint64_t max, want; int rc; } cases[] = {
+		{ "4097", 1 << 20, 4097, 0 },
+		{ "64k", 1 << 20, 65536, 0 },
+		{ "1M", 1 << 20, 1 << 20, 0 },
+		{ "2M", 1 << 20, 0, -EINVAL },
+		{ "17592186044417M", 1 << 20, 0, -EINVAL }, /* wraps to 1 MiB without the overflow check */
+		{ "18014398509481985k", 1 << 20, 0, -EINVAL },
+		{ "-1", 1 << 20, 0, -EINVAL },
+		{ "", 1 << 20, 0, -EINVAL },
+		{ "12x", 1 << 20, 0, -EINVAL },
+		{ "99999999999999999999999", UINT64_MAX, 0, -EINVAL },
+		{ "0x1000", 1 << 20, 4096, 0 },
+		{ "0x10k", 1 << 20, 16384, 0 },
+		{ "1G", UINT64_C(1) << 30, UINT64_C(1) << 30, 0 },
+		{ "17179869184G", UINT64_MAX, 0, -EINVAL },   /* 2^34 G = 2^64: wraps to 0 */
+		{ "0x", 1 << 20, 0, -EINVAL },
+		{ " 12", 1 << 20, 0, -EINVAL },
+		{ "+12", 1 << 20, 0, -EINVAL },
+		{ "1MB", 1 << 20, 0, -EINVAL },
+		{ "0", 1 << 20, 0, 0 },
+	};
+	(void)state;
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		uint64_t v = 0;
+		int rc = ulnet_size_parse(cases[i].s, cases[i].max, &v);
+
+		assert_int_equal(rc, cases[i].rc);
+		if (!rc)
+			assert_true(v == cases[i].want);
+	}
+}
+
 static void test_parse_table(void **state)
 {
 	(void)state;
@@ -178,6 +212,7 @@ static void test_ni_applies_table(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_size_parse),
 		cmocka_unit_test(test_parse_table),
 		cmocka_unit_test(test_enum_name),
 		cmocka_unit_test(test_tables),

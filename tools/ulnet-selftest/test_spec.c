@@ -8,25 +8,15 @@
 #include <ulnet/ulnet.h>
 #include "test_spec.h"
 
-int parse_size(const char *s, unsigned long long max, unsigned long long *out)
+/* ulnet_size_parse into the console's unsigned long long fields. */
+static int parse_size(const char *s, unsigned long long max, unsigned long long *out)
 {
-	unsigned long long v, mult = 1;
-	char *end;
+	uint64_t v;
+	int rc = ulnet_size_parse(s, max, &v);
 
-	if (!s || !*s || *s == '-')
-		return -EINVAL;
-	errno = 0;
-	v = strtoull(s, &end, 10);
-	if (errno || end == s)
-		return -EINVAL;
-	if (*end == 'k' || *end == 'K')
-		mult = 1024, end++;
-	else if (*end == 'm' || *end == 'M')
-		mult = 1024 * 1024, end++;
-	if (*end || v > max / mult) /* v * mult must neither wrap nor pass @max */
-		return -EINVAL;
-	*out = v * mult;
-	return 0;
+	if (!rc)
+		*out = v;
+	return rc;
 }
 
 int parse_secs(const char *s, double *out)

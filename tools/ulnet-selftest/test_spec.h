@@ -18,8 +18,6 @@ struct test {
 	bool json, tty;
 };
 
-/* "4097", "1M", "64k" -> bytes, at most @max. 0 or -EINVAL (also when the suffix overflows). */
-int parse_size(const char *s, unsigned long long max, unsigned long long *out);
 /* Seconds, > 0 and at most a day. 0 or -EINVAL. */
 int parse_secs(const char *s, double *out);
 void test_defaults(struct test *t, bool json, bool tty);

@@ -16,11 +16,8 @@
 
 #include <ulnet/ulnet.h>
 
-#include "config.h" /* Meson's: ULNET_VERSION */
 #include "ctl_proto.h"
-#ifdef ULNET_HAVE_LND_O2IB
 #include "plan.h"
-#endif
 
 enum { EXIT_FAIL = 1, EXIT_USAGE = 2 };
 
@@ -36,7 +33,7 @@ static const struct cmd cmds[] = {
 	{ "export", "[--json]", "print the running configuration, usable as ulnetd -c input", false },
 	{ "ping", "[PID-]NID [--count N] [--timeout MS] [--json]",
 	  "ping NID: per reply the time and the target's NIDs", true },
-	{ "stats show", "[--json]", "show the node's message counters", false },
+	{ "stats show", "[-v] [--json]", "show the node's message counters (-v: descriptor free lists)", false },
 	{ "peer show", "[-v] [--nid NID] [--json]", "show the peers (-v: credits, counters)", false },
 	{ "call", "WORD...", "send any command the daemon serves (`call help` lists them)", false },
 };
@@ -51,9 +48,7 @@ static void usage(FILE *f)
 		   "  -V, --version   print the version\n\ncommands:\n");
 	for (size_t i = 0; i < N_CMDS; i++)
 		fprintf(f, "  %s %s\n      %s\n", cmds[i].name, cmds[i].usage, cmds[i].help);
-#ifdef ULNET_HAVE_LND_O2IB
 	fprintf(f, "  plan %s\n      %s\n", plan_usage, plan_help);
-#endif
 	fprintf(f, "\nOutput is YAML in lnetctl's layout, or JSON with --json.\n"
 		   "Exit status: 0 ok, 1 failure or unreachable node, 2 usage error.\n");
 }
@@ -170,7 +165,7 @@ int main(int argc, char **argv)
 			usage(stdout);
 			return 0;
 		} else if (!strcmp(argv[i], "-V") || !strcmp(argv[i], "--version")) {
-			printf("ulnetctl %s\n", ULNET_VERSION);
+			printf("ulnetctl %s\n", ulnet_version());
 			return 0;
 		} else if (!strcmp(argv[i], "--node")) {
 			if (++i == argc) {
@@ -195,7 +190,6 @@ int main(int argc, char **argv)
 		usage(stdout);
 		return 0;
 	}
-#ifdef ULNET_HAVE_LND_O2IB
 	if (!strcmp(argv[0], "plan")) { /* offline: no node involved */
 		for (int k = 1; k < argc; k++)
 			if (!strcmp(argv[k], "--help") || !strcmp(argv[k], "-h")) {
@@ -204,7 +198,6 @@ int main(int argc, char **argv)
 			}
 		return plan_main(argc - 1, argv + 1);
 	}
-#endif
 	for (size_t k = 0; k < N_CMDS; k++) {
 		size_t w = ulnetd_proto_words_match(cmds[k].name, argc, argv);
 

@@ -311,13 +311,16 @@ static int cmd_ping(struct ulnetd *d, int argc, char **argv, struct ulnetd_out *
 
 static int cmd_stats_show(struct ulnetd *d, int argc, char **argv, struct ulnetd_out *out)
 {
-	bool json = false;
-	const struct ulnetd_opt opts[] = { { "--json", NULL, ULNETD_OPT_FLAG, 0, 0, &json } };
+	bool json = false, verbose = false;
+	const struct ulnetd_opt opts[] = {
+		{ "--json", NULL, ULNETD_OPT_FLAG, 0, 0, &json },
+		{ "--verbose", "-v", ULNETD_OPT_FLAG, 0, 0, &verbose },
+	};
 	struct ulnet_stats st;
 	struct ulnetd_emit e;
 	int npos, rc;
 
-	if ((rc = ulnetd_parse_args(out, "stats show", argc, argv, opts, 1, NULL, 0, &npos)))
+	if ((rc = ulnetd_parse_args(out, "stats show", argc, argv, opts, 2, NULL, 0, &npos)))
 		return rc;
 	memset(&st, 0, sizeof(st));
 	ulnet_stats_get(d->node, &st);
@@ -337,9 +340,51 @@ static int cmd_stats_show(struct ulnetd *d, int argc, char **argv, struct ulnetd
 	ulnetd_emit_uint(&e, "drop_length", st.drop_length);
 	ulnetd_emit_uint(&e, "tx_queue_full", st.tx_queue_full);
 	ulnetd_emit_uint(&e, "tx_timeouts", st.tx_timeouts);
+	if (verbose) {
+		/* descriptors handed out vs taken from the heap: flat in steady state (free lists) */
+		ulnetd_emit_uint(&e, "desc_gets", st.desc_gets);
+		ulnetd_emit_uint(&e, "desc_heap_allocs", st.desc_heap_allocs);
+	}
 	ulnetd_emit_end(&e);
 	ulnetd_emit_end(&e);
 	return 0;
+}
+
+/* The o2ib data path with this peer: per size bucket, what transfers cost (WRs, SGEs, bounces,
+ * registrations), and the ratios a reader wants (WRs per transfer, SGEs per WR). */
+static void emit_ratio(struct ulnetd_emit *e, const char *key, uint64_t num, uint64_t den)
+{
+	char v[32];
+
+	snprintf(v, sizeof(v), "%.2f", den ? (double)num / (double)den : 0.0);
+	ulnetd_emit_raw(e, key, v);
+}
+
+static void emit_rdma_stats(struct ulnetd_emit *e, const struct ulnet_peer_rdma_stats *rs)
+{
+	ulnetd_emit_map(e, "rdma");
+	ulnetd_emit_uint(e, "renegotiations", rs->renegotiations);
+	ulnetd_emit_uint(e, "post_rejects", rs->post_rejects);
+	ulnetd_emit_uint(e, "window_waits", rs->window_waits);
+	ulnetd_emit_list(e, "buckets");
+	for (unsigned k = 0; k < ULNET_RDMA_BUCKETS; k++) {
+		const struct ulnet_rdma_bucket *b = &rs->bucket[k];
+
+		ulnetd_emit_map(e, NULL);
+		ulnetd_emit_uint(e, "max_bytes", ulnet_rdma_bucket_max[k]);
+		ulnetd_emit_uint(e, "transfers", b->transfers);
+		ulnetd_emit_uint(e, "wrs", b->wrs);
+		emit_ratio(e, "wrs_per_transfer", b->wrs, b->transfers);
+		ulnetd_emit_uint(e, "max_wrs", b->max_wrs);
+		emit_ratio(e, "sges_per_wr", b->sges, b->wrs);
+		ulnetd_emit_uint(e, "sinks", b->sinks);
+		emit_ratio(e, "frags_per_sink", b->sink_frags, b->sinks);
+		ulnetd_emit_uint(e, "bounces", b->bounces);
+		ulnetd_emit_uint(e, "registrations", b->registrations);
+		ulnetd_emit_end(e);
+	}
+	ulnetd_emit_end(e);
+	ulnetd_emit_end(e);
 }
 
 static int cmd_peer_show(struct ulnetd *d, int argc, char **argv, struct ulnetd_out *out)
@@ -369,6 +414,7 @@ static int cmd_peer_show(struct ulnetd *d, int argc, char **argv, struct ulnetd_
 	for (unsigned i = 0;; i++) {
 		struct ulnet_peer_info p;
 		struct ulnet_peer_limits lim;
+		struct ulnet_peer_rdma_stats rs;
 		char nid[ULNET_NID_STRLEN];
 
 		memset(&p, 0, sizeof(p));
@@ -402,6 +448,8 @@ static int cmd_peer_show(struct ulnetd *d, int argc, char **argv, struct ulnetd_
 				ulnetd_emit_uint(&e, "max_msg_size", lim.max_msg_size);
 				ulnetd_emit_end(&e);
 			}
+			if (ulnet_peer_rdma_stats_get(d->node, &p.nid, &rs) == 0)
+				emit_rdma_stats(&e, &rs);
 		}
 		ulnetd_emit_end(&e);
 		ulnetd_emit_end(&e);
@@ -416,7 +464,7 @@ static const struct ulnetd_cmd lnet_cmds[] = {
 	{ "net show", "[-v] [--net NET] [--json]", "show the local NIs", cmd_net_show },
 	{ "export", "[--json]", "print the running configuration (input for ulnetd -c)", cmd_export },
 	{ "ping", "[PID-]NID [--count N] [--timeout MS] [--json]", "ping a NID and list its NIDs", cmd_ping },
-	{ "stats show", "[--json]", "show the node's message counters", cmd_stats_show },
+	{ "stats show", "[-v] [--json]", "show the node's message counters (-v: descriptor free lists)", cmd_stats_show },
 	{ "peer show", "[-v] [--nid NID] [--json]", "show the peers", cmd_peer_show },
 };
 

@@ -17,7 +17,6 @@
 #include <unistd.h>
 
 #include "ctl_proto.h"
-#include "log.h"
 #include "ulnetd.h"
 
 #define CONTROL_MAX_CLIENTS 64
@@ -280,7 +279,7 @@ static void accept_client(struct ulnetd *d)
 
 			/* the listener stays readable: polling it now would spin a core */
 			getrlimit(RLIMIT_NOFILE, &rl);
-			ULNET_LOG(ULNETD, ERR,
+			ULNET_LOGF(ULNET_LOG_ERR, "ULNETD",
 				  "control: accept: %s (RLIMIT_NOFILE %llu, %u control connections open); pausing the "
 				  "listener for %d ms (raise the limit with ulimit -n)",
 				  strerror(err), (unsigned long long)rl.rlim_cur, pv->n_clients, CONTROL_ACCEPT_PAUSE_MS);
@@ -293,7 +292,7 @@ static void accept_client(struct ulnetd *d)
 			pv->listen_paused = true;
 			return;
 		}
-		ULNET_LOG(ULNETD, ERR, "control: accept: %s", strerror(err));
+		ULNET_LOGF(ULNET_LOG_ERR, "ULNETD", "control: accept: %s", strerror(err));
 		return;
 	}
 	reap_clients(pv, false);

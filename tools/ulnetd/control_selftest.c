@@ -33,48 +33,45 @@ int ulnetd_sst_check_parse(const char *s, enum ulnet_sst_check *out)
 	return 0;
 }
 
-/* ---- result output: one JSON object per line, formatted by the console ---- */
-
-static void json_str(struct ulnetd_out *out, const char *key, const char *s)
-{
-	ulnetd_out_printf(out, "\"%s\":\"", key);
-	for (const char *p = s; *p; p++) {
-		if (*p == '"' || *p == '\\')
-			ulnetd_out_printf(out, "\\%c", *p);
-		else if ((unsigned char)*p >= 0x20)
-			ulnetd_out_write(out, p, 1);
-	}
-	ulnetd_out_printf(out, "\"");
-}
+/* ---- result output: one JSON object per line (the library's writer), formatted by the console ---- */
 
 void ulnetd_sst_result_json(struct ulnetd_out *out, const struct run_out *o, bool progress)
 {
 	const struct ulnet_sst_result *r = &o->r;
+	struct ulnetd_emit e;
+	char secs[32];
 
-	ulnetd_out_printf(out, "{\"progress\":%s,\"test\":\"%s\",\"write\":%s,", progress ? "true" : "false", o->kind,
-			  o->write ? "true" : "false");
-	json_str(out, "from", o->from);
-	ulnetd_out_printf(out, ",");
-	json_str(out, "to", o->to);
-	ulnetd_out_printf(out,
-			  ",\"size\":%u,\"offset\":%u,\"check\":\"%s\",\"concurrency\":%u,\"remote\":%s,"
-			  "\"latency_na\":%s,\"bytes_na\":%s,\"source\":\"%s\",",
-			  o->size, o->offset, o->check ? o->check : "none", o->concurrency, o->remote ? "true" : "false",
-			  o->lat_na ? "true" : "false", o->bytes_na ? "true" : "false", o->source ? o->source : "");
-	ulnetd_out_printf(out,
-			  "\"seconds\":%.6f,\"rpcs_ok\":%llu,\"rpcs_failed\":%llu,"
-			  "\"bytes\":%llu,\"lat_p50_us\":%llu,\"lat_p99_us\":%llu,\"lat_max_us\":%llu,"
-			  "\"timeout\":%llu,\"mismatch\":%llu,\"refused\":%llu,\"peer_gone\":%llu,\"unclassified\":%llu,"
-			  "\"mismatch_offset\":%lld,",
-			  r->seconds, (unsigned long long)r->rpcs_ok,
-			  (unsigned long long)r->rpcs_failed, (unsigned long long)r->bytes,
-			  (unsigned long long)r->lat_p50_us, (unsigned long long)r->lat_p99_us,
-			  (unsigned long long)r->lat_max_us, (unsigned long long)r->timeout,
-			  (unsigned long long)r->mismatch, (unsigned long long)r->refused,
-			  (unsigned long long)r->peer_gone, o->unclassified,
-			  r->mismatch_offset_known ? (long long)r->first_mismatch_offset : -1LL);
-	json_str(out, "first_error", r->first_error);
-	ulnetd_out_printf(out, "}\n");
+	snprintf(secs, sizeof(secs), "%.6f", r->seconds);
+	ulnetd_emit_init(&e, out, true);
+	ulnetd_emit_map(&e, NULL);
+	ulnetd_emit_bool(&e, "progress", progress);
+	ulnetd_emit_str(&e, "test", o->kind);
+	ulnetd_emit_bool(&e, "write", o->write);
+	ulnetd_emit_str(&e, "from", o->from);
+	ulnetd_emit_str(&e, "to", o->to);
+	ulnetd_emit_uint(&e, "size", o->size);
+	ulnetd_emit_uint(&e, "offset", o->offset);
+	ulnetd_emit_str(&e, "check", o->check ? o->check : "none");
+	ulnetd_emit_uint(&e, "concurrency", o->concurrency);
+	ulnetd_emit_bool(&e, "remote", o->remote);
+	ulnetd_emit_bool(&e, "latency_na", o->lat_na);
+	ulnetd_emit_bool(&e, "bytes_na", o->bytes_na);
+	ulnetd_emit_str(&e, "source", o->source ? o->source : "");
+	ulnetd_emit_raw(&e, "seconds", secs);
+	ulnetd_emit_uint(&e, "rpcs_ok", r->rpcs_ok);
+	ulnetd_emit_uint(&e, "rpcs_failed", r->rpcs_failed);
+	ulnetd_emit_uint(&e, "bytes", r->bytes);
+	ulnetd_emit_uint(&e, "lat_p50_us", r->lat_p50_us);
+	ulnetd_emit_uint(&e, "lat_p99_us", r->lat_p99_us);
+	ulnetd_emit_uint(&e, "lat_max_us", r->lat_max_us);
+	ulnetd_emit_uint(&e, "timeout", r->timeout);
+	ulnetd_emit_uint(&e, "mismatch", r->mismatch);
+	ulnetd_emit_uint(&e, "refused", r->refused);
+	ulnetd_emit_uint(&e, "peer_gone", r->peer_gone);
+	ulnetd_emit_uint(&e, "unclassified", o->unclassified);
+	ulnetd_emit_int(&e, "mismatch_offset", r->mismatch_offset_known ? (long long)r->first_mismatch_offset : -1LL);
+	ulnetd_emit_str(&e, "first_error", r->first_error);
+	ulnetd_emit_end(&e);
 }
 
 struct progress_ctx {

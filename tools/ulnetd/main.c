@@ -15,7 +15,6 @@
 #include <sys/signalfd.h>
 #include <unistd.h>
 
-#include "config.h" /* Meson's: ULNET_VERSION */
 #include "ulnetd.h"
 
 static void usage(FILE *f)
@@ -111,7 +110,7 @@ int main(int argc, char **argv)
 		{ NULL, 0, NULL, 0 },
 	};
 	struct ulnetd d = { 0 };
-	struct ulnetd_config *cfg = NULL;
+	struct ulnet_config *cfg = NULL;
 	const char *config = NULL, *control = NULL;
 	char err[1024];
 	sigset_t set;
@@ -127,7 +126,7 @@ int main(int argc, char **argv)
 				return 2;
 			break;
 		case 'h': usage(stdout); return 0;
-		case 'V': printf("ulnetd %s (ulnet %s)\n", ULNET_VERSION, ulnet_version()); return 0;
+		case 'V': printf("ulnetd %s\n", ulnet_version()); return 0;
 		default: usage(stderr); return 2;
 		}
 	}
@@ -141,7 +140,7 @@ int main(int argc, char **argv)
 		usage(stderr);
 		return 2;
 	}
-	if ((rc = ulnetd_config_load(config, &cfg, err, sizeof(err)))) {
+	if ((rc = ulnet_config_load(config, &cfg, err, sizeof(err)))) {
 		fprintf(stderr, "ulnetd: %s\n", err);
 		return 1;
 	}
@@ -165,18 +164,9 @@ int main(int argc, char **argv)
 		goto out_cfg;
 	}
 
-	if ((rc = ulnet_node_open(&cfg->opts, &d.node))) {
-		fprintf(stderr, "ulnetd: %s: cannot open the node: %s\n", config, ulnet_strerror(rc));
+	if ((rc = ulnet_config_node_open(cfg, &d.node, err, sizeof(err)))) {
+		fprintf(stderr, "ulnetd: %s\n", err);
 		goto out_sig;
-	}
-	for (size_t i = 0; i < cfg->n_nis; i++) {
-		const struct ulnetd_ni_entry *ni = &cfg->nis[i];
-
-		if ((rc = ulnet_ni_add(d.node, &ni->conf))) {
-			fprintf(stderr, "ulnetd: %s:%u: cannot add NI %s: %s\n", config, ni->line,
-				ni->conf.nid ? ni->conf.nid : ni->conf.net, ulnet_strerror(rc));
-			goto out_node;
-		}
 	}
 
 	if ((rc = ulnetd_control_init(&d)) || (rc = ulnetd_lnet_register(&d))) {
@@ -210,11 +200,10 @@ int main(int argc, char **argv)
 	stop_watchdog_arm(sigfd);
 out_ctl:
 	ulnetd_control_fini(&d); /* joins every handler before the node goes away */
-out_node:
 	ulnet_node_close(d.node);
 out_sig:
 	close(sigfd);
 out_cfg:
-	ulnetd_config_free(cfg);
+	ulnet_config_free(cfg);
 	return status;
 }

@@ -83,201 +83,42 @@ int ulnetd_errorf(struct ulnetd_out *out, int rc, const char *fmt, ...)
 	return rc;
 }
 
-/* ---- emitter ---- */
+/* ---- emitter: the library's writer, into the handler's output ---- */
 
-static void pad(struct ulnetd_out *out, int n)
+static void out_sink(void *arg, const char *s, size_t len)
 {
-	static const char sp[] = "                                                                ";
-
-	while (n > 0) {
-		int k = n < (int)sizeof(sp) - 1 ? n : (int)sizeof(sp) - 1;
-
-		ulnetd_out_write(out, sp, (size_t)k);
-		n -= k;
-	}
-}
-
-static void json_str(struct ulnetd_out *out, const char *s)
-{
-	ulnetd_out_write(out, "\"", 1);
-	for (; *s; s++) {
-		unsigned char c = (unsigned char)*s;
-
-		if (c == '"' || c == '\\')
-			ulnetd_out_printf(out, "\\%c", c);
-		else if (c == '\n')
-			ulnetd_out_write(out, "\\n", 2);
-		else if (c == '\t')
-			ulnetd_out_write(out, "\\t", 2);
-		else if (c < 0x20)
-			ulnetd_out_printf(out, "\\u%04x", c);
-		else
-			ulnetd_out_write(out, (const char *)&c, 1);
-	}
-	ulnetd_out_write(out, "\"", 1);
-}
-
-/* Plain YAML scalars are fine for NIDs, names and paths; quote what YAML would read otherwise. */
-static bool yaml_needs_quotes(const char *s)
-{
-	static const char *const words[] = { "true", "false", "yes", "no", "on", "off", "null", "~",
-					     "True", "False", "Yes", "No", "On", "Off", "Null", "NULL" };
-
-	if (!*s || strchr("-?:,[]{}#&*!|>'\"%@` ", s[0]) || s[strlen(s) - 1] == ' ')
-		return true;
-	if (strstr(s, ": ") || strstr(s, " #") || s[strlen(s) - 1] == ':')
-		return true;
-	for (const char *p = s; *p; p++)
-		if ((unsigned char)*p < 0x20 || *p == '"' || *p == '\\')
-			return true;
-	for (size_t i = 0; i < sizeof(words) / sizeof(words[0]); i++)
-		if (!strcmp(s, words[i]))
-			return true;
-	return false;
+	ulnetd_out_write(arg, s, len);
 }
 
 void ulnetd_emit_init(struct ulnetd_emit *e, struct ulnetd_out *out, bool json)
 {
-	memset(e, 0, sizeof(*e));
 	e->out = out;
-	e->json = json;
-}
-
-/* Start an entry in the current container: JSON comma and key; YAML indentation and key. @inline_val
- * says the value follows on the same line (a scalar). */
-static void entry(struct ulnetd_emit *e, const char *key, bool inline_val)
-{
-	struct ulnetd_out *o = e->out;
-
-	if (!e->depth)
-		return; /* the root */
-	if (e->json) {
-		if (e->st[e->depth - 1].count++)
-			ulnetd_out_write(o, ",", 1);
-		if (e->st[e->depth - 1].kind == 'm') {
-			json_str(o, key ? key : "");
-			ulnetd_out_write(o, ":", 1);
-		}
-		return;
-	}
-	if (e->st[e->depth - 1].kind == 'm') {
-		if (e->st[e->depth - 1].dash_pending)
-			e->st[e->depth - 1].dash_pending = false;
-		else
-			pad(o, e->st[e->depth - 1].col);
-		ulnetd_out_printf(o, "%s:%s", key ? key : "", inline_val ? " " : "\n");
-	} else {
-		pad(o, e->st[e->depth - 1].col);
-		ulnetd_out_write(o, "- ", 2);
-	}
-	e->st[e->depth - 1].count++;
-}
-
-static void push(struct ulnetd_emit *e, char kind, const char *key)
-{
-	int col = 0;
-	bool dash = false;
-
-	if (e->depth == ULNETD_EMIT_DEPTH) {
-		e->out->err = -E2BIG;
-		return;
-	}
-	if (e->depth) {
-		const __typeof__(e->st[0]) *top = &e->st[e->depth - 1];
-
-		if (top->kind == 'l') {
-			/* list item: a mapping starts on the dash line; a list in a list gets its own line */
-			entry(e, NULL, kind == 'm');
-			col = top->col + 2;
-			dash = kind == 'm';
-			if (kind == 'l' && !e->json)
-				ulnetd_out_write(e->out, "\n", 1);
-		} else {
-			entry(e, key, false);
-			col = kind == 'm' ? top->col + 4 : (top->col ? top->col + 2 : 4);
-		}
-	}
-	if (e->json)
-		ulnetd_out_write(e->out, kind == 'm' ? "{" : "[", 1);
-	e->st[e->depth].kind = kind;
-	e->st[e->depth].col = col;
-	e->st[e->depth].dash_pending = dash;
-	e->st[e->depth].count = 0;
-	e->depth++;
+	ulnet_writer_init(&e->w, out_sink, out, json);
 }
 
 void ulnetd_emit_map(struct ulnetd_emit *e, const char *key)
 {
-	push(e, 'm', key);
+	ulnet_writer_map(&e->w, key);
+	if (e->w.overflow)
+		e->out->err = -E2BIG;
 }
 
 void ulnetd_emit_list(struct ulnetd_emit *e, const char *key)
 {
-	push(e, 'l', key);
+	ulnet_writer_list(&e->w, key);
+	if (e->w.overflow)
+		e->out->err = -E2BIG;
 }
 
-void ulnetd_emit_end(struct ulnetd_emit *e)
-{
-	if (!e->depth)
-		return;
-	e->depth--;
-	if (e->json) {
-		ulnetd_out_write(e->out, e->st[e->depth].kind == 'm' ? "}" : "]", 1);
-		if (!e->depth)
-			ulnetd_out_write(e->out, "\n", 1);
-	} else if (e->st[e->depth].dash_pending) {
-		ulnetd_out_write(e->out, "{}\n", 3); /* an empty list item */
-	}
-}
-
-static void scalar(struct ulnetd_emit *e, const char *key, const char *val, bool quote_json)
-{
-	entry(e, key, true);
-	if (e->json) {
-		if (quote_json)
-			json_str(e->out, val);
-		else
-			ulnetd_out_write(e->out, val, strlen(val));
-		return;
-	}
-	if (quote_json && yaml_needs_quotes(val)) {
-		json_str(e->out, val); /* a JSON string is a valid double-quoted YAML scalar */
-	} else {
-		ulnetd_out_write(e->out, val, strlen(val));
-	}
-	ulnetd_out_write(e->out, "\n", 1);
-}
-
-void ulnetd_emit_str(struct ulnetd_emit *e, const char *key, const char *val)
-{
-	scalar(e, key, val ? val : "", true);
-}
-
-void ulnetd_emit_raw(struct ulnetd_emit *e, const char *key, const char *val)
-{
-	scalar(e, key, val, false);
-}
-
-void ulnetd_emit_int(struct ulnetd_emit *e, const char *key, long long val)
-{
-	char b[32];
-
-	snprintf(b, sizeof(b), "%lld", val);
-	scalar(e, key, b, false);
-}
-
+void ulnetd_emit_end(struct ulnetd_emit *e) { ulnet_writer_end(&e->w); }
+void ulnetd_emit_str(struct ulnetd_emit *e, const char *key, const char *val) { ulnet_writer_str(&e->w, key, val); }
+void ulnetd_emit_raw(struct ulnetd_emit *e, const char *key, const char *val) { ulnet_writer_raw(&e->w, key, val); }
+void ulnetd_emit_int(struct ulnetd_emit *e, const char *key, long long val) { ulnet_writer_int(&e->w, key, val); }
 void ulnetd_emit_uint(struct ulnetd_emit *e, const char *key, unsigned long long val)
 {
-	char b[32];
-
-	snprintf(b, sizeof(b), "%llu", val);
-	scalar(e, key, b, false);
+	ulnet_writer_uint(&e->w, key, val);
 }
-
-void ulnetd_emit_bool(struct ulnetd_emit *e, const char *key, bool val)
-{
-	scalar(e, key, e->json ? (val ? "true" : "false") : (val ? "True" : "False"), false);
-}
+void ulnetd_emit_bool(struct ulnetd_emit *e, const char *key, bool val) { ulnet_writer_bool(&e->w, key, val); }
 
 /* ---- options ---- */
 

@@ -47,15 +47,16 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <ulnet/ulnet.h>
+#include <ulnet/writer.h>
 
-#include "ulnetd_config.h"
+#include <ulnet/config_file.h>
 
 struct ulnetd_priv; /* control.c: registry, clients, listening socket */
 
 /* The daemon. Fields are set by main.c before any handler runs and never change after. */
 struct ulnetd {
 	ulnet_node *node;                 /* the node this daemon runs */
-	const struct ulnetd_config *cfg;  /* the parsed configuration file */
+	const struct ulnet_config *cfg;  /* the parsed configuration file */
 	const char *config_path;          /* as given with -c */
 	const char *control_path;         /* the control socket in use (--control wins over the file) */
 	int verbose;                      /* number of -v */
@@ -84,20 +85,12 @@ int ulnetd_out_flush(struct ulnetd_out *out);
  * written is still delivered before the error. */
 __attribute__((format(printf, 3, 4))) int ulnetd_errorf(struct ulnetd_out *out, int rc, const char *fmt, ...);
 
-/* Structured output in two renderings from the same calls: lnetctl's YAML layout (mapping children
- * +4 columns, list dashes +4 under a top-level key and +2 below that, the first key of a list item on
- * the dash line) or compact JSON on one line. @key is NULL for list items and for the root. */
-#define ULNETD_EMIT_DEPTH 16
+/* Structured output: the library's one YAML/JSON writer (ulnet/writer.h: lnetctl's YAML layout or
+ * compact JSON on one line, from the same calls; control characters escaped), into @out. @key is NULL
+ * for list items and for the root. */
 struct ulnetd_emit {
 	struct ulnetd_out *out;
-	bool json;
-	int depth;
-	struct {
-		char kind;        /* 'm' mapping, 'l' list */
-		int col;          /* YAML: key column (mapping) or dash column (list) */
-		bool dash_pending;/* YAML: the "- " of this list item is written; next key goes after it */
-		unsigned count;   /* entries so far (JSON commas) */
-	} st[ULNETD_EMIT_DEPTH];
+	struct ulnet_writer w;
 };
 void ulnetd_emit_init(struct ulnetd_emit *e, struct ulnetd_out *out, bool json);
 void ulnetd_emit_map(struct ulnetd_emit *e, const char *key);

@@ -192,6 +192,7 @@ bool shm_peer_alive(const struct fab_cm_id *id);
 int shm_create_id(struct fab_dev *dev, void *context, struct fab_cm_id **out);
 void shm_destroy_id(struct fab_cm_id *id);
 void shm_set_context(struct fab_cm_id *id, void *context);
+int shm_bind_src(struct fab_cm_id *id, bool privileged);
 int shm_listen(struct fab_cm_id *id, const struct sockaddr_in *addr, int backlog);
 int shm_connect(struct fab_cm_id *id, const struct sockaddr_in *dst, const void *pdata, size_t len, int timeout_ms);
 int shm_accept(struct fab_cm_id *id, const void *pdata, size_t len);
@@ -204,6 +205,7 @@ void shm_id_teardown(struct fab_cm_id *id, int status);
 
 /* shm_qp.c */
 int shm_create_qp(struct fab_cm_id *id, const struct fab_qp_attr *attr, void *context, struct fab_qp **out);
+void shm_qp_query(const struct fab_qp *qp, struct fab_qp_attr *attr);
 void shm_qp_free(struct fab_qp *qp);
 int shm_post_recv(struct fab_qp *qp, const struct fab_recv_wr *wr, const struct fab_recv_wr **bad);
 int shm_post_send(struct fab_qp *qp, const struct fab_send_wr *wr, const struct fab_send_wr **bad);

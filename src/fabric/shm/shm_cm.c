@@ -246,6 +246,14 @@ void shm_destroy_id(struct fab_cm_id *id)
 	free(id);
 }
 
+/* Unix-domain names have no source ports: nothing to bind. */
+int shm_bind_src(struct fab_cm_id *id, bool privileged)
+{
+	(void)id;
+	(void)privileged;
+	return 0;
+}
+
 int shm_listen(struct fab_cm_id *id, const struct sockaddr_in *addr, int backlog)
 {
 	struct sockaddr_un un;

@@ -13,14 +13,12 @@
 #include <time.h>
 #include <unistd.h>
 #include "log.h"
+#include "lnd.h" /* ulnet__now_ns */
 #include "shm.h"
 
 uint64_t shm_now_ns(void)
 {
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+	return ulnet__now_ns(); /* the core's one clock */
 }
 
 /* Let peers of the same user read and write our registered memory under Yama (ptrace_scope 1). */
@@ -227,12 +225,8 @@ static bool cq_ready(const struct fab_dev *dev, uint64_t now)
 void shm_dev_signal(struct fab_dev *dev)
 {
 	bool want = dev->ev_len || (dev->cq_len && (!dev->cq[dev->cq_head].ready_ns || cq_ready(dev, shm_now_ns())));
-	uint64_t v = 1;
 
-	if (want == dev->ev_signaled)
-		return;
-	if (want ? write(dev->evfd, &v, sizeof(v)) == sizeof(v) : read(dev->evfd, &v, sizeof(v)) == sizeof(v))
-		dev->ev_signaled = want;
+	fab_evfd_level(dev->evfd, &dev->ev_signaled, want);
 }
 
 int shm_ep_set(struct fab_cm_id *id, uint32_t events)
@@ -339,8 +333,10 @@ const struct fab_provider_ops fab_shm_ops = {
 	.create_id = shm_create_id,
 	.destroy_id = shm_destroy_id,
 	.set_context = shm_set_context,
+	.bind_src = shm_bind_src,
 	.listen = shm_listen,
 	.create_qp = shm_create_qp,
+	.qp_query = shm_qp_query,
 	.connect = shm_connect,
 	.accept = shm_accept,
 	.reject = shm_reject,

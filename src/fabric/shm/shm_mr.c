@@ -79,33 +79,17 @@ void shm_seg_fill(const struct iovec *ranges, unsigned n, struct shm_seg *segs)
 
 int shm_reg_mr(struct fab_dev *dev, const struct iovec *ranges, unsigned n, unsigned access, struct fab_mr *out)
 {
-	const unsigned all = FAB_ACCESS_LOCAL_WRITE | FAB_ACCESS_REMOTE_WRITE | FAB_ACCESS_REMOTE_READ;
 	struct shm_mr_entry *e;
 	struct shm_seg *segs = NULL;
-	uint64_t total = 0;
+	uint64_t total;
 	uint32_t idx, gen;
 	unsigned nseg;
+	int rc;
 
-	if (n == 0 || n > 1024 || (access & ~all))
+	if (n > 1024)
 		return -EINVAL;
-	/* verbs: remote write needs local write */
-	if ((access & FAB_ACCESS_REMOTE_WRITE) && !(access & FAB_ACCESS_LOCAL_WRITE))
-		return -EINVAL;
-	for (unsigned i = 0; i < n; i++) {
-		if (!ranges[i].iov_len || !ranges[i].iov_base)
-			return -EINVAL;
-		total += ranges[i].iov_len;
-	}
-	if (total > dev->lim.max_mr_size) {
-		ULNET_LOG(FABRIC, ERR, "shm: region of %llu bytes over max_mr_size %llu (lnd tunable device: "
-			  "max_mr_size)", (unsigned long long)total, (unsigned long long)dev->lim.max_mr_size);
-		return -E2BIG;
-	}
-	if (dev->n_mr >= dev->lim.max_mr) {
-		ULNET_LOG(FABRIC, ERR, "shm: %u regions registered, max_mr %u (lnd tunable device: max_mr)",
-			  dev->n_mr, dev->lim.max_mr);
-		return -ENOSPC;
-	}
+	if ((rc = fab_reg_check("shm", &dev->lim, ranges, n, access, dev->n_mr, &total)))
+		return rc;
 	/* ranges that touch become one segment (the region's bytes are the same): a buffer registered
 	 * page by page is one segment, which a peer's RDMA reaches without reading a segment list */
 	nseg = shm_seg_count(ranges, n);

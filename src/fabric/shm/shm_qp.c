@@ -20,6 +20,11 @@
 #define SHM_SEND_HDR 4 /* in front of every SEND: a zero-length message must not read as EOF */
 #define SHM_SEND_TYPE 0x53
 
+void shm_qp_query(const struct fab_qp *qp, struct fab_qp_attr *attr)
+{
+	*attr = (struct fab_qp_attr){.max_send_wr = qp->sq_depth, .max_recv_wr = qp->rq_depth};
+}
+
 int shm_create_qp(struct fab_cm_id *id, const struct fab_qp_attr *attr, void *context, struct fab_qp **out)
 {
 	const struct fab_limits *lim = &id->dev->lim;

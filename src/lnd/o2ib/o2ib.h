@@ -13,6 +13,7 @@
 #include "lnd.h"
 #include "list.h"
 #include "o2ib_conn_policy.h"
+#include "o2ib_plan.h"
 #include "o2ib_wire.h"
 
 #define O2IB_PEER_BUCKETS 64u
@@ -26,6 +27,20 @@ struct o2ib_tun {
 	int map_on_demand;
 	int timeout;           /* s */
 	int keepalive;         /* s, 0 off */
+	int max_frags;         /* RDMA fragments per transfer proposed and accepted */
+	int max_peers;         /* peers remembered at once (idle ones are forgotten first) */
+	int use_privileged_port;
+};
+
+/* A bounce buffer (lnet-wire.md §3.6): LNET_MTU bytes, registered for local access once; a sink that
+ * uses one registers it again, with remote write, for that transfer only. */
+#define O2IB_BOUNCE_SIZE (1u << 20)
+#define O2IB_BOUNCE_POOL 8u        /* kept for reuse; more in flight are made and freed per transfer */
+struct o2ib_bounce {
+	struct ulnet_list link;
+	uint8_t *buf;
+	struct fab_mr mr;          /* local access */
+	bool pooled;               /* goes back to net->bounces when released */
 };
 
 struct o2ib_net {
@@ -38,11 +53,15 @@ struct o2ib_net {
 	struct o2ib_local me;  /* nid4, incarnation, negotiation tunables */
 	struct sockaddr_in addr;
 	struct ulnet_list peers[O2IB_PEER_BUCKETS];
+	uint32_t npeers;
 	struct ulnet_list pending; /* accepted conns waiting for ESTABLISHED (not yet their peer's conn) */
 	struct ulnet_list zombies; /* closed conns waiting for their id to go and their rxs to come back */
 	bool shutting_down;
 	bool in_progress, progress_again; /* o2ib_progress running / asked to go round again */
+	bool in_tick;               /* walking the peer table: no peer may be forgotten under it */
 	uint64_t cookies;
+	struct ulnet_list bounces; /* free pooled bounce buffers */
+	uint32_t nbounces;         /* pooled ones (free or in use) */
 };
 
 struct o2ib_conn;
@@ -59,9 +78,13 @@ struct o2ib_peer {
 	uint16_t last_version;      /* 0 = never connected */
 	uint64_t last_stamp;        /* the peer's incarnation as last seen */
 	uint32_t races;             /* CONN_RACE rejects we sent it */
+	uint32_t accepting;         /* its passive conns waiting for ESTABLISHED: no active connect meanwhile */
+	uint32_t nconns;            /* conns naming it (any state, zombies too): it stays while > 0 */
+	uint64_t busy_ns;           /* last time it had a conn or a queued message (idle since then) */
 	uint64_t retry_at_ns;       /* RETRY_LATER: reconnect after this */
 	struct ulnet_peer_limits limits; /* negotiated, for lnd_query_peer */
 	bool have_limits;
+	struct ulnet_peer_rdma_stats stats;
 };
 
 enum o2ib_conn_state { O2IB_CONN_ACTIVE_CONNECT = 1, O2IB_CONN_PASSIVE_WAIT, O2IB_CONN_ESTABLISHED,
@@ -81,8 +104,12 @@ struct o2ib_tx {
 	int status;                 /* what the lntmsgs get when done */
 	struct fab_mr mr;           /* the message's memory (its MD's registration, or one for this tx) */
 	bool mr_ok;                 /* mr is this tx's own: deregister when done */
-	uint32_t rdma_nob;          /* > 0: RDMA WRITE this many bytes of mr into rd before the SEND */
-	struct o2ib_rdma_desc rd;
+	struct o2ib_xfer *xfer;     /* source side: the planned WRITEs, posted in windows before the SEND */
+	struct o2ib_bounce *bounce; /* the transfer goes through this bounce buffer */
+	struct iovec *sink_iov;     /* a bounced sink: where the bytes go when the peer says it is done */
+	unsigned sink_niov;
+	uint32_t sink_nob;
+	bool advertise;             /* GET_REQ: describe the sink once the connection (its max_frags) is known */
 	struct o2ib_msg msg;        /* packed when posted: credits, version and stamps are the conn's then */
 	uint8_t payload[O2IB_IMMEDIATE_MAX_PAYLOAD]; /* msg.u.immediate.payload points here */
 };
@@ -111,6 +138,7 @@ struct o2ib_conn {
 	struct ulnet_list txq_nocred;
 	struct ulnet_list waitq;    /* txs waiting for the peer's answer */
 	uint32_t nrx, nslots, rx_held, sq_size, sq_used;
+	uint32_t xfers_stalled;     /* slotted transfers whose next window waits for send-queue room */
 	uint32_t *slot_wrs;         /* send-queue WRs a slot's completion frees (its WRITEs + the SEND) */
 	struct fab_send_wr *wrs;    /* one transfer's chain being built (O2IB_RD_FRAGS_CAP + 1) */
 	struct fab_sge *sges;
@@ -124,8 +152,30 @@ struct o2ib_conn {
 };
 
 /* o2ib_lnd.c */
+/* The peer of @nid; with @create, a new one if unknown. NULL: unknown, or (@create) no memory or the
+ * table is at max_peers with no idle peer to forget (logged). */
 struct o2ib_peer *o2ib_peer_find(struct o2ib_net *net, const struct ulnet_nid *nid, bool create);
 void o2ib_tx_done(struct o2ib_net *net, struct o2ib_tx *tx, int status);
+
+/* The source side of one transfer as o2ib_plan_source planned it: the WRITEs as they are posted. */
+struct o2ib_xfer {
+	struct fab_send_wr *wrs;
+	struct fab_sge *sges;
+	uint32_t nwrs, next;        /* WRs; the first not yet posted */
+	uint32_t room;              /* window: send-queue slots one window may use, its SEND included */
+};
+/* The next window of @x (WRs from x->next, wr_id @wr_id, chained, the last one's next NULL): the count
+ * (0: only the SEND is left), *@final when the SEND goes with it. o2ib_xfer_posted() advances. */
+uint32_t o2ib_xfer_window(struct o2ib_xfer *x, uint64_t wr_id, struct fab_send_wr **first, struct fab_send_wr **last,
+			  bool *final);
+void o2ib_xfer_posted(struct o2ib_xfer *x, uint32_t n);
+/* Tests: called with every chain the LND hands the provider (NULL: none). */
+extern void (*o2ib_post_observer)(const struct o2ib_conn *conn, const struct o2ib_tx *tx, const struct fab_send_wr *chain);
+/* Free what a tx holds for its transfer (xfer, bounce, sink copy list). */
+void o2ib_tx_release(struct o2ib_net *net, struct o2ib_tx *tx);
+/* GET_REQ queued on @conn: describe its sink with the conn's max_frags. 0, or the tx is done (failed). */
+int o2ib_tx_advertise(struct o2ib_conn *conn, struct o2ib_tx *tx);
+void o2ib_bounce_pool_free(struct o2ib_net *net);
 
 /* o2ib_rdma.c: the rendezvous (PUT_REQ/PUT_ACK/PUT_NAK/PUT_DONE, GET_REQ/GET_DONE) */
 int o2ib_mem_reg(struct o2ib_net *net, const struct iovec *iov, unsigned niov, uint32_t nob, unsigned access,

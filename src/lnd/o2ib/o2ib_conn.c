@@ -15,7 +15,6 @@
 #define WR_TX (1ull << 32)   /* wr_id: TX | send slot, or the receive index */
 #define WR_RDMA (1ull << 33) /* an unsignalled WRITE of a slot's transfer (seen only on errors) */
 #define SQ_RDMA_ROOM 258u    /* send-queue WRs beyond the SEND slots: one transfer's WRITEs */
-#define CONN_RETRY_NS NS_PER_S
 
 static const struct fab_provider_ops *fab_of(const struct o2ib_conn *c) { return c->net->fab; }
 
@@ -34,6 +33,7 @@ static struct o2ib_conn *conn_alloc(struct o2ib_net *net, struct o2ib_peer *peer
 		return NULL;
 	conn->net = net;
 	conn->peer = peer;
+	peer->nconns++;
 	ulnet_list_init(&conn->txq);
 	ulnet_list_init(&conn->txq_nocred);
 	ulnet_list_init(&conn->waitq);
@@ -75,8 +75,8 @@ static int conn_setup_qp(struct o2ib_conn *conn, uint16_t depth)
 	conn->rxs = calloc(conn->nrx, sizeof(*conn->rxs));
 	conn->slots = calloc(conn->nslots, sizeof(*conn->slots));
 	conn->slot_wrs = calloc(conn->nslots, sizeof(*conn->slot_wrs));
-	conn->wrs = calloc(O2IB_RD_FRAGS_CAP + 1, sizeof(*conn->wrs));
-	conn->sges = calloc(O2IB_RD_FRAGS_CAP + 1, sizeof(*conn->sges));
+	conn->wrs = calloc(1, sizeof(*conn->wrs));   /* the SEND; WRITEs live in each tx's o2ib_xfer */
+	conn->sges = calloc(1, sizeof(*conn->sges));
 	if (!conn->rx_area || !conn->tx_area || !conn->rxs || !conn->slots || !conn->slot_wrs || !conn->wrs ||
 	    !conn->sges)
 		return -ENOMEM;
@@ -92,6 +92,10 @@ static int conn_setup_qp(struct o2ib_conn *conn, uint16_t depth)
 	conn->tx_mr_ok = true;
 	if ((rc = f->create_qp(conn->id, &attr, conn, &conn->qp)))
 		return rc;
+	f->qp_query(conn->qp, &attr); /* a device may have made a smaller send queue */
+	conn->sq_size = attr.max_send_wr;
+	if (conn->nslots > conn->sq_size)
+		conn->nslots = conn->sq_size;
 	for (uint32_t i = 0; i < conn->nrx; i++) {
 		conn->rxs[i].conn = conn;
 		conn->rxs[i].idx = i;
@@ -106,6 +110,8 @@ static void conn_free(struct o2ib_conn *conn)
 {
 	const struct fab_provider_ops *f = fab_of(conn);
 
+	if (conn->peer)
+		conn->peer->nconns--;
 	if (conn->rx_mr_ok)
 		f->dereg_mr(conn->net->dev, &conn->rx_mr);
 	if (conn->tx_mr_ok)
@@ -167,6 +173,7 @@ void o2ib_reap_zombies(struct o2ib_net *net)
 
 static void peer_failed(struct o2ib_peer *peer, int status)
 {
+	peer->act.attempts = 0; /* the next message starts afresh */
 	fail_list(peer->net, &peer->txq, status);
 	if (!peer->net->shutting_down)
 		ulnet__peer_down(peer->net->ni, &peer->nid, status);
@@ -179,8 +186,10 @@ void o2ib_conn_close(struct o2ib_conn *conn, int status, const char *why)
 
 	if (conn->state == O2IB_CONN_CLOSING)
 		return;
-	if (conn->state == O2IB_CONN_PASSIVE_WAIT)
+	if (conn->state == O2IB_CONN_PASSIVE_WAIT) {
 		ulnet_list_del(&conn->link);
+		conn->peer->accepting--;
+	}
 	if (why)
 		ULNET_LOG(O2IB, ERR, "%s: closing the connection (%s): %s", peer_str(conn, ns, sizeof(ns)),
 			  strerror(-status), why);
@@ -226,10 +235,11 @@ static int connect_attempt(struct o2ib_peer *peer)
 	if (!conn)
 		return -ENOMEM;
 	if ((rc = f->create_id(net->dev, conn, &conn->id))) {
-		free(conn);
+		conn_free(conn);
 		return rc;
 	}
-	if ((rc = conn_setup_qp(conn, peer->act.queue_depth)))
+	if ((rc = f->bind_src(conn->id, net->tun.use_privileged_port)) ||
+	    (rc = conn_setup_qp(conn, peer->act.queue_depth)))
 		goto fail;
 	o2ib_active_connreq(&net->me, &peer->act, &m);
 	n = o2ib_msg_pack(&m, false, pd, sizeof(pd));
@@ -241,7 +251,6 @@ static int connect_attempt(struct o2ib_peer *peer)
 		goto fail;
 	conn->state = O2IB_CONN_ACTIVE_CONNECT;
 	peer->conn = conn;
-	peer->act.attempts++;
 	return 0;
 fail:
 	conn_destroy_id(conn);
@@ -254,7 +263,8 @@ int o2ib_connect(struct o2ib_peer *peer)
 	char ns[ULNET_NID_STRLEN];
 	int rc;
 
-	o2ib_active_init(&peer->net->me, peer->nid4, peer->last_version, peer->last_stamp, &peer->act);
+	if (!peer->act.attempts) /* else a retry scheduled after a reject: keep what it renegotiated */
+		o2ib_active_init(&peer->net->me, peer->nid4, peer->last_version, peer->last_stamp, &peer->act);
 	rc = connect_attempt(peer);
 	if (rc) {
 		ULNET_LOG(O2IB, ERR, "%s: cannot start a connection: %s", o2ib_nid_str(&peer->nid, ns, sizeof(ns)),
@@ -311,6 +321,8 @@ void o2ib_conn_queue(struct o2ib_conn *conn, struct o2ib_tx *tx)
 {
 	bool nocred = !needs_credit(conn, tx->msg.type);
 
+	if (tx->advertise && o2ib_tx_advertise(conn, tx))
+		return; /* no description for its sink: the tx is done with that error */
 	if (!tx->deadline_ns)
 		tx->deadline_ns = ulnet__now_ns() + (uint64_t)conn->net->tun.timeout * NS_PER_S;
 	ulnet_list_add_tail(&tx->link, nocred ? &conn->txq_nocred : &conn->txq);
@@ -323,94 +335,113 @@ static int max_sends(const struct o2ib_conn *conn)
 	return c < (int)conn->nslots ? c : (int)conn->nslots;
 }
 
-/* The WRITEs of @tx's transfer: one per remote fragment, one SGE each (the local region is
- * contiguous in its own address space). Returns the count; fills up to @cap. */
-static uint32_t rdma_wrs(const struct o2ib_tx *tx, struct fab_send_wr *wrs, struct fab_sge *sges, uint32_t cap,
-			 uint32_t slot)
-{
-	uint64_t done = 0;
-	uint32_t n = 0;
-
-	for (uint32_t i = 0; i < tx->rd.nfrags && done < tx->rdma_nob; i++) {
-		uint64_t len = tx->rd.frags[i].nob;
-
-		if (len > tx->rdma_nob - done)
-			len = tx->rdma_nob - done;
-		if (!len)
-			continue;
-		if (n < cap) {
-			sges[n] = (struct fab_sge){ tx->mr.addr + done, (uint32_t)len, tx->mr.lkey };
-			wrs[n] = (struct fab_send_wr){ .wr_id = WR_TX | WR_RDMA | slot, .opcode = FAB_WR_RDMA_WRITE,
-						       .sg_list = &sges[n], .num_sge = 1,
-						       .remote_addr = tx->rd.frags[i].addr, .rkey = tx->rd.key };
-			if (n)
-				wrs[n - 1].next = &wrs[n];
-		}
-		n++;
-		done += len;
-	}
-	return n;
-}
-
-/* Post @tx on a free send slot with the credits we owe, its WRITEs first. 0, 1 (no slot or no
- * send-queue room free), or -errno. */
-static int post_tx(struct o2ib_conn *conn, struct o2ib_tx *tx, int credit)
+/* Post what @tx has next on send slot @s: the next window of its RDMA WRITEs (o2ib_xfer_window) and,
+ * with the last one, the message itself. The slot is the tx's from its first window to its SEND's
+ * completion; each window is posted only when the send queue has room for all of it, and the next one
+ * waits for its completion (its last WRITE is signalled). 0, 1 (no room: nothing posted), or -errno. */
+static int post_window(struct o2ib_conn *conn, struct o2ib_tx *tx, uint32_t s, int credit)
 {
 	struct o2ib_net *net = conn->net;
-	struct fab_send_wr *wrs = conn->wrs, *wr;
-	struct fab_sge *sges = conn->sges;
+	struct fab_send_wr *first = NULL, *last = NULL, *wr = conn->wrs;
+	struct fab_sge *sge = conn->sges;
 	const struct fab_send_wr *bad;
+	bool final = true;
+	uint32_t nw = 0;
 	uint8_t *buf;
-	uint32_t s, nw = 0;
 	int n, rc;
+
+	if (tx->xfer)
+		nw = o2ib_xfer_window(tx->xfer, WR_TX | WR_RDMA | s, &first, &last, &final);
+	if (nw + final > conn->sq_size - conn->sq_used) {
+		conn->peer->stats.window_waits += nw > 0;
+		return nw + final > conn->sq_size ? -EMSGSIZE : 1;
+	}
+	if (final) {
+		buf = conn->tx_area + (size_t)s * O2IB_MSG_SIZE;
+		tx->msg.version = conn->version;
+		tx->msg.credits = (uint8_t)conn->outstanding_credits;
+		tx->msg.srcnid = net->me.nid;
+		tx->msg.srcstamp = net->me.stamp;
+		tx->msg.dstnid = conn->peer->nid4;
+		tx->msg.dststamp = conn->peer_stamp;
+		n = o2ib_msg_pack(&tx->msg, false, buf, O2IB_MSG_SIZE);
+		if (n < 0)
+			return n;
+		*sge = (struct fab_sge){ (uint64_t)(uintptr_t)buf, (uint32_t)n, conn->tx_mr.lkey };
+		*wr = (struct fab_send_wr){ .wr_id = WR_TX | s, .opcode = FAB_WR_SEND, .signaled = true, .sg_list = sge,
+					    .num_sge = 1 };
+		if (last)
+			last->next = wr;
+		else
+			first = wr;
+	}
+	if ((rc = fab_of(conn)->post_send(conn->qp, first, &bad))) {
+		conn->peer->stats.post_rejects++;
+		return rc; /* (a provider error, not a full queue: the room was checked) */
+	}
+	if (o2ib_post_observer)
+		o2ib_post_observer(conn, tx, first);
+	fab_of(conn)->progress(net->dev); /* fabric.h: after posting (handled when the fd wakes the loop) */
+	if (tx->xfer)
+		o2ib_xfer_posted(tx->xfer, nw);
+	if (tx->slot < 0) {
+		conn->slots[s] = tx;
+		tx->slot = (int)s;
+		conn->nsends_posted++;
+		if (tx->waiting)
+			ulnet_list_add_tail(&tx->link, &conn->waitq);
+	}
+	conn->slot_wrs[s] = nw + final;
+	conn->sq_used += nw + final;
+	if (final) {
+		conn->credits -= credit;
+		conn->outstanding_credits = 0;
+		conn->noops_posted += tx->msg.type == O2IB_MSG_NOOP;
+		conn->last_send_ns = ulnet__now_ns();
+	}
+	return 0;
+}
+
+/* Post @tx on a free send slot. 0, 1 (no slot or no send-queue room free), or -errno. */
+static int post_tx(struct o2ib_conn *conn, struct o2ib_tx *tx, int credit)
+{
+	uint32_t s;
 
 	for (s = 0; s < conn->nslots && conn->slots[s]; s++)
 		;
 	if (s == conn->nslots)
 		return 1;
-	if (tx->rdma_nob)
-		nw = rdma_wrs(tx, wrs, sges, O2IB_RD_FRAGS_CAP, s);
-	if (nw + 1 > conn->sq_size - conn->sq_used)
-		return nw + 1 > conn->sq_size ? -EMSGSIZE : 1;
-	buf = conn->tx_area + (size_t)s * O2IB_MSG_SIZE;
-	tx->msg.version = conn->version;
-	tx->msg.credits = (uint8_t)conn->outstanding_credits;
-	tx->msg.srcnid = net->me.nid;
-	tx->msg.srcstamp = net->me.stamp;
-	tx->msg.dstnid = conn->peer->nid4;
-	tx->msg.dststamp = conn->peer_stamp;
-	n = o2ib_msg_pack(&tx->msg, false, buf, O2IB_MSG_SIZE);
-	if (n < 0)
-		return n;
-	sges[nw] = (struct fab_sge){ (uint64_t)(uintptr_t)buf, (uint32_t)n, conn->tx_mr.lkey };
-	wr = &wrs[nw];
-	*wr = (struct fab_send_wr){ .wr_id = WR_TX | s, .opcode = FAB_WR_SEND, .signaled = true,
-				    .sg_list = &sges[nw], .num_sge = 1 };
-	if (nw)
-		wrs[nw - 1].next = wr;
-	if ((rc = fab_of(conn)->post_send(conn->qp, nw ? &wrs[0] : wr, &bad)))
-		return rc; /* (a provider error, not a full queue: the room was checked) */
-	fab_of(conn)->progress(net->dev); /* fabric.h: after posting (handled when the fd wakes the loop) */
-	conn->slots[s] = tx;
-	conn->slot_wrs[s] = nw + 1;
-	conn->sq_used += nw + 1;
-	tx->slot = (int)s;
-	if (tx->waiting)
-		ulnet_list_add_tail(&tx->link, &conn->waitq);
-	conn->credits -= credit;
-	conn->outstanding_credits = 0;
-	conn->nsends_posted++;
-	conn->noops_posted += tx->msg.type == O2IB_MSG_NOOP;
-	conn->last_send_ns = ulnet__now_ns();
+	return post_window(conn, tx, s, credit);
+}
+
+/* Post the next windows of slotted transfers that wait for send-queue room. 0, or -errno. */
+static int post_stalled(struct o2ib_conn *conn)
+{
+	for (uint32_t s = 0; s < conn->nslots && conn->xfers_stalled; s++) {
+		struct o2ib_tx *tx = conn->slots[s];
+		int rc;
+
+		if (!tx || !tx->xfer || conn->slot_wrs[s])
+			continue;
+		rc = post_window(conn, tx, s, 0);
+		if (rc)
+			return rc < 0 ? rc : 0;
+		conn->xfers_stalled--;
+	}
 	return 0;
 }
 
 void o2ib_conn_check_sends(struct o2ib_conn *conn)
 {
 	uint64_t now = ulnet__now_ns();
+	int rc;
 
 	if (conn->state != O2IB_CONN_ESTABLISHED)
 		return;
+	if ((rc = post_stalled(conn))) {
+		o2ib_conn_close(conn, rc, "cannot post an RDMA window");
+		return;
+	}
 	if (need_noop(conn, now)) {
 		struct o2ib_tx *noop = o2ib_tx_new(O2IB_MSG_NOOP);
 
@@ -421,7 +452,7 @@ void o2ib_conn_check_sends(struct o2ib_conn *conn)
 		struct ulnet_list *q = !ulnet_list_empty(&conn->txq_nocred) ? &conn->txq_nocred
 				     : !ulnet_list_empty(&conn->txq) ? &conn->txq : NULL;
 		struct o2ib_tx *tx;
-		int credit, rc;
+		int credit;
 
 		if (!q)
 			break;
@@ -468,7 +499,8 @@ void o2ib_peer_queue(struct o2ib_peer *peer, struct o2ib_tx *tx)
 		return;
 	}
 	ulnet_list_add_tail(&tx->link, &peer->txq);
-	if (!peer->conn && ulnet__now_ns() >= peer->retry_at_ns)
+	/* a passive conn on its way up takes the queue (kernel: ibp_accepting) */
+	if (!peer->conn && !peer->accepting && ulnet__now_ns() >= peer->retry_at_ns)
 		o2ib_connect(peer); /* a failure fails peer->txq, this tx included */
 }
 
@@ -623,7 +655,16 @@ static void handle_wc(struct o2ib_net *net, const struct fab_wc *wc)
 
 		if (!tx)
 			return;
-		if (wc->wr_id & WR_RDMA) { /* an unsignalled WRITE failed: its SEND is flushed after it */
+		if ((wc->wr_id & WR_RDMA) && wc->status == FAB_WC_SUCCESS) {
+			/* a window's last WRITE: the window's slots are free, the next one may go */
+			conn->sq_used -= conn->slot_wrs[s];
+			conn->slot_wrs[s] = 0;
+			conn->xfers_stalled++;
+			if (conn->state == O2IB_CONN_ESTABLISHED)
+				o2ib_conn_check_sends(conn);
+			return;
+		}
+		if (wc->wr_id & WR_RDMA) { /* a WRITE failed: the rest of its transfer is flushed */
 			if (conn->state != O2IB_CONN_CLOSING) {
 				snprintf(why, sizeof(why), "RDMA WRITE completion %s", fab_wc_status_str(wc->status));
 				o2ib_conn_close(conn, -EIO, why);
@@ -673,13 +714,16 @@ static void conn_established(struct o2ib_conn *conn)
 {
 	struct o2ib_peer *peer = conn->peer;
 
-	if (conn->state == O2IB_CONN_PASSIVE_WAIT)
+	if (conn->state == O2IB_CONN_PASSIVE_WAIT) {
 		ulnet_list_del(&conn->link);
+		peer->accepting--;
+	}
 	conn->state = O2IB_CONN_ESTABLISHED;
 	conn->credits = conn->reserved_credits = conn->queue_depth;
 	peer->last_version = conn->version;
 	peer->last_stamp = conn->peer_stamp;
 	peer->races = 0;
+	peer->act.attempts = 0;
 	peer->limits.max_frags = conn->max_frags;
 	peer->limits.queue_depth = conn->queue_depth;
 	peer->limits.max_msg_size = 1u << 20; /* LNET_MTU: larger payloads travel by RDMA */
@@ -719,7 +763,7 @@ static void on_connect_request(struct o2ib_net *net, const struct fab_cm_event *
 	struct o2ib_peer *peer = NULL;
 	struct o2ib_conn *conn;
 	uint8_t pd[FAB_PRIVATE_DATA_MAX];
-	char line[256];
+	char line[384];
 	int n, rc;
 
 	if (!o2ib_msg_unpack(ev->private_data, ev->private_data_len, O2IB_MAX_RDMA_FRAGS, &req, &err) &&
@@ -787,6 +831,7 @@ static void on_connect_request(struct o2ib_net *net, const struct fab_cm_event *
 		return;
 	}
 	conn->state = O2IB_CONN_PASSIVE_WAIT;
+	peer->accepting++;
 	ulnet_list_add_tail(&conn->link, &net->pending); /* becomes the peer's conn at ESTABLISHED */
 }
 
@@ -794,7 +839,7 @@ static void on_rejected(struct o2ib_conn *conn, const struct fab_cm_event *ev)
 {
 	struct o2ib_peer *peer = conn->peer;
 	struct o2ib_reject_action act;
-	char line[256];
+	char line[384];
 
 	o2ib_active_on_reject(ev->private_data, ev->private_data_len, &peer->act, &act);
 	o2ib_reject_describe(&act, &peer->act, line, sizeof(line));
@@ -807,10 +852,11 @@ static void on_rejected(struct o2ib_conn *conn, const struct fab_cm_event *ev)
 	if (peer->conn)
 		return; /* the peer's own connection won the race */
 	if (act.retry == O2IB_RETRY_NOW) {
+		peer->stats.renegotiations += act.why == O2IB_REJECT_RDMA_FRAGS || act.why == O2IB_REJECT_MSG_QUEUE_SIZE;
 		if (connect_attempt(peer))
 			peer_failed(peer, -ECONNREFUSED);
 	} else if (act.retry == O2IB_RETRY_LATER) {
-		peer->retry_at_ns = ulnet__now_ns() + CONN_RETRY_NS / 10;
+		peer->retry_at_ns = ulnet__now_ns() + (uint64_t)act.delay_ms * NS_PER_MS;
 	} else {
 		peer_failed(peer, act.err);
 	}
@@ -867,8 +913,10 @@ static void on_event(struct o2ib_net *net, const struct fab_cm_event *ev)
 		}
 		break;
 	case FAB_CM_DISCONNECTED:
-		if (conn->state != O2IB_CONN_CLOSING)
-			o2ib_conn_close(conn, -ECONNRESET, "the peer disconnected");
+		if (conn->state != O2IB_CONN_CLOSING) { /* a peer leaving is no error (kernel: D_NET) */
+			ULNET_LOG(O2IB, INFO, "%s: the peer disconnected", peer_str(conn, ns, sizeof(ns)));
+			o2ib_conn_close(conn, -ECONNRESET, NULL);
+		}
 		conn_destroy_id(conn);
 		break;
 	default:

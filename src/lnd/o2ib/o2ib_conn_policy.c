@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* o2ib connection negotiation (lnet-wire.md §1.4-§1.6, §4.3). Pure: decisions only. */
 #include "o2ib_conn_policy.h"
+#include "ulnet/nid.h"
 
 #include <errno.h>
 #include <inttypes.h>
@@ -118,22 +119,43 @@ void o2ib_passive_decide(const uint8_t *priv, size_t len, const struct o2ib_loca
 	d->reason = d->cp.queue_depth < cp->queue_depth ? "accepted; queue depth reduced to fit the QP" : "accepted";
 }
 
+/* "10.0.0.1@o2ib" for a log line ("?" when the message gave none). */
+static const char *nid4_str(uint64_t nid4, char *buf, size_t cap)
+{
+	struct ulnet_nid nid;
+
+	if (!nid4)
+		return "?";
+	ulnet_nid_from_nid4(nid4, &nid);
+	return ulnet_nid_format(&nid, buf, cap);
+}
+
 int o2ib_passive_describe(const struct o2ib_passive_decision *d, char *buf, size_t cap)
 {
+	char ns[ULNET_NID_STRLEN];
+
 	if (d->accept)
-		return snprintf(buf, cap,
-				"CONNREQ from 0x%016" PRIx64 " v0x%x accepted: queue depth %u (asked %u), max_frags %u: %s",
-				d->peer_nid, d->version, d->cp.queue_depth, d->asked.queue_depth, d->cp.max_frags,
+		return snprintf(buf, cap, "CONNREQ from %s v0x%x accepted: queue depth %u (asked %u), max_frags %u: %s",
+				nid4_str(d->peer_nid, ns, sizeof(ns)), d->version, d->cp.queue_depth, d->asked.queue_depth, d->cp.max_frags,
 				d->reason);
 	return snprintf(buf, cap,
-			"CONNREQ from 0x%016" PRIx64 " v0x%x rejected %s: %s (asked queue depth %u max_frags %u "
+			"CONNREQ from %s v0x%x rejected %s: %s (asked queue depth %u max_frags %u "
 			"max_msg_size %u; I accept %u/%u/%u, tunables peer_credits and max_frags)",
-			d->peer_nid, d->asked_version, o2ib_rej_why_name(d->rej.why), d->reason, d->asked.queue_depth,
+			nid4_str(d->peer_nid, ns, sizeof(ns)), d->asked_version, o2ib_rej_why_name(d->rej.why), d->reason, d->asked.queue_depth,
 			d->asked.max_frags, d->asked.max_msg_size, d->rej.cp.queue_depth, d->rej.cp.max_frags,
 			d->rej.cp.max_msg_size);
 }
 
 /* ---- active ---- */
+
+/* V1 (0x11) peers accept only their fixed values: depth 8 and 256 fragments (LNET_MAX_IOV then). */
+static void active_v1(struct o2ib_active *a)
+{
+	if (a->queue_depth > O2IB_QUEUE_DEPTH_V1)
+		a->queue_depth = O2IB_QUEUE_DEPTH_V1;
+	if (a->max_frags > O2IB_MAX_FRAGS_V1)
+		a->max_frags = O2IB_MAX_FRAGS_V1;
+}
 
 void o2ib_active_init(const struct o2ib_local *me, uint64_t peer_nid, uint16_t last_version, uint64_t known_stamp,
 		      struct o2ib_active *a)
@@ -142,7 +164,9 @@ void o2ib_active_init(const struct o2ib_local *me, uint64_t peer_nid, uint16_t l
 	a->peer_nid = peer_nid;
 	a->version = last_version == O2IB_MSG_VERSION_1 ? O2IB_MSG_VERSION_1 : O2IB_MSG_VERSION_2;
 	a->max_frags = me->tun.max_frags;
-	a->queue_depth = a->version == O2IB_MSG_VERSION_1 ? O2IB_QUEUE_DEPTH_V1 : me->tun.peer_credits;
+	a->queue_depth = me->tun.peer_credits;
+	if (a->version == O2IB_MSG_VERSION_1)
+		active_v1(a);
 	a->peer_stamp = known_stamp;
 }
 
@@ -204,13 +228,11 @@ static void act(struct o2ib_reject_action *x, enum o2ib_retry retry, int err, co
 	x->reason = reason;
 }
 
-void o2ib_active_on_reject(const uint8_t *priv, size_t len, struct o2ib_active *a, struct o2ib_reject_action *x)
+static void reject_reaction(const uint8_t *priv, size_t len, struct o2ib_active *a, struct o2ib_reject_action *x)
 {
 	struct o2ib_rej r;
 	struct o2ib_wire_err err;
 
-	memset(x, 0, sizeof(*x));
-	a->attempts++;
 	if (o2ib_rej_unpack(priv, len, &r, &err))
 		return act(x, O2IB_GIVE_UP, -ECONNREFUSED, "rejected without o2ib private data");
 	x->why = r.why;
@@ -231,8 +253,8 @@ void o2ib_active_on_reject(const uint8_t *priv, size_t len, struct o2ib_active *
 		if ((r.version != O2IB_MSG_VERSION_1 && r.version != O2IB_MSG_VERSION_2) || r.version == a->version)
 			return act(x, O2IB_GIVE_UP, -EPROTO, "peer's version is incompatible and offers no other");
 		a->version = r.version;
-		if (a->version == O2IB_MSG_VERSION_1 && a->queue_depth > O2IB_QUEUE_DEPTH_V1)
-			a->queue_depth = O2IB_QUEUE_DEPTH_V1;
+		if (a->version == O2IB_MSG_VERSION_1)
+			active_v1(a);
 		return act(x, O2IB_RETRY_NOW, 0, "reconnecting in the peer's version");
 	case O2IB_REJECT_CONN_STALE:
 		a->peer_stamp = r.has_cp ? r.incarnation : 0;
@@ -258,10 +280,25 @@ void o2ib_active_on_reject(const uint8_t *priv, size_t len, struct o2ib_active *
 	}
 }
 
+void o2ib_active_on_reject(const uint8_t *priv, size_t len, struct o2ib_active *a, struct o2ib_reject_action *x)
+{
+	memset(x, 0, sizeof(*x));
+	a->attempts++;
+	reject_reaction(priv, len, a, x);
+	if (x->retry == O2IB_RETRY_LATER)
+		x->delay_ms = O2IB_RACE_RETRY_MS;
+	if (x->retry == O2IB_RETRY_NOW && a->attempts > O2IB_RECONNECT_BURST) {
+		x->retry = O2IB_RETRY_LATER;
+		x->delay_ms = O2IB_HELD_RETRY_MS;
+		x->held = true;
+	}
+}
+
 int o2ib_reject_describe(const struct o2ib_reject_action *x, const struct o2ib_active *a, char *buf, size_t cap)
 {
 	static const char *const retry[] = { "giving up", "retrying now", "retrying later" };
-	int n = snprintf(buf, cap, "connection to 0x%016" PRIx64 " rejected %s (peer v0x%x", a->peer_nid,
+	char ns[ULNET_NID_STRLEN];
+	int n = snprintf(buf, cap, "connection to %s rejected %s (peer v0x%x", nid4_str(a->peer_nid, ns, sizeof(ns)),
 			 x->why ? o2ib_rej_why_name(x->why) : "without o2ib data", x->peer_version);
 
 	if (n < 0 || (size_t)n >= cap)
@@ -276,6 +313,7 @@ int o2ib_reject_describe(const struct o2ib_reject_action *x, const struct o2ib_a
 				    "): %s; giving up (our proposal: v0x%x queue depth %u max_frags %u, tunables "
 				    "peer_credits and max_frags): %s",
 				    x->reason, a->version, a->queue_depth, a->max_frags, strerror(-x->err));
-	return n + snprintf(buf + n, cap - (size_t)n, "): %s; %s with v0x%x queue depth %u max_frags %u", x->reason,
-			    retry[x->retry], a->version, a->queue_depth, a->max_frags);
+	return n + snprintf(buf + n, cap - (size_t)n, "): %s; %s%s with v0x%x queue depth %u max_frags %u", x->reason,
+			    retry[x->retry], x->held ? " (too many rejects in a row: one try a second)" : "",
+			    a->version, a->queue_depth, a->max_frags);
 }

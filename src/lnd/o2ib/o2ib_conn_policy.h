@@ -13,6 +13,9 @@
 #define O2IB_CREDITS_MIN 8u
 #define O2IB_CREDITS_MAX 255u
 #define O2IB_MAX_CONN_RACES 20u          /* MAX_CONN_RACES_BEFORE_ABORT: then let the peer through */
+#define O2IB_RECONNECT_BURST 10u         /* rejects in a row retried at once; then one a second (LU-7569) */
+#define O2IB_RACE_RETRY_MS 100u          /* CONN_RACE: reconnect once the rejected connection is gone */
+#define O2IB_HELD_RETRY_MS 1000u
 
 struct o2ib_conn_tun {
 	uint16_t peer_credits;   /* queue depth we propose and accept (8..255) */
@@ -72,7 +75,7 @@ struct o2ib_active {
 	uint16_t queue_depth;    /* to propose, already reduced for the QP */
 	uint16_t max_frags;      /* to propose (ibp_max_frags) */
 	uint64_t peer_stamp;     /* dststamp: the peer's known incarnation or 0 */
-	uint32_t attempts;
+	uint32_t attempts;       /* rejects in a row (o2ib_active_on_reject counts; 0 = a fresh start) */
 };
 /* @last_version 0 = unknown (0x12); @known_stamp 0 = first contact. */
 void o2ib_active_init(const struct o2ib_local *me, uint64_t peer_nid, uint16_t last_version, uint64_t known_stamp,
@@ -93,7 +96,7 @@ int o2ib_active_on_connack(const uint8_t *priv, size_t len, const struct o2ib_lo
 enum o2ib_retry {
 	O2IB_GIVE_UP,            /* fail the queued messages with .err */
 	O2IB_RETRY_NOW,          /* reconnect with the updated struct o2ib_active */
-	O2IB_RETRY_LATER,        /* CONN_RACE: reconnect once the rejected connection is gone */
+	O2IB_RETRY_LATER,        /* reconnect after .delay_ms with the updated struct o2ib_active */
 };
 struct o2ib_reject_action {
 	enum o2ib_retry retry;
@@ -102,9 +105,13 @@ struct o2ib_reject_action {
 	bool has_cp;             /* the reject carried the peer's values */
 	struct o2ib_connparams peer_cp;
 	uint16_t peer_version;
+	uint32_t delay_ms;       /* RETRY_LATER: CONN_RACE, or a retry held back after a burst */
+	bool held;               /* a RETRY_NOW held back: O2IB_RECONNECT_BURST rejects in a row */
 	const char *reason;
 };
-/* Handle a CM reject's private data; updates @a for a retry. */
+/* Handle a CM reject's private data; updates @a for a retry. Past O2IB_RECONNECT_BURST rejects in a
+ * row, a retry waits O2IB_HELD_RETRY_MS (a peer that rejects STALE or UNCOMPAT forever costs one
+ * CONNREQ a second, not a storm). */
 void o2ib_active_on_reject(const uint8_t *priv, size_t len, struct o2ib_active *a, struct o2ib_reject_action *act);
 /* One log line: the reason received, the peer's values, what we proposed (@a after the call holds
  * the retry values), the reaction. */

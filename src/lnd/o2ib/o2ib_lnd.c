@@ -37,20 +37,29 @@ static const struct ulnet_tunable o2ib_tunables[] = {
 	I("map_on_demand", 0, 257, 1, "0: describe RDMA buffers page by page; N: one region above N fragments"),
 	I("timeout", 1, 3600, 50, "seconds before a message or a connection attempt fails"),
 	I("keepalive", 0, 3600, 100, "seconds of silence before a keepalive NOOP (0: off)"),
+	I("max_frags", 1, 257, 257, "RDMA fragments per transfer proposed and accepted (a peer asking more is "
+				    "rejected with RDMA_FRAGS and retries with this)"),
+	I("max_peers", 1, 1048576, 4096, "peers remembered at once; idle ones (no connection, nothing queued) "
+	  "are forgotten after timeout s, or at once to make room"),
+	I("use_privileged_port", 0, 1, 0, "1: connect from a source port below 1024 (peers that "
+	  "require_privileged_port; needs CAP_NET_BIND_SERVICE)"),
 	DEV("max_send_sge"), DEV("max_recv_sge"), DEV("max_qp_wr"), DEV("max_qp"), DEV("max_mr"),
 	DEV("max_mr_size"), DEV("max_msg_sz"), DEV("page_size"),
 };
 #undef DEV
 #undef I
 #define N_TUNABLES (sizeof(o2ib_tunables) / sizeof(o2ib_tunables[0]))
-#define N_PLAIN_TUNABLES 8u /* the device.* keys follow */
-
-static const size_t tunable_off[N_PLAIN_TUNABLES] = {
+/* The plain keys, in table order; the device.* keys follow them. */
+static const size_t tunable_off[] = {
 	offsetof(struct o2ib_tun, provider), offsetof(struct o2ib_tun, port),
 	offsetof(struct o2ib_tun, peer_credits), offsetof(struct o2ib_tun, peer_credits_hiw),
 	offsetof(struct o2ib_tun, concurrent_sends), offsetof(struct o2ib_tun, map_on_demand),
 	offsetof(struct o2ib_tun, timeout), offsetof(struct o2ib_tun, keepalive),
+	offsetof(struct o2ib_tun, max_frags),
+	offsetof(struct o2ib_tun, max_peers),
+	offsetof(struct o2ib_tun, use_privileged_port),
 };
+#define N_PLAIN_TUNABLES (sizeof(tunable_off) / sizeof(tunable_off[0]))
 
 static int tunables_load(struct o2ib_net *net, struct ulnet_ni *ni)
 {
@@ -80,10 +89,40 @@ static int limits_load(struct ulnet_ni *ni, struct fab_limits *lim)
 
 /* ---- peers ---- */
 
+static bool peer_busy(const struct o2ib_peer *peer)
+{
+	return peer->conn || peer->nconns || !ulnet_list_empty(&peer->txq);
+}
+
+static void peer_forget(struct o2ib_net *net, struct o2ib_peer *peer)
+{
+	ulnet_list_del(&peer->link);
+	net->npeers--;
+	free(peer);
+}
+
+/* Make room for one more peer: forget the one idle longest. */
+static bool peer_make_room(struct o2ib_net *net)
+{
+	struct o2ib_peer *oldest = NULL;
+
+	for (unsigned b = 0; b < O2IB_PEER_BUCKETS; b++)
+		for (struct ulnet_list *p = net->peers[b].next; p != &net->peers[b]; p = p->next) {
+			struct o2ib_peer *peer = ulnet_container_of(p, struct o2ib_peer, link);
+
+			if (!peer_busy(peer) && (!oldest || peer->busy_ns < oldest->busy_ns))
+				oldest = peer;
+		}
+	if (oldest)
+		peer_forget(net, oldest);
+	return oldest != NULL;
+}
+
 struct o2ib_peer *o2ib_peer_find(struct o2ib_net *net, const struct ulnet_nid *nid, bool create)
 {
 	struct ulnet_list *head = &net->peers[ulnet__nid_hash(nid) % O2IB_PEER_BUCKETS], *p;
 	struct o2ib_peer *peer;
+	char ns[ULNET_NID_STRLEN];
 
 	for (p = head->next; p != head; p = p->next) {
 		peer = ulnet_container_of(p, struct o2ib_peer, link);
@@ -92,14 +131,23 @@ struct o2ib_peer *o2ib_peer_find(struct o2ib_net *net, const struct ulnet_nid *n
 	}
 	if (!create)
 		return NULL;
+	/* (a peer created while the tick walks the table waits for the next creation to be counted) */
+	if (net->npeers >= (uint32_t)net->tun.max_peers && !net->in_tick && !peer_make_room(net)) {
+		ULNET_LOG(O2IB, ERR, "%s: no room for another peer: %u peers, all connected or with messages "
+			  "queued (lnd tunable max_peers %d)", o2ib_nid_str(nid, ns, sizeof(ns)), net->npeers,
+			  net->tun.max_peers);
+		return NULL;
+	}
 	peer = calloc(1, sizeof(*peer));
 	if (!peer)
 		return NULL;
 	peer->net = net;
 	peer->nid = *nid;
 	peer->nid4 = ulnet_nid_to_nid4(nid);
+	peer->busy_ns = ulnet__now_ns();
 	ulnet_list_init(&peer->txq);
 	ulnet_list_add_tail(&peer->link, head);
+	net->npeers++;
 	return peer;
 }
 
@@ -111,7 +159,8 @@ const char *o2ib_nid_str(const struct ulnet_nid *nid, char *buf, size_t len)
 void o2ib_tx_done(struct o2ib_net *net, struct o2ib_tx *tx, int status)
 {
 	if (tx->mr_ok && net->dev)
-		net->fab->dereg_mr(net->dev, &tx->mr);
+		net->fab->dereg_mr(net->dev, &tx->mr); /* a sink's key dies with its transfer */
+	o2ib_tx_release(net, tx);
 	if (tx->lntmsg)
 		ulnet__finalize(tx->lntmsg, status);
 	if (tx->lntmsg2)
@@ -159,7 +208,6 @@ static int o2iblnd_startup(struct ulnet_ni *ni)
 	const struct ulnet_nid *nid = ulnet__ni_nid(ni);
 	const char *requested;
 	struct fab_limits lim;
-	struct timespec ts;
 	char ns[ULNET_NID_STRLEN];
 	int rc;
 
@@ -169,6 +217,7 @@ static int o2iblnd_startup(struct ulnet_ni *ni)
 		ulnet_list_init(&net->peers[i]);
 	ulnet_list_init(&net->pending);
 	ulnet_list_init(&net->zombies);
+	ulnet_list_init(&net->bounces);
 	if ((rc = tunables_load(net, ni)) || (rc = limits_load(ni, &lim)))
 		return rc;
 	if (!ulnet_nid_is_nid4(nid) || nid->size) {
@@ -202,9 +251,8 @@ static int o2iblnd_startup(struct ulnet_ni *ni)
 	net->io.data = net;
 	if ((rc = ulnet__io_start(ulnet__ni_node(ni), &net->io, EPOLLIN)))
 		goto fail;
-	clock_gettime(CLOCK_REALTIME, &ts);
 	net->me.nid = ulnet_nid_to_nid4(nid);
-	net->me.stamp = (uint64_t)ts.tv_sec * 1000000u + (uint64_t)ts.tv_nsec / 1000u; /* incarnation, µs */
+	net->me.stamp = ulnet__wall_ns() / 1000u; /* incarnation, µs */
 	net->me.ni_ready = true;
 	net->me.tun.peer_credits = (uint16_t)(net->tun.peer_credits ? net->tun.peer_credits
 						: (int)ulnet__ni_peer_credits(ni));
@@ -212,7 +260,7 @@ static int o2iblnd_startup(struct ulnet_ni *ni)
 		net->me.tun.peer_credits = O2IB_CREDITS_MIN;
 	if (net->me.tun.peer_credits > O2IB_CREDITS_MAX)
 		net->me.tun.peer_credits = O2IB_CREDITS_MAX;
-	net->me.tun.max_frags = O2IB_MAX_RDMA_FRAGS;
+	net->me.tun.max_frags = (uint16_t)net->tun.max_frags;
 	net->me.tun.max_qp_wr = net->fab->dev_limits(net->dev)->max_qp_wr;
 	ULNET_LOG(O2IB, INFO, "%s: %s provider, port %d, queue depth %u", o2ib_nid_str(nid, ns, sizeof(ns)),
 		  net->fab->name, net->tun.port, net->me.tun.peer_credits);
@@ -256,10 +304,10 @@ static void o2iblnd_shutdown(struct ulnet_ni *ni)
 				if (conn->peer == peer)
 					conn->peer = NULL;
 			}
-			ulnet_list_del(&peer->link);
-			free(peer);
+			peer_forget(net, peer);
 		}
 	o2ib_reap_zombies(net); /* with shutting_down set, frees every closed conn */
+	o2ib_bounce_pool_free(net);
 	net->fab->dev_close(net->dev);
 	net->dev = NULL;
 }
@@ -337,12 +385,22 @@ static void o2iblnd_tick(struct ulnet_ni *ni, uint64_t now_ns)
 	struct o2ib_net *net = net_of(ni);
 	char ns[ULNET_NID_STRLEN];
 
+	net->in_tick = true;
 	for (unsigned b = 0; b < O2IB_PEER_BUCKETS; b++) {
-		struct ulnet_list *head = &net->peers[b], *p;
+		struct ulnet_list *head = &net->peers[b], *p, *next;
 
-		for (p = head->next; p != head; p = p->next) {
+		for (p = head->next; p != head; p = next) {
 			struct o2ib_peer *peer = ulnet_container_of(p, struct o2ib_peer, link);
 
+			next = p->next;
+			if (peer_busy(peer)) {
+				peer->busy_ns = now_ns;
+			} else {
+				/* idle: its incarnation and version help a quick reconnect for a while only */
+				if (now_ns >= peer->busy_ns + (uint64_t)net->tun.timeout * NS_PER_S)
+					peer_forget(net, peer);
+				continue;
+			}
 			if (peer->conn) {
 				o2ib_conn_tick(peer->conn, now_ns);
 				continue;
@@ -354,12 +412,14 @@ static void o2iblnd_tick(struct ulnet_ni *ni, uint64_t now_ns)
 					  "its queued messages", o2ib_nid_str(&peer->nid, ns, sizeof(ns)),
 					  net->tun.timeout);
 				fail_txq(net, &peer->txq, -ETIMEDOUT);
+				peer->act.attempts = 0; /* the next message starts afresh */
 				ulnet__peer_down(ni, &peer->nid, -ETIMEDOUT);
-			} else if (now_ns >= peer->retry_at_ns) {
+			} else if (now_ns >= peer->retry_at_ns && !peer->accepting) {
 				o2ib_connect(peer);
 			}
 		}
 	}
+	net->in_tick = false;
 	o2ib_reap_zombies(net);
 }
 
@@ -370,6 +430,17 @@ static int o2iblnd_query_peer(struct ulnet_ni *ni, const struct ulnet_nid *nid, 
 	if (!peer || !peer->have_limits)
 		return -ENOENT;
 	*out = peer->limits;
+	return 0;
+}
+
+static int o2iblnd_peer_rdma_stats(struct ulnet_ni *ni, const struct ulnet_nid *nid,
+				   struct ulnet_peer_rdma_stats *out)
+{
+	struct o2ib_peer *peer = o2ib_peer_find(net_of(ni), nid, false);
+
+	if (!peer)
+		return -ENOENT;
+	*out = peer->stats;
 	return 0;
 }
 
@@ -413,6 +484,7 @@ const struct ulnet_lnd_ops ulnet__o2iblnd_ops = {
 	.lnd_tunables = o2ib_tunables,
 	.lnd_n_tunables = N_TUNABLES,
 	.lnd_query_peer = o2iblnd_query_peer,
+	.lnd_peer_rdma_stats = o2iblnd_peer_rdma_stats,
 	.lnd_fabric_info = o2iblnd_fabric_info,
 	.lnd_mem_alloc = o2iblnd_mem_alloc,
 	.lnd_md_unlinked = o2ib_md_unlinked,

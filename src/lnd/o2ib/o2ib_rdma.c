@@ -4,19 +4,25 @@
  *   descriptor (or PUT_NAK) -> the source writes, then PUT_DONE.
  *   GET with a sink above 3976 bytes: GET_REQ carries the sink descriptor -> the source writes the
  *   REPLY's bytes, then GET_DONE.
- * Each side registers the whole MD as one region (the region's bytes are the fragments
- * concatenated) once, in the MD's registration slot, until the core says the MD is unlinked; a
- * descriptor we advertise therefore has one fragment, and a WRITE takes one SGE per remote
- * fragment. An MD without a slot for this NI is registered per transfer. */
+ * Every transfer goes through o2ib_plan (§3.2-§3.4):
+ *   - a sink is described as o2ib_plan_advertise says (page by page per map_on_demand, one region, or
+ *     a bounce buffer), never in more fragments than the connection's max_frags, and registered for
+ *     remote write for that transfer only: its key dies when the transfer completes;
+ *   - a source writes the WRs o2ib_plan_source gives (gather within max_send_sge, the MD's region, or
+ *     a copy into a bounce buffer), never more than max_frags, posted in windows that fit the send
+ *     queue (o2ib_conn.c posts them). Its memory is registered for local access only, once per MD, in
+ *     the MD's registration slot until the core says the MD is unlinked.
+ * A registration holds the fragments concatenated, so a descriptor's addresses are the region's
+ * (byte k of the transfer at mr.addr + k), whatever the fragments' virtual addresses. */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include "o2ib.h"
 
-#define NS_PER_S 1000000000ull
-
 uint64_t o2ib_next_cookie(struct o2ib_net *net) { return ++net->cookies; }
+
+void (*o2ib_post_observer)(const struct o2ib_conn *conn, const struct o2ib_tx *tx, const struct fab_send_wr *chain);
 
 /* Register the first @nob bytes of @iov as one region. 0 or -errno (logged by the caller). */
 int o2ib_mem_reg(struct o2ib_net *net, const struct iovec *iov, unsigned niov, uint32_t nob, unsigned access,
@@ -43,8 +49,6 @@ int o2ib_mem_reg(struct o2ib_net *net, const struct iovec *iov, unsigned niov, u
 	return rc;
 }
 
-#define ACCESS_ALL (FAB_ACCESS_LOCAL_WRITE | FAB_ACCESS_REMOTE_WRITE | FAB_ACCESS_REMOTE_READ)
-
 /* Where @iov (a slice of the MD's memory) starts in the MD's concatenated fragments. 0 or -ENOENT. */
 static int md_offset(const struct ulnet_lnd_md *md, const struct iovec *iov, unsigned niov, uint64_t *off)
 {
@@ -66,22 +70,37 @@ static int md_offset(const struct ulnet_lnd_md *md, const struct iovec *iov, uns
 	return -ENOENT;
 }
 
-/* The registration behind @nob bytes of @msg's memory from @iov: the MD's own, made once with every
- * right and kept in its slot until lnd_md_unlinked (*@per_msg false), or, when the MD has no slot
- * for this NI, one made for this transfer only (*@per_msg true: the tx deregisters it). */
+static struct ulnet_rdma_bucket *bucket(struct o2ib_peer *peer, uint32_t nob)
+{
+	unsigned k = 0;
+
+	while (k + 1 < ULNET_RDMA_BUCKETS && nob > ulnet_rdma_bucket_max[k])
+		k++;
+	return &peer->stats.bucket[k];
+}
+
+/* The local registration behind @nob bytes of @msg's memory from @iov (a source: local access only):
+ * the MD's own, made once and kept in its slot until lnd_md_unlinked (*@per_msg false), or, when the
+ * MD has no slot for this NI, one made for this transfer only (*@per_msg true: the tx deregisters
+ * it). *@made: a registration was made now. */
 static int mem_get(struct o2ib_net *net, struct ulnet_msg *msg, const struct iovec *iov, unsigned niov, uint32_t nob,
-		   unsigned access, struct fab_mr *out, bool *per_msg)
+		   struct fab_mr *out, bool *per_msg, bool *made)
 {
 	struct ulnet_lnd_md md;
 	uint64_t off;
 
+	*made = false;
 	if (ulnet__msg_md(msg, &md) == 0 && md.lnd_reg && md.length && !md_offset(&md, iov, niov, &off) &&
 	    off + nob <= md.length) {
 		struct fab_mr *r = *md.lnd_reg;
 
-		if (!r && (r = malloc(sizeof(*r))) && o2ib_mem_reg(net, md.frags, md.nfrags, md.length, ACCESS_ALL, r)) {
-			free(r);
-			r = NULL;
+		if (!r && (r = malloc(sizeof(*r)))) {
+			if (o2ib_mem_reg(net, md.frags, md.nfrags, md.length, FAB_ACCESS_LOCAL_WRITE, r)) {
+				free(r);
+				r = NULL;
+			} else {
+				*made = true;
+			}
 		}
 		if (r) {
 			*md.lnd_reg = r;
@@ -93,7 +112,8 @@ static int mem_get(struct o2ib_net *net, struct ulnet_msg *msg, const struct iov
 		}
 	}
 	*per_msg = true;
-	return o2ib_mem_reg(net, iov, niov, nob, access, out);
+	*made = true;
+	return o2ib_mem_reg(net, iov, niov, nob, FAB_ACCESS_LOCAL_WRITE, out);
 }
 
 void o2ib_md_unlinked(struct ulnet_ni *ni, const struct ulnet_lnd_md *md, void *reg)
@@ -114,41 +134,217 @@ static void reg_failed(struct o2ib_peer *peer, uint32_t nob, int rc)
 		  o2ib_nid_str(&peer->nid, ns, sizeof(ns)), nob, strerror(-rc));
 }
 
+/* ---- bounce buffers ---- */
+
+static struct o2ib_bounce *bounce_get(struct o2ib_net *net)
+{
+	struct o2ib_bounce *b;
+	struct iovec r;
+
+	if (!ulnet_list_empty(&net->bounces)) {
+		b = ulnet_container_of(net->bounces.next, struct o2ib_bounce, link);
+		ulnet_list_del(&b->link);
+		return b;
+	}
+	b = calloc(1, sizeof(*b));
+	if (!b)
+		return NULL;
+	b->buf = aligned_alloc(4096, O2IB_BOUNCE_SIZE);
+	r.iov_base = b->buf;
+	r.iov_len = O2IB_BOUNCE_SIZE;
+	if (!b->buf || net->fab->reg_mr(net->dev, &r, 1, FAB_ACCESS_LOCAL_WRITE, &b->mr)) {
+		free(b->buf);
+		free(b);
+		return NULL;
+	}
+	ulnet_list_init(&b->link);
+	b->pooled = net->nbounces < O2IB_BOUNCE_POOL;
+	net->nbounces += b->pooled;
+	return b;
+}
+
+static void bounce_put(struct o2ib_net *net, struct o2ib_bounce *b)
+{
+	if (b->pooled && net->dev && !net->shutting_down) {
+		ulnet_list_add_tail(&b->link, &net->bounces);
+		return;
+	}
+	if (net->dev)
+		net->fab->dereg_mr(net->dev, &b->mr);
+	net->nbounces -= b->pooled;
+	free(b->buf);
+	free(b);
+}
+
+void o2ib_bounce_pool_free(struct o2ib_net *net)
+{
+	while (!ulnet_list_empty(&net->bounces)) {
+		struct o2ib_bounce *b = ulnet_container_of(net->bounces.next, struct o2ib_bounce, link);
+
+		ulnet_list_del(&b->link);
+		b->pooled = false;
+		net->nbounces--;
+		bounce_put(net, b);
+	}
+}
+
+void o2ib_tx_release(struct o2ib_net *net, struct o2ib_tx *tx)
+{
+	if (tx->xfer) {
+		free(tx->xfer->wrs);
+		free(tx->xfer->sges);
+		free(tx->xfer);
+		tx->xfer = NULL;
+	}
+	if (tx->bounce)
+		bounce_put(net, tx->bounce);
+	tx->bounce = NULL;
+	free(tx->sink_iov);
+	tx->sink_iov = NULL;
+}
+
+/* Copy @nob bytes between @iov and a flat buffer. */
+static void iov_copy(const struct iovec *iov, unsigned niov, uint8_t *flat, uint32_t nob, bool to_flat)
+{
+	uint32_t off = 0;
+
+	for (unsigned i = 0; i < niov && off < nob; i++) {
+		uint32_t n = (uint32_t)iov[i].iov_len < nob - off ? (uint32_t)iov[i].iov_len : nob - off;
+
+		if (to_flat)
+			memcpy(flat + off, iov[i].iov_base, n);
+		else
+			memcpy(iov[i].iov_base, flat + off, n);
+		off += n;
+	}
+}
+
+/* ---- the planner's view of a message's memory ---- */
+
+/* The first @nob bytes of @iov as planner memory, in the MD's form and the node's page size. */
+static int mem_of(struct o2ib_net *net, struct ulnet_msg *msg, const struct iovec *iov, unsigned niov, uint32_t nob,
+		  struct o2ib_mem *mem, struct o2ib_seg **segs)
+{
+	struct ulnet_lnd_md md;
+	enum o2ib_mem_form form = O2IB_MEM_IOVEC;
+	uint32_t left = nob, n = 0;
+
+	if (msg && ulnet__msg_md(msg, &md) == 0 && md.form == ULNET_FRAG_KIOV)
+		form = O2IB_MEM_KIOV;
+	*segs = calloc(niov ? niov : 1, sizeof(**segs));
+	if (!*segs)
+		return -ENOMEM;
+	for (unsigned i = 0; i < niov && left; i++) {
+		uint32_t take = (uint32_t)iov[i].iov_len < left ? (uint32_t)iov[i].iov_len : left;
+
+		if (!take)
+			continue;
+		(*segs)[n++] = (struct o2ib_seg){ (uint64_t)(uintptr_t)iov[i].iov_base, take };
+		left -= take;
+	}
+	if (form == O2IB_MEM_IOVEC && n == 1)
+		form = O2IB_MEM_CONTIG;
+	*mem = (struct o2ib_mem){ .form = form, .page_size = ulnet__node_page_size(ulnet__ni_node(net->ni)),
+				  .nsegs = n, .segs = *segs, .offset = 0, .len = nob };
+	return left ? -EINVAL : 0;
+}
+
+/* What the planner may use on @conn: the device's SGEs, the send queue's room for one transfer (the
+ * other slots' SENDs may be in it too), the negotiated max_frags, our map_on_demand, a bounce buffer. */
+static struct o2ib_limits conn_limits(const struct o2ib_conn *conn)
+{
+	const struct fab_limits *dl = conn->net->fab->dev_limits(conn->net->dev);
+	uint32_t room = conn->sq_size > conn->nslots ? conn->sq_size - conn->nslots + 1 : 2;
+
+	return (struct o2ib_limits){ .max_send_sge = dl->max_send_sge, .sq_room = room < 2 ? 2 : room,
+				     .max_frags = conn->max_frags, .map_on_demand = (uint32_t)conn->net->tun.map_on_demand,
+				     .bounce_addr = 0, .bounce_size = O2IB_BOUNCE_SIZE };
+}
+
+/* Describe the sink @iov[0..niov) (@nob bytes) for the peer into @rd, as the planner says, with a
+ * registration for this transfer only in tx->mr. 0 or -errno (logged). */
+static int sink_describe(struct o2ib_conn *conn, struct o2ib_tx *tx, struct ulnet_msg *msg, const struct iovec *iov,
+			 unsigned niov, uint32_t nob, struct o2ib_rdma_desc *rd)
+{
+	struct o2ib_net *net = conn->net;
+	struct o2ib_limits lim = conn_limits(conn);
+	struct o2ib_adv *adv = malloc(sizeof(*adv));
+	struct ulnet_rdma_bucket *bk = bucket(conn->peer, nob);
+	struct o2ib_seg *segs = NULL;
+	struct o2ib_mem mem;
+	char ns[ULNET_NID_STRLEN];
+	uint64_t at = 0;
+	int rc;
+
+	if (!adv)
+		return -ENOMEM;
+	rc = mem_of(net, msg, iov, niov, nob, &mem, &segs);
+	if (!rc)
+		rc = o2ib_plan_advertise(&mem, &lim, adv);
+	if (rc) {
+		ULNET_LOG(O2IB, ERR, "%s: cannot describe a %u-byte sink: %s (max_frags %u, map_on_demand %u)",
+			  o2ib_nid_str(&conn->peer->nid, ns, sizeof(ns)), nob,
+			  adv->why.verdict ? adv->why.verdict : strerror(-rc), lim.max_frags, lim.map_on_demand);
+		goto out;
+	}
+	if (adv->how == O2IB_STRAT_BOUNCE) {
+		struct iovec r;
+
+		tx->bounce = bounce_get(net);
+		tx->sink_iov = calloc(niov ? niov : 1, sizeof(*tx->sink_iov));
+		if (!tx->bounce || !tx->sink_iov) {
+			rc = -ENOMEM;
+			goto out;
+		}
+		memcpy(tx->sink_iov, iov, niov * sizeof(*iov));
+		tx->sink_niov = niov;
+		tx->sink_nob = nob;
+		r.iov_base = tx->bounce->buf;
+		r.iov_len = nob;
+		rc = net->fab->reg_mr(net->dev, &r, 1, FAB_ACCESS_LOCAL_WRITE | FAB_ACCESS_REMOTE_WRITE, &tx->mr);
+		bk->bounces++;
+	} else {
+		rc = o2ib_mem_reg(net, iov, niov, nob, FAB_ACCESS_LOCAL_WRITE | FAB_ACCESS_REMOTE_WRITE, &tx->mr);
+	}
+	if (rc) {
+		reg_failed(conn->peer, nob, rc);
+		goto out;
+	}
+	tx->mr_ok = true;
+	bk->registrations++;
+	bk->sinks++;
+	bk->sink_frags += adv->rd.nfrags;
+	rd->key = tx->mr.rkey;
+	rd->nfrags = adv->rd.nfrags;
+	for (uint32_t i = 0; i < adv->rd.nfrags; i++) {
+		rd->frags[i] = (struct o2ib_rdma_frag){ adv->rd.frags[i].nob, tx->mr.addr + at };
+		at += adv->rd.frags[i].nob;
+	}
+out:
+	free(segs);
+	free(adv);
+	return rc;
+}
+
 /* lnd_send of a payload too big for IMMEDIATE (PUT, REPLY) or of a GET whose sink is. */
 int o2ib_send_rdma(struct o2ib_net *net, struct o2ib_peer *peer, struct ulnet_msg *msg)
 {
 	const struct ulnet_msg_lnd_view *v = ulnet__msg_view(msg);
 	bool get = v->hdr.type == ULNET_MSG_GET;
 	struct o2ib_tx *tx = o2ib_tx_new(get ? O2IB_MSG_GET_REQ : O2IB_MSG_PUT_REQ);
-	int rc;
 
 	if (!tx)
 		return -ENOMEM;
 	tx->cookie = o2ib_next_cookie(net);
 	if (get) {
-		bool per_msg;
-
-		rc = mem_get(net, msg, v->rdma_iov, v->rdma_niov, v->rdma_len,
-			     FAB_ACCESS_LOCAL_WRITE | FAB_ACCESS_REMOTE_WRITE, &tx->mr, &per_msg);
-		if (rc) {
-			reg_failed(peer, v->rdma_len, rc);
-			free(tx);
-			return rc;
-		}
-		tx->mr_ok = per_msg;
 		tx->lntmsg2 = ulnet__create_reply_msg(net->ni, msg);
 		if (!tx->lntmsg2) {
-			if (per_msg)
-				net->fab->dereg_mr(net->dev, &tx->mr);
 			free(tx);
 			return -ENOMEM;
 		}
 		tx->msg.u.get.hdr = v->hdr;
 		tx->msg.u.get.cookie = tx->cookie;
-		tx->msg.u.get.rd.key = tx->mr.rkey;
-		tx->msg.u.get.rd.nfrags = 1;
-		tx->msg.u.get.rd.frags[0].nob = v->rdma_len;
-		tx->msg.u.get.rd.frags[0].addr = tx->mr.addr;
+		tx->advertise = true; /* the descriptor needs the connection's max_frags */
 	} else {
 		tx->msg.u.putreq.hdr = v->hdr;
 		tx->msg.u.putreq.cookie = tx->cookie;
@@ -157,6 +353,18 @@ int o2ib_send_rdma(struct o2ib_net *net, struct o2ib_peer *peer, struct ulnet_ms
 	tx->waiting = true; /* for PUT_ACK/PUT_NAK, or GET_DONE */
 	o2ib_peer_queue(peer, tx);
 	return 0;
+}
+
+int o2ib_tx_advertise(struct o2ib_conn *conn, struct o2ib_tx *tx)
+{
+	const struct ulnet_msg_lnd_view *v = ulnet__msg_view(tx->lntmsg);
+	int rc;
+
+	tx->advertise = false;
+	rc = sink_describe(conn, tx, tx->lntmsg, v->rdma_iov, v->rdma_niov, v->rdma_len, &tx->msg.u.get.rd);
+	if (rc)
+		o2ib_tx_done(conn->net, tx, rc);
+	return rc;
 }
 
 /* Queue a completion (PUT_NAK, PUT_DONE, GET_DONE) or PUT_ACK on @conn: no credit needed. */
@@ -177,12 +385,132 @@ static struct o2ib_tx *completion_tx(uint8_t type, uint64_t cookie, int32_t stat
 	return tx;
 }
 
-/* The source side of a transfer: register @nob bytes of @iov, write them into @rd, then send @done
- * (PUT_DONE or GET_DONE) carrying @cookie; @msg is finalized when that completes. */
+uint32_t o2ib_xfer_window(struct o2ib_xfer *x, uint64_t wr_id, struct fab_send_wr **first, struct fab_send_wr **last,
+			  bool *final)
+{
+	uint32_t n = x->nwrs - x->next;
+
+	/* o2ib_plan's windows: full ones of `room` WRITEs, then the rest with the SEND */
+	*final = n < x->room;
+	if (!*final)
+		n = x->room;
+	*first = *last = NULL;
+	for (uint32_t i = 0; i < n; i++) {
+		struct fab_send_wr *wr = &x->wrs[x->next + i];
+
+		wr->wr_id = wr_id;
+		wr->next = i + 1 < n ? wr + 1 : NULL;
+	}
+	if (n) {
+		*first = &x->wrs[x->next];
+		*last = &x->wrs[x->next + n - 1];
+	}
+	return n;
+}
+
+void o2ib_xfer_posted(struct o2ib_xfer *x, uint32_t n) { x->next += n; }
+
+/* The fabric WRs of @plan: its SGEs at @base + (their offset in the transfer), key @lkey. */
+static struct o2ib_xfer *xfer_build(const struct o2ib_plan *plan, const struct o2ib_rdma_desc *rd, uint64_t base,
+				    uint32_t lkey, uint32_t room)
+{
+	struct o2ib_xfer *x = calloc(1, sizeof(*x));
+	uint64_t at = 0;
+
+	if (!x)
+		return NULL;
+	x->wrs = calloc(plan->nwrs ? plan->nwrs : 1, sizeof(*x->wrs));
+	x->sges = calloc(plan->nsges ? plan->nsges : 1, sizeof(*x->sges));
+	if (!x->wrs || !x->sges) {
+		free(x->wrs);
+		free(x->sges);
+		free(x);
+		return NULL;
+	}
+	x->nwrs = plan->nwrs;
+	x->room = room;
+	for (uint32_t i = 0; i < plan->nsges; i++) {
+		x->sges[i] = (struct fab_sge){ base + at, plan->sges[i].len, lkey };
+		at += plan->sges[i].len;
+	}
+	for (uint32_t i = 0; i < plan->nwrs; i++) {
+		const struct o2ib_wr *w = &plan->wrs[i];
+
+		x->wrs[i] = (struct fab_send_wr){ .opcode = FAB_WR_RDMA_WRITE, .signaled = w->signalled,
+						  .sg_list = &x->sges[w->sge0], .num_sge = w->nsge,
+						  .remote_addr = w->remote_addr, .rkey = rd->key };
+	}
+	return x;
+}
+
+/* Plan and prepare the WRITEs of @nob bytes of @iov into @rd on @tx. 0 or -errno (logged). */
+static int source_prepare(struct o2ib_conn *conn, struct o2ib_tx *tx, struct ulnet_msg *msg, const struct iovec *iov,
+			  unsigned niov, uint32_t nob, const struct o2ib_rdma_desc *rd)
+{
+	struct o2ib_net *net = conn->net;
+	struct o2ib_limits lim = conn_limits(conn);
+	struct ulnet_rdma_bucket *bk = bucket(conn->peer, nob);
+	struct o2ib_plan plan;
+	struct o2ib_seg *segs = NULL;
+	struct o2ib_mem mem;
+	char ns[ULNET_NID_STRLEN];
+	uint64_t base;
+	uint32_t lkey;
+	bool per_msg, made;
+	int rc;
+
+	memset(&plan, 0, sizeof(plan));
+	rc = mem_of(net, msg, iov, niov, nob, &mem, &segs);
+	if (!rc)
+		rc = o2ib_plan_source(&mem, rd, nob, &lim, &plan);
+	free(segs);
+	if (rc) {
+		ULNET_LOG(O2IB, ERR, "%s: no RDMA plan for %u bytes into a %u-fragment descriptor: %s (max_frags %u, "
+			  "max_send_sge %u, map_on_demand %u)", o2ib_nid_str(&conn->peer->nid, ns, sizeof(ns)), nob,
+			  rd->nfrags, plan.why.verdict ? plan.why.verdict : strerror(-rc), lim.max_frags, lim.max_send_sge,
+			  lim.map_on_demand);
+		o2ib_plan_free(&plan);
+		return rc;
+	}
+	if (plan.strategy == O2IB_STRAT_BOUNCE) {
+		tx->bounce = bounce_get(net);
+		if (!tx->bounce) {
+			o2ib_plan_free(&plan);
+			return -ENOMEM;
+		}
+		iov_copy(iov, niov, tx->bounce->buf, nob, true);
+		base = (uint64_t)(uintptr_t)tx->bounce->buf;
+		lkey = tx->bounce->mr.lkey;
+		bk->bounces++;
+	} else {
+		rc = mem_get(net, msg, iov, niov, nob, &tx->mr, &per_msg, &made);
+		if (rc) {
+			reg_failed(conn->peer, nob, rc);
+			o2ib_plan_free(&plan);
+			return rc;
+		}
+		tx->mr_ok = per_msg;
+		bk->registrations += made;
+		base = tx->mr.addr;
+		lkey = tx->mr.lkey;
+	}
+	tx->xfer = xfer_build(&plan, rd, base, lkey, lim.sq_room);
+	if (tx->xfer) {
+		bk->transfers++;
+		bk->wrs += plan.nwrs;
+		bk->sges += plan.nsges;
+		if (plan.nwrs > bk->max_wrs)
+			bk->max_wrs = plan.nwrs;
+	}
+	o2ib_plan_free(&plan);
+	return tx->xfer ? 0 : -ENOMEM;
+}
+
+/* The source side of a transfer: write @nob bytes of @iov into @rd, then send @done (PUT_DONE or
+ * GET_DONE) carrying @cookie; @msg is finalized when that completes. */
 static int write_and_done(struct o2ib_conn *conn, uint8_t done, uint64_t cookie, const struct o2ib_rdma_desc *rd,
 			  struct ulnet_msg *msg, const struct iovec *iov, unsigned niov, uint32_t nob)
 {
-	struct o2ib_net *net = conn->net;
 	uint64_t room = 0;
 	struct o2ib_tx *tx;
 	int rc;
@@ -199,19 +527,10 @@ static int write_and_done(struct o2ib_conn *conn, uint8_t done, uint64_t cookie,
 			  (unsigned long long)room, nob);
 		tx->msg.u.completion.status = -EPROTO;
 		tx->status = -EPROTO;
-	} else if (nob) {
-		bool per_msg;
-
-		rc = mem_get(net, msg, iov, niov, nob, FAB_ACCESS_LOCAL_WRITE, &tx->mr, &per_msg);
-		if (rc) {
-			reg_failed(conn->peer, nob, rc);
-			tx->msg.u.completion.status = rc;
-			tx->status = rc;
-		} else {
-			tx->mr_ok = per_msg;
-			tx->rdma_nob = nob;
-			tx->rd = *rd;
-		}
+	} else if (nob && (rc = source_prepare(conn, tx, msg, iov, niov, nob, rd))) {
+		o2ib_tx_release(conn->net, tx);
+		tx->msg.u.completion.status = rc;
+		tx->status = rc;
 	}
 	queue_nocred(conn, tx);
 	return 0;
@@ -224,7 +543,6 @@ int o2ib_recv_rdma(struct o2ib_net *net, struct o2ib_rx *rx, struct ulnet_msg *m
 	struct o2ib_conn *conn = rx->conn;
 	const struct o2ib_msg *m = &rx->msg;
 	struct o2ib_tx *tx;
-	bool per_msg = true;
 	int rc = 0;
 
 	if (conn->state != O2IB_CONN_ESTABLISHED) {
@@ -256,10 +574,12 @@ int o2ib_recv_rdma(struct o2ib_net *net, struct o2ib_rx *rx, struct ulnet_msg *m
 		return 0;
 	}
 	tx = o2ib_tx_new(O2IB_MSG_PUT_ACK);
-	if (!tx || (rc = mem_get(net, msg, iov, niov, mlen, FAB_ACCESS_LOCAL_WRITE | FAB_ACCESS_REMOTE_WRITE,
-				 &tx->mr, &per_msg))) {
-		if (rc)
-			reg_failed(conn->peer, mlen, rc);
+	if (!tx || (rc = sink_describe(conn, tx, msg, iov, niov, mlen, &tx->msg.u.putack.rd))) {
+		if (tx) {
+			if (tx->mr_ok)
+				net->fab->dereg_mr(net->dev, &tx->mr);
+			o2ib_tx_release(net, tx);
+		}
 		free(tx);
 		tx = completion_tx(O2IB_MSG_PUT_NAK, m->u.putreq.cookie, rc ? rc : -ENOMEM);
 		ulnet__finalize(msg, rc ? rc : -ENOMEM);
@@ -268,16 +588,11 @@ int o2ib_recv_rdma(struct o2ib_net *net, struct o2ib_rx *rx, struct ulnet_msg *m
 		o2ib_rx_repost(rx, true);
 		return 0;
 	}
-	tx->mr_ok = per_msg;
 	tx->cookie = o2ib_next_cookie(net);
 	tx->lntmsg = msg;
 	tx->waiting = true; /* for PUT_DONE */
 	tx->msg.u.putack.src_cookie = m->u.putreq.cookie;
 	tx->msg.u.putack.dst_cookie = tx->cookie;
-	tx->msg.u.putack.rd.key = tx->mr.rkey;
-	tx->msg.u.putack.rd.nfrags = 1;
-	tx->msg.u.putack.rd.frags[0].nob = mlen;
-	tx->msg.u.putack.rd.frags[0].addr = tx->mr.addr;
 	queue_nocred(conn, tx);
 	o2ib_rx_repost(rx, false); /* the credit comes back with the PUT_DONE's buffer */
 	return 0;
@@ -294,6 +609,14 @@ static struct o2ib_tx *waiting_tx(struct o2ib_conn *conn, uint64_t cookie, uint8
 			return tx;
 	}
 	return NULL;
+}
+
+/* A bounced sink's bytes have landed: copy @nob of them where they belong. */
+static void sink_copy_out(struct o2ib_tx *tx, int32_t nob)
+{
+	if (tx->bounce && tx->sink_iov && nob > 0)
+		iov_copy(tx->sink_iov, tx->sink_niov, tx->bounce->buf,
+			 (uint32_t)nob < tx->sink_nob ? (uint32_t)nob : tx->sink_nob, false);
 }
 
 /* The answer has come: @tx leaves the waitq; it is done now unless its SEND completion is still due. */
@@ -342,12 +665,16 @@ void o2ib_rx_answer(struct o2ib_conn *conn, struct o2ib_rx *rx)
 		conn->reserved_credits++;
 		break;
 	case O2IB_MSG_PUT_DONE:
+		if (m->u.completion.status >= 0)
+			sink_copy_out(tx, (int32_t)tx->sink_nob);
 		answered(conn, tx, m->u.completion.status < 0 ? m->u.completion.status : 0);
 		o2ib_rx_repost(rx, true);
 		break;
 	default: /* GET_DONE */
-		if (m->u.completion.status >= 0 && tx->lntmsg2)
+		if (m->u.completion.status >= 0 && tx->lntmsg2) {
+			sink_copy_out(tx, m->u.completion.status);
 			ulnet__set_reply_len(tx->lntmsg2, (uint32_t)m->u.completion.status);
+		}
 		answered(conn, tx, m->u.completion.status < 0 ? m->u.completion.status : 0);
 		o2ib_rx_repost(rx, false);
 		conn->reserved_credits++;

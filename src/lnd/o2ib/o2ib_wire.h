@@ -24,6 +24,7 @@
  * asks, so a peer cannot make a descriptor grow past this. */
 #define O2IB_RD_FRAGS_CAP 335u
 #define O2IB_QUEUE_DEPTH_V1 8u
+#define O2IB_MAX_FRAGS_V1 256u            /* V1 peers want exactly 8 credits and 256 fragments */
 
 #define O2IB_HDR_SIZE 48u
 #define O2IB_CONNPARAMS_SIZE 8u

@@ -193,6 +193,7 @@ enum tcplnd_rx_event {
 };
 #define TCPLND_RX_IOV_WINDOW 64   /* iovecs handed out per readv */
 #define TCPLND_SLOP_SIZE 4096
+#define TCPLND_RA_SIZE 4096     /* read-ahead buffer per conn */
 struct tcplnd_rx {
 	enum tcplnd_rx_state state;
 	uint32_t proto;
@@ -335,6 +336,7 @@ struct tcplnd_tx {
 	unsigned iov_first, niov;       /* unsent window of iov[] */
 	const struct iovec *piov;       /* the message's payload fragments (borrowed) */
 	unsigned npiov;
+	unsigned iov_cap;               /* entries of iov[] (its free-list size class) */
 	struct iovec iov[];             /* [0] header, then payload */
 };
 
@@ -364,6 +366,10 @@ struct tcplnd_conn {
 	uint8_t hello_out[TCPLND_ACCEPTOR_V2_SIZE + TCPLND_HELLO_NID16_SIZE];
 	size_t hello_len, hello_done;
 	struct tcplnd_rx *rx;           /* from UP on */
+	/* read-ahead: every readv also fills this buffer past the rx machine's own, so small messages
+	 * come in one call and a short read tells the socket is drained (no readv for EAGAIN) */
+	uint8_t *ra;                    /* TCPLND_RA_SIZE bytes */
+	uint32_t ra_off, ra_len;        /* unread bytes: ra[ra_off, ra_len) */
 	struct iovec *rx_iov;           /* our copy of the fragments lnd_recv gave (the rx machine refers to it) */
 	unsigned rx_iov_cap;
 	struct ulnet_list txq;
@@ -414,6 +420,9 @@ struct tcplnd_net {
 };
 
 /* tcp_conn.c */
+/* A zeroed tx with room for @niov iovecs, from the node's descriptor free lists; NULL on no memory. */
+struct tcplnd_tx *tcplnd_tx_new(struct tcplnd_net *net, unsigned niov);
+void tcplnd_tx_free(struct tcplnd_net *net, struct tcplnd_tx *tx);
 struct tcplnd_conn *tcplnd_conn_new(struct tcplnd_net *net, int fd, bool passive);
 /* Active: open a socket to @peer for @ctype. 0 or -errno (nothing left behind). */
 int tcplnd_conn_connect(struct tcplnd_peer *peer, int ctype);

@@ -114,6 +114,7 @@ void tcplnd_conn_free(struct tcplnd_conn *conn)
 {
 	ulnet_list_del(&conn->link);
 	free(conn->rx_iov);
+	free(conn->ra);
 	free(conn->rx);
 	free(conn);
 }
@@ -197,7 +198,7 @@ void tcplnd_conn_close(struct tcplnd_conn *conn, int rc, const char *why)
 		ulnet_list_del(p);
 		if (tx->msg)
 			ulnet__finalize(tx->msg, rc);
-		free(tx);
+		tcplnd_tx_free(conn->net, tx);
 	}
 }
 
@@ -366,6 +367,25 @@ static void conn_hello_rx(struct tcplnd_conn *conn)
 
 /* ---- tx ---- */
 
+static size_t tx_size(unsigned niov)
+{
+	return sizeof(struct tcplnd_tx) + (size_t)niov * sizeof(struct iovec);
+}
+
+struct tcplnd_tx *tcplnd_tx_new(struct tcplnd_net *net, unsigned niov)
+{
+	struct tcplnd_tx *tx = ulnet__desc_get(net->node, tx_size(niov));
+
+	if (tx)
+		tx->iov_cap = niov;
+	return tx;
+}
+
+void tcplnd_tx_free(struct tcplnd_net *net, struct tcplnd_tx *tx)
+{
+	ulnet__desc_put(net->node, tx, tx_size(tx->iov_cap));
+}
+
 /* Prepare @tx for this conn's protocol: the header it carries and its iovec window. */
 static int tx_prep(struct tcplnd_conn *conn, struct tcplnd_tx *tx)
 {
@@ -449,7 +469,7 @@ static bool conn_enqueue(struct tcplnd_conn *conn, struct tcplnd_tx *tx)
 		ULNET_LOG(TCP, ERR, "%s: a NID of the message does not fit protocol V%u (dest %s); dropping it",
 			  conn->name, conn->proto, ulnet_nid_format(&ulnet__msg_view(tx->msg)->hdr.dest_nid, n, sizeof(n)));
 		ulnet__finalize(tx->msg, -EPROTO);
-		free(tx);
+		tcplnd_tx_free(conn->net, tx);
 		return false;
 	}
 	if (ulnet_list_empty(&conn->txq))
@@ -462,7 +482,7 @@ static bool conn_enqueue(struct tcplnd_conn *conn, struct tcplnd_tx *tx)
 /* A NOOP carrying ZC-ACK cookies; {0, 0} is the carrier that takes them when it goes out. */
 static struct tcplnd_tx *noop_tx_new(struct tcplnd_conn *conn, uint64_t c0, uint64_t c1)
 {
-	struct tcplnd_tx *tx = calloc(1, sizeof(*tx) + sizeof(struct iovec));
+	struct tcplnd_tx *tx = tcplnd_tx_new(conn->net, 1);
 
 	if (!tx) {
 		ULNET_LOG(TCP, ERR, "%s: no memory for a NOOP", conn->name);
@@ -547,7 +567,7 @@ static void conn_flush(struct tcplnd_conn *conn)
 			} else if (tx->carrier) {
 				conn->noop_queued = false;
 			}
-			free(tx);
+			tcplnd_tx_free(conn->net, tx);
 		}
 		if (conn->state == TCPLND_CONN_UP && conn->proto != TCPLND_PROTO_V1 && conn->zcacks.n &&
 		    !conn->noop_queued) {
@@ -566,7 +586,7 @@ static void conn_flush(struct tcplnd_conn *conn)
 
 void tcplnd_conn_queue_hello(struct tcplnd_conn *conn, const struct tcplnd_hello *h)
 {
-	struct tcplnd_tx *tx = calloc(1, sizeof(*tx) + sizeof(struct iovec));
+	struct tcplnd_tx *tx = tcplnd_tx_new(conn->net, 1);
 	int n;
 
 	if (!tx) {
@@ -575,7 +595,7 @@ void tcplnd_conn_queue_hello(struct tcplnd_conn *conn, const struct tcplnd_hello
 	}
 	n = tcplnd_hello_pack(h, tx->hdr, sizeof(tx->hdr));
 	if (n < 0) {
-		free(tx);
+		tcplnd_tx_free(conn->net, tx);
 		tcplnd_conn_close(conn, -EPROTO, "cannot encode our HELLO reply");
 		return;
 	}
@@ -704,24 +724,57 @@ static void conn_rx_event(struct tcplnd_conn *conn, int ev)
 	}
 }
 
+/* Copy read-ahead bytes into the rx machine's buffers; how many. */
+static size_t ra_take(struct tcplnd_conn *conn, const struct iovec *iov, unsigned n)
+{
+	size_t got = 0;
+
+	for (unsigned i = 0; i < n && conn->ra_off < conn->ra_len; i++) {
+		size_t k = conn->ra_len - conn->ra_off;
+
+		if (k > iov[i].iov_len)
+			k = iov[i].iov_len;
+		memcpy(iov[i].iov_base, conn->ra + conn->ra_off, k);
+		conn->ra_off += (uint32_t)k;
+		got += k;
+	}
+	return got;
+}
+
 static void conn_rx(struct tcplnd_conn *conn, uint32_t revents)
 {
 	size_t budget = RX_BUDGET;
+	bool drained = false;
 
 	/* backlogged: what we read now only waits in the completion queue; epoll brings us back */
 	while (conn->state == TCPLND_CONN_UP && budget && !ulnet__node_backlogged(conn->net->node)) {
 		struct tcplnd_rx *rx = conn->rx;
-		struct iovec *iov;
+		struct iovec *iov, v[TCPLND_RX_IOV_WINDOW + 1];
 		unsigned n = tcplnd_rx_bufs(rx, &iov);
+		size_t want = 0;
 		ssize_t r;
 		uint64_t now;
 
 		if (!n) {
-			if (revents & EPOLLHUP)
+			if ((revents & EPOLLHUP) && conn->ra_off == conn->ra_len)
 				tcplnd_conn_close(conn, -ECONNRESET, NULL);
 			break;
 		}
-		r = readv(conn->io.fd, iov, (int)(n < IOV_MAX ? n : IOV_MAX));
+		if (conn->ra_off < conn->ra_len) {
+			size_t got = ra_take(conn, iov, n);
+
+			conn_rx_event(conn, tcplnd_rx_advance(rx, got));
+			continue;
+		}
+		if (drained)
+			break; /* the last read came short: nothing more until epoll says so */
+		for (unsigned i = 0; i < n; i++) {
+			v[i] = iov[i];
+			want += iov[i].iov_len;
+		}
+		v[n].iov_base = conn->ra;
+		v[n].iov_len = TCPLND_RA_SIZE;
+		r = readv(conn->io.fd, v, (int)(n + 1 < IOV_MAX ? n + 1 : IOV_MAX));
 		if (r < 0) {
 			char detail[48];
 			int rc;
@@ -748,21 +801,35 @@ static void conn_rx(struct tcplnd_conn *conn, uint32_t revents)
 			}
 			break;
 		}
+		drained = (size_t)r < want + TCPLND_RA_SIZE;
+		if ((size_t)r > want) {
+			conn->ra_off = 0;
+			conn->ra_len = (uint32_t)((size_t)r - want);
+			r = (ssize_t)want;
+		}
 		now = ulnet__now_ns();
 		conn->rx_progress = now;
 		conn->peer->last_alive = now;
 		budget = (size_t)r >= budget ? 0 : budget - (size_t)r;
 		conn_rx_event(conn, tcplnd_rx_advance(rx, (size_t)r));
 	}
-	if (conn->state == TCPLND_CONN_UP)
-		tcplnd_conn_update_io(conn);
+	if (conn->state != TCPLND_CONN_UP)
+		return;
+	/* bytes read ahead wait on no epoll event: come back next turn (unless a delayed receive holds
+	 * the stream; its lnd_recv resumes it) */
+	if (conn->ra_off < conn->ra_len && conn->rx->state != TCPLND_RX_PARSE_WAIT)
+		ulnet__io_kick(conn->net->node, &conn->io);
+	tcplnd_conn_update_io(conn);
 }
 
 void tcplnd_conn_rx_resume(struct tcplnd_conn *conn)
 {
 	conn_rx_event(conn, tcplnd_rx_advance(conn->rx, 0));
-	if (conn->state == TCPLND_CONN_UP)
-		tcplnd_conn_update_io(conn);
+	if (conn->state != TCPLND_CONN_UP)
+		return;
+	if (conn->ra_off < conn->ra_len && conn->rx->state != TCPLND_RX_PARSE_WAIT)
+		ulnet__io_kick(conn->net->node, &conn->io);
+	tcplnd_conn_update_io(conn);
 }
 
 /* ---- io callback ---- */

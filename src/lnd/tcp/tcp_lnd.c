@@ -163,7 +163,7 @@ static void peer_fail_txq(struct tcplnd_peer *peer, int rc)
 
 		ulnet_list_del(p);
 		ulnet__finalize(tx->msg, rc);
-		free(tx);
+		tcplnd_tx_free(peer->net, tx);
 	}
 }
 
@@ -419,7 +419,9 @@ void tcplnd_hello_done(struct tcplnd_conn *conn)
 
 	/* accepted */
 	conn->rx = malloc(sizeof(*conn->rx));
-	if (!conn->rx) {
+	conn->ra = malloc(TCPLND_RA_SIZE);
+	conn->ra_off = conn->ra_len = 0;
+	if (!conn->rx || !conn->ra) {
 		conn->peer = NULL;
 		tcplnd_conn_close(conn, -ENOMEM, "no memory for the receive state");
 		if (!conn->passive)
@@ -515,7 +517,6 @@ static int net_address(struct tcplnd_net *net, struct ulnet_ni *ni)
 static int tcplnd_startup(struct ulnet_ni *ni)
 {
 	struct tcplnd_net *net = net_of(ni);
-	struct timespec ts;
 	unsigned i;
 	int rc;
 
@@ -536,8 +537,7 @@ static int tcplnd_startup(struct ulnet_ni *ni)
 	if (rc)
 		return rc;
 	/* the NI's start time: a restarted peer shows up as a new incarnation */
-	clock_gettime(CLOCK_REALTIME, &ts);
-	net->incarnation = (uint64_t)ts.tv_sec * NS_PER_S + (uint64_t)ts.tv_nsec;
+	net->incarnation = ulnet__wall_ns();
 	return tcplnd_acceptor_start(net);
 }
 
@@ -613,7 +613,7 @@ static int tcplnd_send(struct ulnet_ni *ni, void *rx_priv, struct ulnet_msg *msg
 		return -ENOMEM;
 	if (peer->userflag && ulnet_list_empty(&peer->conns))
 		return -EHOSTUNREACH; /* a user-space peer can only be reached while it is connected */
-	tx = calloc(1, sizeof(*tx) + (v->niov + 1) * sizeof(struct iovec));
+	tx = tcplnd_tx_new(net, v->niov + 1);
 	if (!tx)
 		return -ENOMEM;
 	tx->msg = msg;
@@ -632,7 +632,7 @@ static int tcplnd_send(struct ulnet_ni *ni, void *rx_priv, struct ulnet_msg *msg
 		if (ulnet__now_ns() < peer->retry_at && ulnet_list_empty(&peer->conns)) {
 			/* still backing off after a failure: fail at once, as a down peer would */
 			ulnet_list_del(&tx->link);
-			free(tx);
+			tcplnd_tx_free(peer->net, tx);
 			return peer->last_error ? peer->last_error : -EHOSTUNREACH;
 		}
 		peer_launch(peer);
@@ -696,7 +696,7 @@ static void peer_tick(struct tcplnd_peer *peer, uint64_t now)
 
 			ulnet_list_del(p);
 			ulnet__finalize(tx->msg, -ETIMEDOUT);
-			free(tx);
+			tcplnd_tx_free(peer->net, tx);
 		}
 	}
 	if (!ulnet_list_empty(&peer->txq) && !peer_connecting(peer))

@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: MIT */
-/* Parse ulnetd's YAML configuration (config.h) with libyaml's document API, keeping each node's mark so
- * every message names the line. Checks keys and value types only; the core validates the rest when
- * ulnetd adds the NIs. */
-#include "ulnetd_config.h"
+/* Read a node's YAML configuration (ulnet/config_file.h) with libyaml's document API, keeping each
+ * node's mark so every message names the line. Value rules are the core's own (page size, NID on its
+ * net, the tunable tables); what needs the running system is checked when the NIs are added. */
+#include <ulnet/config_file.h>
 
 #include <errno.h>
 #include <fcntl.h>
@@ -17,6 +17,8 @@
 #include <unistd.h>
 #include <yaml.h>
 
+#include "internal.h"
+
 #define CFG_MAX_INTERFACES 16
 #define CFG_MAX_FILE (16u << 20)
 
@@ -25,7 +27,7 @@ struct cfgp {
 	yaml_document_t *doc;
 	char *err;
 	size_t errlen;
-	struct ulnetd_config *cfg;
+	struct ulnet_config *cfg;
 };
 
 static void xfree(const void *p)
@@ -178,6 +180,7 @@ static int parse_node(struct cfgp *p, const yaml_node_t *n)
 		return rc;
 	FOREACH_PAIR(p, n, k, ks, v) {
 		long long x;
+		char why[80];
 
 		if (!strcmp(ks, "pid")) {
 			if ((rc = get_int(p, v, ks, 0, UINT32_MAX, &x)))
@@ -186,8 +189,8 @@ static int parse_node(struct cfgp *p, const yaml_node_t *n)
 		} else if (!strcmp(ks, "page_size")) {
 			if ((rc = get_int(p, v, ks, 0, LLONG_MAX, &x)))
 				return rc;
-			if (x < 4096 || x > 2097152 || (x & (x - 1)))
-				return fail(p, v, "bad page_size %lld: must be a power of two from 4096 to 2097152", x);
+			if (x > UINT32_MAX || ulnet__page_size_check((uint32_t)x, why, sizeof(why)))
+				return fail(p, v, "bad page_size %lld: %s", x, why);
 			p->cfg->opts.page_size = (uint32_t)x;
 		} else if (!strcmp(ks, "transaction_timeout")) {
 			if ((rc = get_int(p, v, ks, 1, ULNET_TXN_TIMEOUT_MAX, &x)))
@@ -197,14 +200,18 @@ static int parse_node(struct cfgp *p, const yaml_node_t *n)
 			if ((rc = get_int(p, v, ks, 1, UINT32_MAX, &x)))
 				return rc;
 			p->cfg->opts.max_peers = (uint32_t)x;
+		} else if (!strcmp(ks, "busy_poll_us")) {
+			if ((rc = get_int(p, v, ks, 0, ULNET_BUSY_POLL_US_MAX, &x)))
+				return rc;
+			p->cfg->opts.busy_poll_us = (uint32_t)x;
 		} else if (!strcmp(ks, "control")) {
 			const char *s;
 
 			if ((rc = get_str(p, v, ks, &s)))
 				return rc;
-			if (strlen(s) > ULNETD_CONTROL_PATH_MAX)
+			if (strlen(s) > ULNET_CONFIG_CONTROL_MAX)
 				return fail(p, v, "control socket path too long (%zu > %d bytes)", strlen(s),
-					    ULNETD_CONTROL_PATH_MAX);
+					    ULNET_CONFIG_CONTROL_MAX);
 			free(p->cfg->control);
 			if (!(p->cfg->control = strdup(s)))
 				return oom(p);
@@ -234,7 +241,7 @@ static int parse_global(struct cfgp *p, const yaml_node_t *n)
 		return rc;
 	FOREACH_PAIR(p, n, k, ks, v) {
 		const char *known = NULL;
-		struct ulnetd_global *g;
+		struct ulnet_config_global *g;
 		long long x;
 
 		for (size_t i = 0; i < sizeof(global_keys) / sizeof(global_keys[0]); i++)
@@ -248,7 +255,7 @@ static int parse_global(struct cfgp *p, const yaml_node_t *n)
 		if (!g)
 			return oom(p);
 		p->cfg->globals = g;
-		g[p->cfg->n_globals++] = (struct ulnetd_global){ .key = known, .value = x, .line = node_line(k) };
+		g[p->cfg->n_globals++] = (struct ulnet_config_global){ .key = known, .value = x, .line = node_line(k) };
 	}
 	return 0;
 }
@@ -477,14 +484,13 @@ static int parse_ni(struct cfgp *p, const yaml_node_t *n, const char *net_name, 
 	FOREACH_PAIR(p, n, k, ks, v) {
 		if (!strcmp(ks, "nid")) {
 			struct ulnet_nid nid;
-			const char *s, *why = NULL;
+			const char *s;
+			char why[200];
 
 			if ((rc = get_str(p, v, ks, &s)))
 				return rc;
-			if (ulnet_nid_parse(s, &nid, &why))
-				return fail(p, v, "bad nid '%s': %s", s, why ? why : "invalid");
-			if (ulnet_nid_net(&nid) != net)
-				return fail(p, v, "nid '%s' is not on net '%s'", s, net_name);
+			if (ulnet__ni_nid_parse(s, net, net_name, &nid, why, sizeof(why)))
+				return fail(p, v, "%s", why);
 			if (!(c->nid = strdup(s)))
 				return oom(p);
 		} else if (!strcmp(ks, "status")) {
@@ -563,7 +569,7 @@ static int parse_net_entry(struct cfgp *p, const yaml_node_t *n)
 	}
 	for (yaml_node_item_t *it = nis->data.sequence.items.start; it < nis->data.sequence.items.top; it++) {
 		const yaml_node_t *ni = get_node(p, *it);
-		struct ulnetd_ni_entry *e;
+		struct ulnet_config_ni *e;
 
 		if (is_lo) { /* lo always exists: check the entry, keep nothing */
 			struct ulnet_ni_conf tmp = { 0 };
@@ -648,7 +654,7 @@ static int yaml_fail(struct cfgp *p, const yaml_parser_t *parser)
 	return -EINVAL;
 }
 
-int ulnetd_config_parse(const char *file, const char *text, size_t len, struct ulnetd_config **out,
+int ulnet_config_parse(const char *file, const char *text, size_t len, struct ulnet_config **out,
 			char *err, size_t errlen)
 {
 	struct cfgp p = { .file = file, .err = err, .errlen = errlen };
@@ -664,14 +670,14 @@ int ulnetd_config_parse(const char *file, const char *text, size_t len, struct u
 		return oom(&p);
 	}
 	if (!yaml_parser_initialize(&parser)) {
-		ulnetd_config_free(p.cfg);
+		ulnet_config_free(p.cfg);
 		return oom(&p);
 	}
 	yaml_parser_set_input_string(&parser, (const unsigned char *)text, len);
 	if (!yaml_parser_load(&parser, &doc)) {
 		rc = yaml_fail(&p, &parser);
 		yaml_parser_delete(&parser);
-		ulnetd_config_free(p.cfg);
+		ulnet_config_free(p.cfg);
 		return rc;
 	}
 	p.doc = &doc;
@@ -691,14 +697,14 @@ int ulnetd_config_parse(const char *file, const char *text, size_t len, struct u
 	yaml_document_delete(&doc);
 	yaml_parser_delete(&parser);
 	if (rc) {
-		ulnetd_config_free(p.cfg);
+		ulnet_config_free(p.cfg);
 		return rc;
 	}
 	*out = p.cfg;
 	return 0;
 }
 
-int ulnetd_config_load(const char *path, struct ulnetd_config **out, char *err, size_t errlen)
+int ulnet_config_load(const char *path, struct ulnet_config **out, char *err, size_t errlen)
 {
 	struct stat st;
 	char *buf;
@@ -739,12 +745,12 @@ int ulnetd_config_load(const char *path, struct ulnetd_config **out, char *err, 
 	}
 	close(fd);
 	buf[got] = '\0';
-	rc = ulnetd_config_parse(path, buf, got, out, err, errlen);
+	rc = ulnet_config_parse(path, buf, got, out, err, errlen);
 	free(buf);
 	return rc;
 }
 
-void ulnetd_config_free(struct ulnetd_config *cfg)
+void ulnet_config_free(struct ulnet_config *cfg)
 {
 	if (!cfg)
 		return;
@@ -755,4 +761,28 @@ void ulnetd_config_free(struct ulnetd_config *cfg)
 	free(cfg->control);
 	free(cfg->file);
 	free(cfg);
+}
+
+int ulnet_config_node_open(const struct ulnet_config *cfg, ulnet_node **out, char *err, size_t errlen)
+{
+	ulnet_node *node;
+	int rc;
+
+	*out = NULL;
+	if ((rc = ulnet_node_open(&cfg->opts, &node))) {
+		snprintf(err, errlen, "%s: cannot open the node: %s", cfg->file, ulnet_strerror(rc));
+		return rc;
+	}
+	for (size_t i = 0; i < cfg->n_nis; i++) {
+		const struct ulnet_config_ni *ni = &cfg->nis[i];
+
+		if ((rc = ulnet_ni_add(node, &ni->conf))) {
+			snprintf(err, errlen, "%s:%u: cannot add NI %s: %s", cfg->file, ni->line,
+				 ni->conf.nid ? ni->conf.nid : ni->conf.net, ulnet_strerror(rc));
+			ulnet_node_close(node);
+			return rc;
+		}
+	}
+	*out = node;
+	return 0;
 }

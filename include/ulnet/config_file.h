@@ -1,0 +1,67 @@
+/* SPDX-License-Identifier: MIT */
+/* A node's configuration file (ulnetd -c): YAML in `lnetctl export` layout plus a `node:` section.
+ * The library reads it with the same rules the core applies (page size, tunable names and ranges from
+ * the tables, a NID on its net), so a file that parses is refused later only for what needs the
+ * running system (an LND not built, an address not present). `ulnetctl export` prints a valid one.
+ *
+ * Accepted layout (every key optional unless marked):
+ *   node:     pid, page_size, transaction_timeout, max_peers, busy_poll_us, control
+ *   net:      list of { net type (required), local NI(s): list of { nid | interfaces, status, tunables,
+ *             lnd tunables, CPT, dev cpt } }; `net type: lo` entries are checked and then ignored
+ *   global:   lnetctl's global keys (integers), accepted and ignored
+ * Anything else is an error naming the file, the line and the key:
+ *   node.yaml:7: unknown key 'peer_credit' in tunables */
+#ifndef ULNET_CONFIG_FILE_H
+#define ULNET_CONFIG_FILE_H
+
+#include <stddef.h>
+#include "node.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* One NI to add: @conf maps onto ulnet_ni_add(); every string it points to is owned by the config. */
+struct ulnet_config_ni {
+	struct ulnet_ni_conf conf;
+	unsigned line; /* line of the NI in the file, for messages */
+};
+
+/* One accepted `global:` key (kept for export and messages; the core has no setter yet). */
+struct ulnet_config_global {
+	const char *key;
+	long long value;
+	unsigned line;
+};
+
+struct ulnet_config {
+	char *file;                    /* the name used in messages */
+	struct ulnet_node_opts opts;   /* 0 fields = core defaults */
+	char *control;                 /* node: control, the application's control socket path (ulnetd);
+					* NULL when the file has none. Only its length is checked. */
+	struct ulnet_config_ni *nis;   /* non-lo NIs in file order */
+	size_t n_nis;
+	struct ulnet_config_global *globals;
+	size_t n_globals;
+};
+
+/* Largest control socket path (sizeof sun_path - 1). */
+#define ULNET_CONFIG_CONTROL_MAX 107
+
+/* Parse @len bytes of YAML; @file names the source in messages. 0 and *out set (free it with
+ * ulnet_config_free), or -EINVAL with one line "FILE:LINE: reason" in @err (NUL-terminated, cut to
+ * @errlen), or -ENOMEM. */
+ULNET_EXPORT int ulnet_config_parse(const char *file, const char *text, size_t len, struct ulnet_config **out,
+				    char *err, size_t errlen);
+/* Read and parse @path. As ulnet_config_parse, plus -errno from open/read ("FILE: reason"). */
+ULNET_EXPORT int ulnet_config_load(const char *path, struct ulnet_config **out, char *err, size_t errlen);
+/* Free @cfg and every string it owns. NULL is a no-op. */
+ULNET_EXPORT void ulnet_config_free(struct ulnet_config *cfg);
+/* Open a node with @cfg's options and add its NIs in file order. 0 and *out set; or the error of
+ * ulnet_node_open / ulnet_ni_add with one line in @err ("FILE:LINE: cannot add NI NID: reason"). */
+ULNET_EXPORT int ulnet_config_node_open(const struct ulnet_config *cfg, ulnet_node **out, char *err, size_t errlen);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,206 @@
+# SPDX-License-Identifier: MIT
+# shellcheck shell=sh
+# The VM lane's cases, run inside each guest (busybox sh) from this node ($NAME, $ME) to the peer
+# ($PEERNAME, $PEER; $ME1 and $PEER1 on o2ib1); sourced by tests/vm/init.sh. Every case prints exactly one line:
+#   VMLANE CASE <from>-><to> <net> <what> ok|FAIL bytes=<n> errors=<n> [detail]
+# and the host (tests/vm/run) counts them. "VMLANE PLAN <n>" first says how many will follow, so a
+# guest that dies midway shows as missing cases, not as fewer passes.
+
+SOCK=/run/ulnet.sock
+BRW_COUNT=4
+
+# vm_me NET / vm_peer NET: this node's and the peer's address on NET (o2ib1 has its own subnet)
+vm_me() { if [ "$1" = o2ib1 ]; then echo "$ME1"; else echo "$ME"; fi; }
+vm_peer() { if [ "$1" = o2ib1 ]; then echo "$PEER1"; else echo "$PEER"; fi; }
+
+# one case line; status ok|FAIL
+vm_case() { echo "VMLANE CASE $NAME->$PEERNAME $*"; }
+
+# vm_json FILE KEY: the scalar value of "KEY": in a flat JSON line
+vm_json() { sed -n "s/.*\"$2\":\([^,}]*\).*/\1/p" "$1" | head -1; }
+
+# wait (up to 120 s: the other VM may boot slower) until the peer answers a ping on NET
+vm_wait_peer()
+{
+	local net=$1 i=0
+	until ulnetctl --node $SOCK ping "$(vm_peer $net)@$net" --count 1 --timeout 1000 >/dev/null 2>&1; do
+		i=$((i + 1))
+		[ $i -lt 120 ] || return 1
+		sleep 1
+	done
+}
+
+# vm_ping NET: 3 pings, each reply must list the peer's NID on NET
+vm_ping()
+{
+	local net=$1 out=/tmp/ping.json n r peer
+	peer=$(vm_peer $net)@$net
+	if ulnetctl --node $SOCK ping "$peer" --count 3 --timeout 5000 --json >$out 2>/tmp/ping.err; then
+		r=$(grep -o '"time (ms)":' $out | wc -l)
+		n=$(grep -o "\"nid\":\"$peer\"" $out | wc -l)
+		if [ "$r" = 3 ] && [ "$n" = 3 ]; then
+			vm_case "$net ping ok bytes=0 errors=0 replies=3"
+			return
+		fi
+		vm_case "$net ping FAIL bytes=0 errors=1 replies=$r naming $peer: $n: $(head -c 300 $out)"
+		return
+	fi
+	vm_case "$net ping FAIL bytes=0 errors=1 $(head -c 300 /tmp/ping.err)"
+}
+
+# vm_plan NET SIZE: what this node's o2ib LND did with the peer since the last call, for transfers of
+# SIZE's bucket (peer show -v: RDMA counters by size, and the negotiated max_frags), e.g.
+# "plan: source 4 transfers 4 WRs, sink 0, bounces 4, max_frags 16"; nothing when the tree has no
+# such counters. Each case's own data goes one way, so the console node is the source of a write and
+# the sink of a read.
+vm_plan()
+{
+	local net=$1 size=$2 b=1048576 now prev
+	[ "$net" != tcp ] || return 0
+	[ "$size" -gt 262144 ] || b=262144
+	[ "$size" -gt 65536 ] || b=65536
+	[ "$size" -gt 4096 ] || b=4096
+	now=$(ulnetctl --node $SOCK peer show -v --nid "$(vm_peer $net)@$net" --json 2>/dev/null | tr -d ' \n' |
+		awk -v B=$b '
+		function get(s, f) { if (match(s, "\"" f "\":[0-9]+")) return substr(s, RSTART + length(f) + 3, RLENGTH - length(f) - 3); return 0 }
+		{
+			mf = get($0, "max_frags")
+			n = split($0, part, "\"max_bytes\":")
+			for (i = 2; i <= n; i++)
+				if (index(part[i], B ",") == 1)
+					print get(part[i], "transfers"), get(part[i], "wrs"), get(part[i], "sinks"), get(part[i], "bounces"), mf
+		}')
+	[ -n "$now" ] || return 0
+	prev=$(cat /tmp/plan.$net.$b 2>/dev/null || echo "0 0 0 0 0")
+	echo "$now" >/tmp/plan.$net.$b
+	echo "$now $prev" | awk '{ printf "plan: source %d transfers %d WRs, sink %d, bounces %d, max_frags %d\n", $1 - $6, $2 - $7, $3 - $8, $4 - $9, $5 }'
+}
+
+# vm_plan_baseline NET: start counting from here (the peer's turn used this node's counters too)
+vm_plan_baseline()
+{
+	local s
+	for s in 1 4097 65537 262145; do
+		vm_plan "$1" $s >/dev/null
+	done
+}
+
+# vm_brw NET read|write SIZE OFFSET: BRW_COUNT RPCs with check=full; all bytes, zero errors
+vm_brw()
+{
+	local net=$1 op=$2 size=$3 off=$4 out=/tmp/brw.json st=0 bytes errs e v what plan
+	ulnet-selftest --node $SOCK --json brw "$op" --from "$(vm_me $net)@$net" --to "$(vm_peer $net)@$net" --size "$size" \
+		--offset "$off" --check full --concurrency 2 --count $BRW_COUNT --timeout 30 >$out 2>/tmp/brw.err || st=$?
+	bytes=$(vm_json $out bytes)
+	errs=0
+	for e in timeout mismatch refused peer_gone unclassified; do
+		v=$(vm_json $out $e)
+		errs=$((errs + ${v:-0}))
+	done
+	what="brw $op size=$size offset=$off"
+	plan=$(vm_plan $net $size)
+	# LU-5718's net must have negotiated its 16 fragments (when the tree reports it)
+	if [ -n "${WANT_MAX_FRAGS:-}" ] && [ -n "$plan" ]; then
+		case "$plan" in
+		*"max_frags $WANT_MAX_FRAGS") ;;
+		*) errs=$((errs + 1)) plan="$plan (want max_frags $WANT_MAX_FRAGS)" ;;
+		esac
+	fi
+	if [ $st = 0 ] && [ "$(vm_json $out ok)" = true ] && [ "$bytes" = $((BRW_COUNT * size)) ] && [ $errs = 0 ]; then
+		vm_case "$net $what ok bytes=$bytes errors=0${plan:+ $plan}"
+	else
+		vm_case "$net $what FAIL bytes=${bytes:-0} errors=$errs status=$st $plan $(vm_json $out first_error) $(head -c 200 /tmp/brw.err)"
+	fi
+}
+
+# the tcp set: ping, then brw write and read at a page-straddling offset and an odd one
+TCP_BRW="1048576:0 4097:1 1044479:4097"
+
+vm_cases_tcp_net() { echo tcp; }
+vm_cases_tcp_count() { echo $((1 + 2 * $(echo $TCP_BRW | wc -w))); }
+vm_cases_tcp()
+{
+	local so op
+	vm_ping tcp
+	for so in $TCP_BRW; do
+		for op in write read; do
+			vm_brw tcp $op "${so%%:*}" "${so##*:}"
+		done
+	done
+}
+
+# the o2ib set (issue 10): ping, then brw write and read at offsets 0, 1, 4097, 65537 of sizes 1,
+# 4097, 65536, 1 MiB - offset and 1 MiB, where offset + size <= 1 MiB (each pair once)
+O2IB_OFFSETS="0 1 4097 65537"
+vm_o2ib_pairs()
+{
+	local off size seen
+	for off in $O2IB_OFFSETS; do
+		seen=
+		for size in 1 4097 65536 $((1048576 - off)) 1048576; do
+			[ $((off + size)) -le 1048576 ] || continue
+			case " $seen " in *" $size "*) continue ;; esac
+			seen="$seen $size"
+			echo "$size:$off"
+		done
+	done
+}
+vm_cases_o2ib_net() { echo o2ib; }
+vm_cases_o2ib_count() { echo $((1 + 2 * $(vm_o2ib_pairs | wc -l))); }
+vm_cases_o2ib()
+{
+	local so op
+	vm_ping o2ib
+	vm_plan_baseline o2ib
+	for so in $(vm_o2ib_pairs); do
+		for op in write read; do
+			vm_brw o2ib $op "${so%%:*}" "${so##*:}"
+		done
+	done
+}
+
+# LU-5718's shape on its own net (o2ib1, NIs limited to 16 RDMA fragments and max_send_sge 1):
+# 1 MiB at an odd offset, both ways of the data
+vm_cases_lu5718_net() { echo o2ib1; }
+vm_cases_lu5718_count() { echo 3; }
+vm_cases_lu5718()
+{
+	vm_ping o2ib1
+	vm_plan_baseline o2ib1
+	WANT_MAX_FRAGS=16
+	vm_brw o2ib1 write 1048576 7
+	vm_brw o2ib1 read 1048576 7
+	WANT_MAX_FRAGS=
+}
+
+# vm_cases LIST FIRST: comma-separated groups (tcp, o2ib, lu5718). The two nodes take turns (FIRST=1
+# goes first, then tells the peer on TCP port 7777 of the guest link), so each case's counters and
+# plan are its own.
+vm_cases()
+{
+	local groups total=0 g net i
+	groups=$(echo "$1" | tr ',' ' ')
+	for g in $groups; do
+		total=$((total + $(vm_cases_${g}_count)))
+	done
+	echo "VMLANE PLAN $total"
+	if [ "$2" != 1 ]; then
+		timeout 400 nc -l -p 7777 >/dev/null 2>&1 || echo "VMLANE ERROR $NAME: no turn from $PEERNAME"
+	fi
+	for g in $groups; do
+		net=$(vm_cases_${g}_net)
+		if ! vm_wait_peer "$net"; then
+			echo "VMLANE ERROR $NAME: $PEERNAME@$net does not answer ping after 120 s"
+			continue
+		fi
+		vm_cases_$g
+	done
+	if [ "$2" = 1 ]; then
+		i=0
+		until echo turn | nc "$PEER" 7777 >/dev/null 2>&1; do
+			i=$((i + 1))
+			[ $i -lt 100 ] || { echo "VMLANE ERROR $NAME: cannot give $PEERNAME its turn"; break; }
+			sleep 0.2
+		done
+	fi
+}
