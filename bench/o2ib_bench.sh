@@ -21,9 +21,7 @@ source "$SRC/tests/integration/lib.sh"
 ul_init
 SST=$BUILD/tools/ulnet-selftest/ulnet-selftest
 grep -q ULNET_HAVE_FABRIC_SHM "$BUILD/config.h" || ul_fail "$BUILD was configured with -Dfabric_shm=disabled"
-gcc -O2 -std=gnu11 -D_GNU_SOURCE -I"$BUILD" -I"$SRC/include" -I"$SRC/src/core" -I"$SRC/src/fabric" \
-	-I"$SRC/src/fabric/shm" "$SRC/bench/shm_rdma_bench.c" "$BUILD/src/libulnet_internal.a" -lpthread \
-	-o "$UL_TMP/shm_rdma_bench"
+ninja -C "$BUILD" bench/shm_rdma_bench >/dev/null && cp "$BUILD/bench/shm_rdma_bench" "$UL_TMP/shm_rdma_bench"
 
 # n1: 4 KiB pages; n2: 64 KiB pages; n3: 4 KiB pages
 for n in 1 2 3; do

@@ -29,9 +29,7 @@ if ! command -v ucx_perftest >/dev/null; then
 fi
 [ -f "$BUILD/src/libulnet_internal.a" ] || { echo "build first: ninja -C $BUILD" >&2; exit 1; }
 grep -q ULNET_HAVE_FABRIC_SHM "$BUILD/config.h" || { echo "$BUILD was configured with -Dfabric_shm=disabled" >&2; exit 1; }
-gcc -O2 -std=gnu11 -D_GNU_SOURCE -I"$BUILD" -I"$SRC/include" -I"$SRC/src/core" -I"$SRC/src/fabric" \
-	-I"$SRC/src/fabric/shm" "$SRC/bench/shm_rdma_bench.c" "$BUILD/src/libulnet_internal.a" -lpthread \
-	-o "$TMP/shm_rdma_bench"
+ninja -C "$BUILD" bench/shm_rdma_bench >/dev/null && cp "$BUILD/bench/shm_rdma_bench" "$TMP/shm_rdma_bench"
 
 # ucx_perftest (UCT level, cma, zcopy, 1 MiB): prints the overall MB/s (MiB/s) of the Final line.
 ucx() {

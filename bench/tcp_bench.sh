@@ -63,8 +63,7 @@ ul_stop_node n1
 ul_stop_node n2
 
 ul_step "0-byte Put rate and ping RTT (two nodes in one process)"
-gcc -O2 -std=gnu11 -D_GNU_SOURCE -I"$SRC/include" "$SRC/bench/tcp_msgrate.c" "$BUILD/src/libulnet_internal.a" \
-	-lpthread -o "$UL_TMP/tcp_msgrate"
+ninja -C "$BUILD" bench/tcp_msgrate >/dev/null && cp "$BUILD/bench/tcp_msgrate" "$UL_TMP/tcp_msgrate"
 "$UL_TMP/tcp_msgrate" "$(ul_addr "$T" 3)" "$(ul_addr "$T" 4)" "$SECS" >"$UL_TMP/rate.txt" 2>"$UL_TMP/rate.err" \
 	|| ul_fail "tcp_msgrate: $(cat "$UL_TMP/rate.err")"
 
