@@ -48,7 +48,7 @@ static char *buf_alloc(size_t len, bool memfd)
 	return p;
 }
 
-static void die(const char *what, int rc)
+__attribute__((noreturn)) static void die(const char *what, int rc)
 {
 	fprintf(stderr, "shm_rdma_bench: %s: %s\n", what, strerror(rc < 0 ? -rc : rc));
 	exit(1);
