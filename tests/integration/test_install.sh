@@ -9,7 +9,17 @@ source "${SRC:-$(dirname "$0")/../..}/tests/integration/lib.sh"
 ul_init
 T=$UL_TMP
 DEST=$T/root
-CC=${CC:-cc}
+# The tools are built as the library was: its compiler (from compile_commands.json) and its
+# sanitizers (an ASan library needs an ASan program)
+read -r CC SAN < <(python3 - "$BUILD" <<'PY'
+import json, shlex, subprocess, sys
+b = sys.argv[1]
+cc = shlex.split(json.load(open(b + "/compile_commands.json"))[0]["command"])[0]
+opts = json.loads(subprocess.check_output(["meson", "introspect", "--buildoptions", b]))
+san = next((o["value"] for o in opts if o["name"] == "b_sanitize"), "none")
+print(cc, san)
+PY
+)
 
 ul_step "meson install --destdir"
 meson install -C "$BUILD" --destdir "$DEST" --no-rebuild --quiet >"$T/install.log" 2>&1 ||
@@ -38,6 +48,7 @@ ul_step "$(wc -l <"$T/exports") exported symbols, all ulnet_*"
 # Each tool: its own directory's sources, plus the control protocol framing it shares with ulnetd.
 # Nothing from src/ and no include path but the tool's own directories and pkg-config's.
 CFLAGS=(-std=gnu11 -D_GNU_SOURCE -Wall -Wextra -Werror -O1 -I"$SRC/tools/ulnetd")
+[[ $SAN == none ]] || CFLAGS+=(-fsanitize="$SAN")
 build_tool()
 {
 	local name=$1
