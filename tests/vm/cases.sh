@@ -1,7 +1,8 @@
 # SPDX-License-Identifier: MIT
 # shellcheck shell=sh
 # The VM lane's cases, run inside each guest (busybox sh) from this node ($NAME, $ME) to the peer
-# ($PEERNAME, $PEER; $ME1 and $PEER1 on o2ib1); sourced by tests/vm/init.sh. Every case prints exactly one line:
+# ($PEERNAME, $PEER; $ME1 and $PEER1 on o2ib1); sourced by tests/vm/init.sh. Every case prints
+# exactly one line:
 #   VMLANE CASE <from>-><to> <net> <what> ok|FAIL bytes=<n> errors=<n> [detail]
 # and the host (tests/vm/run) counts them. "VMLANE PLAN <n>" first says how many will follow, so a
 # guest that dies midway shows as missing cases, not as fewer passes.
@@ -217,6 +218,44 @@ vm_kill()
 	vm_brw $net write 1048576 4097
 }
 
+# The bench (no cases: one "VMLANE BENCH" line, never a pass or a fail): 1 MiB brw writes over o2ib,
+# 8 in flight for 5 s, against perftest between the same two rxe devices in the same run (issue
+# 10's goal: a ratio of at least 0.9): ib_write_bw (1 MiB RC RDMA WRITEs, 5 s; it can only busy-poll,
+# which starves rxe on one vCPU) and ib_send_bw -e (200 1 MiB SENDs on completion events). The peer
+# starts both servers, one after the other, when its cases start (vm_bench_serve).
+PERF_ARGS="-R -F -s 1048576"
+vm_cases_bench_net() { echo o2ib; }
+vm_cases_bench_count() { echo 0; }
+vm_bench_serve() { { ib_write_bw $PERF_ARGS -D 5; ib_send_bw $PERF_ARGS -n 200 -e; } >/tmp/perf.log 2>&1 & }
+# vm_perf TOOL ARGS...: the client against the peer's server (retried while it is not listening yet);
+# prints the average MB/s of the result row (bytes, iterations, peak, average, msg rate)
+vm_perf()
+{
+	local tool=$1 i=0
+	shift
+	until $tool $PERF_ARGS "$@" "$PEER" >/tmp/$tool.log 2>&1; do
+		i=$((i + 1))
+		[ $i -lt 10 ] || break
+		sleep 1
+	done
+	awk '$1 == 1048576 && NF >= 5 {print $4}' /tmp/$tool.log | tail -1
+}
+vm_ratio() { awk -v a="${1:-0}" -v b="${2:-0}" 'BEGIN {if (b > 0) printf "%.2f", a / b; else print "?"}'; }
+vm_cases_bench()
+{
+	local out=/tmp/bench.json ulnet wr sd
+	[ "$FIRST" = 1 ] || return 0
+	ulnet-selftest --node $SOCK --json brw write --from "$ME@o2ib" --to "$PEER@o2ib" --size 1048576 \
+		--check none --concurrency 8 --duration 5 --timeout 30 >$out 2>&1
+	ulnet=$(vm_json $out MBps)
+	wr=$(vm_perf ib_write_bw -D 5)
+	sd=$(vm_perf ib_send_bw -n 200 -e)
+	echo "VMLANE BENCH $NAME->$PEERNAME o2ib 1 MiB brw write ${ulnet:-?} MB/s; ib_write_bw ${wr:-?} MB/s" \
+		"(ratio $(vm_ratio "$ulnet" "$wr")), ib_send_bw -e ${sd:-?} MB/s (ratio $(vm_ratio "$ulnet" "$sd")); goal 0.9"
+	[ -n "$wr" ] || sed 's/^/VMLANE LOG ib_write_bw: /' /tmp/ib_write_bw.log | tail -3
+	[ -n "$sd" ] || sed 's/^/VMLANE LOG ib_send_bw: /' /tmp/ib_send_bw.log | tail -3
+}
+
 # vm_turn_wait / vm_turn_give: the turn token, a TCP connection to port 7777 inside the guest link
 vm_turn_wait() { timeout 400 nc -l -p 7777 >/dev/null 2>&1 || echo "VMLANE ERROR $NAME: no turn from $PEERNAME"; }
 vm_turn_give()
@@ -242,6 +281,7 @@ vm_cases()
 	done
 	echo "VMLANE PLAN $total"
 	[ -n "$groups" ] || return 0
+	case " $groups " in *" bench "*) [ "$FIRST" = 1 ] || vm_bench_serve ;; esac
 	[ "$FIRST" = 1 ] || vm_turn_wait
 	for g in $groups; do
 		[ $g != kill ] || continue
