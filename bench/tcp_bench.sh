@@ -1,19 +1,27 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: MIT
-# tcp LND benchmark on loopback, in one run (not part of the test suite; needs root for port 988):
-#   1. streaming 1 MiB Put bandwidth between two ulnetd (ulnet-selftest brw read: the server PUTs,
-#      8 in flight; brw write, the Get direction, is printed too)
-#      against iperf3 single-stream bandwidth (-l 1M) between the same addresses; prints the ratio
-#      (goal >= 0.9);
-#   2. 0-byte Put message rate and ping round-trip time against a raw TCP 8-byte ping-pong
-#      (bench/tcp_msgrate.c, two nodes in one process).
-# Usage: bench/tcp_bench.sh [SECONDS]   (BUILD=build dir, default ./build; ROUNDS=3 medians)
+# tcp LND benchmark on loopback, in one run (not part of the test suite; needs root for port 988).
+# Every ulnet number is printed next to its baseline measured in the same run, between the same
+# addresses:
+#   1. streaming 1 MiB Put and Get bandwidth between two ulnetd (ulnet-selftest brw read: the server
+#      PUTs; brw write: the server GETs) against iperf3 single-stream bandwidth (-l 1M);
+#   2. round trips between two ulnetd in separate processes: ulnet_ping (ulnetctl ping, the time
+#      ulnet_ping measures inside ulnetd) and a selftest ping RPC (ulnet-selftest ping, concurrency
+#      1, median latency), against a raw TCP 8-byte ping-pong between two processes
+#      (bench/tcp_pingpong.c); once with sleeping loops, once with node busy_poll_us (and the raw
+#      ping-pong polling its socket); medians over ROUNDS interleaved rounds;
+#   3. the node lock's hold-time histogram of the server node over the whole run (stats show -v);
+#   4. 0-byte Put message rate (bench/tcp_msgrate.c, two nodes in one process).
+# Usage: bench/tcp_bench.sh [SECONDS]   (BUILD=build dir, default ./build; ROUNDS=3 medians;
+#        BENCH_T=T uses the 127.T.0.0/16 block, default 38; BUSY_US=50 the busy-poll window)
 set -euo pipefail
 SRC=${SRC:-$(cd "$(dirname "$0")/.." && pwd)}
 BUILD=${BUILD:-$SRC/build}
 SECS=${1:-5}
 ROUNDS=${ROUNDS:-3}
 CONC=${CONC:-4} # RPCs in flight: 4 keeps the working set cache-friendly on this VM (8 is ~10% slower)
+BUSY_US=${BUSY_US:-50}
+PINGS=${PINGS:-1000}
 source "$SRC/tests/integration/lib.sh"
 ul_init
 command -v iperf3 >/dev/null || ul_fail "iperf3 not installed (apt-get install iperf3)"
@@ -21,22 +29,50 @@ SST=$BUILD/tools/ulnet-selftest/ulnet-selftest
 T=${BENCH_T:-38} # the 127.T.0.0/16 block
 A=$(ul_addr "$T" 1) B=$(ul_addr "$T" 2)
 
-for n in 1 2; do
-	ul_start_node "n$n" <<YAML
+gcc -O2 -std=gnu11 -D_GNU_SOURCE "$SRC/bench/tcp_pingpong.c" -o "$UL_TMP/tcp_pingpong"
+
+start_nodes() { # BUSY_POLL_US
+	for n in 1 2; do
+		ul_start_node "n$n" <<YAML
+node:
+    busy_poll_us: $1
 net:
     - net type: tcp
       local NI(s):
         - nid: $(ul_addr "$T" "$n")@tcp
 YAML
-done
+	done
+	ul_ctl n1 ping "$B@tcp" --count 10 --timeout 5000 >/dev/null || ul_fail "warm-up ping failed"
+}
+stop_nodes() { ul_stop_node n1; ul_stop_node n2; }
 
 mbps() { "$UL_PYTHON" -c 'import json,sys; print(json.load(open(sys.argv[1]))["MBps"])' "$1"; }
 median() { printf '%s\n' "$@" | sort -g | awk '{v[NR]=$1} END {print v[int((NR+1)/2)]}'; }
 
-# brw read: the server streams 1 MiB LNet PUTs into the client (data B -> A); brw write: the server
-# GETs (REPLY stream A -> B). iperf3 runs in the Put's data direction. This VM is noisy, so the three
-# measurements are interleaved over ROUNDS rounds and the medians compared.
-put=() get=() ipf=()
+# ulnet_ping round trip (median of PINGS, us), as ulnet_ping timed it inside ulnetd
+ping_us() {
+	ul_ctl n1 ping "$B@tcp" --count "$PINGS" --timeout 5000 --json >"$UL_TMP/ping.json" || ul_fail "ping failed"
+	"$UL_PYTHON" -c 'import json,sys,statistics; print(statistics.median(float(p["time (ms)"]) * 1000 for p in json.load(open(sys.argv[1]))["ping"]))' "$UL_TMP/ping.json"
+}
+# selftest ping RPC round trip (median latency, us), one in flight
+sst_ping_us() {
+	"$SST" --node "$(ul_sock n1)" --json ping --from "$A@tcp" --to "$B@tcp" --concurrency 1 --duration "$SECS" \
+		>"$UL_TMP/sst_ping.json" || ul_fail "selftest ping failed"
+	"$UL_PYTHON" -c 'import json,sys; print(json.load(open(sys.argv[1]))["latency_us"]["p50"])' "$UL_TMP/sst_ping.json"
+}
+# raw TCP ping-pong between two processes (median, us); port 7400 on B, from A
+raw_us() { # [busy]
+	"$UL_TMP/tcp_pingpong" server "$B" 7400 ${1:-} >"$UL_TMP/pp_srv.out" &
+	local srv=$! i
+	for i in $(seq 100); do grep -q listening "$UL_TMP/pp_srv.out" 2>/dev/null && break; sleep 0.05; done
+	"$UL_TMP/tcp_pingpong" client "$B" 7400 "$A" 20000 ${1:-} >"$UL_TMP/pp.out" || ul_fail "tcp_pingpong failed"
+	wait "$srv" || true
+	awk '{print $2}' "$UL_TMP/pp.out"
+}
+
+# This VM is noisy: every measurement is interleaved over ROUNDS rounds and the medians compared.
+put=() get=() ipf=() png=() sst=() raw=() pngb=() sstb=() rawb=()
+start_nodes 0
 for r in $(seq "$ROUNDS"); do
 	ul_step "round $r/$ROUNDS: ulnet brw read (Put stream $B -> $A), ${SECS} s"
 	"$SST" --node "$(ul_sock n1)" --json brw read --from "$A@tcp" --to "$B@tcp" --size 1M --concurrency "$CONC" \
@@ -53,26 +89,51 @@ for r in $(seq "$ROUNDS"); do
 	iperf3 -c "$A" -B "$B" -p 5399 -l 1M -t "$SECS" -J >"$UL_TMP/iperf.json"
 	wait "$srv" || true
 	ipf+=("$("$UL_PYTHON" -c 'import json,sys; print(json.load(open(sys.argv[1]))["end"]["sum_received"]["bits_per_second"] / 8e6)' "$UL_TMP/iperf.json")")
+	ul_step "round $r/$ROUNDS: round trips (ulnet_ping x$PINGS, selftest ping ${SECS} s, raw TCP x20000)"
+	png+=("$(ping_us)")
+	sst+=("$(sst_ping_us)")
+	raw+=("$(raw_us)")
 done
+ul_ctl n2 stats show -v --json >"$UL_TMP/stats_n2.json"
+stop_nodes
+
+start_nodes "$BUSY_US"
+for r in $(seq "$ROUNDS"); do
+	ul_step "round $r/$ROUNDS: round trips with busy polling (busy_poll_us $BUSY_US; raw ping-pong polling)"
+	pngb+=("$(ping_us)")
+	sstb+=("$(sst_ping_us)")
+	rawb+=("$(raw_us busy)")
+done
+stop_nodes
 echo "runs (MB/s): put ${put[*]} | get ${get[*]} | iperf3 ${ipf[*]}"
-ulnet_mbps=$(median "${put[@]}")
-ulnet_get_mbps=$(median "${get[@]}")
-iperf_mbps=$(median "${ipf[@]}")
+echo "runs (us): ulnet_ping ${png[*]} | selftest ping ${sst[*]} | raw ${raw[*]}"
+echo "runs busy (us): ulnet_ping ${pngb[*]} | selftest ping ${sstb[*]} | raw ${rawb[*]}"
 
-ul_stop_node n1
-ul_stop_node n2
-
-ul_step "0-byte Put rate and ping RTT (two nodes in one process)"
+ul_step "0-byte Put rate (two nodes in one process)"
 ninja -C "$BUILD" bench/tcp_msgrate >/dev/null && cp "$BUILD/bench/tcp_msgrate" "$UL_TMP/tcp_msgrate"
 "$UL_TMP/tcp_msgrate" "$(ul_addr "$T" 3)" "$(ul_addr "$T" 4)" "$SECS" >"$UL_TMP/rate.txt" 2>"$UL_TMP/rate.err" \
 	|| ul_fail "tcp_msgrate: $(cat "$UL_TMP/rate.err")"
 
-"$UL_PYTHON" - "$ulnet_mbps" "$iperf_mbps" "$UL_TMP/rate.txt" "$ulnet_get_mbps" <<'PY'
-import sys
-u, i, g = float(sys.argv[1]), float(sys.argv[2]), float(sys.argv[4])
-r = dict(l.split() for l in open(sys.argv[3]))
-print(f"1 MiB Put bandwidth : ulnet {u:9.1f} MB/s   iperf3 {i:9.1f} MB/s (medians)   ratio {u / i:.2f} (goal >= 0.90)")
-print(f"1 MiB Get bandwidth : ulnet {g:9.1f} MB/s                          ratio {g / i:.2f}")
-print(f"0-byte Put rate     : {float(r['put0_rate']):9.0f} msg/s")
-print(f"round trip          : ulnet ping {float(r['ping_rtt_us']):7.1f} us   raw TCP ping-pong {float(r['tcp_rtt_us']):7.1f} us")
+"$UL_PYTHON" - "$UL_TMP" "$(median "${put[@]}")" "$(median "${get[@]}")" "$(median "${ipf[@]}")" \
+	"$(median "${png[@]}")" "$(median "${sst[@]}")" "$(median "${raw[@]}")" \
+	"$(median "${pngb[@]}")" "$(median "${sstb[@]}")" "$(median "${rawb[@]}")" <<'PY'
+import json, sys
+t = sys.argv[1]
+u, g, i, p, s, r, pb, sb, rb = map(float, sys.argv[2:])
+rate = dict(l.split() for l in open(f"{t}/rate.txt"))
+st = json.load(open(f"{t}/stats_n2.json"))["statistics"]
+print(f"1 MiB Put bandwidth : ulnet {u:9.1f} MB/s   iperf3 {i:9.1f} MB/s (medians)   ratio {u / i:.2f} (goal >= 0.95)")
+print(f"1 MiB Get bandwidth : ulnet {g:9.1f} MB/s   iperf3 {i:9.1f} MB/s (medians)   ratio {g / i:.2f} (goal >= 0.95)")
+print(f"round trip (medians): raw TCP ping-pong {r:6.1f} us | ulnet_ping {p:6.1f} us  ratio {p / r:.2f} (goal <= 2) | "
+      f"selftest ping {s:6.1f} us  ratio {s / r:.2f} (goal <= 1.2)")
+print(f"  busy polling       : raw TCP ping-pong {rb:6.1f} us | ulnet_ping {pb:6.1f} us  ratio {pb / rb:.2f} (goal <= 1.5) | "
+      f"selftest ping {sb:6.1f} us  ratio {sb / rb:.2f} (goal <= 1.05)")
+print(f"0-byte Put rate     : {float(rate['put0_rate']):9.0f} msg/s (1 loop per node)")
+h = st["lock_hold_us"]
+tot = sum(h.values())
+print(f"node lock hold times (server node, whole run; {tot} holds, longest {st['lock_hold_max_ns'] / 1000:.1f} us):")
+for k, n in h.items():
+    if n:
+        print(f"  {k:>8} us {n:10d}  {'#' * max(1, round(50 * n / tot))}")
+print(f"descriptors: {st['desc_gets']} handed out, {st['desc_heap_allocs']} from the heap")
 PY

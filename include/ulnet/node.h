@@ -101,6 +101,7 @@ ULNET_EXPORT int ulnet_ping(ulnet_node *node, const struct ulnet_process_id *tar
 			    struct ulnet_ping_result *out);
 
 /* Counters, as lnetctl stats show. */
+#define ULNET_LOCK_HIST_BUCKETS 16
 struct ulnet_stats {
 	uint32_t msgs_alloc, msgs_max;
 	uint64_t errors;
@@ -111,6 +112,10 @@ struct ulnet_stats {
 	/* Message descriptors (messages, ACKs, LND tx and NOOP descriptors) handed out, and how many of
 	 * them needed the heap: in steady state the free lists serve them and the second stops growing. */
 	uint64_t desc_gets, desc_heap_allocs;
+	/* How long the node lock was held, each time an API call or the loop let it go: bucket 0 counts
+	 * holds under 1 us, bucket i (1..14) holds of [2^(i-1), 2^i) us, the last 16384 us and more. */
+	uint64_t lock_hold_hist[ULNET_LOCK_HIST_BUCKETS];
+	uint64_t lock_hold_max_ns;
 };
 ULNET_EXPORT void ulnet_stats_get(ulnet_node *node, struct ulnet_stats *out);
 
@@ -188,6 +193,9 @@ struct ulnet_peer_rdma_stats {
 	uint64_t renegotiations; /* connection attempts retried with the peer's smaller max_frags/queue depth */
 	uint64_t post_rejects;   /* posts the provider refused (each closes the connection) */
 	uint64_t window_waits;   /* times a transfer's next window found the send queue too full */
+	/* the NI's source registration cache, for transfers to this peer: found, made, and others
+	 * dropped (least recently used) to stay within reg_cache_entries / reg_cache_mb */
+	uint64_t reg_cache_hits, reg_cache_misses, reg_cache_evictions;
 	struct ulnet_rdma_bucket bucket[ULNET_RDMA_BUCKETS];
 };
 /* The RDMA counters of peer @nid. 0; -EHOSTUNREACH no NI reaches it; -EOPNOTSUPP its LND has none;

@@ -156,6 +156,7 @@ struct ulnet_pending_cb {
 
 struct ulnet_node {
 	pthread_mutex_t lock;
+	uint64_t lock_t0;            /* when ulnet__lock took it (0: taken otherwise, not measured) */
 	uint32_t pid;
 	uint32_t page_size;
 	uint64_t iface_cookie;       /* wire MD handle interface cookie: our incarnation */
@@ -200,7 +201,10 @@ struct ulnet_node {
 	/* Finalized messages waiting for the loop's completion phase (msg.c). Completing one may
 	 * launch others (credits) and they may finalize at once: they join the tail, never the stack. */
 	struct ulnet_list done_q;
-	unsigned n_done;             /* its length, for ulnet__node_backlogged */
+	unsigned n_done;
+	/* Sends an API call made off the loop thread to a remote NID: the loop posts them (its LND does
+	 * the socket I/O), so no API call holds the node lock across a system call (move.c). */
+	struct ulnet_list submit_q;             /* its length, for ulnet__node_backlogged */
 	bool completing;             /* inside the completion phase (ulnet__node_completing) */
 	struct ulnet_pending_cb *cbs;
 	size_t n_cbs, cap_cbs;
@@ -212,6 +216,31 @@ struct ulnet_node {
 	unsigned fwd_bufs_free;
 	struct ulnet_list fwd_waitq; /* received messages waiting for a buffer or a peer buffer credit */
 };
+
+/* The node lock, timed: the hold-time histogram in the stats (stats show -v). Two clock reads a hold. */
+static inline void ulnet__lock(struct ulnet_node *node)
+{
+	pthread_mutex_lock(&node->lock);
+	node->lock_t0 = ulnet__now_ns();
+}
+
+static inline void ulnet__lock_release(struct ulnet_node *node)
+{
+	if (node->lock_t0) {
+		uint64_t ns = ulnet__now_ns() - node->lock_t0, us = ns / 1000;
+		unsigned b = 0;
+
+		while (us && b < ULNET_LOCK_HIST_BUCKETS - 1) {
+			us >>= 1;
+			b++;
+		}
+		node->stats.lock_hold_hist[b]++;
+		if (ns > node->stats.lock_hold_max_ns)
+			node->stats.lock_hold_max_ns = ns;
+		node->lock_t0 = 0;
+	}
+	pthread_mutex_unlock(&node->lock);
+}
 
 /* handles (md.c) */
 /* Rules the configuration file reader (config_file.c) shares with the core, each written once: 0 or
@@ -284,6 +313,12 @@ void ulnet__msg_free(struct ulnet_msg *msg);
 bool ulnet__completions_run(struct ulnet_node *node, unsigned budget);
 
 /* move.c */
+/* Post the sends API calls submitted (loop thread, lock held). */
+void ulnet__submitted_run(struct ulnet_node *node);
+/* Wait until the loop posted every send submitted so far (tests that script an LND). Not locked. */
+void ulnet__node_sync(struct ulnet_node *node);
+/* Node teardown: fail what was submitted and never posted with -ESHUTDOWN. */
+void ulnet__submitted_fail(struct ulnet_node *node);
 int ulnet__send(struct ulnet_node *node, struct ulnet_msg *msg, const struct ulnet_process_id *target,
 		void *rx_priv);
 

@@ -150,12 +150,12 @@ void ulnet__unlock(struct ulnet_node *node)
 
 	if (off_loop) {
 		ulnet__completions_run(node, ULNET_COMPLETION_BUDGET);
-		wake = node->n_cbs > 0 || !ulnet_list_empty(&node->done_q);
+		wake = node->n_cbs > 0 || !ulnet_list_empty(&node->done_q) || !ulnet_list_empty(&node->submit_q);
 	}
 	if (wake)
 		atomic_store_explicit(&node->poked, true, memory_order_relaxed);
 	wake = wake && atomic_load_explicit(&node->sleeping, memory_order_relaxed);
-	pthread_mutex_unlock(&node->lock);
+	ulnet__lock_release(node);
 	if (wake)
 		ulnet__loop_wake(node);
 }
@@ -191,10 +191,10 @@ static void run_callbacks(struct ulnet_node *node)
 		node->n_cbs = 0;
 		node->cbs_spare = NULL;
 		node->cap_spare = 0;
-		pthread_mutex_unlock(&node->lock);
+		ulnet__lock_release(node);
 		for (size_t i = 0; i < n; i++)
 			batch[i].handler(&batch[i].ev);
-		pthread_mutex_lock(&node->lock);
+		ulnet__lock(node);
 		node->cbs_spare = batch;
 		node->cap_spare = cap;
 	}
@@ -243,9 +243,10 @@ static void *loop_main(void *arg)
 	struct epoll_event evs[LOOP_MAX_EVENTS];
 	uint64_t busy_until = 0;
 
-	pthread_mutex_lock(&node->lock);
+	ulnet__lock(node);
 	while (!node->stopping) {
-		int n, timeout = node->n_cbs || !ulnet_list_empty(&node->done_q) || node->kicked
+		int n, timeout = node->n_cbs || !ulnet_list_empty(&node->done_q) || node->kicked ||
+				 !ulnet_list_empty(&node->submit_q)
 					 ? 0 : ulnet__timers_next_ms(node, ulnet__node_now(node), LOOP_MAX_WAIT_MS);
 		bool spin = timeout != 0 && node->busy_poll_ns && ulnet__now_ns() < busy_until;
 
@@ -253,10 +254,10 @@ static void *loop_main(void *arg)
 		/* a spinning loop needs no eventfd write: a poke ends its spin */
 		if (timeout && !spin)
 			atomic_store_explicit(&node->sleeping, true, memory_order_relaxed);
-		pthread_mutex_unlock(&node->lock);
+		ulnet__lock_release(node);
 		n = loop_wait(node, evs, timeout, busy_until);
 		atomic_store_explicit(&node->sleeping, false, memory_order_relaxed);
-		pthread_mutex_lock(&node->lock);
+		ulnet__lock(node);
 		if (n < 0 && errno != EINTR) {
 			ULNET_LOG(CORE, ERR, "epoll_wait: %s", strerror(errno));
 			n = 0;
@@ -282,13 +283,14 @@ static void *loop_main(void *arg)
 		node->cur_nevs = 0;
 		node->cur_evs = NULL;
 		run_kicked(node);
+		ulnet__submitted_run(node);
 		ulnet__timers_run(node, ulnet__node_now(node));
 		/* bounded: a flood of completions cannot starve the sockets; the rest wait one turn */
 		ulnet__completions_run(node, ULNET_COMPLETION_BUDGET);
 		run_callbacks(node);
 	}
 	run_callbacks(node);
-	pthread_mutex_unlock(&node->lock);
+	ulnet__lock_release(node);
 	return NULL;
 }
 
@@ -296,10 +298,10 @@ int ulnet__loop_start(struct ulnet_node *node)
 {
 	int rc;
 
-	pthread_mutex_lock(&node->lock);
+	ulnet__lock(node);
 	node->lnd_tick.fn = lnd_tick;
 	rc = ulnet__timer_arm(node, &node->lnd_tick, ulnet__node_now(node) + LOOP_TICK_NS);
-	pthread_mutex_unlock(&node->lock);
+	ulnet__lock_release(node);
 	if (rc)
 		return rc;
 	rc = pthread_create(&node->thread, NULL, loop_main, node);
@@ -309,9 +311,9 @@ int ulnet__loop_start(struct ulnet_node *node)
 
 void ulnet__loop_stop(struct ulnet_node *node)
 {
-	pthread_mutex_lock(&node->lock);
+	ulnet__lock(node);
 	node->stopping = true;
 	ulnet__loop_wake(node);
-	pthread_mutex_unlock(&node->lock);
+	ulnet__lock_release(node);
 	pthread_join(node->thread, NULL);
 }

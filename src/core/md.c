@@ -364,11 +364,11 @@ int ulnet_me_attach(ulnet_node *node, uint32_t portal, const struct ulnet_proces
 
 	if (!node || !match_id || !me_out || portal >= ULNET_MAX_PORTALS)
 		return -EINVAL;
-	pthread_mutex_lock(&node->lock);
+	ulnet__lock(node);
 	rc = ulnet__me_attach_locked(node, portal, match_id, match_bits, ignore_bits, unlink, pos, &me);
 	if (rc == 0)
 		me_out->cookie = me->cookie;
-	pthread_mutex_unlock(&node->lock);
+	ulnet__lock_release(node);
 	return rc;
 }
 
@@ -379,7 +379,7 @@ int ulnet_me_unlink(ulnet_node *node, struct ulnet_handle meh)
 
 	if (!node)
 		return -EINVAL;
-	pthread_mutex_lock(&node->lock);
+	ulnet__lock(node);
 	me = ulnet__handle_lookup(node, meh.cookie, ULNET_OBJ_ME);
 	if (me)
 		rc = ulnet__me_unlink_locked(node, me);
@@ -396,13 +396,13 @@ int ulnet_md_attach(ulnet_node *node, struct ulnet_handle meh, const struct ulne
 
 	if (!node || !umd || !md_out)
 		return -EINVAL;
-	pthread_mutex_lock(&node->lock);
+	ulnet__lock(node);
 	me = ulnet__handle_lookup(node, meh.cookie, ULNET_OBJ_ME);
 	if (me)
 		rc = ulnet__md_attach_locked(node, me, umd, unlink, &md);
 	if (rc == 0)
 		md_out->cookie = md->cookie;
-	pthread_mutex_unlock(&node->lock);
+	ulnet__lock_release(node);
 	return rc;
 }
 
@@ -415,11 +415,11 @@ int ulnet_md_bind(ulnet_node *node, const struct ulnet_md *umd, enum ulnet_unlin
 	(void)unlink; /* a bound MD goes when its threshold is used up, or on ulnet_md_unlink */
 	if (!node || !umd || !md_out)
 		return -EINVAL;
-	pthread_mutex_lock(&node->lock);
+	ulnet__lock(node);
 	rc = ulnet__md_create(node, umd, &md);
 	if (rc == 0)
 		md_out->cookie = md->cookie;
-	pthread_mutex_unlock(&node->lock);
+	ulnet__lock_release(node);
 	return rc;
 }
 
@@ -430,7 +430,7 @@ int ulnet_md_unlink(ulnet_node *node, struct ulnet_handle mdh)
 
 	if (!node)
 		return -EINVAL;
-	pthread_mutex_lock(&node->lock);
+	ulnet__lock(node);
 	md = ulnet__handle_lookup(node, mdh.cookie, ULNET_OBJ_MD);
 	if (md) {
 		if (md->me) {

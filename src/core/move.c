@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 #include "internal.h"
 
 int ulnet__send(struct ulnet_node *node, struct ulnet_msg *msg, const struct ulnet_process_id *target,
@@ -103,10 +104,58 @@ static int launch_op(struct ulnet_node *node, struct ulnet_msg *msg, struct ulne
 		msg->txn = true;
 		ulnet__md_txn_start(node, md, &msg->ev);
 	}
+	if (!node->stopping && !pthread_equal(pthread_self(), node->thread) &&
+	    !ulnet__nid_is_local(node, &target->nid)) {
+		/* off the loop, to a remote NID: the loop posts it, so this call never holds the lock
+		 * across the LND's socket I/O; ulnet__unlock wakes (or pokes) the loop */
+		msg->v.target = *target;
+		ulnet_list_add_tail(&msg->link, &node->submit_q);
+		return 0;
+	}
 	rc = ulnet__send(node, msg, target, NULL);
 	if (rc)
 		ulnet__finalize(msg, rc); /* the SEND event says why; no REPLY/ACK follows (msg.c) */
 	return 0;
+}
+
+void ulnet__submitted_run(struct ulnet_node *node)
+{
+	unsigned budget = ULNET_COMPLETION_BUDGET; /* the rest next turn: the sockets are not starved */
+
+	while (budget-- > 0 && !ulnet_list_empty(&node->submit_q)) {
+		struct ulnet_msg *msg = ulnet_list_first(&node->submit_q, struct ulnet_msg, link);
+		struct ulnet_process_id target = msg->v.target;
+		int rc;
+
+		ulnet_list_del(&msg->link);
+		ulnet_list_init(&msg->link);
+		rc = ulnet__send(node, msg, &target, NULL);
+		if (rc)
+			ulnet__finalize(msg, rc);
+	}
+}
+
+void ulnet__node_sync(struct ulnet_node *node)
+{
+	ulnet__lock(node);
+	while (!ulnet_list_empty(&node->submit_q)) {
+		ulnet__lock_release(node);
+		ulnet__loop_wake(node);
+		usleep(100);
+		ulnet__lock(node);
+	}
+	ulnet__lock_release(node);
+}
+
+void ulnet__submitted_fail(struct ulnet_node *node)
+{
+	while (!ulnet_list_empty(&node->submit_q)) {
+		struct ulnet_msg *msg = ulnet_list_first(&node->submit_q, struct ulnet_msg, link);
+
+		ulnet_list_del(&msg->link);
+		ulnet_list_init(&msg->link);
+		ulnet__finalize(msg, -ESHUTDOWN);
+	}
 }
 
 int ulnet_put(ulnet_node *node, struct ulnet_handle mdh, enum ulnet_ack_req ack,
@@ -120,7 +169,7 @@ int ulnet_put(ulnet_node *node, struct ulnet_handle mdh, enum ulnet_ack_req ack,
 
 	if (!node)
 		return -EINVAL;
-	pthread_mutex_lock(&node->lock);
+	ulnet__lock(node);
 	rc = start_op(node, mdh, target, portal, &md, &msg);
 	if (rc)
 		goto out;
@@ -158,7 +207,7 @@ int ulnet_get(ulnet_node *node, struct ulnet_handle mdh, const struct ulnet_proc
 
 	if (!node)
 		return -EINVAL;
-	pthread_mutex_lock(&node->lock);
+	ulnet__lock(node);
 	rc = start_op(node, mdh, target, portal, &md, &msg);
 	if (rc)
 		goto out;

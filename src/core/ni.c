@@ -67,9 +67,9 @@ void ulnet_node_primary_nid_locked(struct ulnet_node *node, struct ulnet_nid *ou
 
 void ulnet_node_primary_nid(ulnet_node *node, struct ulnet_nid *out)
 {
-	pthread_mutex_lock(&node->lock);
+	ulnet__lock(node);
 	ulnet_node_primary_nid_locked(node, out);
-	pthread_mutex_unlock(&node->lock);
+	ulnet__lock_release(node);
 }
 
 /* Copy the caller's configuration so LNDs may read it for the NI's lifetime. */
@@ -247,7 +247,7 @@ int ulnet_ni_add(ulnet_node *node, const struct ulnet_ni_conf *conf)
 
 	if (!node || !conf)
 		return -EINVAL;
-	pthread_mutex_lock(&node->lock);
+	ulnet__lock(node);
 	rc = ulnet__ni_create(node, conf, &ni);
 	if (rc)
 		goto out;
@@ -280,7 +280,7 @@ int ulnet_ni_add(ulnet_node *node, const struct ulnet_ni_conf *conf)
 	ulnet_list_add_tail(&ni->link, &node->nis);
 	rc = ulnet__ping_service_refresh(node);
 out:
-	pthread_mutex_unlock(&node->lock);
+	ulnet__lock_release(node);
 	return rc;
 }
 
@@ -292,7 +292,7 @@ int ulnet_ni_info_get(ulnet_node *node, unsigned idx, struct ulnet_ni_info *out)
 
 	if (!node || !out)
 		return -EINVAL;
-	pthread_mutex_lock(&node->lock);
+	ulnet__lock(node);
 	for (p = node->nis.next; p != &node->nis; p = p->next, i++) {
 		struct ulnet_ni *ni = ulnet_container_of(p, struct ulnet_ni, link);
 		size_t off = 0;
@@ -325,7 +325,7 @@ int ulnet_ni_info_get(ulnet_node *node, unsigned idx, struct ulnet_ni_info *out)
 		rc = 0;
 		break;
 	}
-	pthread_mutex_unlock(&node->lock);
+	ulnet__lock_release(node);
 	return rc;
 }
 
@@ -347,13 +347,13 @@ int ulnet_ni_lnd_tunable_get(ulnet_node *node, unsigned idx, size_t k, long *out
 
 	if (!node || !out)
 		return -EINVAL;
-	pthread_mutex_lock(&node->lock);
+	ulnet__lock(node);
 	ni = ni_at(node, idx);
 	if (ni && k < ni->ops->lnd_n_tunables) {
 		*out = ni->lnd_tun[k];
 		rc = 0;
 	}
-	pthread_mutex_unlock(&node->lock);
+	ulnet__lock_release(node);
 	return rc;
 }
 

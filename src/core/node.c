@@ -72,6 +72,7 @@ int ulnet_node_open(const struct ulnet_node_opts *opts, ulnet_node **out)
 		ulnet_list_init(&node->peers[i]);
 	ulnet_list_init(&node->nis);
 	ulnet_list_init(&node->done_q);
+	ulnet_list_init(&node->submit_q);
 	ulnet_list_init(&node->idle_peers);
 	node->max_peers = opts && opts->max_peers ? opts->max_peers : ULNET_MAX_PEERS_DEFAULT;
 	rc = ulnet__loop_init(node);
@@ -80,7 +81,7 @@ int ulnet_node_open(const struct ulnet_node_opts *opts, ulnet_node **out)
 		free(node);
 		return rc;
 	}
-	pthread_mutex_lock(&node->lock);
+	ulnet__lock(node);
 	rc = ulnet__ni_create(node, &lo_conf, &node->lo_ni);
 	if (rc == 0) {
 		/* lo has no credits and no peers: it shows zeros, as LNet's lo NI does */
@@ -93,7 +94,7 @@ int ulnet_node_open(const struct ulnet_node_opts *opts, ulnet_node **out)
 		ulnet_list_add_tail(&node->lo_ni->link, &node->nis);
 		rc = ulnet__ping_service_refresh(node);
 	}
-	pthread_mutex_unlock(&node->lock);
+	ulnet__lock_release(node);
 	if (rc == 0)
 		rc = ulnet__loop_start(node);
 	if (rc) {
@@ -111,7 +112,8 @@ void ulnet_node_close(ulnet_node *node)
 		return;
 	if (node->thread)
 		ulnet__loop_stop(node);
-	pthread_mutex_lock(&node->lock);
+	ulnet__lock(node);
+	ulnet__submitted_fail(node);
 	/* LNDs first (they finalize what they own with -ESHUTDOWN), lo last. An NI stops taking sends
 	 * before its LND goes: what credits launch from here on fails with -ESHUTDOWN (peer.c). */
 	for (struct ulnet_list *p = node->nis.prev; p != &node->nis; p = p->prev) {
@@ -149,7 +151,7 @@ void ulnet_node_close(ulnet_node *node)
 	ulnet__forward_free(node);
 	ulnet__peers_free(node);
 	ulnet__md_free_all(node);
-	pthread_mutex_unlock(&node->lock);
+	ulnet__lock_release(node);
 	/* handlers queued by the shutdown itself are not run: the node is gone */
 	free(node->cbs);
 	free(node->cbs_spare);
@@ -173,7 +175,7 @@ uint32_t ulnet_node_page_size(const ulnet_node *node)
 
 void ulnet_stats_get(ulnet_node *node, struct ulnet_stats *out)
 {
-	pthread_mutex_lock(&node->lock);
+	ulnet__lock(node);
 	*out = node->stats;
-	pthread_mutex_unlock(&node->lock);
+	ulnet__lock_release(node);
 }

@@ -294,7 +294,7 @@ int ulnet_peer_info_get(ulnet_node *node, unsigned idx, struct ulnet_peer_info *
 
 	if (!node || !out)
 		return -EINVAL;
-	pthread_mutex_lock(&node->lock);
+	ulnet__lock(node);
 	for (unsigned b = 0; b < ULNET_PEER_BUCKETS && rc; b++) {
 		struct ulnet_list *h = &node->peers[b], *p;
 
@@ -318,6 +318,6 @@ int ulnet_peer_info_get(ulnet_node *node, unsigned idx, struct ulnet_peer_info *
 			break;
 		}
 	}
-	pthread_mutex_unlock(&node->lock);
+	ulnet__lock_release(node);
 	return rc;
 }

@@ -160,7 +160,7 @@ int ulnet_ping(ulnet_node *node, const struct ulnet_process_id *target, int time
 	rc = done_rc;
 out_eq:
 	/* The MD may still be held by an LND: the buffer and EQ are freed with it. */
-	pthread_mutex_lock(&node->lock);
+	ulnet__lock(node);
 	if (note)
 		ulnet__peer_note_ping(node, &tgt.nid, out->features);
 	{
@@ -172,7 +172,7 @@ out_eq:
 			buf = NULL;
 		}
 	}
-	pthread_mutex_unlock(&node->lock);
+	ulnet__lock_release(node);
 	free(buf);
 	ulnet__eq_release(eq);
 	return rc;

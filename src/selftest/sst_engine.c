@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
-/* The selftest engine (sst_internal.h): its thread, which dispatches every EQ event by RPC role and
- * expires RPCs and sessions; start and stop; and the inject and stats entry points. */
+/* The selftest engine (sst_internal.h): the MD handler that dispatches every event by RPC role on the
+ * node's loop thread; the engine thread, which expires RPCs and sessions every 10 ms; start and
+ * stop; and the inject and stats entry points. */
 #include "sst_internal.h"
 
 #include <errno.h>
@@ -14,9 +15,47 @@
 #define SST_TEST_BUFS 256   /* posted request buffers per test service */
 #define SST_FW_BUFS 16      /* per framework service */
 
+/* The engines of this process, by instance number (an MD's user_ptr names its engine by it). */
+static pthread_mutex_t engines_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct ulnet_sst *engines[SST_MAX_INST + 1];
+
+static int engine_register(struct ulnet_sst *sst)
+{
+	int rc = -ENOSPC;
+
+	pthread_mutex_lock(&engines_lock);
+	for (unsigned i = 1; i <= SST_MAX_INST; i++)
+		if (!engines[i]) {
+			engines[i] = sst;
+			sst->inst = i;
+			rc = 0;
+			break;
+		}
+	pthread_mutex_unlock(&engines_lock);
+	if (rc)
+		ULNET_LOG(SST, ERR, "more than %u selftest engines in one process", SST_MAX_INST);
+	return rc;
+}
+
+static void engine_unregister(struct ulnet_sst *sst)
+{
+	pthread_mutex_lock(&engines_lock);
+	if (sst->inst && engines[sst->inst] == sst)
+		engines[sst->inst] = NULL;
+	pthread_mutex_unlock(&engines_lock);
+}
+
+static bool engine_idle(const struct ulnet_sst *sst)
+{
+	for (int i = 0; i < SST_HASH; i++)
+		if (sst->hash[i])
+			return false;
+	return true;
+}
+
 static void dispatch(struct ulnet_sst *sst, const struct ulnet_event *ev)
 {
-	uint64_t key = (uint64_t)(uintptr_t)ev->md_user_ptr;
+	uint64_t key = (uint64_t)(uintptr_t)ev->md_user_ptr & ((1ull << SST_INST_SHIFT) - 1);
 	struct sst_rpc *r = sst__rpc_find(sst, key >> 2);
 	int slot = (int)(key & 3);
 
@@ -83,37 +122,50 @@ static void tick(struct ulnet_sst *sst)
 	}
 }
 
+void sst__event_handler(const struct ulnet_event *ev)
+{
+	unsigned inst = (unsigned)((uint64_t)(uintptr_t)ev->md_user_ptr >> SST_INST_SHIFT);
+	struct ulnet_sst *sst;
+
+	/* the table lock is held across the dispatch: ulnet__sst_stop unregisters the engine before it
+	 * frees it, so a late event never finds a freed engine */
+	pthread_mutex_lock(&engines_lock);
+	sst = inst <= SST_MAX_INST ? engines[inst] : NULL;
+	if (sst) {
+		pthread_mutex_lock(&sst->lock);
+		dispatch(sst, ev);
+		if (!sst->stopping)
+			sst__server_kick(sst);
+		else if (engine_idle(sst))
+			pthread_cond_broadcast(&sst->tick_cv); /* the last final event: stop may go on */
+		pthread_mutex_unlock(&sst->lock);
+	}
+	pthread_mutex_unlock(&engines_lock);
+}
+
+/* The engine thread: timeouts and sessions every 10 ms; it ends once stopping and every MD is gone. */
 static void *sst_thread(void *arg)
 {
 	struct ulnet_sst *sst = arg;
-	struct ulnet_event ev;
-	uint64_t last_tick = 0;
 
+	pthread_mutex_lock(&sst->lock);
 	for (;;) {
-		int got = ulnet_eq_wait(sst->eq, 20, &ev);
-		uint64_t now = ulnet__now_ns();
-		bool quit;
+		struct timespec dl;
 
-		pthread_mutex_lock(&sst->lock);
-		if (got == 1)
-			dispatch(sst, &ev);
 		if (!sst->stopping)
 			sst__server_kick(sst);
-		if (now - last_tick >= 10000000u) {
-			tick(sst);
-			last_tick = now;
-		}
-		quit = sst->stopping;
-		if (quit) {
-			bool live = false;
-			for (int i = 0; i < SST_HASH && !live; i++)
-				live = sst->hash[i] != NULL;
-			quit = !live;
-		}
-		pthread_mutex_unlock(&sst->lock);
-		if (quit)
+		tick(sst);
+		if (sst->stopping && engine_idle(sst))
 			break;
+		clock_gettime(CLOCK_MONOTONIC, &dl);
+		dl.tv_nsec += 10000000L;
+		if (dl.tv_nsec >= 1000000000L) {
+			dl.tv_sec++;
+			dl.tv_nsec -= 1000000000L;
+		}
+		pthread_cond_timedwait(&sst->tick_cv, &sst->lock, &dl);
 	}
+	pthread_mutex_unlock(&sst->lock);
 	return NULL;
 }
 
@@ -140,8 +192,19 @@ int ulnet__sst_start(ulnet_node *node, struct ulnet_sst **out)
 		sst->srv_timeout_ms = (uint32_t)strtoul(getenv("ULNET_SST_SERVER_TIMEOUT_MS"), NULL, 10);
 	pthread_mutex_init(&sst->lock, NULL);
 	pthread_cond_init(&sst->con_cv, NULL);
-	rc = ulnet_eq_create(&sst->eq);
+	{
+		pthread_condattr_t ca;
+
+		pthread_condattr_init(&ca);
+		pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+		pthread_cond_init(&sst->tick_cv, &ca);
+		pthread_condattr_destroy(&ca);
+	}
+	rc = engine_register(sst);
 	if (rc) {
+		pthread_cond_destroy(&sst->tick_cv);
+		pthread_cond_destroy(&sst->con_cv);
+		pthread_mutex_destroy(&sst->lock);
 		free(sst);
 		return rc;
 	}
@@ -178,15 +241,28 @@ void ulnet__sst_stop(struct ulnet_sst *sst)
 			sst__rpc_abort(sst, r);
 	for (struct sst_test *t = sst->tests; t; t = t->next)
 		pthread_cond_broadcast(&t->cv);
-	pthread_mutex_unlock(&sst->lock);
+	pthread_cond_broadcast(&sst->tick_cv);
 	if (sst->thread_started) {
+		pthread_mutex_unlock(&sst->lock);
 		pthread_join(sst->thread, NULL);
 	} else {
-		/* never started: drain the unlink events ourselves */
-		struct ulnet_event ev;
-		while (ulnet_eq_wait(sst->eq, 100, &ev) == 1)
-			dispatch(sst, &ev);
+		/* never started: wait for the final events (the loop runs their handlers), giving up
+		 * after 100 ms without one, as the thread's drain did */
+		while (!engine_idle(sst)) {
+			struct timespec dl;
+
+			clock_gettime(CLOCK_MONOTONIC, &dl);
+			dl.tv_nsec += 100000000L;
+			if (dl.tv_nsec >= 1000000000L) {
+				dl.tv_sec++;
+				dl.tv_nsec -= 1000000000L;
+			}
+			if (pthread_cond_timedwait(&sst->tick_cv, &sst->lock, &dl) == ETIMEDOUT)
+				break;
+		}
+		pthread_mutex_unlock(&sst->lock);
 	}
+	engine_unregister(sst); /* from here a late event finds no engine and is ignored */
 	for (int i = 0; i < SST_HASH; i++)
 		while (sst->hash[i])
 			sst__rpc_free(sst, sst->hash[i]);
@@ -195,7 +271,7 @@ void ulnet__sst_stop(struct ulnet_sst *sst)
 		sst->tests = t->next;
 		sst__test_free(t);
 	}
-	(void)ulnet_eq_destroy(sst->eq);
+	pthread_cond_destroy(&sst->tick_cv);
 	pthread_cond_destroy(&sst->con_cv);
 	pthread_mutex_destroy(&sst->lock);
 	free(sst);

@@ -4,9 +4,11 @@
  * the test client that runs RPC loops for ulnet__sst_run() and for batches a console starts, and the
  * console side's framework RPCs (ulnet__sst_fw_call, used by sst_console.c).
  *
- * Everything runs on the engine thread under sst->lock, driven by one EQ. An MD's user_ptr is never
- * a pointer: it encodes (rpc id << 2 | slot), looked up in a hash, so an event for an RPC that is
- * gone is ignored instead of dereferenced. An RPC is freed once each of its MDs has delivered its
+ * Events run as MD handlers on the node's loop thread, under sst->lock (no EQ to poll, no extra
+ * wake-up per event); the engine thread only ticks (timeouts, sessions) every 10 ms. An MD's
+ * user_ptr is never a pointer: it encodes (engine instance << SST_INST_SHIFT | rpc id << 2 | slot);
+ * the instance is looked up in a process-wide table and the RPC in the engine's hash, so an event
+ * for an RPC that is gone is ignored instead of dereferenced. An RPC is freed once each of its MDs has delivered its
  * final event (unlinked = 1), so no buffer is freed while LNet may still touch it.
  *
  * Private to src/selftest; what its files share. Files:
@@ -35,6 +37,8 @@ enum sst_role { ROLE_REQBUF = 1, ROLE_CLIENT, ROLE_SERVER, ROLE_CONSOLE };
 enum sst_err { ERR_NONE = 0, ERR_TIMEOUT, ERR_MISMATCH, ERR_REFUSED, ERR_PEER_GONE, ERR_CANCELLED };
 
 #define SST_HASH 4096
+#define SST_INST_SHIFT 56  /* user_ptr bits above: the engine instance (1..SST_MAX_INST) */
+#define SST_MAX_INST 255   /* selftest engines in one process */
 #define SST_SESSION_TIMEOUT 100
 #define SST_MAX_LAT_SAMPLES (4u << 20)
 #define SST_EXT_MAGIC ULNET_SST_EXT_MAGIC
@@ -82,6 +86,7 @@ struct sst_rpc {
 	struct ulnet_sst_stat_ext ext;
 	/* console */
 	bool done;                        /* every MD final */
+	bool detached;                    /* console: the caller gave up (timeout); the engine frees it */
 	/* server */
 	struct ulnet_list slink;          /* on sst->srv_rpcs, or sst->srv_waiting */
 	bool holds_reqbuf;                /* took a request buffer: repost one when freed */
@@ -126,9 +131,10 @@ struct sst_test {
 
 struct ulnet_sst {
 	ulnet_node *node;
-	ulnet_eq *eq;
+	unsigned inst;                    /* its slot in the engine table (sst_engine.c), 1-based */
 	pthread_t thread;
 	pthread_mutex_t lock;
+	pthread_cond_t tick_cv;           /* the engine thread's 10 ms sleep; signalled to stop */
 	bool stopping, thread_started;
 	uint32_t page;
 	uint64_t next_id;
@@ -168,6 +174,8 @@ static inline int sst__cmp_u32(const void *a, const void *b)
 }
 
 /* ---- sst_rpc.c ---- */
+/* sst_engine.c: the MD handler of every selftest MD (runs on the node's loop thread) */
+void sst__event_handler(const struct ulnet_event *ev);
 struct sst_rpc *sst__rpc_new(struct ulnet_sst *sst, enum sst_role role);
 struct sst_rpc *sst__rpc_find(struct ulnet_sst *sst, uint64_t id);
 void sst__rpc_free(struct ulnet_sst *sst, struct sst_rpc *r);

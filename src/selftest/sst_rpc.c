@@ -121,9 +121,9 @@ void sst__rpc_free(struct ulnet_sst *sst, struct sst_rpc *r)
 	free(r);
 }
 
-static void *slot_ptr(const struct sst_rpc *r, int slot)
+static void *slot_ptr(const struct ulnet_sst *sst, const struct sst_rpc *r, int slot)
 {
-	return (void *)(uintptr_t)(r->id << 2 | (uint64_t)slot);
+	return (void *)(uintptr_t)((uint64_t)sst->inst << SST_INST_SHIFT | r->id << 2 | (uint64_t)slot);
 }
 
 /* Unlink every MD of @r whose final event is still due; those events arrive later. */
@@ -195,7 +195,7 @@ int sst__post_passive(struct ulnet_sst *sst, struct sst_rpc *r, int slot, uint64
 	struct ulnet_process_id any = { ulnet_nid_any(), ULNET_PID_ANY };
 	struct ulnet_handle me;
 	struct ulnet_md md = {
-		.threshold = 1, .options = options, .user_ptr = slot_ptr(r, slot), .eq = sst->eq,
+		.threshold = 1, .options = options, .user_ptr = slot_ptr(sst, r, slot), .handler = sst__event_handler,
 	};
 	int rc;
 
@@ -226,7 +226,7 @@ int sst__post_active(struct ulnet_sst *sst, struct sst_rpc *r, int slot, bool ge
 {
 	struct ulnet_md md = {
 		.start = start, .length = length, .threshold = get ? 2 : 1,
-		.options = kiov ? ULNET_MD_KIOV : 0, .user_ptr = slot_ptr(r, slot), .eq = sst->eq,
+		.options = kiov ? ULNET_MD_KIOV : 0, .user_ptr = slot_ptr(sst, r, slot), .handler = sst__event_handler,
 	};
 	int rc = ulnet_md_bind(sst->node, &md, ULNET_UNLINK, &r->mdh[slot]);
 
@@ -258,8 +258,8 @@ int sst__post_reqbuf(struct ulnet_sst *sst, uint32_t service)
 	md.length = ULNET_SST_MSG_SIZE;
 	md.threshold = 1;
 	md.options = ULNET_MD_OP_PUT;
-	md.user_ptr = slot_ptr(r, SLOT_REQ);
-	md.eq = sst->eq;
+	md.user_ptr = slot_ptr(sst, r, SLOT_REQ);
+	md.handler = sst__event_handler;
 	rc = ulnet_me_attach(sst->node, ulnet__sst_service_portal(service), &any, service, 0, ULNET_UNLINK,
 			     ULNET_INS_AFTER, &me);
 	if (!rc) {

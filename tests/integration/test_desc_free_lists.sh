@@ -3,7 +3,7 @@
 # Two ulnetd on 127.150.0.{1,2} (tcp, the second with busy_poll_us): after a warm-up, 1000 more pings
 # hand out thousands of message descriptors (`stats show -v`: desc_gets) while the heap is asked for
 # next to none (desc_heap_allocs): messages, ACKs and tx descriptors come from free lists. Without
-# -v the counters are not shown.
+# -v the counters are not shown. -v also shows the node lock's hold-time histogram.
 set -euo pipefail
 source "${SRC:-$(dirname "$0")/../..}/tests/integration/lib.sh"
 ul_init
@@ -47,6 +47,10 @@ for (x, y, want) in (("a0", "a1", 3000), ("b0", "b1", 2000)):
     print(f"{y}: desc_gets +{gets}, desc_heap_allocs +{heap}")
     assert gets >= want, (y, gets)
     assert heap <= 4, (y, heap)
+# the lock hold-time histogram counted the holds of those pings, and its maximum lies in its buckets
+h = ld("a1")["lock_hold_us"]
+assert sum(h.values()) - sum(ld("a0")["lock_hold_us"].values()) >= 1000, h
+assert ld("a1")["lock_hold_max_ns"] > 0
 PY
 
 ul_step "plain stats show hides them"

@@ -107,6 +107,7 @@ static void ten_thousand_behind_one_credit(void **state)
 	pthread_mutex_unlock(&node->lock);
 	for (int i = 0; i <= N_QUEUED; i++)
 		assert_int_equal(ulnet_put(node, h, ULNET_NOACK_REQ, &p6, 1, 0, 0, (uint64_t)i), 0);
+	ulnet__node_sync(node); /* the loop posts sends to remote NIDs */
 	assert_int_equal(ulnet_peer_info_get(node, 0, &pi), 0);
 	assert_int_equal(pi.tx_queued, N_QUEUED); /* all but the held one wait for its credit */
 
@@ -162,6 +163,7 @@ static void peer_queue_bounded(void **state)
 	pthread_mutex_unlock(&node->lock);
 	for (int i = 0; i < 6; i++) /* 1 holds the credit, 3 queue, 2 are refused */
 		assert_int_equal(ulnet_put(node, h, ULNET_NOACK_REQ, &p6, 1, 0, 0, (uint64_t)i), 0);
+	ulnet__node_sync(node); /* the loop posts sends to remote NIDs */
 	assert_int_equal(ulnet_eq_wait(eq, 5000, &ev), 1);
 	assert_int_equal(ev.status, -ENOBUFS);
 	assert_int_equal(ev.hdr_data, 4);
@@ -334,6 +336,7 @@ static void transaction_timeout(void **state)
 	hold_next = true;
 	pthread_mutex_unlock(&node->lock);
 	assert_int_equal(ulnet_get(node, h, &p6, 0, 0x77, 0), 0);
+	ulnet__node_sync(node); /* the loop posts sends to remote NIDs */
 	assert_int_equal(armed_timers(node), base + 1);
 	pthread_mutex_lock(&node->lock);
 	ulnet__finalize(held, 0); /* the GET is on the wire */

@@ -345,6 +345,48 @@ static void run_bad_case(void **state)
 }
 
 /* A short error buffer is cut, never overrun. */
+struct text {
+	char s[8192];
+	size_t len;
+};
+
+static void to_text(void *arg, const char *s, size_t len)
+{
+	struct text *t = arg;
+
+	assert_true(t->len + len < sizeof(t->s));
+	memcpy(t->s + t->len, s, len);
+	t->len += len;
+	t->s[t->len] = '\0';
+}
+
+/* What ulnet_config_export writes, ulnet_config_parse reads back into the same options, in YAML and
+ * in JSON (a JSON document is YAML too). */
+static void test_export_round_trip(void **state)
+{
+	struct ulnet_node_opts opts = { .pid = 4242, .page_size = 65536 };
+	ulnet_node *node;
+	(void)state;
+
+	assert_int_equal(ulnet_node_open(&opts, &node), 0);
+	for (int json = 0; json < 2; json++) {
+		struct ulnet_config *cfg = NULL;
+		struct ulnet_writer w;
+		struct text t = { .len = 0 };
+		char err[256] = "";
+
+		ulnet_writer_init(&w, to_text, &t, json);
+		assert_int_equal(ulnet_config_export(node, "/tmp/x.sock", &w), 0);
+		assert_int_equal(ulnet_config_parse("export", t.s, t.len, &cfg, err, sizeof(err)), 0);
+		assert_int_equal(cfg->opts.pid, 4242);
+		assert_int_equal(cfg->opts.page_size, 65536);
+		assert_string_equal(cfg->control, "/tmp/x.sock");
+		assert_int_equal(cfg->n_nis, 0); /* lo only: its entry is checked and not kept */
+		ulnet_config_free(cfg);
+	}
+	ulnet_node_close(node);
+}
+
 static void test_short_errbuf(void **state)
 {
 	struct ulnet_config *cfg;
@@ -367,6 +409,7 @@ int main(void)
 		cmocka_unit_test(test_page_sizes),
 		cmocka_unit_test(test_flow_and_anchors),
 		cmocka_unit_test(test_load_file),
+		cmocka_unit_test(test_export_round_trip),
 		cmocka_unit_test(test_short_errbuf),
 	};
 	size_t nfixed = sizeof(fixed) / sizeof(fixed[0]);

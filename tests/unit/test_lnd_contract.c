@@ -189,6 +189,7 @@ static void test_oob_reply(void **state)
 	fill(data, sizeof(data), 9);
 	assert_int_equal(ulnet_md_bind(f.node, &md, ULNET_UNLINK, &mdh), 0);
 	assert_int_equal(ulnet_get(f.node, mdh, &to, 4, 0x99, 0), 0);
+	ulnet__node_sync(f.node); /* the loop posts sends to remote NIDs */
 	assert_int_equal(tst.nsent, 1);
 	get = tst.sent[0];
 	v = ulnet__msg_view(get);
@@ -232,6 +233,7 @@ static void test_oob_reply(void **state)
 	md.threshold = 2;
 	assert_int_equal(ulnet_md_bind(f.node, &md, ULNET_UNLINK, &mdh), 0);
 	assert_int_equal(ulnet_get(f.node, mdh, &to, 4, 0x99, 0), 0);
+	ulnet__node_sync(f.node); /* the loop posts sends to remote NIDs */
 	get = tst.sent[1];
 	lock(&f);
 	reply = ulnet__create_reply_msg(f.ni, get);
@@ -424,6 +426,7 @@ static void test_md_unlink_during_registration(void **state)
 	md.eq = f.eq;
 	assert_int_equal(ulnet_md_bind(f.node, &md, ULNET_RETAIN, &mdh), 0);
 	assert_int_equal(ulnet_put(f.node, mdh, ULNET_NOACK_REQ, &to, 4, 1, 0, 0), 0);
+	ulnet__node_sync(f.node); /* the loop posts sends to remote NIDs */
 	assert_int_equal(tst.nsent, 1);
 	lock(&f);
 	assert_int_equal(ulnet__msg_md(tst.sent[0], &m), 0);
@@ -458,6 +461,7 @@ static void test_md_unlink_during_registration(void **state)
 	md.start = kiov;
 	assert_int_equal(ulnet_md_bind(f.node, &md, ULNET_RETAIN, &mdh), 0);
 	assert_int_equal(ulnet_put(f.node, mdh, ULNET_NOACK_REQ, &to, 4, 1, 0, 0), 0);
+	ulnet__node_sync(f.node); /* the loop posts sends to remote NIDs */
 	lock(&f);
 	assert_int_equal(ulnet__msg_md(tst.sent[1], &m), 0);
 	*m.lnd_reg = mem;
@@ -488,6 +492,7 @@ static void test_peer_down(void **state)
 	assert_int_equal(ulnet_md_bind(f.node, &md, ULNET_RETAIN, &mdh), 0);
 	for (int i = 0; i < 3; i++)
 		assert_int_equal(ulnet_put(f.node, mdh, ULNET_NOACK_REQ, &to, 4, (uint64_t)i, 0, 0), 0);
+	ulnet__node_sync(f.node); /* the loop posts sends to remote NIDs */
 	assert_int_equal(tst.nsent, 1); /* one credit */
 	lock(&f);
 	ulnet__peer_down(f.ni, &two, -EHOSTDOWN);

@@ -358,10 +358,13 @@ static void credits_queue_not_drop(void **state)
 	assert_int_equal(ulnet_md_bind(node, &md, ULNET_RETAIN, &h), 0);
 	for (int i = 0; i < 4; i++)
 		assert_int_equal(ulnet_put(node, h, ULNET_NOACK_REQ, &p6, 1, 0, 0, 0), 0);
+	ulnet__node_sync(node); /* the loop posts sends to remote NIDs */
 	assert_int_equal(held_count(node), 2); /* peer_credits 2 */
 	assert_int_equal(ulnet_put(node, h, ULNET_NOACK_REQ, &p7, 1, 0, 0, 0), 0);
+	ulnet__node_sync(node); /* the loop posts sends to remote NIDs */
 	assert_int_equal(held_count(node), 3); /* NI credits 3 */
 	assert_int_equal(ulnet_put(node, h, ULNET_NOACK_REQ, &p7, 1, 0, 0, 0), 0);
+	ulnet__node_sync(node); /* the loop posts sends to remote NIDs */
 	assert_int_equal(held_count(node), 3); /* waits for an NI credit */
 	assert_int_equal(ulnet_ni_info_get(node, 1, &ni), 0);
 	assert_int_equal(ni.tx_credits, -1);
@@ -407,6 +410,7 @@ static void unlink_while_in_flight(void **state)
 	assert_int_equal(ulnet_md_bind(node, &md, ULNET_RETAIN, &h), 0);
 	assert_int_equal(ulnet_put(node, h, ULNET_NOACK_REQ, &p6, 1, 0, 0, 0), 0);
 	assert_int_equal(ulnet_put(node, h, ULNET_NOACK_REQ, &p6, 1, 0, 0, 0), 0);
+	ulnet__node_sync(node); /* the loop posts sends to remote NIDs */
 	assert_int_equal(ulnet_md_unlink(node, h), 0);
 	assert_int_equal(ulnet_eq_wait(eq, 50, &ev), 0); /* busy: no UNLINK event yet */
 	assert_int_equal(ulnet_put(node, h, ULNET_NOACK_REQ, &p6, 1, 0, 0, 0), -ENOENT); /* zombie */
@@ -440,6 +444,7 @@ static void shutdown_fails_queued(void **state)
 	assert_int_equal(ulnet_md_bind(node, &md, ULNET_RETAIN, &h), 0);
 	for (int i = 0; i < 3; i++)
 		assert_int_equal(ulnet_put(node, h, ULNET_NOACK_REQ, &p6, 1, 0, 0, 0), 0);
+	ulnet__node_sync(node); /* the loop posts sends to remote NIDs */
 	assert_int_equal(held_count(node), 1);
 	ulnet_node_close(node);
 	while (ulnet_eq_wait(eq, 0, &ev) == 1)

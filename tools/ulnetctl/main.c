@@ -33,7 +33,7 @@ static const struct cmd cmds[] = {
 	{ "export", "[--json]", "print the running configuration, usable as ulnetd -c input", false },
 	{ "ping", "[PID-]NID [--count N] [--timeout MS] [--json]",
 	  "ping NID: per reply the time and the target's NIDs", true },
-	{ "stats show", "[-v] [--json]", "show the node's message counters (-v: descriptor free lists)", false },
+	{ "stats show", "[-v] [--json]", "show the node's message counters (-v: descriptor free lists, lock hold times)", false },
 	{ "peer show", "[-v] [--nid NID] [--json]", "show the peers (-v: credits, counters)", false },
 	{ "call", "WORD...", "send any command the daemon serves (`call help` lists them)", false },
 };
