@@ -15,6 +15,7 @@
  *     `ulnetctl plan` prints for that layout (argv[1] is the ulnetctl binary).
  * Addresses: 127.130.B.{1,2} (matrix, one block per configuration), 127.131.0.{1,2} (LU-5718). */
 #include <errno.h>
+#include <pthread.h>
 #include <inttypes.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -432,18 +433,25 @@ static struct rec_wr rec[MAX_REC];
 static unsigned nrec, rec_windows;
 static const struct o2ib_conn *rec_conn;
 
+/* Both nodes' loop threads post (and call this): the record has its own lock, and a chain without a
+ * WRITE touches nothing. */
+static pthread_mutex_t rec_lock = PTHREAD_MUTEX_INITIALIZER;
+
 static void observe(const struct o2ib_conn *conn, const struct o2ib_tx *tx, const struct fab_send_wr *chain)
 {
 	bool any = false;
 
 	(void)tx;
+	pthread_mutex_lock(&rec_lock);
 	for (const struct fab_send_wr *w = chain; w; w = w->next) {
 		struct rec_wr *r;
 
 		if (w->opcode != FAB_WR_RDMA_WRITE)
 			continue;
-		if (rec_conn && conn != rec_conn)
+		if (rec_conn && conn != rec_conn) {
+			pthread_mutex_unlock(&rec_lock);
 			return; /* another transfer's: only the first source conn is recorded */
+		}
 		rec_conn = conn;
 		any = true;
 		if (nrec == MAX_REC)
@@ -459,7 +467,9 @@ static void observe(const struct o2ib_conn *conn, const struct o2ib_tx *tx, cons
 		}
 		r->signalled = w->signaled;
 	}
-	rec_windows += any;
+	if (any)
+		rec_windows++;
+	pthread_mutex_unlock(&rec_lock);
 }
 
 /* One line per WRITE: remote offset from the first WRITE, bytes, SGE lengths, signalled. */
