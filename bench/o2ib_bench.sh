@@ -21,9 +21,7 @@ source "$SRC/tests/integration/lib.sh"
 ul_init
 SST=$BUILD/tools/ulnet-selftest/ulnet-selftest
 grep -q ULNET_HAVE_FABRIC_SHM "$BUILD/config.h" || ul_fail "$BUILD was configured with -Dfabric_shm=disabled"
-gcc -O2 -std=gnu11 -D_GNU_SOURCE -I"$BUILD" -I"$SRC/include" -I"$SRC/src/core" -I"$SRC/src/fabric" \
-	-I"$SRC/src/fabric/shm" "$SRC/bench/shm_rdma_bench.c" "$BUILD/src/libulnet_internal.a" -lpthread \
-	-o "$UL_TMP/shm_rdma_bench"
+ninja -C "$BUILD" bench/shm_rdma_bench >/dev/null && cp "$BUILD/bench/shm_rdma_bench" "$UL_TMP/shm_rdma_bench"
 
 # n1: 4 KiB pages; n2: 64 KiB pages; n3: 4 KiB pages
 for n in 1 2 3; do
@@ -61,15 +59,34 @@ for r in $(seq "$ROUNDS"); do
 	raw_mfd+=("$(awk '$1 == "write" { printf "%.1f", $2 * 1.048576 }' "$UL_TMP/raw.txt")")
 	raw_pvm+=("$(awk '$1 == "write_pvm" { printf "%.1f", $2 * 1.048576 }' "$UL_TMP/raw.txt")")
 done
+# what each 1 MiB transfer cost on the wire, as the LND counts it (n2 and n3 PUT to n1 in brw read,
+# n1 REPLYs to them in brw write): the same WRs and SGEs whatever the page sizes
+for n in 1 2 3; do
+	ul_ctl "n$n" peer show -v --json >"$UL_TMP/peer.json"
+	"$UL_PYTHON" - "$UL_TMP/peer.json" "n$n" <<'PY'
+import json, sys
+for p in json.load(open(sys.argv[1]))["peer"]:
+    for ni in p["peer ni"]:
+        b = [b for b in ni.get("rdma", {}).get("buckets", []) if b["max_bytes"] == 1048576]
+        if b and b[0]["transfers"]:
+            b = b[0]
+            print(f"{sys.argv[2]} -> {ni['nid']}: 1 MiB transfers {b['transfers']}, WRs/transfer {b['wrs_per_transfer']}, "
+                  f"SGEs/WR {b['sges_per_wr']}, bounces {b['bounces']}, registrations {b['registrations']}")
+PY
+done
 echo "runs (MB/s): put 4K-4K ${put_same[*]} | put 4K-64K ${put_mixed[*]} | get 4K-4K ${get_same[*]} |" \
 	"get 4K-64K ${get_mixed[*]} | raw write memfd ${raw_mfd[*]} | raw write process_vm ${raw_pvm[*]}"
 # what the o2ib data path moved through: the provider's counters are per process; the LND's
 # registrations tell which memory it was
 "$UL_PYTHON" - "$(median "${put_same[@]}")" "$(median "${put_mixed[@]}")" "$(median "${get_same[@]}")" \
-	"$(median "${get_mixed[@]}")" "$(median "${raw_mfd[@]}")" "$(median "${raw_pvm[@]}")" "${BRW_MEM:-memfd}" "$CONC" <<'PY'
-import sys
+	"$(median "${get_mixed[@]}")" "$(median "${raw_mfd[@]}")" "$(median "${raw_pvm[@]}")" "${BRW_MEM:-memfd}" "$CONC" \
+	"${put_same[*]}" "${put_mixed[*]}" "${get_same[*]}" "${get_mixed[*]}" "${raw_mfd[*]}" "${raw_pvm[*]}" <<'PY'
+import statistics, sys
 ps, pm, gs, gm, rm, rp = map(float, sys.argv[1:7])
 kind = sys.argv[7]
+runs = [list(map(float, a.split())) for a in sys.argv[9:15]]
+def per_round(num, den):  # the median of the ratios of measurements taken in the same round
+    return statistics.median(a / b for a, b in zip(runs[num], runs[den]))
 raw = rm if kind == "memfd" else rp
 print("1 MiB over o2ib (shm provider), medians in MB/s")
 print(f"  Put 4K-4K  {ps:9.1f}   Put 4K-64K {pm:9.1f}   mixed/same {pm / ps:.3f} (goal >= 0.98)")
@@ -77,4 +94,7 @@ print(f"  Get 4K-4K  {gs:9.1f}   Get 4K-64K {gm:9.1f}   mixed/same {gm / gs:.3f}
 print(f"  raw RDMA WRITE 1 MiB, working set {sys.argv[8]} MiB: memfd memory {rm:9.1f}   ordinary memory (process_vm) {rp:9.1f}")
 print(f"  brw Put 4K-4K / raw WRITE ({kind}, the memory brw moves) {ps / raw:.2f} (goal >= 0.9)   "
       f"Get {gs / raw:.2f}   (vs the other kind: {ps / (rp if kind == 'memfd' else rm):.2f})")
+rk = 4 if kind == "memfd" else 5
+print(f"  median of per-round ratios: Put mixed/same {per_round(1, 0):.3f}   Get mixed/same {per_round(3, 2):.3f}   "
+      f"brw Put/raw {per_round(0, rk):.2f}   brw Get/raw {per_round(2, rk):.2f}")
 PY

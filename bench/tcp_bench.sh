@@ -30,8 +30,6 @@ T=${BENCH_T:-38} # the 127.T.0.0/16 block
 A=$(ul_addr "$T" 1) B=$(ul_addr "$T" 2)
 
 gcc -O2 -std=gnu11 -D_GNU_SOURCE "$SRC/bench/tcp_pingpong.c" -o "$UL_TMP/tcp_pingpong"
-gcc -O2 -std=gnu11 -D_GNU_SOURCE -I"$SRC/include" "$SRC/bench/tcp_msgrate.c" "$BUILD/src/libulnet_internal.a" \
-	-lpthread -o "$UL_TMP/tcp_msgrate"
 
 start_nodes() { # BUSY_POLL_US
 	for n in 1 2; do
@@ -112,6 +110,7 @@ echo "runs (us): ulnet_ping ${png[*]} | selftest ping ${sst[*]} | raw ${raw[*]}"
 echo "runs busy (us): ulnet_ping ${pngb[*]} | selftest ping ${sstb[*]} | raw ${rawb[*]}"
 
 ul_step "0-byte Put rate (two nodes in one process)"
+ninja -C "$BUILD" bench/tcp_msgrate >/dev/null && cp "$BUILD/bench/tcp_msgrate" "$UL_TMP/tcp_msgrate"
 "$UL_TMP/tcp_msgrate" "$(ul_addr "$T" 3)" "$(ul_addr "$T" 4)" "$SECS" >"$UL_TMP/rate.txt" 2>"$UL_TMP/rate.err" \
 	|| ul_fail "tcp_msgrate: $(cat "$UL_TMP/rate.err")"
 

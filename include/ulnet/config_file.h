@@ -16,6 +16,7 @@
 
 #include <stddef.h>
 #include "node.h"
+#include "writer.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -60,6 +61,20 @@ ULNET_EXPORT void ulnet_config_free(struct ulnet_config *cfg);
 /* Open a node with @cfg's options and add its NIs in file order. 0 and *out set; or the error of
  * ulnet_node_open / ulnet_ni_add with one line in @err ("FILE:LINE: cannot add NI NID: reason"). */
 ULNET_EXPORT int ulnet_config_node_open(const struct ulnet_config *cfg, ulnet_node **out, char *err, size_t errlen);
+
+/* Writing a running node back, through the one writer (ulnet/writer.h), in lnetctl's layout. */
+enum ulnet_net_detail {
+	ULNET_NET_SHOW,         /* net show: nid, status, interfaces */
+	ULNET_NET_SHOW_VERBOSE, /* net show -v: also statistics, tunables, lnd tunables, fabric, credits, CPT */
+	ULNET_NET_EXPORT,       /* export: what a configuration file holds (tunables, lnd tunables, CPT) */
+};
+/* The `net:` list (a key of the mapping open in @w): NIs grouped by net in order of first appearance;
+ * @only: one net's name, or NULL. 0 or -ENOMEM. */
+ULNET_EXPORT int ulnet_nets_write(ulnet_node *node, const char *only, enum ulnet_net_detail detail,
+				  struct ulnet_writer *w);
+/* The node as a whole configuration file (a document: `node:` with pid, page_size and, when non-NULL,
+ * @control; then `net:`), which ulnet_config_parse reads back into the same node. 0 or -ENOMEM. */
+ULNET_EXPORT int ulnet_config_export(ulnet_node *node, const char *control, struct ulnet_writer *w);
 
 #ifdef __cplusplus
 }

@@ -193,6 +193,9 @@ struct ulnet_peer_rdma_stats {
 	uint64_t renegotiations; /* connection attempts retried with the peer's smaller max_frags/queue depth */
 	uint64_t post_rejects;   /* posts the provider refused (each closes the connection) */
 	uint64_t window_waits;   /* times a transfer's next window found the send queue too full */
+	/* the NI's source registration cache, for transfers to this peer: found, made, and others
+	 * dropped (least recently used) to stay within reg_cache_entries / reg_cache_mb */
+	uint64_t reg_cache_hits, reg_cache_misses, reg_cache_evictions;
 	struct ulnet_rdma_bucket bucket[ULNET_RDMA_BUCKETS];
 };
 /* The RDMA counters of peer @nid. 0; -EHOSTUNREACH no NI reaches it; -EOPNOTSUPP its LND has none;

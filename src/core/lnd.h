@@ -18,6 +18,7 @@
 
 #include <stdbool.h>
 #include <stdint.h>
+#include <sys/socket.h>
 #include <sys/uio.h>
 #include "ulnet/node.h"
 #include "ulnet/tunable.h"
@@ -186,6 +187,8 @@ uint32_t ulnet__node_page_size(const struct ulnet_node *node);
  * session compares across restarts (an LND's incarnation, a selftest session id). */
 uint64_t ulnet__now_ns(void);  /* CLOCK_MONOTONIC */
 uint64_t ulnet__wall_ns(void); /* CLOCK_REALTIME */
+/* @nid (an IPv4 or IPv6 NID) as a socket address with @port. 0, or -EAFNOSUPPORT for other NIDs. */
+int ulnet__nid_sockaddr(const struct ulnet_nid *nid, uint16_t port, struct sockaddr_storage *ss, socklen_t *len);
 /* A well-mixed hash of @nid for an LND's peer table (take it modulo the bucket count). */
 uint32_t ulnet__nid_hash(const struct ulnet_nid *nid);
 /* True while many finalized messages wait for the completion phase. An LND reading a socket stops

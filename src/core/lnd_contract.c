@@ -148,7 +148,8 @@ void ulnet__peer_down(struct ulnet_ni *ni, const struct ulnet_nid *nid, int stat
 			  ulnet_nid_format(nid, s, sizeof(s)), ulnet_strerror(status), n);
 }
 
-int ulnet_peer_limits_get(ulnet_node *node, const struct ulnet_nid *nid, struct ulnet_peer_limits *out)
+/* Ask the LND of the NI that reaches @nid about that peer: its limits (@limits) or its RDMA counters. */
+static int peer_query(ulnet_node *node, const struct ulnet_nid *nid, bool limits, void *out)
 {
 	struct ulnet_ni *ni;
 	bool local = false;
@@ -160,32 +161,22 @@ int ulnet_peer_limits_get(ulnet_node *node, const struct ulnet_nid *nid, struct 
 	ni = ulnet__ni_for_dest(node, nid, &local);
 	if (!ni)
 		rc = -EHOSTUNREACH;
-	else if (!ni->ops->lnd_query_peer)
+	else if (limits ? !ni->ops->lnd_query_peer : !ni->ops->lnd_peer_rdma_stats)
 		rc = -EOPNOTSUPP;
 	else
-		rc = ni->ops->lnd_query_peer(ni, nid, out);
+		rc = limits ? ni->ops->lnd_query_peer(ni, nid, out) : ni->ops->lnd_peer_rdma_stats(ni, nid, out);
 	ulnet__lock_release(node);
 	return rc;
+}
+
+int ulnet_peer_limits_get(ulnet_node *node, const struct ulnet_nid *nid, struct ulnet_peer_limits *out)
+{
+	return peer_query(node, nid, true, out);
 }
 
 const uint32_t ulnet_rdma_bucket_max[ULNET_RDMA_BUCKETS] = { 4096u, 65536u, 262144u, 1048576u };
 
 int ulnet_peer_rdma_stats_get(ulnet_node *node, const struct ulnet_nid *nid, struct ulnet_peer_rdma_stats *out)
 {
-	struct ulnet_ni *ni;
-	bool local = false;
-	int rc;
-
-	if (!node || !nid || !out)
-		return -EINVAL;
-	pthread_mutex_lock(&node->lock);
-	ni = ulnet__ni_for_dest(node, nid, &local);
-	if (!ni)
-		rc = -EHOSTUNREACH;
-	else if (!ni->ops->lnd_peer_rdma_stats)
-		rc = -EOPNOTSUPP;
-	else
-		rc = ni->ops->lnd_peer_rdma_stats(ni, nid, out);
-	pthread_mutex_unlock(&node->lock);
-	return rc;
+	return peer_query(node, nid, false, out);
 }

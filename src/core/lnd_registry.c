@@ -1,7 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /* The LNDs built into this library, by wire type; config.h says which ones. */
 #include <errno.h>
+#include <stdio.h>
 #include <string.h>
+#include <ulnet/rdma_plan.h>
 #include "internal.h"
 #include "config.h"
 
@@ -59,3 +61,18 @@ const struct ulnet_lnd_ops *ulnet__lnd_find(const char *name)
 			return lnds[i];
 	return NULL;
 }
+
+#ifndef ULNET_HAVE_LND_O2IB
+/* ulnet/rdma_plan.h without the o2ib LND (-Dlnd_o2ib=disabled): the API stays, and says so. */
+void ulnet_rdma_plan_defaults(struct ulnet_rdma_plan_query *q)
+{
+	memset(q, 0, sizeof(*q));
+}
+
+int ulnet_rdma_plan_print(FILE *f, const struct ulnet_rdma_plan_query *q, bool json, char *why, size_t whylen)
+{
+	(void)f, (void)q, (void)json;
+	snprintf(why, whylen, "the o2ib LND is not built (-Dlnd_o2ib=disabled)");
+	return -EPROTONOSUPPORT;
+}
+#endif

@@ -24,6 +24,10 @@ void sst__console_event(struct ulnet_sst *sst, struct sst_rpc *r, int slot, cons
 	else if (slot == SLOT_RPY && (r->live & (1u << SLOT_BULK)))
 		(void)ulnet_md_unlink(sst->node, r->mdh[SLOT_BULK]); /* replied: the id list is not needed */
 	if (!r->live) {
+		if (r->detached) { /* its caller timed out and left: nobody else will free it */
+			sst__rpc_free(sst, r);
+			return;
+		}
 		r->done = true;
 		pthread_cond_broadcast(&sst->con_cv);
 	}
@@ -120,6 +124,15 @@ int ulnet__sst_fw_call(struct ulnet_sst *sst, const struct ulnet_process_id *pee
 				sst->cnt.rpcs_expired++;
 				sst__rpc_abort(sst, r);
 			}
+		} else if (timed_out && !r->done) {
+			/* A request still queued for a peer that never answers the connection ends only when
+			 * the LND gives up on it (its timeout, 50 s by default): the caller asked for
+			 * @timeout_ms, so it gets -ETIMEDOUT now and the engine frees the RPC when its MDs are
+			 * final. */
+			r->detached = true;
+			sst->cnt.rpcs_sent++;
+			pthread_mutex_unlock(&sst->lock);
+			return -ETIMEDOUT;
 		} else {
 			pthread_cond_wait(&sst->con_cv, &sst->lock);
 		}

@@ -86,6 +86,7 @@ struct sst_rpc {
 	struct ulnet_sst_stat_ext ext;
 	/* console */
 	bool done;                        /* every MD final */
+	bool detached;                    /* console: the caller gave up (timeout); the engine frees it */
 	/* server */
 	struct ulnet_list slink;          /* on sst->srv_rpcs, or sst->srv_waiting */
 	bool holds_reqbuf;                /* took a request buffer: repost one when freed */

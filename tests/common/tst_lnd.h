@@ -6,6 +6,7 @@
 #ifndef ULNET_TEST_TST_LND_H
 #define ULNET_TEST_TST_LND_H
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include "internal.h"
@@ -34,6 +35,8 @@ struct tst_state {
 	struct ulnet_lnd_md unreg_md[TST_MAX];
 	struct ulnet_peer_limits limits;
 	bool eager_refuse;        /* behave like an LND that cannot copy a payload out */
+	unsigned mem_allocs, mem_frees; /* through lnd_mem_alloc and the free function it gave */
+	bool mem_refuse;          /* lnd_mem_alloc has nothing to offer */
 };
 static struct tst_state tst;
 
@@ -112,6 +115,33 @@ static int tst_query_peer(struct ulnet_ni *ni, const struct ulnet_nid *nid, stru
 	return 0;
 }
 
+static void tst_mem_free(void *p, size_t len)
+{
+	(void)len;
+	tst.mem_frees++;
+	free(p);
+}
+
+static void *tst_mem_alloc(struct ulnet_ni *ni, size_t align, size_t len, void (**free_fn)(void *p, size_t len))
+{
+	void *p = NULL;
+
+	(void)ni;
+	if (tst.mem_refuse || posix_memalign(&p, align, len))
+		return NULL;
+	tst.mem_allocs++;
+	*free_fn = tst_mem_free;
+	return p;
+}
+
+static void tst_fabric_info(struct ulnet_ni *ni, struct ulnet_ni_fabric *out)
+{
+	(void)ni;
+	snprintf(out->provider, sizeof(out->provider), "tst");
+	out->max_send_sge = 3;
+	out->page_size = 65536;
+}
+
 static const struct ulnet_lnd_ops tst_ops = {
 	.lnd_type = ULNET_LND_GNI,
 	.lnd_name = "gni",
@@ -122,6 +152,8 @@ static const struct ulnet_lnd_ops tst_ops = {
 	.lnd_eager_recv = tst_eager_recv,
 	.lnd_md_unlinked = tst_md_unlinked,
 	.lnd_query_peer = tst_query_peer,
+	.lnd_mem_alloc = tst_mem_alloc,
+	.lnd_fabric_info = tst_fabric_info,
 };
 
 static inline void tst_register(void)

@@ -10,30 +10,7 @@
 #include <stdlib.h>
 #include "ulnet/ulnet.h"
 #include "md_buf.h"
-
-/* Events of both nodes share one EQ, so the initiator's ACK may come before the target's PUT event:
- * wait for a kind, keeping the others seen meanwhile for later calls. */
-static struct ulnet_event stash[16];
-static unsigned nstash;
-
-static int wait_for(ulnet_eq *eq, enum ulnet_event_kind kind, struct ulnet_event *out)
-{
-	for (unsigned i = 0; i < nstash; i++)
-		if (stash[i].type == kind) {
-			*out = stash[i];
-			stash[i] = stash[--nstash];
-			return 0;
-		}
-	for (int i = 0; i < 10; i++) {
-		if (ulnet_eq_wait(eq, 10000, out) != 1)
-			return -1;
-		if (out->type == kind)
-			return 0;
-		if (nstash < 16)
-			stash[nstash++] = *out;
-	}
-	return -1;
-}
+#include "eq_wait.h"
 
 /* ---- a pair of nodes ---- */
 

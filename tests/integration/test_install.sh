@@ -57,26 +57,33 @@ build_tool()
 	# shellcheck disable=SC2046
 	"$CC" "${CFLAGS[@]}" "$@" -o "$T/bin/$name" $(pkg --cflags --libs) -lm >"$T/$name.cc.log" 2>&1 ||
 		ul_fail "$name does not build against the installed library: $(head -20 "$T/$name.cc.log")"
-	LD_LIBRARY_PATH=$(dirname "$so") ldd "$T/bin/$name" | grep -q "$(dirname "$so")/libulnet.so" ||
-		ul_fail "$name is not linked to the installed libulnet.so"
+	# to a file: `ldd | grep -q` can fail under pipefail when grep exits first
+	LD_LIBRARY_PATH=$(dirname "$so") ldd "$T/bin/$name" >"$T/$name.ldd"
+	grep -q "$(dirname "$so")/libulnet.so" "$T/$name.ldd" ||
+		ul_fail "$name is not linked to the installed libulnet.so: $(cat "$T/$name.ldd")"
 }
 mkdir -p "$T/bin"
 build_tool ulnet-selftest "$SRC"/tools/ulnet-selftest/*.c "$SRC/tools/ulnetd/ctl_proto.c"
 build_tool ulnetctl "$SRC"/tools/ulnetctl/*.c "$SRC/tools/ulnetd/ctl_proto.c"
+build_tool ulnetd "$SRC"/tools/ulnetd/*.c -pthread
 
-ul_step "run the installed ulnet-selftest against a node"
+ul_step "run the installed ulnetd, ulnetctl and ulnet-selftest"
+LD_LIBRARY_PATH=$(dirname "$so")
+export LD_LIBRARY_PATH
+ULNETD=$T/bin/ulnetd
+ULNETCTL=$T/bin/ulnetctl
 ul_start_node n1 <<EOF
 net:
     - net type: lo
 EOF
-LD_LIBRARY_PATH=$(dirname "$so") "$T/bin/ulnet-selftest" --node "$(ul_sock n1)" stat --json >"$T/stat.json" 2>"$T/stat.err" ||
+"$T/bin/ulnet-selftest" --node "$(ul_sock n1)" stat --json >"$T/stat.json" 2>"$T/stat.err" ||
 	ul_fail "installed ulnet-selftest stat failed: $(cat "$T/stat.err")"
 ul_json "$T/stat.json" '"selftest" in j and j["selftest"]["session"] is False'
-LD_LIBRARY_PATH=$(dirname "$so") "$T/bin/ulnetctl" --node "$(ul_sock n1)" ping 0@lo --json >"$T/ping.json" 2>"$T/ping.err" ||
+"$T/bin/ulnetctl" --node "$(ul_sock n1)" ping 0@lo --json >"$T/ping.json" 2>"$T/ping.err" ||
 	ul_fail "installed ulnetctl ping failed: $(cat "$T/ping.err")"
 ul_json "$T/ping.json" 'j["ping"][0]["primary nid"] == "0@lo"'
 # the planner is the library's; a build without the o2ib LND says so
-if LD_LIBRARY_PATH=$(dirname "$so") "$T/bin/ulnetctl" plan --len 8K --json >"$T/plan.json" 2>"$T/plan.err"; then
+if "$T/bin/ulnetctl" plan --len 8K --json >"$T/plan.json" 2>"$T/plan.err"; then
 	ul_json "$T/plan.json" 'isinstance(j, dict) and len(j) > 0'
 else
 	grep -q 'o2ib LND is not built' "$T/plan.err" || ul_fail "installed ulnetctl plan failed: $(cat "$T/plan.err")"

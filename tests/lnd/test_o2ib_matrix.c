@@ -4,7 +4,7 @@
  *   - the matrix: node page sizes {4K, 64K} on each side, map_on_demand {0, 1, 32} on each side, device
  *     max_send_sge {1, 2, 30} (max_qp_wr 16 for every other configuration), and per configuration a
  *     deterministic sample of offsets {0, 1, 4095, 4096, 65535, 65543} x sizes {1, 3976, 3977, 4096,
- *     65536, 1 MiB - offset, 1 MiB} x Put/Get x iovec/kiov MDs, one case in 3 (ULNET_O2IB_MATRIX_FULL=1:
+ *     65536, 1 MiB - offset, 1 MiB} x Put/Get x iovec/kiov MDs, one case in 3 (12 under sanitizers; ULNET_O2IB_MATRIX_FULL=1:
  *     all of it).
  *     The MDs are scattered (kiov: a page every other page; iovec: odd-sized entries with gaps), so
  *     regions cannot always help and bounce buffers get used. Zero failures, no error logged, no post
@@ -13,10 +13,14 @@
  *     page by page, max_send_sge 1, a peer that accepts 16 fragments (negotiated by RDMA_FRAGS
  *     reject and retry): completes, and the WRITEs the LND handed the provider are exactly the ones
  *     `ulnetctl plan` prints for that layout (argv[1] is the ulnetctl binary).
- * Addresses: 127.130.B.{1,2} (matrix, one block per configuration), 127.131.0.{1,2} (LU-5718). */
+ *   - the source registration cache: bounded entries, least recently used dropped first, counted.
+ * Addresses: 127.130.B.{1,2} (matrix, one block per configuration), 127.131.0.{1,2} (LU-5718),
+ *   - a PUT into a truncating sink: the source writes what the sink describes; a GET reply shorter
+ *     than its page-by-page sink: the WR open at the end is closed.
+ * 127.132.0.{1,2} (registration cache), 127.133.0.{1,2} (truncated PUT), 127.134.0.{1,2} (short GET). */
 #include <errno.h>
-#include <pthread.h>
 #include <inttypes.h>
+#include <pthread.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stdatomic.h>
@@ -27,6 +31,8 @@
 #include <string.h>
 #include <cmocka.h>
 #include "ulnet/ulnet.h"
+#include "eq_wait.h"
+#include "md_buf.h"
 #include "o2ib.h"
 
 static const char *ulnetctl_path;
@@ -115,12 +121,6 @@ static void layout_init(struct layout *l, enum form f, uint32_t page, uint32_t o
 	l->md.threshold = ULNET_MD_THRESH_INF;
 }
 
-static void pattern(uint8_t *p, size_t len, uint32_t seed)
-{
-	for (size_t i = 0; i < len; i++)
-		p[i] = (uint8_t)((i * 131 + seed) ^ (i >> 8));
-}
-
 static void layout_scatter(struct layout *l, const uint8_t *flat)
 {
 	size_t at = 0;
@@ -158,6 +158,7 @@ static size_t layout_check(const struct layout *l, const uint8_t *want, uint8_t 
 
 struct side {
 	uint32_t page, mod, sge, qp_wr, max_frags;
+	uint32_t cache_entries; /* 0: the default */
 };
 
 struct pair {
@@ -169,10 +170,10 @@ struct pair {
 
 static ulnet_node *node_up(const char *nid, const struct side *s)
 {
-	char mod[16], sge[16], qp[16], frags[16];
-	struct ulnet_kv lt[6] = { { "provider", "shm" }, { "timeout", "10" }, { "map_on_demand", mod },
-				  { "device.max_send_sge", sge }, { "max_frags", frags }, { "device.max_qp_wr", qp } };
-	struct ulnet_ni_conf conf = { .net = "o2ib", .nid = nid, .lnd_tunables = lt, .n_lnd_tunables = s->qp_wr ? 6 : 5 };
+	char mod[16], sge[16], qp[16], frags[16], cache[16];
+	struct ulnet_kv lt[7] = { { "provider", "shm" }, { "timeout", "10" }, { "map_on_demand", mod },
+				  { "device.max_send_sge", sge }, { "max_frags", frags } };
+	struct ulnet_ni_conf conf = { .net = "o2ib", .nid = nid, .lnd_tunables = lt, .n_lnd_tunables = 5 };
 	struct ulnet_node_opts opts = { .page_size = s->page };
 	ulnet_node *n;
 
@@ -180,6 +181,11 @@ static ulnet_node *node_up(const char *nid, const struct side *s)
 	snprintf(sge, sizeof(sge), "%u", s->sge);
 	snprintf(qp, sizeof(qp), "%u", s->qp_wr);
 	snprintf(frags, sizeof(frags), "%u", s->max_frags ? s->max_frags : 257);
+	snprintf(cache, sizeof(cache), "%u", s->cache_entries);
+	if (s->qp_wr)
+		lt[conf.n_lnd_tunables++] = (struct ulnet_kv){ "device.max_qp_wr", qp };
+	if (s->cache_entries)
+		lt[conf.n_lnd_tunables++] = (struct ulnet_kv){ "reg_cache_entries", cache };
 	assert_int_equal(ulnet_node_open(&opts, &n), 0);
 	assert_int_equal(ulnet_ni_add(n, &conf), 0);
 	return n;
@@ -227,29 +233,6 @@ static void pair_free(struct pair *p)
 		;
 	assert_int_equal(ulnet_eq_destroy(p->eq), 0);
 	free(p);
-}
-
-/* Events of both nodes share one EQ: wait for one kind, keeping the others for later calls. */
-static struct ulnet_event stash[16];
-static unsigned nstash;
-
-static int wait_for(ulnet_eq *eq, enum ulnet_event_kind kind, struct ulnet_event *out)
-{
-	for (unsigned i = 0; i < nstash; i++)
-		if (stash[i].type == kind) {
-			*out = stash[i];
-			stash[i] = stash[--nstash];
-			return 0;
-		}
-	for (int i = 0; i < 16; i++) {
-		if (ulnet_eq_wait(eq, 20000, out) != 1)
-			return -1;
-		if (out->type == kind)
-			return 0;
-		if (nstash < 16)
-			stash[nstash++] = *out;
-	}
-	return -1;
 }
 
 struct tcase {
@@ -342,7 +325,18 @@ static uint32_t size_of(unsigned k, uint32_t off)
 
 #define N_CONFIGS (2u * 2u * 3u * 3u * 3u)
 #define N_CASES (6u * NSIZES * 2u * 2u) /* offset x size x put/get x form */
-#define SAMPLE 3u                       /* one case in SAMPLE per configuration, rotating */
+/* One case in SAMPLE per configuration, rotating; sanitizer builds (several times slower) sample less so
+ * the CI's ASan and TSan runs stay well inside the timeout. */
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+#define SAMPLE 12u
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer)
+#define SAMPLE 12u
+#endif
+#endif
+#ifndef SAMPLE
+#define SAMPLE 3u
+#endif
 
 static void test_matrix(void **state)
 {
@@ -432,10 +426,7 @@ struct rec_wr {
 static struct rec_wr rec[MAX_REC];
 static unsigned nrec, rec_windows;
 static const struct o2ib_conn *rec_conn;
-
-/* Both nodes' loop threads post (and call this): the record has its own lock, and a chain without a
- * WRITE touches nothing. */
-static pthread_mutex_t rec_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_mutex_t rec_lock = PTHREAD_MUTEX_INITIALIZER; /* both nodes' loop threads post */
 
 static void observe(const struct o2ib_conn *conn, const struct o2ib_tx *tx, const struct fab_send_wr *chain)
 {
@@ -448,10 +439,8 @@ static void observe(const struct o2ib_conn *conn, const struct o2ib_tx *tx, cons
 
 		if (w->opcode != FAB_WR_RDMA_WRITE)
 			continue;
-		if (rec_conn && conn != rec_conn) {
-			pthread_mutex_unlock(&rec_lock);
-			return; /* another transfer's: only the first source conn is recorded */
-		}
+		if (rec_conn && conn != rec_conn)
+			break; /* another transfer's: only the first source conn is recorded */
 		rec_conn = conn;
 		any = true;
 		if (nrec == MAX_REC)
@@ -467,8 +456,7 @@ static void observe(const struct o2ib_conn *conn, const struct o2ib_tx *tx, cons
 		}
 		r->signalled = w->signaled;
 	}
-	if (any)
-		rec_windows++;
+	rec_windows += any;
 	pthread_mutex_unlock(&rec_lock);
 }
 
@@ -548,7 +536,7 @@ static char *plan_signature(const char *cmd, char *strategy, size_t scap)
 static void test_lu5718(void **state)
 {
 	/* a: 4 KiB pages, max_send_sge 1, max_qp_wr 16; b: accepts 16 fragments, describes page by page */
-	struct side sa = { 4096, 1, 1, 16, 0 }, sb = { 4096, 0, 1, 16, 16 };
+	struct side sa = { 4096, 1, 1, 16, 0, 0 }, sb = { 4096, 0, 1, 16, 16, 0 };
 	struct tcase put = { MIB, 0, 7, F_KIOV, F_CONTIG, false };
 	struct pair *p;
 	struct ulnet_peer_limits lim;
@@ -566,9 +554,11 @@ static void test_lu5718(void **state)
 	 * contig --dst-offset 7; the source: whole 4 KiB pages at every other page, ulnetctl's kiov */
 	nrec = rec_windows = 0;
 	rec_conn = NULL;
-	o2ib_post_observer = observe;
+	__atomic_store_n(&o2ib_post_observer, observe, __ATOMIC_RELEASE);
 	assert_int_equal(run_case(p, &put, 0x5718, why, sizeof(why)), 0);
-	o2ib_post_observer = NULL;
+	__atomic_store_n(&o2ib_post_observer, NULL, __ATOMIC_RELEASE);
+	pthread_mutex_lock(&rec_lock); /* the loop threads' last writes are seen */
+	pthread_mutex_unlock(&rec_lock);
 	assert_int_equal(ulnet_peer_limits_get(p->a, &p->idb.nid, &lim), 0);
 	assert_int_equal(lim.max_frags, 16);
 	assert_int_equal(ulnet_peer_rdma_stats_get(p->a, &p->idb.nid, &st), 0);
@@ -576,6 +566,10 @@ static void test_lu5718(void **state)
 	assert_int_equal(st.post_rejects, 0);
 	assert_true(st.bucket[ULNET_RDMA_BUCKETS - 1].transfers == 1);
 	assert_true(nrec >= 1 && nrec <= 16);
+	/* b described its sink in no more fragments than it negotiated */
+	assert_int_equal(ulnet_peer_rdma_stats_get(p->b, &p->ida.nid, &st), 0);
+	assert_true(st.bucket[ULNET_RDMA_BUCKETS - 1].sinks == 1);
+	assert_true(st.bucket[ULNET_RDMA_BUCKETS - 1].sink_frags <= 16);
 	/* the send-queue room the LND planned with: its conn's queue less the other slots' SENDs */
 	room = rec_conn->sq_size - rec_conn->nslots + 1;
 	snprintf(cmd, sizeof(cmd),
@@ -604,10 +598,186 @@ static void test_lu5718(void **state)
 	free(l);
 }
 
+/* ---- the source registration cache ---- */
+
+/* Three source MDs that stay bound, put in the order 0 1 0 2 0 1 through a cache of 2 entries:
+ * miss, miss, hit, miss (evicts 1), hit, miss (evicts 2). */
+static void test_reg_cache(void **state)
+{
+	struct side sa = { 4096, 1, 30, 0, 0, 2 }, sb = { 4096, 1, 30, 0, 0, 0 };
+	struct ulnet_process_id any = { .pid = ULNET_PID_ANY };
+	static const unsigned order[] = { 0, 1, 0, 2, 0, 1 };
+	const uint32_t len = 65536;
+	uint8_t *src[3], *dst = aligned_alloc(4096, len);
+	struct ulnet_md smd[3], tmd_d;
+	struct ulnet_handle sh[3], me, tmd;
+	struct ulnet_peer_rdma_stats st;
+	struct ulnet_event ev;
+	struct pair *p;
+
+	(void)state;
+	atomic_store(&errors_logged, 0);
+	p = pair_new(132, 0, &sa, &sb);
+	any.nid = ulnet_nid_any();
+	assert_non_null(dst);
+	memset(&tmd_d, 0, sizeof(tmd_d));
+	tmd_d.start = dst;
+	tmd_d.length = len;
+	tmd_d.threshold = ULNET_MD_THRESH_INF;
+	tmd_d.options = ULNET_MD_OP_PUT | ULNET_MD_MANAGE_REMOTE;
+	tmd_d.eq = p->eq;
+	assert_int_equal(ulnet_me_attach(p->b, 9, &any, 0x77, 0, ULNET_RETAIN, ULNET_INS_AFTER, &me), 0);
+	assert_int_equal(ulnet_md_attach(p->b, me, &tmd_d, ULNET_RETAIN, &tmd), 0);
+	for (unsigned i = 0; i < 3; i++) {
+		src[i] = aligned_alloc(4096, len);
+		assert_non_null(src[i]);
+		pattern(src[i], len, 100 + i);
+		memset(&smd[i], 0, sizeof(smd[i]));
+		smd[i].start = src[i];
+		smd[i].length = len;
+		smd[i].threshold = ULNET_MD_THRESH_INF;
+		smd[i].eq = p->eq;
+		assert_int_equal(ulnet_md_bind(p->a, &smd[i], ULNET_RETAIN, &sh[i]), 0);
+	}
+	nstash = 0;
+	for (unsigned k = 0; k < sizeof(order) / sizeof(order[0]); k++) {
+		assert_int_equal(ulnet_put(p->a, sh[order[k]], ULNET_ACK_REQ, &p->idb, 9, 0x77, 0, 0), 0);
+		assert_int_equal(wait_for(p->eq, ULNET_EVENT_PUT, &ev), 0);
+		assert_int_equal(ev.status, 0);
+		assert_int_equal(wait_for(p->eq, ULNET_EVENT_ACK, &ev), 0);
+		assert_int_equal(ev.status, 0);
+		assert_int_equal(wait_for(p->eq, ULNET_EVENT_SEND, &ev), 0);
+		assert_memory_equal(dst, src[order[k]], len);
+	}
+	assert_int_equal(ulnet_peer_rdma_stats_get(p->a, &p->idb.nid, &st), 0);
+	printf("registration cache (2 entries), puts from MDs 0 1 0 2 0 1: %" PRIu64 " hits, %" PRIu64 " misses, %" PRIu64
+	       " evictions\n", st.reg_cache_hits, st.reg_cache_misses, st.reg_cache_evictions);
+	assert_true(st.reg_cache_hits == 2 && st.reg_cache_misses == 4 && st.reg_cache_evictions == 2);
+	for (unsigned i = 0; i < 3; i++)
+		assert_int_equal(ulnet_md_unlink(p->a, sh[i]), 0);
+	assert_int_equal(atomic_load(&errors_logged), 0);
+	pair_free(p);
+	for (unsigned i = 0; i < 3; i++)
+		free(src[i]);
+	free(dst);
+}
+
+/* A PUT longer than a truncating sink: the sink describes what it keeps, the source writes that much. */
+static void test_put_truncated(void **state)
+{
+	struct side sa = { 4096, 1, 2, 0, 0, 0 }, sb = { 65536, 0, 2, 0, 0, 0 };
+	struct ulnet_process_id any = { .pid = ULNET_PID_ANY };
+	const uint32_t len = 300000, keep = 40001;
+	uint8_t *src = malloc(len), *dst = malloc(keep + 1);
+	struct ulnet_md smd, tmd_d;
+	struct ulnet_handle sh, me, tmd;
+	struct ulnet_event ev;
+	struct pair *p;
+
+	(void)state;
+	atomic_store(&errors_logged, 0);
+	p = pair_new(133, 0, &sa, &sb);
+	any.nid = ulnet_nid_any();
+	assert_true(src && dst);
+	pattern(src, len, 33);
+	memset(dst, 0xee, keep + 1);
+	memset(&tmd_d, 0, sizeof(tmd_d));
+	tmd_d.start = dst;
+	tmd_d.length = keep;
+	tmd_d.threshold = 1;
+	tmd_d.options = ULNET_MD_OP_PUT | ULNET_MD_TRUNCATE;
+	tmd_d.eq = p->eq;
+	assert_int_equal(ulnet_me_attach(p->b, 11, &any, 0x78, 0, ULNET_UNLINK, ULNET_INS_AFTER, &me), 0);
+	assert_int_equal(ulnet_md_attach(p->b, me, &tmd_d, ULNET_UNLINK, &tmd), 0);
+	memset(&smd, 0, sizeof(smd));
+	smd.start = src;
+	smd.length = len;
+	smd.threshold = 2;
+	smd.eq = p->eq;
+	assert_int_equal(ulnet_md_bind(p->a, &smd, ULNET_UNLINK, &sh), 0);
+	nstash = 0;
+	assert_int_equal(ulnet_put(p->a, sh, ULNET_ACK_REQ, &p->idb, 11, 0x78, 0, 0), 0);
+	assert_int_equal(wait_for(p->eq, ULNET_EVENT_PUT, &ev), 0);
+	assert_int_equal(ev.status, 0);
+	assert_int_equal(ev.mlength, keep);
+	assert_int_equal(ev.rlength, len);
+	assert_int_equal(wait_for(p->eq, ULNET_EVENT_ACK, &ev), 0);
+	assert_int_equal(ev.status, 0);
+	assert_int_equal(ev.mlength, keep);
+	assert_int_equal(wait_for(p->eq, ULNET_EVENT_SEND, &ev), 0);
+	assert_int_equal(ev.status, 0);
+	assert_memory_equal(dst, src, keep);
+	assert_int_equal(dst[keep], 0xee);
+	assert_int_equal(atomic_load(&errors_logged), 0);
+	pair_free(p);
+	free(src);
+	free(dst);
+}
+
+/* A GET whose reply is shorter than the sink, which is described page by page: the reply ends inside
+ * a remote fragment and that last WR is closed (lnet-wire.md §3.3); the rest of the sink untouched. */
+static void test_get_short(void **state)
+{
+	struct side sa = { 4096, 0, 2, 16, 0, 0 }, sb = { 65536, 1, 2, 16, 0, 0 };
+	struct ulnet_process_id any = { .pid = ULNET_PID_ANY };
+	const uint32_t sink = 512 * 1024, reply = 300001;
+	struct layout *l = calloc(1, sizeof(*l));
+	uint8_t *src = malloc(reply), *want = malloc(sink);
+	struct ulnet_md smd;
+	struct ulnet_handle me, sh, ih;
+	struct ulnet_peer_rdma_stats st;
+	struct ulnet_event ev;
+	struct pair *p;
+	size_t bad;
+
+	(void)state;
+	atomic_store(&errors_logged, 0);
+	p = pair_new(134, 0, &sa, &sb);
+	any.nid = ulnet_nid_any();
+	assert_true(l && src && want);
+	pattern(src, reply, 77);
+	memset(&smd, 0, sizeof(smd));
+	smd.start = src;
+	smd.length = reply;
+	smd.threshold = 1;
+	smd.options = ULNET_MD_OP_GET | ULNET_MD_TRUNCATE; /* the GET asks for more */
+	smd.eq = p->eq;
+	assert_int_equal(ulnet_me_attach(p->b, 12, &any, 0x79, 0, ULNET_UNLINK, ULNET_INS_AFTER, &me), 0);
+	assert_int_equal(ulnet_md_attach(p->b, me, &smd, ULNET_UNLINK, &sh), 0);
+	layout_init(l, F_KIOV, 4096, 1, sink, 0x11);
+	l->md.threshold = 2;
+	l->md.eq = p->eq;
+	assert_int_equal(ulnet_md_bind(p->a, &l->md, ULNET_UNLINK, &ih), 0);
+	nstash = 0;
+	assert_int_equal(ulnet_get(p->a, ih, &p->idb, 12, 0x79, 0), 0);
+	assert_int_equal(wait_for(p->eq, ULNET_EVENT_REPLY, &ev), 0);
+	assert_int_equal(ev.status, 0);
+	assert_int_equal(ev.mlength, reply);
+	assert_int_equal(wait_for(p->eq, ULNET_EVENT_SEND, &ev), 0);
+	assert_int_equal(wait_for(p->eq, ULNET_EVENT_GET, &ev), 0);
+	memset(want, 0x11, sink);
+	memcpy(want, src, reply);
+	bad = layout_check(l, want, 0x11);
+	assert_int_equal(bad, 0);
+	/* a described its 512 KiB sink page by page (map_on_demand 0): 129 fragments */
+	assert_int_equal(ulnet_peer_rdma_stats_get(p->a, &p->idb.nid, &st), 0);
+	assert_true(st.bucket[ULNET_RDMA_BUCKETS - 1].sinks == 1 && st.bucket[ULNET_RDMA_BUCKETS - 1].sink_frags == 129);
+	assert_int_equal(pair_post_rejects(p), 0);
+	assert_int_equal(atomic_load(&errors_logged), 0);
+	pair_free(p);
+	free(l->mem);
+	free(l);
+	free(src);
+	free(want);
+}
+
 int main(int argc, char **argv)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_lu5718),
+		cmocka_unit_test(test_reg_cache),
+		cmocka_unit_test(test_put_truncated),
+		cmocka_unit_test(test_get_short),
 		cmocka_unit_test(test_matrix),
 	};
 

@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /* An o2ib node (127.253.0.1@o2ib, shm provider) against a raw fabric peer (127.253.0.9,
  * tests/common/o2ib_raw_peer.h) that connects with a valid CONNREQ and then sends one bad kib_msg:
- * a wrong dstnid, dststamp or srcstamp, credits beyond the queue depth, an unknown type, a
- * PUT_DONE / GET_DONE / PUT_ACK naming a cookie nobody waits for, a message shorter than its header,
+ * a wrong dstnid, dststamp or srcstamp, credits beyond the queue depth, an unknown type, a PUT_DONE /
+ * GET_DONE / PUT_ACK / PUT_NAK naming a cookie nobody waits for, a message shorter than its header,
  * an RDMA descriptor with 0 or 10000 fragments (PUT_ACK and GET_REQ), an ibm_nob beyond the bytes
  * that came, a CONNREQ after the handshake. Each must close that connection (the raw peer sees
  * DISCONNECTED) with exactly one O2IB error line, and a second node (127.253.0.2@o2ib) must still
@@ -64,11 +64,11 @@ static ulnet_node *node_up(const char *nid)
 
 enum bad { BAD_DSTNID, BAD_DSTSTAMP, BAD_SRCSTAMP, BAD_CREDITS, BAD_TYPE, BAD_PUT_DONE, BAD_GET_DONE,
 	   BAD_PUT_ACK, BAD_SHORT, BAD_ACK_NFRAGS_0, BAD_ACK_NFRAGS_10000, BAD_GET_NFRAGS_0, BAD_GET_NFRAGS_10000,
-	   BAD_NOB, BAD_CONNREQ_AGAIN, BAD_N };
+	   BAD_NOB, BAD_CONNREQ_AGAIN, BAD_PUT_NAK, BAD_N };
 static const char *const bad_name[] = { "dstnid", "dststamp", "srcstamp", "credits", "type", "PUT_DONE cookie",
 					"GET_DONE cookie", "PUT_ACK cookie", "short", "PUT_ACK rd_nfrags 0",
 					"PUT_ACK rd_nfrags 10000", "GET_REQ rd_nfrags 0", "GET_REQ rd_nfrags 10000",
-					"ibm_nob beyond the message", "CONNREQ after the handshake" };
+					"ibm_nob beyond the message", "CONNREQ after the handshake", "PUT_NAK cookie" };
 
 static struct raw_peer rp;
 
@@ -94,6 +94,7 @@ static void raw_session(enum bad bad, uint64_t stamp)
 	case BAD_CREDITS: m.credits = 200; break;
 	case BAD_PUT_DONE: m.type = O2IB_MSG_PUT_DONE; m.u.completion.cookie = 0x5eed; break;
 	case BAD_GET_DONE: m.type = O2IB_MSG_GET_DONE; m.u.completion.cookie = 0x5eed; break;
+	case BAD_PUT_NAK: m.type = O2IB_MSG_PUT_NAK; m.u.completion = (typeof(m.u.completion)){ 0x5eed, -ENODATA }; break;
 	case BAD_PUT_ACK:
 	case BAD_ACK_NFRAGS_0:
 	case BAD_ACK_NFRAGS_10000:
@@ -182,7 +183,7 @@ static void test_bad_messages(void **state)
 		heap[r] = mallinfo2().uordblks; /* (0 under sanitizers, whose allocator LSan checks) */
 	}
 	print_message("heap in use after each round: %zu %zu %zu bytes\n", heap[0], heap[1], heap[2]);
-	/* one leaked connection per bad message would be 16 x 18 receive buffers of 4 KiB a round */
+	/* one leaked connection per bad message would be 17 x 18 receive buffers of 4 KiB a round */
 	assert_true(heap[ROUNDS - 1] <= heap[0] + 256 * 1024);
 	ulnet_node_close(b);
 	ulnet_node_close(a);

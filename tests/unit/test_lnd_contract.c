@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /* The LND contract (src/core/lnd.h) driven through a scripted LND (tests/common/tst_lnd.h): rendezvous
  * GET, out-of-band REPLY, delayed and eager receive with forwarding under peer_buffer_credits, an MD
- * unlinked while its registration is held, a peer reported down, peer limits. Each case asserts the
- * events the application sees. */
+ * unlinked while its registration is held, a peer reported down, peer limits, bulk memory from the
+ * LND, the fabric an NI runs on. Each case asserts the events the application sees. */
 #include <errno.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -537,6 +537,50 @@ static void test_query_peer(void **state)
 	fx_close(&f);
 }
 
+/* ulnet_mem_alloc takes the LND's memory when it offers some, heap memory when not; ulnet_mem_free
+ * gives each back to where it came from, also after the node is gone. */
+static void test_mem_alloc(void **state)
+{
+	struct fixture f;
+	void *a, *b;
+
+	(void)state;
+	fx_open(&f, NULL, 0);
+	assert_non_null(a = ulnet_mem_alloc(f.node, 65536, 100000));
+	assert_int_equal((uintptr_t)a % 65536, 0);
+	assert_int_equal(tst.mem_allocs, 1);
+	tst.mem_refuse = true;
+	assert_non_null(b = ulnet_mem_alloc(f.node, 4096, 100));
+	assert_int_equal((uintptr_t)b % 4096, 0);
+	assert_int_equal(tst.mem_allocs, 1);
+	assert_null(ulnet_mem_alloc(f.node, 3000, 100)); /* not a power of two */
+	assert_null(ulnet_mem_alloc(f.node, 4096, 0));
+	ulnet_mem_free(b, 100);
+	assert_int_equal(tst.mem_frees, 0);
+	fx_close(&f);
+	ulnet_mem_free(a, 100000);
+	assert_int_equal(tst.mem_frees, 1);
+	ulnet_mem_free(NULL, 0);
+}
+
+/* ulnet_ni_fabric_get: what the LND says; lo runs on no fabric; past the last NI. */
+static void test_fabric_info(void **state)
+{
+	struct fixture f;
+	struct ulnet_ni_fabric fab;
+
+	(void)state;
+	fx_open(&f, NULL, 0);
+	assert_int_equal(ulnet_ni_fabric_get(f.node, 0, &fab), -EOPNOTSUPP);
+	assert_int_equal(ulnet_ni_fabric_get(f.node, 1, &fab), 0);
+	assert_string_equal(fab.provider, "tst");
+	assert_int_equal(fab.max_send_sge, 3);
+	assert_int_equal(fab.page_size, 65536);
+	assert_int_equal(fab.max_qp_wr, 0);
+	assert_int_equal(ulnet_ni_fabric_get(f.node, 2, &fab), -ENOENT);
+	fx_close(&f);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -548,6 +592,8 @@ int main(void)
 		cmocka_unit_test(test_md_unlink_during_registration),
 		cmocka_unit_test(test_peer_down),
 		cmocka_unit_test(test_query_peer),
+		cmocka_unit_test(test_mem_alloc),
+		cmocka_unit_test(test_fabric_info),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

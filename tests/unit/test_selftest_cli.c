@@ -72,6 +72,10 @@ static void test_result_numbers(void **state)
 	assert_true(r.peer_gone == 7);
 	assert_string_equal(r.first_error, "a\"b");
 	assert_true(r.remote);
+	/* what the writer escaped comes back as the bytes it was */
+	result_parse("{\"first_error\":\"x\\ny\\u0001z\\u001b[\\t\\\\\",\"source\":\"s\\u00e9\"}", &r);
+	assert_string_equal(r.first_error, "x\ny\001z\033[\t\\");
+	assert_string_equal(r.source, "s?");
 }
 
 int main(void)

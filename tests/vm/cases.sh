@@ -1,7 +1,8 @@
 # SPDX-License-Identifier: MIT
 # shellcheck shell=sh
 # The VM lane's cases, run inside each guest (busybox sh) from this node ($NAME, $ME) to the peer
-# ($PEERNAME, $PEER; $ME1 and $PEER1 on o2ib1); sourced by tests/vm/init.sh. Every case prints exactly one line:
+# ($PEERNAME, $PEER; $ME1 and $PEER1 on o2ib1); sourced by tests/vm/init.sh. Every case prints
+# exactly one line:
 #   VMLANE CASE <from>-><to> <net> <what> ok|FAIL bytes=<n> errors=<n> [detail]
 # and the host (tests/vm/run) counts them. "VMLANE PLAN <n>" first says how many will follow, so a
 # guest that dies midway shows as missing cases, not as fewer passes.
@@ -173,21 +174,119 @@ vm_cases_lu5718()
 	WANT_MAX_FRAGS=
 }
 
-# vm_cases LIST FIRST: comma-separated groups (tcp, o2ib, lu5718). The two nodes take turns (FIRST=1
-# goes first, then tells the peer on TCP port 7777 of the guest link), so each case's counters and
-# plan are its own.
+# The peer dies mid-transfer (run by the first node, after both turns): a 20 s 1 MiB brw write over
+# o2ib (RPC timeout 20 s, the NI's o2ib timeout 20 s) runs while the host kills the peer's VM (asked
+# by "VMLANE KILL-PEER"); the brw must fail with classified errors only (peer gone or timeout) and
+# end within 60 s of the kill (its duration plus both timeouts: RPCs sent after the kill time out
+# too); then the host boots the peer again ("VMLANE PEER-RESTART") and this node must ping it and
+# move 1 MiB again.
+vm_cases_kill_net() { echo o2ib; }
+vm_cases_kill_count() { if [ "$FIRST" = 1 ]; then echo 3; else echo 0; fi; }
+vm_cases_kill() { :; } # runs at the end of vm_cases (vm_kill)
+vm_kill()
+{
+	local net=o2ib out=/tmp/kill.json st=0 t0 t1 pid sent gone to un bytes
+	ulnet-selftest --node $SOCK --json brw write --from "$ME@$net" --to "$PEER@$net" --size 1048576 \
+		--check full --concurrency 2 --duration 20 --timeout 20 >$out 2>/tmp/kill.err &
+	pid=$!
+	# wait until data flows (the node's send counter moves), then have the peer killed
+	sent=$(ulnetctl --node $SOCK stats show --json | sed -n 's/.*"send_length":\([0-9]*\).*/\1/p')
+	i=0
+	while [ "$(ulnetctl --node $SOCK stats show --json | sed -n 's/.*"send_length":\([0-9]*\).*/\1/p')" -le $((sent + 2097152)) ]; do
+		i=$((i + 1))
+		[ $i -lt 300 ] || break
+		sleep 0.1
+	done
+	t0=$(date +%s)
+	echo "VMLANE KILL-PEER"
+	wait $pid || st=$?
+	t1=$(date +%s)
+	gone=$(vm_json $out peer_gone)
+	to=$(vm_json $out timeout)
+	un=$(vm_json $out unclassified)
+	bytes=$(vm_json $out bytes)
+	if [ $st != 0 ] && [ $((${gone:-0} + ${to:-0})) -gt 0 ] && [ "${un:-0}" = 0 ] && [ $((t1 - t0)) -le 60 ]; then
+		vm_case "$net peer killed mid-transfer ok bytes=${bytes:-0} errors=0 classified: peer_gone ${gone:-0} timeout ${to:-0}, failed $((t1 - t0)) s after the kill"
+	else
+		vm_case "$net peer killed mid-transfer FAIL bytes=${bytes:-0} errors=1 status=$st peer_gone ${gone:-0} timeout ${to:-0} unclassified ${un:-0} after $((t1 - t0)) s: $(head -c 300 $out /tmp/kill.err)"
+	fi
+	echo "VMLANE PEER-RESTART"
+	if vm_wait_peer $net; then
+		vm_case "$net peer back ok bytes=0 errors=0 ping answered"
+	else
+		vm_case "$net peer back FAIL bytes=0 errors=1 no ping answer within 120 s"
+	fi
+	vm_plan_baseline $net
+	vm_brw $net write 1048576 4097
+}
+
+# The bench (no cases: one "VMLANE BENCH" line, never a pass or a fail): 1 MiB brw writes over o2ib,
+# 8 in flight for 5 s, against perftest between the same two rxe devices in the same run (issue
+# 10's goal: a ratio of at least 0.9): ib_write_bw (1 MiB RC RDMA WRITEs, 5 s; it can only busy-poll,
+# which starves rxe on one vCPU) and ib_send_bw -e (200 1 MiB SENDs on completion events). The peer
+# starts both servers, one after the other, when its cases start (vm_bench_serve).
+PERF_ARGS="-R -F -s 1048576"
+vm_cases_bench_net() { echo o2ib; }
+vm_cases_bench_count() { echo 0; }
+vm_bench_serve() { { ib_write_bw $PERF_ARGS -D 5; ib_send_bw $PERF_ARGS -n 200 -e; } >/tmp/perf.log 2>&1 & }
+# vm_perf TOOL ARGS...: the client against the peer's server (retried while it is not listening yet);
+# prints the average MB/s of the result row (bytes, iterations, peak, average, msg rate)
+vm_perf()
+{
+	local tool=$1 i=0
+	shift
+	until $tool $PERF_ARGS "$@" "$PEER" >/tmp/$tool.log 2>&1; do
+		i=$((i + 1))
+		[ $i -lt 10 ] || break
+		sleep 1
+	done
+	awk '$1 == 1048576 && NF >= 5 {print $4}' /tmp/$tool.log | tail -1
+}
+vm_ratio() { awk -v a="${1:-0}" -v b="${2:-0}" 'BEGIN {if (b > 0) printf "%.2f", a / b; else print "?"}'; }
+vm_cases_bench()
+{
+	local out=/tmp/bench.json ulnet wr sd
+	[ "$FIRST" = 1 ] || return 0
+	ulnet-selftest --node $SOCK --json brw write --from "$ME@o2ib" --to "$PEER@o2ib" --size 1048576 \
+		--check none --concurrency 8 --duration 5 --timeout 30 >$out 2>&1
+	ulnet=$(vm_json $out MBps)
+	wr=$(vm_perf ib_write_bw -D 5)
+	sd=$(vm_perf ib_send_bw -n 200 -e)
+	echo "VMLANE BENCH $NAME->$PEERNAME o2ib 1 MiB brw write ${ulnet:-?} MB/s; ib_write_bw ${wr:-?} MB/s" \
+		"(ratio $(vm_ratio "$ulnet" "$wr")), ib_send_bw -e ${sd:-?} MB/s (ratio $(vm_ratio "$ulnet" "$sd")); goal 0.9"
+	[ -n "$wr" ] || sed 's/^/VMLANE LOG ib_write_bw: /' /tmp/ib_write_bw.log | tail -3
+	[ -n "$sd" ] || sed 's/^/VMLANE LOG ib_send_bw: /' /tmp/ib_send_bw.log | tail -3
+}
+
+# vm_turn_wait / vm_turn_give: the turn token, a TCP connection to port 7777 inside the guest link
+vm_turn_wait() { timeout 400 nc -l -p 7777 >/dev/null 2>&1 || echo "VMLANE ERROR $NAME: no turn from $PEERNAME"; }
+vm_turn_give()
+{
+	local i=0
+	until echo turn | nc "$PEER" 7777 >/dev/null 2>&1; do
+		i=$((i + 1))
+		[ $i -lt 100 ] || { echo "VMLANE ERROR $NAME: cannot give $PEERNAME its turn"; return; }
+		sleep 0.2
+	done
+}
+
+# vm_cases LIST: comma-separated groups (tcp, o2ib, lu5718, kill). The two nodes take turns ($FIRST=1
+# goes first, then hands over), so each case's counters and plan are its own; with kill the turn
+# comes back to the first node for vm_kill. An empty LIST (a peer booted again) only serves.
 vm_cases()
 {
-	local groups total=0 g net i
+	local groups total=0 g net kill=
 	groups=$(echo "$1" | tr ',' ' ')
 	for g in $groups; do
 		total=$((total + $(vm_cases_${g}_count)))
+		[ $g != kill ] || kill=1
 	done
 	echo "VMLANE PLAN $total"
-	if [ "$2" != 1 ]; then
-		timeout 400 nc -l -p 7777 >/dev/null 2>&1 || echo "VMLANE ERROR $NAME: no turn from $PEERNAME"
-	fi
+	[ -n "$groups" ] || return 0
+	case " $groups " in *" bench "*) [ "$FIRST" = 1 ] || vm_bench_serve ;; esac
+	[ "$FIRST" = 1 ] || vm_turn_wait
 	for g in $groups; do
+		[ $g != kill ] || continue
 		net=$(vm_cases_${g}_net)
 		if ! vm_wait_peer "$net"; then
 			echo "VMLANE ERROR $NAME: $PEERNAME@$net does not answer ping after 120 s"
@@ -195,12 +294,13 @@ vm_cases()
 		fi
 		vm_cases_$g
 	done
-	if [ "$2" = 1 ]; then
-		i=0
-		until echo turn | nc "$PEER" 7777 >/dev/null 2>&1; do
-			i=$((i + 1))
-			[ $i -lt 100 ] || { echo "VMLANE ERROR $NAME: cannot give $PEERNAME its turn"; break; }
-			sleep 0.2
-		done
+	if [ "$FIRST" = 1 ]; then
+		vm_turn_give
+		if [ -n "$kill" ]; then
+			vm_turn_wait
+			vm_kill
+		fi
+	elif [ -n "$kill" ]; then
+		vm_turn_give
 	fi
 }

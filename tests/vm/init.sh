@@ -89,7 +89,8 @@ PS=$(ulnetctl --node /run/ulnet.sock export | sed -n 's/^ *page_size: *//p')
 say "READY $NAME $ME page_size $PS rxe0 $(cat /sys/class/infiniband/rxe0/ports/1/state 2>/dev/null)"
 
 . /etc/vmlane/cases.sh
-vm_cases "$CASES" "$(param first)"
+FIRST=$(param first)
+vm_cases "$CASES"
 say "DONE"
 # the host stops both VMs once both have printed DONE (the peer may still be running its cases
 # against this node); a stray guest ends itself after 10 minutes

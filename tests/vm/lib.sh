@@ -11,9 +11,11 @@ declare -gA VM_TRIPLET=([amd64]=x86_64-linux-gnu [ppc64el]=powerpc64le-linux-gnu
 declare -gA VM_FLAVOUR=([amd64]=amd64 [ppc64el]=powerpc64le)
 
 # Guest user space (both arches): the shell, rdma-core's run-time part, iproute2 for `rdma link add`,
-# and the libraries they and ulnet need. Closure is checked later by following ELF NEEDED entries.
+# perftest (ib_write_bw, the bench group's baseline) and the libraries they and ulnet need. Closure
+# is checked later by following ELF NEEDED entries.
 VM_RUNTIME_PKGS=(busybox-static libc6 libgcc-s1 libyaml-0-2 libibverbs1 ibverbs-providers librdmacm1
-	libnl-3-200 libnl-route-3-200 ibverbs-utils rdmacm-utils iproute2 libmnl0 libbsd0 libmd0 libcap2)
+	libnl-3-200 libnl-route-3-200 ibverbs-utils rdmacm-utils iproute2 libmnl0 libbsd0 libmd0 libcap2
+	perftest libibumad3 libpci3 libudev1 zlib1g)
 # Headers and link-time .so names for the ppc64le cross build (unpacked into the same sysroot).
 VM_DEV_PKGS=(libyaml-dev libibverbs-dev librdmacm-dev libnl-3-dev libnl-route-3-dev)
 
@@ -102,7 +104,8 @@ vm_install()
 
 # vm_install_elf ROOT STAGE TRIPLET FILE...: put host FILEs (ELF, already at their stage paths) and
 # every library they need, transitively, into STAGE; the libraries come from ROOT's /lib/TRIPLET or
-# /usr/lib/TRIPLET (where the packages put them), the program interpreter too.
+# /usr/lib/TRIPLET (where the packages put them), the program interpreter too. A library already in
+# STAGE's /lib/TRIPLET or /usr/lib/TRIPLET (ulnet's own) is taken as it is.
 vm_install_elf()
 {
 	local root=$1 stage=$2 triplet=$3 f lib dir found interp
@@ -122,6 +125,11 @@ vm_install_elf()
 			seen[$lib]=1
 			found=
 			for dir in /lib/$triplet /usr/lib/$triplet; do
+				if [[ -e $stage$dir/$lib ]]; then # ours (libulnet), put there by the caller
+					queue+=("$stage$dir/$lib")
+					found=1
+					break
+				fi
 				if [[ -e $root$dir/$lib ]]; then
 					vm_install "$root" "$stage" "$dir/$lib"
 					queue+=("$stage$dir/$lib")

@@ -11,6 +11,7 @@
  * every test is ok, 1 when a test saw errors, 2 for bad arguments, 3 when the node cannot run it. */
 #include <errno.h>
 #include <math.h>
+#include <stdarg.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -121,6 +122,22 @@ static void on_progress(const char *body, void *arg)
 	fflush(stdout);
 }
 
+static void to_stdout(void *arg, const char *s, size_t len)
+{
+	(void)arg;
+	fwrite(s, 1, len, stdout);
+}
+
+__attribute__((format(printf, 3, 4))) static const char *fmt(char *buf, size_t cap, const char *f, ...)
+{
+	va_list ap;
+
+	va_start(ap, f);
+	vsnprintf(buf, cap, f, ap);
+	va_end(ap);
+	return buf;
+}
+
 static bool print_result(const struct test *t, const struct result *r)
 {
 	double s = r->seconds > 0 ? r->seconds : 1e-9;
@@ -129,34 +146,50 @@ static bool print_result(const struct test *t, const struct result *r)
 	char name[32];
 
 	snprintf(name, sizeof(name), "%s", t->brw ? (t->write ? "brw write" : "brw read") : "ping");
-	if (t->json) {
-		printf("{\"test\":\"%s\",\"direction\":\"%s\",\"from\":\"%s\",\"to\":\"%s\",", name, direction(t),
-		       t->from, t->to);
-		if (t->brw)
-			printf("\"size\":%llu,\"offset\":%llu,\"check\":\"%s\",", t->size, t->offset, t->check);
-		printf("\"concurrency\":%llu,\"seconds\":%.3f,\"rpcs\":%.0f,", t->concurrency, r->seconds, r->rpcs);
-		if (r->bytes_na)
-			printf("\"bytes\":null,\"MBps\":null,\"MiBps\":null,");
-		else
-			printf("\"bytes\":%.0f,\"MBps\":%.3f,\"MiBps\":%.3f,", r->bytes, mbps, mibps);
-		printf("\"rate\":%.1f,", rate);
-		if (r->lat_na)
-			printf("\"latency_us\":{\"p50\":null,\"p99\":null,\"max\":null},");
-		else
-			printf("\"latency_us\":{\"p50\":%.0f,\"p99\":%.0f,\"max\":%.0f},", r->p50, r->p99, r->max);
-		printf("\"errors\":{\"timeout\":%llu,\"mismatch\":%llu,\"refused\":%llu,\"peer_gone\":%llu",
-		       r->timeout, r->mismatch, r->refused, r->peer_gone);
+	if (t->json) { /* through the library's writer: every string escaped, nothing dropped */
+		struct ulnet_writer w;
+		char v[64];
+
+		ulnet_writer_init(&w, to_stdout, NULL, true);
+		ulnet_writer_map(&w, NULL);
+		ulnet_writer_str(&w, "test", name);
+		ulnet_writer_str(&w, "direction", direction(t));
+		ulnet_writer_str(&w, "from", t->from);
+		ulnet_writer_str(&w, "to", t->to);
+		if (t->brw) {
+			ulnet_writer_uint(&w, "size", t->size);
+			ulnet_writer_uint(&w, "offset", t->offset);
+			ulnet_writer_str(&w, "check", t->check);
+		}
+		ulnet_writer_uint(&w, "concurrency", t->concurrency);
+		ulnet_writer_raw(&w, "seconds", fmt(v, sizeof(v), "%.3f", r->seconds));
+		ulnet_writer_raw(&w, "rpcs", fmt(v, sizeof(v), "%.0f", r->rpcs));
+		ulnet_writer_raw(&w, "bytes", r->bytes_na ? "null" : fmt(v, sizeof(v), "%.0f", r->bytes));
+		ulnet_writer_raw(&w, "MBps", r->bytes_na ? "null" : fmt(v, sizeof(v), "%.3f", mbps));
+		ulnet_writer_raw(&w, "MiBps", r->bytes_na ? "null" : fmt(v, sizeof(v), "%.3f", mibps));
+		ulnet_writer_raw(&w, "rate", fmt(v, sizeof(v), "%.1f", rate));
+		ulnet_writer_map(&w, "latency_us");
+		ulnet_writer_raw(&w, "p50", r->lat_na ? "null" : fmt(v, sizeof(v), "%.0f", r->p50));
+		ulnet_writer_raw(&w, "p99", r->lat_na ? "null" : fmt(v, sizeof(v), "%.0f", r->p99));
+		ulnet_writer_raw(&w, "max", r->lat_na ? "null" : fmt(v, sizeof(v), "%.0f", r->max));
+		ulnet_writer_end(&w);
+		ulnet_writer_map(&w, "errors");
+		ulnet_writer_uint(&w, "timeout", r->timeout);
+		ulnet_writer_uint(&w, "mismatch", r->mismatch);
+		ulnet_writer_uint(&w, "refused", r->refused);
+		ulnet_writer_uint(&w, "peer_gone", r->peer_gone);
 		if (r->unclassified)
-			printf(",\"unclassified\":%llu", r->unclassified);
-		printf("},\"clients\":\"%s\",\"source\":\"%s\",", r->remote ? "remote" : "local", r->source);
+			ulnet_writer_uint(&w, "unclassified", r->unclassified);
+		ulnet_writer_end(&w);
+		ulnet_writer_str(&w, "clients", r->remote ? "remote" : "local");
+		ulnet_writer_str(&w, "source", r->source);
 		if (r->mismatch_offset >= 0)
-			printf("\"mismatch_offset\":%lld,", r->mismatch_offset);
+			ulnet_writer_int(&w, "mismatch_offset", r->mismatch_offset);
 		else
-			printf("\"mismatch_offset\":null,");
-		printf("\"first_error\":\"");
-		for (const char *p = r->first_error; *p; p++)
-			printf(*p == '"' || *p == '\\' ? "\\%c" : "%c", *p);
-		printf("\",\"ok\":%s}\n", ok ? "true" : "false");
+			ulnet_writer_raw(&w, "mismatch_offset", "null");
+		ulnet_writer_str(&w, "first_error", r->first_error);
+		ulnet_writer_bool(&w, "ok", ok);
+		ulnet_writer_end(&w);
 		return ok;
 	}
 	printf("%s %s \u2192 %s (%s)", name, t->from, t->to, direction(t));

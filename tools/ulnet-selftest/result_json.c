@@ -44,6 +44,11 @@ static long long json_signed(const char *j, const char *key)
 	return (long long)v;
 }
 
+static int hexval(char c)
+{
+	return c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10 : c >= 'A' && c <= 'F' ? c - 'A' + 10 : -1;
+}
+
 void json_str(const char *j, const char *key, char *out, size_t cap)
 {
 	char pat[64];
@@ -56,9 +61,24 @@ void json_str(const char *j, const char *key, char *out, size_t cap)
 	if (!p)
 		return;
 	for (p += strlen(pat); *p && *p != '"' && n + 1 < cap; p++) {
-		if (*p == '\\' && p[1])
-			p++;
-		out[n++] = *p;
+		char c = *p;
+
+		if (c == '\\' && p[1]) { /* the writer's escapes: the bytes come back as they were */
+			c = *++p;
+			if (c == 'n')
+				c = '\n';
+			else if (c == 't')
+				c = '\t';
+			else if (c == 'r')
+				c = '\r';
+			else if (c == 'u' && hexval(p[1]) >= 0 && hexval(p[2]) >= 0 && hexval(p[3]) >= 0 &&
+				 hexval(p[4]) >= 0) {
+				int v = hexval(p[1]) << 12 | hexval(p[2]) << 8 | hexval(p[3]) << 4 | hexval(p[4]);
+				c = v > 0 && v < 0x80 ? (char)v : '?'; /* the writer escapes only bytes below 0x80 */
+				p += 4;
+			}
+		}
+		out[n++] = c;
 	}
 	out[n] = '\0';
 }

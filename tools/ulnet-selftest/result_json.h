@@ -19,7 +19,7 @@ struct result {
 double json_num(const char *j, const char *key);
 /* As json_num, clamped to 0..ULLONG_MAX (a count or a size). */
 unsigned long long json_count(const char *j, const char *key);
-/* "key":"text" into @out (cut to @cap - 1 bytes, escapes dropped); "" when absent. */
+/* "key":"text" into @out (cut to @cap - 1 bytes), escapes decoded (\n \t \r \uXXXX \" \\); "" when absent. */
 void json_str(const char *j, const char *key, char *out, size_t cap);
 /* "key":true present. */
 bool json_bool(const char *j, const char *key);

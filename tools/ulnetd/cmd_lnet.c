@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* ulnetd's built-in control commands, the ones `lnetctl` has: net show, export, ping, stats show,
- * peer show. Each renders lnetctl's YAML layout or JSON with the same keys (ulnetd_emit). */
+ * peer show. Each renders lnetctl's YAML layout or JSON with the same keys (ulnetd_emit, the
+ * library's writer); net show and export are the library's (ulnet_nets_write, ulnet_config_export). */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -8,14 +9,8 @@
 
 #include "ulnetd.h"
 
-#define MAX_NIS 256
 #define PING_MAX_COUNT 1000
 #define PING_MAX_TIMEOUT_MS 60000
-
-static const char *ni_status_name(uint32_t status)
-{
-	return status == ULNET_NI_STATUS_UP ? "up" : "down";
-}
 
 /* Parse "NID" or "PID-NID" (lnetctl's "12345-10.0.0.1@tcp"). */
 static int parse_target(struct ulnetd_out *out, const char *s, struct ulnet_process_id *id)
@@ -37,143 +32,6 @@ static int parse_target(struct ulnetd_out *out, const char *s, struct ulnet_proc
 	return 0;
 }
 
-/* Every NI, in the core's order (0@lo first). */
-static int collect_nis(ulnet_node *node, struct ulnet_ni_info **out, unsigned *n)
-{
-	struct ulnet_ni_info *a = calloc(MAX_NIS, sizeof(*a));
-	unsigned i;
-
-	if (!a)
-		return -ENOMEM;
-	for (i = 0; i < MAX_NIS && ulnet_ni_info_get(node, i, &a[i]) == 0; i++)
-		;
-	*out = a;
-	*n = i;
-	return 0;
-}
-
-/* The NI's LND tunables, typed by the LND's table: integers and bools (0/1, as lnetctl prints them) as
- * numbers, enums by name. */
-static void emit_lnd_tunables(struct ulnetd_emit *e, ulnet_node *node, unsigned idx, const struct ulnet_ni_info *ni)
-{
-	ulnetd_emit_map(e, "lnd tunables");
-	for (size_t k = 0; k < ni->n_lnd_tunables; k++) {
-		const struct ulnet_tunable *t = &ni->lnd_tunables[k];
-		long v;
-
-		if (ulnet_ni_lnd_tunable_get(node, idx, k, &v))
-			continue;
-		if (t->type == ULNET_TUNABLE_ENUM && ulnet_tunable_enum_name(t, v))
-			ulnetd_emit_str(e, t->key, ulnet_tunable_enum_name(t, v));
-		else
-			ulnetd_emit_int(e, t->key, v);
-	}
-	ulnetd_emit_end(e);
-}
-
-/* interfaces: "lo" or "eth0,eth1" / "eth0 eth1" -> {0: eth0, 1: eth1} */
-static void emit_interfaces(struct ulnetd_emit *e, const char *text)
-{
-	char buf[sizeof(((struct ulnet_ni_info *)0)->interfaces)], *w, *save = NULL;
-	unsigned i = 0;
-
-	if (!text[0])
-		return;
-	snprintf(buf, sizeof(buf), "%s", text);
-	ulnetd_emit_map(e, "interfaces");
-	for (w = strtok_r(buf, ", ", &save); w; w = strtok_r(NULL, ", ", &save)) {
-		char k[12];
-
-		snprintf(k, sizeof(k), "%u", i++);
-		ulnetd_emit_str(e, k, w);
-	}
-	ulnetd_emit_end(e);
-}
-
-enum ni_detail { NI_SHOW, NI_SHOW_VERBOSE, NI_EXPORT };
-
-/* An NI over an RDMA fabric (o2ib): the provider and the device limits in force, which the
- * configured `lnd tunables` (provider: auto, device: {...} over the defaults) do not say alone. */
-static void emit_fabric(struct ulnetd_emit *e, ulnet_node *node, unsigned idx)
-{
-	struct ulnet_ni_fabric f;
-
-	if (ulnet_ni_fabric_get(node, idx, &f))
-		return;
-	ulnetd_emit_map(e, "fabric");
-	ulnetd_emit_str(e, "provider", f.provider);
-	ulnetd_emit_map(e, "device");
-	ulnetd_emit_uint(e, "max_send_sge", f.max_send_sge);
-	ulnetd_emit_uint(e, "max_recv_sge", f.max_recv_sge);
-	ulnetd_emit_uint(e, "max_qp_wr", f.max_qp_wr);
-	ulnetd_emit_uint(e, "max_qp", f.max_qp);
-	ulnetd_emit_uint(e, "max_mr", f.max_mr);
-	ulnetd_emit_uint(e, "max_mr_size", f.max_mr_size);
-	ulnetd_emit_uint(e, "max_msg_sz", f.max_msg_sz);
-	ulnetd_emit_uint(e, "page_size", f.page_size);
-	ulnetd_emit_end(e);
-	ulnetd_emit_end(e);
-}
-
-static void emit_ni(struct ulnetd_emit *e, ulnet_node *node, unsigned idx, const struct ulnet_ni_info *ni,
-		    enum ni_detail detail)
-{
-	char nid[ULNET_NID_STRLEN];
-
-	ulnetd_emit_map(e, NULL);
-	ulnetd_emit_str(e, "nid", ulnet_nid_format(&ni->nid, nid, sizeof(nid)));
-	ulnetd_emit_str(e, "status", ni_status_name(ni->status));
-	emit_interfaces(e, ni->interfaces);
-	if (detail == NI_SHOW_VERBOSE) {
-		ulnetd_emit_map(e, "statistics");
-		ulnetd_emit_uint(e, "send_count", ni->send_count);
-		ulnetd_emit_uint(e, "recv_count", ni->recv_count);
-		ulnetd_emit_uint(e, "drop_count", ni->drop_count);
-		ulnetd_emit_end(e);
-	}
-	if (detail != NI_SHOW) {
-		ulnetd_emit_map(e, "tunables");
-		ulnetd_emit_int(e, "peer_timeout", ni->peer_timeout);
-		ulnetd_emit_int(e, "peer_credits", ni->peer_credits);
-		ulnetd_emit_int(e, "peer_buffer_credits", ni->peer_buffer_credits);
-		ulnetd_emit_int(e, "credits", ni->credits);
-		ulnetd_emit_end(e);
-		emit_lnd_tunables(e, node, idx, ni);
-	}
-	if (detail == NI_SHOW_VERBOSE) {
-		emit_fabric(e, node, idx);
-		ulnetd_emit_int(e, "available_tx_credits", ni->tx_credits);
-		ulnetd_emit_int(e, "min_tx_credits", ni->min_tx_credits);
-	}
-	if (detail != NI_SHOW)
-		ulnetd_emit_str(e, "CPT", "[0]");
-	ulnetd_emit_end(e);
-}
-
-/* The `net:` list, NIs grouped by net in order of first appearance. @only: a net name or NULL. */
-static void emit_nets(struct ulnetd_emit *e, ulnet_node *node, const struct ulnet_ni_info *nis, unsigned n,
-		      const char *only, enum ni_detail detail)
-{
-	ulnetd_emit_list(e, "net");
-	for (unsigned i = 0; i < n; i++) {
-		bool seen = false;
-
-		for (unsigned k = 0; k < i && !seen; k++)
-			seen = !strcmp(nis[k].net, nis[i].net);
-		if (seen || (only && strcmp(only, nis[i].net)))
-			continue;
-		ulnetd_emit_map(e, NULL);
-		ulnetd_emit_str(e, "net type", nis[i].net);
-		ulnetd_emit_list(e, "local NI(s)");
-		for (unsigned k = i; k < n; k++)
-			if (!strcmp(nis[k].net, nis[i].net))
-				emit_ni(e, node, k, &nis[k], detail);
-		ulnetd_emit_end(e);
-		ulnetd_emit_end(e);
-	}
-	ulnetd_emit_end(e);
-}
-
 static int cmd_net_show(struct ulnetd *d, int argc, char **argv, struct ulnetd_out *out)
 {
 	bool json = false, verbose = false;
@@ -183,9 +41,7 @@ static int cmd_net_show(struct ulnetd *d, int argc, char **argv, struct ulnetd_o
 		{ "--verbose", "-v", ULNETD_OPT_FLAG, 0, 0, &verbose },
 		{ "--net", NULL, ULNETD_OPT_STR, 0, 0, &net },
 	};
-	struct ulnet_ni_info *nis;
 	struct ulnetd_emit e;
-	unsigned n;
 	int npos, rc;
 
 	if ((rc = ulnetd_parse_args(out, "net show", argc, argv, opts, 3, NULL, 0, &npos)))
@@ -197,40 +53,24 @@ static int cmd_net_show(struct ulnetd *d, int argc, char **argv, struct ulnetd_o
 		if (ulnet_net_parse(net, &num, &why))
 			return ulnetd_errorf(out, -EINVAL, "bad net '%s': %s", net, why ? why : "invalid");
 	}
-	if ((rc = collect_nis(d->node, &nis, &n)))
-		return rc;
 	ulnetd_emit_init(&e, out, json);
 	ulnetd_emit_map(&e, NULL);
-	emit_nets(&e, d->node, nis, n, net, verbose ? NI_SHOW_VERBOSE : NI_SHOW);
+	rc = ulnet_nets_write(d->node, net, verbose ? ULNET_NET_SHOW_VERBOSE : ULNET_NET_SHOW, &e.w);
 	ulnetd_emit_end(&e);
-	free(nis);
-	return 0;
+	return rc;
 }
 
 static int cmd_export(struct ulnetd *d, int argc, char **argv, struct ulnetd_out *out)
 {
 	bool json = false;
 	const struct ulnetd_opt opts[] = { { "--json", NULL, ULNETD_OPT_FLAG, 0, 0, &json } };
-	struct ulnet_ni_info *nis;
 	struct ulnetd_emit e;
-	unsigned n;
 	int npos, rc;
 
 	if ((rc = ulnetd_parse_args(out, "export", argc, argv, opts, 1, NULL, 0, &npos)))
 		return rc;
-	if ((rc = collect_nis(d->node, &nis, &n)))
-		return rc;
 	ulnetd_emit_init(&e, out, json);
-	ulnetd_emit_map(&e, NULL);
-	ulnetd_emit_map(&e, "node");
-	ulnetd_emit_uint(&e, "pid", ulnet_node_pid(d->node));
-	ulnetd_emit_uint(&e, "page_size", ulnet_node_page_size(d->node));
-	ulnetd_emit_str(&e, "control", d->control_path);
-	ulnetd_emit_end(&e);
-	emit_nets(&e, d->node, nis, n, NULL, NI_EXPORT);
-	ulnetd_emit_end(&e);
-	free(nis);
-	return 0;
+	return ulnet_config_export(d->node, d->control_path, &e.w); /* the library's, as it reads it back */
 }
 
 static int cmd_ping(struct ulnetd *d, int argc, char **argv, struct ulnetd_out *out)
@@ -381,6 +221,9 @@ static void emit_rdma_stats(struct ulnetd_emit *e, const struct ulnet_peer_rdma_
 	ulnetd_emit_uint(e, "renegotiations", rs->renegotiations);
 	ulnetd_emit_uint(e, "post_rejects", rs->post_rejects);
 	ulnetd_emit_uint(e, "window_waits", rs->window_waits);
+	ulnetd_emit_uint(e, "reg_cache_hits", rs->reg_cache_hits);
+	ulnetd_emit_uint(e, "reg_cache_misses", rs->reg_cache_misses);
+	ulnetd_emit_uint(e, "reg_cache_evictions", rs->reg_cache_evictions);
 	ulnetd_emit_list(e, "buckets");
 	for (unsigned k = 0; k < ULNET_RDMA_BUCKETS; k++) {
 		const struct ulnet_rdma_bucket *b = &rs->bucket[k];

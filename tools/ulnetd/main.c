@@ -173,12 +173,10 @@ int main(int argc, char **argv)
 		fprintf(stderr, "ulnetd: cannot register commands: %s\n", strerror(-rc));
 		goto out_ctl;
 	}
-#ifdef ULNETD_HAVE_SELFTEST
 	if ((rc = ulnetd_selftest_register(&d))) {
 		fprintf(stderr, "ulnetd: cannot register selftest commands: %s\n", strerror(-rc));
 		goto out_ctl;
 	}
-#endif
 	if ((rc = ulnetd_control_open(&d, err, sizeof(err)))) {
 		fprintf(stderr, "ulnetd: %s\n", err);
 		goto out_ctl;

@@ -29,10 +29,9 @@
  *             return ulnetd_cmd_register(d, sst_cmds, sizeof(sst_cmds) / sizeof(sst_cmds[0]));
  *     }
  *
- * tools/ulnetd/meson.build compiles control_selftest.c when it exists and defines
- * ULNETD_HAVE_SELFTEST, and main.c then calls ulnetd_selftest_register() after the built-in
- * commands are registered and before the control socket opens. State of the extension goes in
- * d->selftest; free it from a ulnetd_on_close() hook.
+ * main.c calls ulnetd_selftest_register() (control_selftest.c) after the built-in commands are
+ * registered and before the control socket opens. State of an extension goes in d->selftest; free it
+ * from a ulnetd_on_close() hook. Handlers use only the public API (<ulnet/...>, libulnet.so).
  *
  * Threading: each control connection is served by its own thread, so a handler may block (ulnet_ping,
  * a selftest run) without stalling other clients; handlers run concurrently with each other and must
@@ -157,8 +156,7 @@ void ulnetd_control_fini(struct ulnetd *d);
 
 /* Built-in commands (cmd_lnet.c): net show, export, ping, stats show, peer show, help. */
 int ulnetd_lnet_register(struct ulnetd *d);
-#ifdef ULNETD_HAVE_SELFTEST
+/* The selftest and lst commands (control_selftest.c, control_lst.c) over ulnet/selftest.h. */
 int ulnetd_selftest_register(struct ulnetd *d);
-#endif
 
 #endif

@@ -86,7 +86,8 @@ struct fab_qp {
 
 /* A peer memfd this connection has mapped (map NULL: it could not be, process_vm_* copies). */
 struct shm_peer_map {
-	uint64_t ino, len, used;
+	uint64_t ino, len, base, used;
+	int32_t fd;
 	char *map;
 };
 #define SHM_PEER_MAPS 64

@@ -163,8 +163,9 @@ static char *peer_map(struct fab_cm_id *id, const struct shm_mr_entry *e)
 
 	if (!ino)
 		return NULL;
+	/* inode, fd, base and length: an inode number alone may come back after a memfd is freed */
 	for (m = id->maps; m < id->maps + SHM_PEER_MAPS; m++) {
-		if (m->ino == ino && m->len >= len) {
+		if (m->ino == ino && m->len == len && m->base == e->mem_base && m->fd == e->mem_fd) {
 			m->used = ++id->map_clock;
 			return m->map;
 		}
@@ -175,7 +176,8 @@ static char *peer_map(struct fab_cm_id *id, const struct shm_mr_entry *e)
 	 * memfd that cannot be mapped costs one open, not one per WR) */
 	if (victim->map)
 		munmap(victim->map, victim->len);
-	*victim = (struct shm_peer_map){.ino = ino, .len = len, .used = ++id->map_clock};
+	*victim = (struct shm_peer_map){.ino = ino, .len = len, .base = e->mem_base, .fd = e->mem_fd,
+					.used = ++id->map_clock};
 	snprintf(path, sizeof(path), "/proc/%d/fd/%d", (int)id->peer_pid, e->mem_fd);
 	if ((fd = open(path, O_RDWR | O_CLOEXEC)) < 0)
 		return NULL;
@@ -184,8 +186,8 @@ static char *peer_map(struct fab_cm_id *id, const struct shm_mr_entry *e)
 		close(fd);
 		return NULL;
 	}
-	/* populated now: one pass over the page tables instead of a fault per page in the copies */
-	p = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_POPULATE, fd, 0);
+	/* not populated: that would allocate the memfd's holes; a page faults in once per mapping */
+	p = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
 	close(fd);
 	if (p == MAP_FAILED)
 		return NULL;

@@ -28,8 +28,21 @@ struct o2ib_tun {
 	int timeout;           /* s */
 	int keepalive;         /* s, 0 off */
 	int max_frags;         /* RDMA fragments per transfer proposed and accepted */
+	int reg_cache_entries; /* source registrations kept (0: one per transfer) */
+	int reg_cache_mb;      /* and their bytes, MiB */
 	int max_peers;         /* peers remembered at once (idle ones are forgotten first) */
 	int use_privileged_port;
+};
+
+/* A cached source registration: an MD's memory, local access only, pointed to by the MD's
+ * registration slot. Least recently used first on net->reg_lru; never evicted while a transfer uses
+ * it; dropped when the MD is unlinked or evicted to keep the cache within its bounds. */
+struct o2ib_cached_mr {
+	struct ulnet_list lru;
+	struct fab_mr mr;
+	void **slot;
+	uint64_t bytes;
+	uint32_t users;
 };
 
 /* A bounce buffer (lnet-wire.md §3.6): LNET_MTU bytes, registered for local access once; a sink that
@@ -60,6 +73,9 @@ struct o2ib_net {
 	bool in_progress, progress_again; /* o2ib_progress running / asked to go round again */
 	bool in_tick;               /* walking the peer table: no peer may be forgotten under it */
 	uint64_t cookies;
+	struct ulnet_list reg_lru; /* struct o2ib_cached_mr, least recently used first */
+	uint32_t reg_entries;
+	uint64_t reg_bytes;
 	struct ulnet_list bounces; /* free pooled bounce buffers */
 	uint32_t nbounces;         /* pooled ones (free or in use) */
 };
@@ -106,6 +122,7 @@ struct o2ib_tx {
 	bool mr_ok;                 /* mr is this tx's own: deregister when done */
 	struct o2ib_xfer *xfer;     /* source side: the planned WRITEs, posted in windows before the SEND */
 	struct o2ib_bounce *bounce; /* the transfer goes through this bounce buffer */
+	struct o2ib_cached_mr *cmr; /* the cached registration mr comes from (in use while set) */
 	struct iovec *sink_iov;     /* a bounced sink: where the bytes go when the peer says it is done */
 	unsigned sink_niov;
 	uint32_t sink_nob;
@@ -169,13 +186,15 @@ struct o2ib_xfer {
 uint32_t o2ib_xfer_window(struct o2ib_xfer *x, uint64_t wr_id, struct fab_send_wr **first, struct fab_send_wr **last,
 			  bool *final);
 void o2ib_xfer_posted(struct o2ib_xfer *x, uint32_t n);
-/* Tests: called with every chain the LND hands the provider (NULL: none). */
+/* Tests: called with every chain the LND hands the provider (NULL: none); set and read atomically. */
 extern void (*o2ib_post_observer)(const struct o2ib_conn *conn, const struct o2ib_tx *tx, const struct fab_send_wr *chain);
 /* Free what a tx holds for its transfer (xfer, bounce, sink copy list). */
 void o2ib_tx_release(struct o2ib_net *net, struct o2ib_tx *tx);
 /* GET_REQ queued on @conn: describe its sink with the conn's max_frags. 0, or the tx is done (failed). */
 int o2ib_tx_advertise(struct o2ib_conn *conn, struct o2ib_tx *tx);
 void o2ib_bounce_pool_free(struct o2ib_net *net);
+/* Drop every cached registration (shutdown; the core's slots are emptied). */
+void o2ib_reg_cache_free(struct o2ib_net *net);
 
 /* o2ib_rdma.c: the rendezvous (PUT_REQ/PUT_ACK/PUT_NAK/PUT_DONE, GET_REQ/GET_DONE) */
 int o2ib_mem_reg(struct o2ib_net *net, const struct iovec *iov, unsigned niov, uint32_t nob, unsigned access,

@@ -136,13 +136,13 @@ int o2ib_passive_describe(const struct o2ib_passive_decision *d, char *buf, size
 
 	if (d->accept)
 		return snprintf(buf, cap, "CONNREQ from %s v0x%x accepted: queue depth %u (asked %u), max_frags %u: %s",
-				nid4_str(d->peer_nid, ns, sizeof(ns)), d->version, d->cp.queue_depth, d->asked.queue_depth, d->cp.max_frags,
-				d->reason);
+				nid4_str(d->peer_nid, ns, sizeof(ns)), d->version, d->cp.queue_depth,
+				d->asked.queue_depth, d->cp.max_frags, d->reason);
 	return snprintf(buf, cap,
 			"CONNREQ from %s v0x%x rejected %s: %s (asked queue depth %u max_frags %u "
 			"max_msg_size %u; I accept %u/%u/%u, tunables peer_credits and max_frags)",
-			nid4_str(d->peer_nid, ns, sizeof(ns)), d->asked_version, o2ib_rej_why_name(d->rej.why), d->reason, d->asked.queue_depth,
-			d->asked.max_frags, d->asked.max_msg_size, d->rej.cp.queue_depth, d->rej.cp.max_frags,
+			nid4_str(d->peer_nid, ns, sizeof(ns)), d->asked_version, o2ib_rej_why_name(d->rej.why), d->reason,
+			d->asked.queue_depth, d->asked.max_frags, d->asked.max_msg_size, d->rej.cp.queue_depth, d->rej.cp.max_frags,
 			d->rej.cp.max_msg_size);
 }
 
@@ -313,7 +313,7 @@ int o2ib_reject_describe(const struct o2ib_reject_action *x, const struct o2ib_a
 				    "): %s; giving up (our proposal: v0x%x queue depth %u max_frags %u, tunables "
 				    "peer_credits and max_frags): %s",
 				    x->reason, a->version, a->queue_depth, a->max_frags, strerror(-x->err));
-	return n + snprintf(buf + n, cap - (size_t)n, "): %s; %s%s with v0x%x queue depth %u max_frags %u", x->reason,
-			    retry[x->retry], x->held ? " (too many rejects in a row: one try a second)" : "",
+	return n + snprintf(buf + n, cap - (size_t)n, "): %s; %s%s with v0x%x queue depth %u max_frags %u",
+			    x->reason, retry[x->retry], x->held ? " (too many rejects in a row: one try a second)" : "",
 			    a->version, a->queue_depth, a->max_frags);
 }

@@ -15,7 +15,7 @@
 #define O2IB_MAX_CONN_RACES 20u          /* MAX_CONN_RACES_BEFORE_ABORT: then let the peer through */
 #define O2IB_RECONNECT_BURST 10u         /* rejects in a row retried at once; then one a second (LU-7569) */
 #define O2IB_RACE_RETRY_MS 100u          /* CONN_RACE: reconnect once the rejected connection is gone */
-#define O2IB_HELD_RETRY_MS 1000u
+#define O2IB_HELD_RETRY_MS 1000u         /* past the burst: one reconnect a second */
 
 struct o2ib_conn_tun {
 	uint16_t peer_credits;   /* queue depth we propose and accept (8..255) */

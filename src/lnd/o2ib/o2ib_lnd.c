@@ -39,6 +39,9 @@ static const struct ulnet_tunable o2ib_tunables[] = {
 	I("keepalive", 0, 3600, 100, "seconds of silence before a keepalive NOOP (0: off)"),
 	I("max_frags", 1, 257, 257, "RDMA fragments per transfer proposed and accepted (a peer asking more is "
 				    "rejected with RDMA_FRAGS and retries with this)"),
+	I("reg_cache_entries", 0, 65536, 1024, "source registrations kept for reuse, least recently used dropped "
+					       "first (0: register per transfer)"),
+	I("reg_cache_mb", 1, 1 << 20, 1024, "MiB of memory the kept source registrations may cover"),
 	I("max_peers", 1, 1048576, 4096, "peers remembered at once; idle ones (no connection, nothing queued) "
 	  "are forgotten after timeout s, or at once to make room"),
 	I("use_privileged_port", 0, 1, 0, "1: connect from a source port below 1024 (peers that "
@@ -55,8 +58,8 @@ static const size_t tunable_off[] = {
 	offsetof(struct o2ib_tun, peer_credits), offsetof(struct o2ib_tun, peer_credits_hiw),
 	offsetof(struct o2ib_tun, concurrent_sends), offsetof(struct o2ib_tun, map_on_demand),
 	offsetof(struct o2ib_tun, timeout), offsetof(struct o2ib_tun, keepalive),
-	offsetof(struct o2ib_tun, max_frags),
-	offsetof(struct o2ib_tun, max_peers),
+	offsetof(struct o2ib_tun, max_frags), offsetof(struct o2ib_tun, reg_cache_entries),
+	offsetof(struct o2ib_tun, reg_cache_mb), offsetof(struct o2ib_tun, max_peers),
 	offsetof(struct o2ib_tun, use_privileged_port),
 };
 #define N_PLAIN_TUNABLES (sizeof(tunable_off) / sizeof(tunable_off[0]))
@@ -218,6 +221,7 @@ static int o2iblnd_startup(struct ulnet_ni *ni)
 	ulnet_list_init(&net->pending);
 	ulnet_list_init(&net->zombies);
 	ulnet_list_init(&net->bounces);
+	ulnet_list_init(&net->reg_lru);
 	if ((rc = tunables_load(net, ni)) || (rc = limits_load(ni, &lim)))
 		return rc;
 	if (!ulnet_nid_is_nid4(nid) || nid->size) {
@@ -308,6 +312,7 @@ static void o2iblnd_shutdown(struct ulnet_ni *ni)
 		}
 	o2ib_reap_zombies(net); /* with shutting_down set, frees every closed conn */
 	o2ib_bounce_pool_free(net);
+	o2ib_reg_cache_free(net);
 	net->fab->dev_close(net->dev);
 	net->dev = NULL;
 }

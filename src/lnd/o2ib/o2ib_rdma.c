@@ -79,51 +79,119 @@ static struct ulnet_rdma_bucket *bucket(struct o2ib_peer *peer, uint32_t nob)
 	return &peer->stats.bucket[k];
 }
 
-/* The local registration behind @nob bytes of @msg's memory from @iov (a source: local access only):
- * the MD's own, made once and kept in its slot until lnd_md_unlinked (*@per_msg false), or, when the
- * MD has no slot for this NI, one made for this transfer only (*@per_msg true: the tx deregisters
- * it). *@made: a registration was made now. */
-static int mem_get(struct o2ib_net *net, struct ulnet_msg *msg, const struct iovec *iov, unsigned niov, uint32_t nob,
-		   struct fab_mr *out, bool *per_msg, bool *made)
+/* ---- the source registration cache ---- */
+
+static void cmr_drop(struct o2ib_net *net, struct o2ib_cached_mr *c)
+{
+	ulnet_list_del(&c->lru);
+	net->reg_entries--;
+	net->reg_bytes -= c->bytes;
+	if (net->dev)
+		net->fab->dereg_mr(net->dev, &c->mr);
+	free(c);
+}
+
+/* Make room for @bytes more: drop unused entries, least recently used first. false: cannot (the
+ * entries in use hold the room, or @bytes alone is over the bound). */
+static bool cmr_make_room(struct o2ib_net *net, struct o2ib_peer *peer, uint64_t bytes)
+{
+	uint64_t max_bytes = (uint64_t)net->tun.reg_cache_mb << 20;
+	struct ulnet_list *p = net->reg_lru.next, *next;
+
+	if (!net->tun.reg_cache_entries || bytes > max_bytes)
+		return false;
+	for (; p != &net->reg_lru &&
+	       (net->reg_entries >= (uint32_t)net->tun.reg_cache_entries || net->reg_bytes + bytes > max_bytes);
+	     p = next) {
+		struct o2ib_cached_mr *c = ulnet_container_of(p, struct o2ib_cached_mr, lru);
+
+		next = p->next;
+		if (c->users)
+			continue;
+		*c->slot = NULL; /* the MD registers again if it is used again */
+		cmr_drop(net, c);
+		peer->stats.reg_cache_evictions++;
+	}
+	return net->reg_entries < (uint32_t)net->tun.reg_cache_entries && net->reg_bytes + bytes <= max_bytes;
+}
+
+/* The local registration behind @nob bytes of @msg's memory from @iov (a source: local access only).
+ * The MD's cached one (tx->cmr, in use until the tx is done), made now if needed and the cache has
+ * room; otherwise one for this transfer only (tx->mr_ok: the tx deregisters it). *@made: a
+ * registration was made now. */
+static int mem_get(struct o2ib_net *net, struct o2ib_tx *tx, struct o2ib_peer *peer, struct ulnet_msg *msg,
+		   const struct iovec *iov, unsigned niov, uint32_t nob, bool *made)
 {
 	struct ulnet_lnd_md md;
 	uint64_t off;
+	int rc;
 
 	*made = false;
 	if (ulnet__msg_md(msg, &md) == 0 && md.lnd_reg && md.length && !md_offset(&md, iov, niov, &off) &&
 	    off + nob <= md.length) {
-		struct fab_mr *r = *md.lnd_reg;
+		struct o2ib_cached_mr *c = *md.lnd_reg;
 
-		if (!r && (r = malloc(sizeof(*r)))) {
-			if (o2ib_mem_reg(net, md.frags, md.nfrags, md.length, FAB_ACCESS_LOCAL_WRITE, r)) {
-				free(r);
-				r = NULL;
+		if (c) {
+			peer->stats.reg_cache_hits++;
+			ulnet_list_del(&c->lru);
+		} else if (cmr_make_room(net, peer, md.length) && (c = calloc(1, sizeof(*c)))) {
+			if (o2ib_mem_reg(net, md.frags, md.nfrags, md.length, FAB_ACCESS_LOCAL_WRITE, &c->mr)) {
+				free(c);
+				c = NULL;
 			} else {
 				*made = true;
+				c->slot = md.lnd_reg;
+				c->bytes = md.length;
+				*md.lnd_reg = c;
+				net->reg_entries++;
+				net->reg_bytes += c->bytes;
 			}
 		}
-		if (r) {
-			*md.lnd_reg = r;
-			*out = *r;
-			out->addr = r->addr + off;
-			out->length = nob;
-			*per_msg = false;
+		if (c) {
+			ulnet_list_add_tail(&c->lru, &net->reg_lru);
+			c->users++;
+			tx->cmr = c;
+			tx->mr = c->mr;
+			tx->mr.addr = c->mr.addr + off;
+			tx->mr.length = nob;
+			peer->stats.reg_cache_misses += *made;
 			return 0;
 		}
 	}
-	*per_msg = true;
-	*made = true;
-	return o2ib_mem_reg(net, iov, niov, nob, FAB_ACCESS_LOCAL_WRITE, out);
+	peer->stats.reg_cache_misses++;
+	rc = o2ib_mem_reg(net, iov, niov, nob, FAB_ACCESS_LOCAL_WRITE, &tx->mr);
+	tx->mr_ok = rc == 0;
+	*made = rc == 0;
+	return rc;
 }
 
+/* The MD is going. A transfer still using its registration (the core says none is) keeps it until
+ * it is done. */
 void o2ib_md_unlinked(struct ulnet_ni *ni, const struct ulnet_lnd_md *md, void *reg)
 {
-	struct o2ib_net *net = ulnet__ni_priv(ni);
+	struct o2ib_cached_mr *c = reg;
 
 	(void)md;
-	if (net->dev)
-		net->fab->dereg_mr(net->dev, reg);
-	free(reg);
+	c->slot = NULL;
+	if (c->users) {
+		ulnet_list_del(&c->lru);
+		ulnet_list_init(&c->lru);
+		return;
+	}
+	cmr_drop(ulnet__ni_priv(ni), c);
+}
+
+static void cmr_put(struct o2ib_net *net, struct o2ib_cached_mr *c)
+{
+	if (--c->users == 0 && !c->slot)
+		cmr_drop(net, c); /* its MD went while it was in use */
+}
+
+void o2ib_reg_cache_free(struct o2ib_net *net)
+{
+	/* the core has unlinked every slot before lnd_shutdown: only entries still in use are left */
+	while (!ulnet_list_empty(&net->reg_lru))
+		cmr_drop(net, ulnet_container_of(net->reg_lru.next, struct o2ib_cached_mr, lru));
 }
 
 static void reg_failed(struct o2ib_peer *peer, uint32_t nob, int rc)
@@ -190,6 +258,9 @@ void o2ib_bounce_pool_free(struct o2ib_net *net)
 
 void o2ib_tx_release(struct o2ib_net *net, struct o2ib_tx *tx)
 {
+	if (tx->cmr)
+		cmr_put(net, tx->cmr);
+	tx->cmr = NULL;
 	if (tx->xfer) {
 		free(tx->xfer->wrs);
 		free(tx->xfer->sges);
@@ -456,7 +527,7 @@ static int source_prepare(struct o2ib_conn *conn, struct o2ib_tx *tx, struct uln
 	char ns[ULNET_NID_STRLEN];
 	uint64_t base;
 	uint32_t lkey;
-	bool per_msg, made;
+	bool made;
 	int rc;
 
 	memset(&plan, 0, sizeof(plan));
@@ -483,13 +554,12 @@ static int source_prepare(struct o2ib_conn *conn, struct o2ib_tx *tx, struct uln
 		lkey = tx->bounce->mr.lkey;
 		bk->bounces++;
 	} else {
-		rc = mem_get(net, msg, iov, niov, nob, &tx->mr, &per_msg, &made);
+		rc = mem_get(net, tx, conn->peer, msg, iov, niov, nob, &made);
 		if (rc) {
 			reg_failed(conn->peer, nob, rc);
 			o2ib_plan_free(&plan);
 			return rc;
 		}
-		tx->mr_ok = per_msg;
 		bk->registrations += made;
 		base = tx->mr.addr;
 		lkey = tx->mr.lkey;
@@ -649,11 +719,17 @@ void o2ib_rx_answer(struct o2ib_conn *conn, struct o2ib_rx *rx)
 	case O2IB_MSG_PUT_ACK: {
 		const struct ulnet_msg_lnd_view *v = ulnet__msg_view(tx->lntmsg);
 		struct ulnet_msg *msg = tx->lntmsg;
+		uint64_t want = 0;
 
+		/* the sink describes what it wants (a truncating MD wants less): write that much (§3.1) */
+		for (uint32_t i = 0; i < m->u.putack.rd.nfrags; i++)
+			want += m->u.putack.rd.frags[i].nob;
+		if (want > v->hdr.payload_length)
+			want = v->hdr.payload_length;
 		tx->lntmsg = NULL; /* handed to the PUT_DONE */
 		answered(conn, tx, 0);
 		if (write_and_done(conn, O2IB_MSG_PUT_DONE, m->u.putack.dst_cookie, &m->u.putack.rd, msg, v->iov,
-				   v->niov, v->hdr.payload_length))
+				   v->niov, (uint32_t)want))
 			ulnet__finalize(msg, -ENOMEM);
 		o2ib_rx_repost(rx, false);
 		conn->reserved_credits++;

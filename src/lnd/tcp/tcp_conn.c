@@ -969,27 +969,8 @@ int tcplnd_conn_connect(struct tcplnd_peer *peer, int ctype)
 	uint32_t proto;
 	int fd = -1, n, m, rc;
 
-	memset(&to, 0, sizeof(to));
-	if (peer->nid.size == 0) {
-		struct sockaddr_in *in = (struct sockaddr_in *)(void *)&to;
-
-		in->sin_family = AF_INET;
-		in->sin_addr.s_addr = htonl(peer->nid.addr[0]);
-		in->sin_port = htons((uint16_t)net->tun.accept_port);
-		tolen = sizeof(*in);
-	} else {
-		struct sockaddr_in6 *in6 = (struct sockaddr_in6 *)(void *)&to;
-		int i;
-
-		in6->sin6_family = AF_INET6;
-		for (i = 0; i < 4; i++) {
-			uint32_t w = htonl(peer->nid.addr[i]);
-
-			memcpy(&in6->sin6_addr.s6_addr[4 * i], &w, 4);
-		}
-		in6->sin6_port = htons((uint16_t)net->tun.accept_port);
-		tolen = sizeof(*in6);
-	}
+	if ((rc = ulnet__nid_sockaddr(&peer->nid, (uint16_t)net->tun.accept_port, &to, &tolen)))
+		return rc;
 	if (to.ss_family != net->addr.ss_family)
 		return -EAFNOSUPPORT;
 	rc = open_connect(net, &to, tolen, &fd);

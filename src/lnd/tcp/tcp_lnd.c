@@ -492,26 +492,7 @@ static int net_address(struct tcplnd_net *net, struct ulnet_ni *ni)
 		ulnet__ni_set_nid(ni, &nid);
 	}
 	net->nid = nid;
-	memset(&net->addr, 0, sizeof(net->addr));
-	if (nid.size == 0) {
-		struct sockaddr_in *in = (struct sockaddr_in *)(void *)&net->addr;
-
-		in->sin_family = AF_INET;
-		in->sin_addr.s_addr = htonl(nid.addr[0]);
-		net->addrlen = sizeof(*in);
-	} else {
-		struct sockaddr_in6 *in6 = (struct sockaddr_in6 *)(void *)&net->addr;
-		int i;
-
-		in6->sin6_family = AF_INET6;
-		for (i = 0; i < 4; i++) {
-			uint32_t w = htonl(nid.addr[i]);
-
-			memcpy(&in6->sin6_addr.s6_addr[4 * i], &w, 4);
-		}
-		net->addrlen = sizeof(*in6);
-	}
-	return 0;
+	return ulnet__nid_sockaddr(&nid, 0, &net->addr, &net->addrlen);
 }
 
 static int tcplnd_startup(struct ulnet_ni *ni)

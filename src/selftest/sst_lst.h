@@ -1,0 +1,102 @@
+/* SPDX-License-Identifier: MIT */
+/* The lst console's state and what its two users share (sst_lst.c: the named session, groups and
+ * batches; sst_api.c: one-shot tests, which run as a one-test batch of a private session).
+ *
+ * Locking: struct lst_session's lock guards its fields only. It is never held across an RPC or a
+ * sleep: commands copy what they need (nodes, the session id), release it, talk to the nodes, then
+ * take it again to commit, checking @gen to see that the session was not ended or replaced meanwhile. */
+#ifndef ULNET_SST_LST_H
+#define ULNET_SST_LST_H
+
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <ulnet/selftest.h>
+
+#include "selftest.h"
+
+#define LST_MAX_GROUPS 64
+#define LST_MAX_NODES 256   /* per group, and joined nodes per session */
+#define LST_MAX_BATCHES 64
+#define LST_MAX_TESTS 16    /* per batch */
+#define LST_PING_MS 8000    /* keep-alive DEBUG to every node, as lst's console pinger does */
+#define LST_LNET_RPC_TIMEOUT_MS 64000 /* lnet_selftest's client RPC timeout when a test sets none */
+
+struct lst_group {
+	char name[ULNET_SST_NAME_SIZE + 1];
+	unsigned n;
+	struct ulnet_process_id nodes[LST_MAX_NODES];
+};
+
+struct lst_test {
+	struct ulnet_sst_con_test t;
+	int from, to;                   /* group indexes (groups are only ever added within a session) */
+	unsigned dist, span;
+};
+
+struct lst_base {                   /* a node's counters when its batch started */
+	struct ulnet_process_id id;
+	bool ok;
+	struct ulnet_sst_con_stat s;
+};
+
+struct lst_batch {
+	char name[ULNET_SST_NAME_SIZE + 1];
+	uint64_t bid;
+	unsigned ntests;
+	struct lst_test tests[LST_MAX_TESTS];
+	bool running;
+	uint64_t run_ms;
+	unsigned nbase;
+	struct lst_base base[LST_MAX_NODES];
+};
+
+struct lst_session {
+	pthread_mutex_t lock;
+	bool active;
+	uint64_t gen;                   /* bumped when a session starts or ends */
+	struct ulnet_sst_con con;
+	bool force;
+	unsigned ngroups, nbatches, njoined;
+	struct lst_group *groups[LST_MAX_GROUPS];
+	struct lst_batch *batches[LST_MAX_BATCHES];
+	struct ulnet_process_id joined[LST_MAX_NODES];
+	uint32_t joined_feats[LST_MAX_NODES]; /* what each announced at join (ULNET_SST_NODE_*; 0: kernel) */
+	uint64_t next_bid;
+	/* the pinger thread */
+	pthread_t pinger;
+	bool pinger_started, pinger_quit;
+	pthread_cond_t pinger_cv;
+};
+
+struct ulnet_selftest {
+	ulnet_node *node;
+	struct ulnet_sst *sst;
+	struct lst_session lst;
+};
+
+uint64_t lst_mono_ms(void);
+/* A session id for a console on this node: its first non-lo NID and the wall clock. false: no NID. */
+bool lst_con_init(struct ulnet_sst *sst, const char *name, uint32_t rpc_timeout_ms, struct ulnet_sst_con *con);
+/* What a test's servers are told: lst tells every one and fails on a refusal; a one-shot run tells a
+ * server that joined but carries on without it (a busy server still serves), or skips it. */
+enum lst_servers { LST_SERVERS_REQUIRED, LST_SERVERS_BEST_EFFORT, LST_SERVERS_SKIP };
+/* Send @t of batch @bid to the servers @dst (buffers for the units that may aim at each) and then to
+ * the clients @src with lst's --distribute mapping. @src_feats[i]: what client i announced at join. */
+int lst_test_fanout(struct ulnet_sst_con *con, uint64_t bid, const struct lst_test *t,
+		    const struct ulnet_process_id *src, const uint32_t *src_feats, unsigned nsrc,
+		    const struct ulnet_process_id *dst, unsigned ndst, enum lst_servers servers, char *why, size_t cap);
+/* A client node's result from its stats at the start (@c0) and now (@c1): the extended stats of a
+ * ulnet node, or the counter deltas of an lnet_selftest node (payload from the servers' bulk counters
+ * when @srv_bytes_ok). Fills the counters and the source fields of @o. */
+void lst_derive_result(const struct ulnet_sst_con_stat *c0, const struct ulnet_sst_con_stat *c1, uint32_t service,
+		       bool srv_bytes_ok, uint64_t srv_bytes, double wall_s, struct ulnet_selftest_result *o);
+uint64_t lst_bulk_bytes(const struct ulnet_sst_con_stat *s);
+/* The labels of a result: kind, direction, size, offset, check, concurrency of @t. */
+void lst_result_label(const struct ulnet_sst_con_test *t, struct ulnet_selftest_result *o);
+
+void lst_session_init(struct lst_session *ls);
+/* End the session on its nodes (@timeout_ms per node), stop the pinger, free. */
+void lst_session_fini(struct lst_session *ls, uint32_t timeout_ms);
+
+#endif
