@@ -46,22 +46,23 @@ for i in $(seq "$NSILENT"); do SILENT+=("127.160.2.$i@tcp"); done
 ALL=("${LIVE[@]}" "${KILL[@]}" "${SILENT[@]}")
 (( ${#ALL[@]} == 64 )) || ul_fail "want 64 nodes, have ${#ALL[@]}"
 
-TIMES=() NAMES=()
+TIMES=()
 # lst WANT_STATUS ARGS...: one console invocation, timed; output in $UL_TMP/o and $UL_TMP/o.err
 lst()
 {
-	local want=$1 t0 t1 ms
+	local want=$1 t0 t1 ms name
 	shift
+	name=$1
+	[[ $name == --json ]] && name=$2
 	t0=$(date +%s%N)
 	ul_run "$UL_TMP/o" "$UL_TMP/o.err" timeout 60 "$SST" "$@"
 	t1=$(date +%s%N)
 	ms=$(( (t1 - t0) / 1000000 ))
 	TIMES+=("$ms")
-	NAMES+=("$1")
-	printf '   %-12s %6d ms%s\n' "$1" "$ms" "$( (( ms > 1000 )) && echo '  (over the 1 s goal)')" >&2
+	printf '   %-12s %6d ms%s\n' "$name" "$ms" "$( (( ms > 1000 )) && echo '  (over the 1 s goal)')" >&2
 	[[ $UL_STATUS == "$want" ]] ||
 		ul_fail "'$*': status $UL_STATUS, want $want: $(cat "$UL_TMP/o" "$UL_TMP/o.err")"
-	(( ms <= BOUND_MS )) || ul_fail "'$1' took $ms ms, more than $BOUND_MS ms: the console waits on nodes one by one"
+	(( ms <= BOUND_MS )) || ul_fail "'$name' took $ms ms, more than $BOUND_MS ms: the console waits on nodes one by one"
 }
 count() { grep -c -- "$1" "$UL_TMP/o"; }
 
@@ -75,7 +76,7 @@ lst 0 add_group servers "${SERVERS[@]}"
 
 ul_step "kill $NKILL nodes that joined"
 for i in $(seq "$((NLIVE + 1))" "$((NLIVE + NKILL))"); do
-	ul_stop_node "n$i" KILL
+	ul_stop_node "n$i" KILL 2>/dev/null # not bash's "Killed" line
 done
 
 ul_step "list, batch, tests"
