@@ -541,26 +541,45 @@ out:
 	return rc;
 }
 
-int ulnet_selftest_group_list(ulnet_selftest *st, void (*fn)(void *arg, const struct ulnet_selftest_group_info *g),
-			      void *arg, char *why, size_t whylen)
+/* Entries of the session copied out under the lock (by @copy, at most @cap of @elem bytes), so that the
+ * caller's callbacks run outside it. *@arr is the caller's to free. */
+static int list_snapshot(struct lst_session *ls, size_t elem, unsigned cap,
+			 unsigned (*copy)(const struct lst_session *ls, void *arr), void **arr, unsigned *n, char *why,
+			 size_t whylen)
 {
-	struct lst_session *ls = &st->lst;
-	struct ulnet_selftest_group_info *gi = calloc(LST_MAX_GROUPS, sizeof(*gi));
-	unsigned n = 0;
 	int rc;
 
-	if (!gi) {
+	*n = 0;
+	if (!(*arr = calloc(cap, elem))) {
 		snprintf(why, whylen, "out of memory");
 		return -ENOMEM;
 	}
 	pthread_mutex_lock(&ls->lock);
 	if (!(rc = need_session(ls, why, whylen)))
-		for (; n < ls->ngroups; n++) {
-			snprintf(gi[n].name, sizeof(gi[n].name), "%s", ls->groups[n]->name);
-			gi[n].nodes = ls->groups[n]->n;
-		}
+		*n = copy(ls, *arr);
 	pthread_mutex_unlock(&ls->lock);
-	for (unsigned i = 0; i < n; i++) /* the caller's output happens outside the lock */
+	return rc;
+}
+
+static unsigned copy_groups(const struct lst_session *ls, void *arr)
+{
+	struct ulnet_selftest_group_info *gi = arr;
+
+	for (unsigned i = 0; i < ls->ngroups; i++) {
+		snprintf(gi[i].name, sizeof(gi[i].name), "%s", ls->groups[i]->name);
+		gi[i].nodes = ls->groups[i]->n;
+	}
+	return ls->ngroups;
+}
+
+int ulnet_selftest_group_list(ulnet_selftest *st, void (*fn)(void *arg, const struct ulnet_selftest_group_info *g),
+			      void *arg, char *why, size_t whylen)
+{
+	struct ulnet_selftest_group_info *gi;
+	unsigned n;
+	int rc = list_snapshot(&st->lst, sizeof(*gi), LST_MAX_GROUPS, copy_groups, (void **)&gi, &n, why, whylen);
+
+	for (unsigned i = 0; i < n; i++)
 		fn(arg, &gi[i]);
 	free(gi);
 	return rc;
@@ -756,26 +775,25 @@ int ulnet_selftest_batch_add(ulnet_selftest *st, const char *name, char *why, si
 	return rc;
 }
 
+static unsigned copy_batches(const struct lst_session *ls, void *arr)
+{
+	struct ulnet_selftest_batch_info *bi = arr;
+
+	for (unsigned i = 0; i < ls->nbatches; i++) {
+		snprintf(bi[i].name, sizeof(bi[i].name), "%s", ls->batches[i]->name);
+		bi[i].tests = ls->batches[i]->ntests;
+		bi[i].running = ls->batches[i]->running;
+	}
+	return ls->nbatches;
+}
+
 int ulnet_selftest_batch_list(ulnet_selftest *st, void (*fn)(void *arg, const struct ulnet_selftest_batch_info *b),
 			      void *arg, char *why, size_t whylen)
 {
-	struct lst_session *ls = &st->lst;
-	struct ulnet_selftest_batch_info *bi = calloc(LST_MAX_BATCHES, sizeof(*bi));
-	unsigned n = 0;
-	int rc;
+	struct ulnet_selftest_batch_info *bi;
+	unsigned n;
+	int rc = list_snapshot(&st->lst, sizeof(*bi), LST_MAX_BATCHES, copy_batches, (void **)&bi, &n, why, whylen);
 
-	if (!bi) {
-		snprintf(why, whylen, "out of memory");
-		return -ENOMEM;
-	}
-	pthread_mutex_lock(&ls->lock);
-	if (!(rc = need_session(ls, why, whylen)))
-		for (; n < ls->nbatches; n++) {
-			snprintf(bi[n].name, sizeof(bi[n].name), "%s", ls->batches[n]->name);
-			bi[n].tests = ls->batches[n]->ntests;
-			bi[n].running = ls->batches[n]->running;
-		}
-	pthread_mutex_unlock(&ls->lock);
 	for (unsigned i = 0; i < n; i++)
 		fn(arg, &bi[i]);
 	free(bi);

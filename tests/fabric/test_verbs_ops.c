@@ -168,12 +168,15 @@ static void test_reject_unreachable_disconnect(void **state)
 
 	(void)state;
 	conn_up(&c, 2);
-	/* a second connection, rejected with private data the active side receives */
+	/* a second connection, from a privileged source port (root in the VM), rejected with private
+	 * data the active side receives */
 	dst.sin_port = htons((uint16_t)port);
 	assert_int_equal(OPS->create_id(c.dev, (void *)0xc, &id), 0);
+	assert_int_equal(OPS->bind_src(id, true), 0);
 	assert_int_equal(OPS->create_qp(id, &attr, NULL, &qp), 0);
 	assert_int_equal(OPS->connect(id, &dst, "req", 3, 5000), 0);
 	ft_expect_event(&c.dev, 1, FAB_CM_CONNECT_REQUEST, &ev);
+	assert_in_range(ntohs(ev.peer.sin_port), 512, 1023);
 	assert_int_equal(OPS->reject(ev.id, "no-thanks", 9), 0);
 	OPS->destroy_id(ev.id);
 	ft_expect_event(&c.dev, 1, FAB_CM_REJECTED, &ev);

@@ -21,8 +21,8 @@ if [[ $ARCH == ppc64el && ! -f $ROOT/usr/lib/$T/pkgconfig/cmocka.pc ]]; then
 fi
 cross=()
 [[ $ARCH == amd64 ]] || cross=(--cross-file "$VM_DIR/cross-ppc64le.ini")
-[[ -f $B/build.ninja ]] || meson setup "$B" "$SRC" "${cross[@]}" -Dtests=true -Dfabric_verbs=enabled >"$B.log" 2>&1 ||
-	{ tail -20 "$B.log"; exit 1; }
+[[ -f $B/build.ninja ]] || meson setup "$B" "$SRC" "${cross[@]}" -Dtests=true -Dfabric_verbs=enabled >"$VM_DIR/verbs-check-$ARCH.setup.log" 2>&1 ||
+	{ tail -20 "$VM_DIR/verbs-check-$ARCH.setup.log"; exit 1; }
 nice -n 10 ninja -C "$B" tests/fabric/test_verbs_ops >/dev/null
 
 STAGE=$VM_DIR/verbs-check-$ARCH

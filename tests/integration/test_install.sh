@@ -55,7 +55,7 @@ build_tool()
 	shift
 	ul_step "build $name against the installed library"
 	# shellcheck disable=SC2046
-	"${CC[@]}" "${CFLAGS[@]}" "$@" -o "$T/bin/$name" $(pkg --cflags --libs) -lm >"$T/$name.cc.log" 2>&1 ||
+	"$CC" "${CFLAGS[@]}" "$@" -o "$T/bin/$name" $(pkg --cflags --libs) -lm >"$T/$name.cc.log" 2>&1 ||
 		ul_fail "$name does not build against the installed library: $(head -20 "$T/$name.cc.log")"
 	# to a file: `ldd | grep -q` can fail under pipefail when grep exits first
 	LD_LIBRARY_PATH=$(dirname "$so") ldd "$T/bin/$name" >"$T/$name.ldd"

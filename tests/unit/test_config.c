@@ -14,6 +14,7 @@
 #include <cmocka.h>
 
 #include <ulnet/config_file.h>
+#include "text_sink.h"
 
 static struct ulnet_config *parse_ok(const char *yaml)
 {
@@ -345,21 +346,6 @@ static void run_bad_case(void **state)
 }
 
 /* A short error buffer is cut, never overrun. */
-struct text {
-	char s[8192];
-	size_t len;
-};
-
-static void to_text(void *arg, const char *s, size_t len)
-{
-	struct text *t = arg;
-
-	assert_true(t->len + len < sizeof(t->s));
-	memcpy(t->s + t->len, s, len);
-	t->len += len;
-	t->s[t->len] = '\0';
-}
-
 /* What ulnet_config_export writes, ulnet_config_parse reads back into the same options, in YAML and
  * in JSON (a JSON document is YAML too). */
 static void test_export_round_trip(void **state)
@@ -372,10 +358,10 @@ static void test_export_round_trip(void **state)
 	for (int json = 0; json < 2; json++) {
 		struct ulnet_config *cfg = NULL;
 		struct ulnet_writer w;
-		struct text t = { .len = 0 };
+		struct text_sink t = { .len = 0 };
 		char err[256] = "";
 
-		ulnet_writer_init(&w, to_text, &t, json);
+		ulnet_writer_init(&w, text_sink_write, &t, json);
 		assert_int_equal(ulnet_config_export(node, "/tmp/x.sock", &w), 0);
 		assert_int_equal(ulnet_config_parse("export", t.s, t.len, &cfg, err, sizeof(err)), 0);
 		assert_int_equal(cfg->opts.pid, 4242);

@@ -10,31 +10,18 @@
 #include <string.h>
 #include <cmocka.h>
 #include "ulnet/ulnet.h"
+#include "text_sink.h"
 
-struct sbuf {
-	char s[2048];
-	size_t len;
-};
-
-static void to_buf(void *arg, const char *s, size_t len)
-{
-	struct sbuf *b = arg;
-
-	assert_true(b->len + len < sizeof(b->s));
-	memcpy(b->s + b->len, s, len);
-	b->len += len;
-	b->s[b->len] = '\0';
-}
 
 /* One document touching every construct: nested maps, a list of maps, a list of scalars. */
-static void doc(struct sbuf *b, bool json, const char *name)
+static void doc(struct text_sink *b, bool json, const char *name)
 {
 	struct ulnet_writer w;
 	struct ulnet_nid lo;
 
 	ulnet_nid_from_nid4(ULNET_NID_LO_0, &lo);
 	memset(b, 0, sizeof(*b));
-	ulnet_writer_init(&w, to_buf, b, json);
+	ulnet_writer_init(&w, text_sink_write, b, json);
 	ulnet_writer_map(&w, NULL);
 	ulnet_writer_list(&w, "net");
 	ulnet_writer_map(&w, NULL);
@@ -60,7 +47,7 @@ static void doc(struct sbuf *b, bool json, const char *name)
 
 static void test_layout(void **state)
 {
-	struct sbuf b;
+	struct text_sink b;
 
 	(void)state;
 	doc(&b, false, "n1");
@@ -102,10 +89,10 @@ static void test_escaping(void **state)
 	(void)state;
 	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
 		struct ulnet_writer w;
-		struct sbuf b = { 0 };
+		struct text_sink b = { 0 };
 		char want[128];
 
-		ulnet_writer_init(&w, to_buf, &b, true);
+		ulnet_writer_init(&w, text_sink_write, &b, true);
 		ulnet_writer_map(&w, NULL);
 		ulnet_writer_str(&w, "k", cases[i].in);
 		ulnet_writer_end(&w);
@@ -113,7 +100,7 @@ static void test_escaping(void **state)
 		assert_string_equal(b.s, want);
 
 		memset(&b, 0, sizeof(b));
-		ulnet_writer_init(&w, to_buf, &b, false);
+		ulnet_writer_init(&w, text_sink_write, &b, false);
 		ulnet_writer_map(&w, NULL);
 		ulnet_writer_str(&w, "k", cases[i].in);
 		ulnet_writer_end(&w);
@@ -126,10 +113,10 @@ static void test_escaping(void **state)
 static void test_depth(void **state)
 {
 	struct ulnet_writer w;
-	struct sbuf b = { 0 };
+	struct text_sink b = { 0 };
 
 	(void)state;
-	ulnet_writer_init(&w, to_buf, &b, true);
+	ulnet_writer_init(&w, text_sink_write, &b, true);
 	for (int i = 0; i < ULNET_WRITER_DEPTH + 2; i++)
 		ulnet_writer_list(&w, NULL);
 	assert_true(w.overflow);

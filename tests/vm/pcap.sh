@@ -33,12 +33,17 @@ vm_pcap_check()
 		vm_pcap_case FAIL "qemu wrote no packet dump at $pcap"
 		return
 	fi
-	frames=$(tshark -r "$pcap" -T fields -e frame.number 2>/dev/null | wc -l)
+	# one tshark pass (the dump holds hundreds of MB): per frame the UDP ports, the IP addresses, the
+	# LNet header's type, NID addresses and LND types, the o2iblnd message's type and size
+	local all
+	all=$(tshark -r "$pcap" -T fields -E occurrence=a -E aggregator=' ' -e udp.srcport -e udp.dstport \
+		-e ip.src -e ip.dst -e lnet.msg_type -e lnet.nid.addr -e lnet.nid.type -e lnet.ib.type \
+		-e lnet.ib.nob 2>/dev/null)
+	frames=$(wc -l <<<"$all")
 	if [[ ,$cases, == *,tcp,* ]]; then
 		# one line per decoded LNet message: type, the addresses of its dest and src NIDs, their LND
 		# types (2: socklnd); tcp port 988 is lnet's in tshark
-		fields=$(tshark -r "$pcap" -Y "lnet.msg_type && ip.addr == $ipa && ip.addr == $ipb" -T fields \
-			-E occurrence=a -E aggregator=' ' -e lnet.msg_type -e lnet.nid.addr -e lnet.nid.type 2>/dev/null)
+		fields=$(awk -F'\t' -v a="$ipa" -v b="$ipb" '$5 != "" && (($3 == a && $4 == b) || ($3 == b && $4 == a)) {print $5 "\t" $6 "\t" $7}' <<<"$all")
 		local -A per=()
 		local ab ba
 		for t in 0:ACK 1:PUT 2:GET 3:REPLY; do
@@ -54,9 +59,8 @@ vm_pcap_check()
 	fi
 	if [[ ,$cases, == *,o2ib,* ]]; then
 		# o2iblnd message types (kib_msg ibm_type) and what each must show
-		fields=$(tshark -r "$pcap" -Y "udp.port == 4791 && lnet.ib.type" -T fields -E occurrence=a \
-			-E aggregator=' ' -e lnet.ib.type -e lnet.ib.nob 2>/dev/null)
-		n=$(tshark -r "$pcap" -Y "udp.port == 4791" -T fields -e frame.number 2>/dev/null | wc -l)
+		fields=$(awk -F'\t' '($1 == 4791 || $2 == 4791) && $8 != "" {print $8 "\t" $9}' <<<"$all")
+		n=$(awk -F'\t' '$1 == 4791 || $2 == 4791' <<<"$all" | wc -l)
 		if ((n == 0)); then
 			vm_pcap_case FAIL "o2ib: no RoCEv2 (udp 4791) frame on the link"
 		else
