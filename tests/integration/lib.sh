@@ -206,7 +206,11 @@ ul_stop_node()
 	kill -"$sig" "$pid" 2>/dev/null
 	deadline=$(( $(ul__now_ms) + secs * 1000 ))
 	while ul__alive "$pid"; do
-		(( $(ul__now_ms) < deadline )) || ul_fail "ulnetd $name still running ${secs}s after SIG$sig"
+		if (( $(ul__now_ms) >= deadline )); then
+			# where it is stuck, for the log (gdb is optional)
+			command -v gdb >/dev/null && gdb -batch -ex "thread apply all bt" -p "$pid" 2>&1 | grep -E '^(Thread|#)' >&2
+			ul_fail "ulnetd $name still running ${secs}s after SIG$sig"
+		fi
 		sleep 0.05
 	done
 	UL_STATUS=0
