@@ -250,7 +250,7 @@ static int batch_arg(struct ulnetd *d, struct ulnetd_out *out, const char *cmd, 
 
 static int cmd_batch_run(struct ulnetd *d, int argc, char **argv, struct ulnetd_out *out)
 {
-	const char *name;
+	const char *name = NULL;
 	char why[256];
 	unsigned nc = 0;
 	int rc;
@@ -270,7 +270,7 @@ static void print_result(void *arg, const struct ulnet_selftest_result *r)
 
 static int cmd_batch_stop(struct ulnetd *d, int argc, char **argv, struct ulnetd_out *out)
 {
-	const char *name;
+	const char *name = NULL;
 	bool force = false;
 	char why[256];
 	int rc;
