@@ -85,6 +85,8 @@ for i, row in enumerate(out):
     if i == 0:
         print("  ".join("-" * x for x in w))
 PY
+	echo "== fragmentation stats the 4K node kept for its o2ib peer (ulnetctl peer show -v)"
+	"$ULNETCTL" --node "$TMP/n4k/ctl.sock" peer show -v --nid "$B@o2ib" || rc=1
 	echo "== the o2ib RDMA plan of one such transfer: 1 MiB from 4 KiB kiov pages into a 64 KiB-page sink at"
 	echo "   offset 4097 described page by page (map_on_demand 0), one SGE per WR, 16 fragments negotiated"
 	"$ULNETCTL" plan --len 1M --src-form kiov --src-page-size 4096 --dst-page-size 65536 --dst-offset 4097 \
