@@ -114,6 +114,28 @@ vm_brw()
 	fi
 }
 
+# The verbs group: test_verbs_ops (tests/fabric: the verbs provider's operations and errors on one
+# device connected to itself) on this node's rxe0 at $ME, so on both kernels (4 KiB and 64 KiB
+# pages). One case line per cmocka test; the count ($VERBS_TESTS, vmlane.verbs_tests) comes from
+# the host, so a crash shows as missing cases. Runs before the turns on both nodes (its ports are
+# 20988 and up; ulnetd's 987 is not touched).
+vm_cases_verbs_net() { :; }
+vm_cases_verbs_count() { echo "${VERBS_TESTS:-0}"; }
+vm_cases_verbs()
+{
+	local out=/tmp/verbs_ops.log st=0 t r
+	ULNET_VERBS_ADDR=$ME test_verbs_ops >$out 2>&1 || st=$?
+	# cmocka: "[       OK ] name", "[  FAILED  ] name", "[  ERROR   ] name", "[  SKIPPED ] name"
+	sed -En 's/^\[ *(OK|FAILED|ERROR|SKIPPED) *\] (test_[a-z_0-9]+)$/\1 \2/p' $out | sort -u -k2,2 |
+		while read -r r t; do
+			if [ "$r" = OK ] && [ $st = 0 ]; then
+				echo "VMLANE CASE $NAME->$NAME rxe0 test_verbs_ops $t ok bytes=0 errors=0"
+			else
+				echo "VMLANE CASE $NAME->$NAME rxe0 test_verbs_ops $t FAIL bytes=0 errors=1 $r (exit $st): $(grep -v '^\[' $out | grep -m3 . | tr '\n' ' ' | head -c 300)"
+			fi
+		done
+}
+
 # the tcp set: ping, then brw write and read at a page-straddling offset and an odd one
 TCP_BRW="1048576:0 4097:1 1044479:4097"
 
@@ -270,7 +292,7 @@ vm_turn_give()
 	done
 }
 
-# vm_cases LIST: comma-separated groups (tcp, o2ib, lu5718, kill). The two nodes take turns ($FIRST=1
+# vm_cases LIST: comma-separated groups (verbs, tcp, o2ib, lu5718, kill). The two nodes take turns ($FIRST=1
 # goes first, then hands over), so each case's counters and plan are its own; with kill the turn
 # comes back to the first node for vm_kill. An empty LIST (a peer booted again) only serves.
 vm_cases()
@@ -284,9 +306,10 @@ vm_cases()
 	echo "VMLANE PLAN $total"
 	[ -n "$groups" ] || return 0
 	case " $groups " in *" bench "*) [ "$FIRST" = 1 ] || vm_bench_serve ;; esac
+	case " $groups " in *" verbs "*) vm_cases_verbs ;; esac
 	[ "$FIRST" = 1 ] || vm_turn_wait
 	for g in $groups; do
-		[ $g != kill ] || continue
+		[ $g != kill ] && [ $g != verbs ] || continue
 		net=$(vm_cases_${g}_net)
 		if ! vm_wait_peer "$net"; then
 			echo "VMLANE ERROR $NAME: $PEERNAME@$net does not answer ping after 120 s"
