@@ -193,6 +193,31 @@ static void test_passive_negotiation(void **state)
 	finish(a, NULL);
 }
 
+/* A device whose QPs hold 20 WRs: 1 fragment (2 send WRs a credit) lets the send queue take 10
+ * credits, but 10 credits need 22 receive buffers. The node lowers the depth until its receive ring
+ * fits (9: 20 buffers) and CONNACK says so, as o2iblnd does when its QP cannot be made (§3.4). */
+static void test_passive_depth_fits_rx_ring(void **state)
+{
+	const struct ulnet_kv lt[] = { { "provider", "shm" }, { "timeout", "5" }, { "peer_credits", "16" },
+				       { "device.max_qp_wr", "20" } };
+	struct ulnet_ni_conf conf = { .net = "o2ib", .nid = NODE_NID, .lnd_tunables = lt, .n_lnd_tunables = 4 };
+	struct ulnet_node_opts opts = { .page_size = 4096 };
+	struct o2ib_connparams cp;
+	ulnet_node *a;
+
+	(void)state;
+	ulnet_log_set(count_sink, getenv("ULNET_TEST_LOG") ? 3 : 0);
+	assert_int_equal(ulnet_node_open(&opts, &a), 0);
+	assert_int_equal(ulnet_ni_add(a, &conf), 0);
+	raw_open(&rp, RAW_IP, false);
+	rp.stamp = 77;
+	cp = raw_connect_ok(&rp, NODE_IP, raw_nid4(NODE_NID), 10, 1);
+	assert_int_equal(cp.queue_depth, 9);
+	assert_int_equal(cp.max_frags, 1);
+	expect_limits(a, rp.nid, 9, 1);
+	finish(a, NULL);
+}
+
 /* After the handshake the node keeps to the depth: with no credit returned, @depth messages (V1:
  * depth - 1) and no more; each credit given back by a NOOP lets one more go. */
 static void credits_used(uint16_t version, uint16_t depth, uint16_t frags)
@@ -561,6 +586,7 @@ int main(int argc, char **argv)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_passive_negotiation),
+		cmocka_unit_test(test_passive_depth_fits_rx_ring),
 		cmocka_unit_test(test_passive_depth_used),
 		cmocka_unit_test(test_passive_rejects),
 		cmocka_unit_test(test_conn_race),
