@@ -252,8 +252,7 @@ static int connect_attempt(struct o2ib_peer *peer)
 	struct o2ib_net *net = peer->net;
 	const struct fab_provider_ops *f = net->fab;
 	struct o2ib_conn *conn = conn_alloc(net, peer);
-	struct sockaddr_in dst = { .sin_family = AF_INET, .sin_port = net->addr.sin_port,
-				   .sin_addr.s_addr = htonl(peer->nid.addr[0]) };
+	struct sockaddr_in dst;
 	struct o2ib_msg m;
 	uint8_t pd[FAB_PRIVATE_DATA_MAX];
 	int timeout_ms = net->tun.timeout * 1000 / 4 > 5000 ? net->tun.timeout * 1000 / 4 : 5000;
@@ -261,7 +260,8 @@ static int connect_attempt(struct o2ib_peer *peer)
 
 	if (!conn)
 		return -ENOMEM;
-	if ((rc = f->create_id(net->dev, conn, &conn->id))) {
+	if ((rc = o2ib_nid_sockaddr(&peer->nid, ntohs(net->addr.sin_port), &dst)) ||
+	    (rc = f->create_id(net->dev, conn, &conn->id))) {
 		conn_free(conn);
 		return rc;
 	}
