@@ -203,11 +203,17 @@ vm_cases_lu5718()
 # too); then the host boots the peer again ("VMLANE PEER-RESTART") and this node must ping it and
 # move 1 MiB again.
 vm_cases_kill_net() { echo o2ib; }
-vm_cases_kill_count() { if [ "$FIRST" = 1 ]; then echo 3; else echo 0; fi; }
+vm_cases_kill_count() { if [ "$FIRST" = 1 ]; then echo 4; else echo 0; fi; }
 vm_cases_kill() { :; } # runs at the end of vm_cases (vm_kill)
+# vm_peer_state NET: the peer's state as `ulnetctl peer show` gives it (up, down)
+vm_peer_state()
+{
+	ulnetctl --node $SOCK peer show --nid "$(vm_peer $1)@$1" --json 2>/dev/null |
+		sed -n 's/.*"state": *"\([a-z]*\)".*/\1/p' | head -1
+}
 vm_kill()
 {
-	local net=o2ib out=/tmp/kill.json st=0 t0 t1 pid sent gone to un bytes
+	local net=o2ib out=/tmp/kill.json st=0 t0 t1 pid sent gone to un bytes down
 	ulnet-selftest --node $SOCK --json brw write --from "$ME@$net" --to "$PEER@$net" --size 1048576 \
 		--check full --concurrency 2 --duration 20 --timeout 20 >$out 2>/tmp/kill.err &
 	pid=$!
@@ -221,6 +227,21 @@ vm_kill()
 	done
 	t0=$(date +%s)
 	echo "VMLANE KILL-PEER"
+	# peer show must call the peer down within the NI's o2ib timeout (20 s) of the kill
+	down=
+	while [ -z "$down" ] && [ $(($(date +%s) - t0)) -le 60 ]; do
+		if vm_peer_state $net | grep -q '^down$'; then
+			down=$(($(date +%s) - t0))
+		else
+			sleep 0.5
+		fi
+	done
+	if [ -n "$down" ] && [ "$down" -le 20 ]; then
+		vm_case "$net peer shown down ok bytes=0 errors=0 peer show: down ${down} s after the kill (o2ib timeout 20 s)"
+	else
+		[ -n "$down" ] && down="down after $down s" || down="$(vm_peer_state $net) 60 s after the kill"
+		vm_case "$net peer shown down FAIL bytes=0 errors=1 peer show: $down (want down within the o2ib timeout, 20 s)"
+	fi
 	wait $pid || st=$?
 	t1=$(date +%s)
 	gone=$(vm_json $out peer_gone)
@@ -234,7 +255,11 @@ vm_kill()
 	fi
 	echo "VMLANE PEER-RESTART"
 	if vm_wait_peer $net; then
-		vm_case "$net peer back ok bytes=0 errors=0 ping answered"
+		if vm_peer_state $net | grep -q '^up$'; then
+			vm_case "$net peer back ok bytes=0 errors=0 ping answered, peer show: up"
+		else
+			vm_case "$net peer back FAIL bytes=0 errors=1 ping answered, peer show: $(vm_peer_state $net)"
+		fi
 	else
 		vm_case "$net peer back FAIL bytes=0 errors=1 no ping answer within 120 s"
 	fi
