@@ -214,8 +214,14 @@ vm_peer_state()
 vm_kill()
 {
 	local net=o2ib out=/tmp/kill.json st=0 t0 t1 pid sent gone to un bytes down
-	ulnet-selftest --node $SOCK --json brw write --from "$ME@$net" --to "$PEER@$net" --size 1048576 \
-		--check full --concurrency 2 --duration 20 --timeout 20 >$out 2>/tmp/kill.err &
+	# the brw's status and end time go to files: the loop below watches them while polling peer show
+	rm -f /tmp/kill.st /tmp/kill.end
+	{
+		ulnet-selftest --node $SOCK --json brw write --from "$ME@$net" --to "$PEER@$net" --size 1048576 \
+			--check full --concurrency 2 --duration 20 --timeout 20 >$out 2>/tmp/kill.err
+		echo $? >/tmp/kill.st
+		date +%s >/tmp/kill.end
+	} &
 	pid=$!
 	# wait until data flows (the node's send counter moves), then have the peer killed
 	sent=$(ulnetctl --node $SOCK stats show --json | sed -n 's/.*"send_length":\([0-9]*\).*/\1/p')
@@ -227,23 +233,23 @@ vm_kill()
 	done
 	t0=$(date +%s)
 	echo "VMLANE KILL-PEER"
-	# peer show must call the peer down within the NI's o2ib timeout (20 s) of the kill
-	down=
-	while [ -z "$down" ] && [ $(($(date +%s) - t0)) -le 60 ]; do
-		if vm_peer_state $net | grep -q '^down$'; then
-			down=$(($(date +%s) - t0))
-		else
-			sleep 0.5
-		fi
+	# peer show must call the peer down within the NI's o2ib timeout (20 s) of the kill; t1 is
+	# when the brw ended, seen in the same loop
+	down= t1=
+	while { [ -z "$down" ] || [ -z "$t1" ]; } && [ $(($(date +%s) - t0)) -le 90 ]; do
+		[ -n "$down" ] || ! vm_peer_state $net | grep -q '^down$' || down=$(($(date +%s) - t0))
+		[ -n "$t1" ] || [ ! -s /tmp/kill.end ] || t1=$(cat /tmp/kill.end)
+		sleep 0.5
 	done
 	if [ -n "$down" ] && [ "$down" -le 20 ]; then
 		vm_case "$net peer shown down ok bytes=0 errors=0 peer show: down ${down} s after the kill (o2ib timeout 20 s)"
 	else
-		[ -n "$down" ] && down="down after $down s" || down="$(vm_peer_state $net) 60 s after the kill"
+		[ -n "$down" ] && down="down after $down s" || down="$(vm_peer_state $net) 90 s after the kill"
 		vm_case "$net peer shown down FAIL bytes=0 errors=1 peer show: $down (want down within the o2ib timeout, 20 s)"
 	fi
-	wait $pid || st=$?
-	t1=$(date +%s)
+	wait $pid
+	st=$(cat /tmp/kill.st 2>/dev/null || echo 1)
+	[ -n "$t1" ] || t1=$(date +%s)
 	gone=$(vm_json $out peer_gone)
 	to=$(vm_json $out timeout)
 	un=$(vm_json $out unclassified)
