@@ -132,8 +132,9 @@ ULNET_EXPORT int ulnet_selftest_session_end(ulnet_selftest *st, struct ulnet_sel
 ULNET_EXPORT int ulnet_selftest_session_show(ulnet_selftest *st, struct ulnet_selftest_session_info *info, char *why,
 					     size_t whylen);
 
-/* add_group: every node joins the session now (a node that refuses fails the group; the nodes that
- * joined stay in the session). -EEXIST, -ENOSPC (64 groups, 256 nodes). */
+/* add_group: every node joins the session now, all at once (a node that refuses fails the group; the
+ * nodes that joined stay in the session). Nodes that do not answer stay in the group as down, and @why
+ * says so on success, unless no node of the group answered. -EEXIST, -ENOSPC (64 groups, 256 nodes). */
 ULNET_EXPORT int ulnet_selftest_group_add(ulnet_selftest *st, const char *name, const struct ulnet_nid *nids, unsigned n,
 					  char *why, size_t whylen);
 struct ulnet_selftest_group_info {

@@ -3,6 +3,7 @@
  * library so that separate console invocations share them (as lst keeps them in the console node's
  * kernel), with the pinger that keeps the session alive on every node. The lock rule is in sst_lst.h. */
 #include <errno.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -27,6 +28,40 @@ bool lst_con_init(struct ulnet_sst *sst, const char *name, uint32_t rpc_timeout_
 	con->rpc_timeout_ms = rpc_timeout_ms;
 	snprintf(con->name, sizeof(con->name), "%s", name);
 	return con->sid.nid != 0;
+}
+
+/* ---- per-node RPCs in parallel ---- */
+
+#define LST_FANOUT_THREADS 32
+
+struct lst_fanout {
+	void (*fn)(void *arg, unsigned i);
+	void *arg;
+	unsigned n, next; /* next: taken atomically */
+};
+
+static void *fanout_worker(void *arg)
+{
+	struct lst_fanout *f = arg;
+
+	for (unsigned i; (i = __atomic_fetch_add(&f->next, 1, __ATOMIC_RELAXED)) < f->n;)
+		f->fn(f->arg, i);
+	return NULL;
+}
+
+/* fn(arg, i) for every i < n, on up to LST_FANOUT_THREADS threads: a command on a group waits for its
+ * nodes at once, so down nodes cost the RPC timeout once, not once each. No lock may be held. */
+static void lst_fanout(unsigned n, void (*fn)(void *arg, unsigned i), void *arg)
+{
+	struct lst_fanout f = { fn, arg, n, 0 };
+	pthread_t th[LST_FANOUT_THREADS];
+	unsigned nt = 0;
+
+	while (nt + 1 < n && nt < LST_FANOUT_THREADS && !pthread_create(&th[nt], NULL, fanout_worker, &f))
+		nt++;
+	fanout_worker(&f); /* the caller works too (and alone if no thread could start) */
+	for (unsigned i = 0; i < nt; i++)
+		pthread_join(th[i], NULL);
 }
 
 static void info_of(const struct lst_session *ls, struct ulnet_selftest_session_info *info)
@@ -236,6 +271,37 @@ int ulnet_selftest_session_new(ulnet_selftest *st, const char *name, uint32_t rp
 	return rc;
 }
 
+/* One framework RPC to each of a list of nodes (lst_fanout). */
+enum node_op { NODE_LEAVE, NODE_PING, NODE_STAT };
+
+struct node_fan {
+	struct ulnet_sst_con *c;
+	const struct ulnet_process_id *ids;
+	enum node_op op;
+	bool ext;                       /* NODE_STAT */
+	int *rc;
+	char (*line)[256];
+	struct ulnet_sst_con_stat *st;  /* NODE_STAT */
+	const int *skip;                /* non-zero: that node already failed; its rc is copied */
+};
+
+static void node_one(void *arg, unsigned i)
+{
+	struct node_fan *f = arg;
+
+	if (f->skip && f->skip[i]) {
+		f->rc[i] = f->skip[i];
+		return;
+	}
+	switch (f->op) {
+	case NODE_LEAVE: f->rc[i] = ulnet__sst_con_leave(f->c, &f->ids[i], f->line[i], sizeof(f->line[i])); break;
+	case NODE_PING: f->rc[i] = ulnet__sst_con_ping(f->c, &f->ids[i], f->line[i], sizeof(f->line[i])); break;
+	case NODE_STAT:
+		f->rc[i] = ulnet__sst_con_stat(f->c, &f->ids[i], f->ext, 0, &f->st[i], f->line[i], sizeof(f->line[i]));
+		break;
+	}
+}
+
 int ulnet_selftest_session_end(ulnet_selftest *st, struct ulnet_selftest_session_info *info, unsigned *unreachable,
 			       void (*warn)(void *arg, const char *line), void *arg, char *why, size_t whylen)
 {
@@ -263,13 +329,25 @@ int ulnet_selftest_session_end(ulnet_selftest *st, struct ulnet_selftest_session
 	clear_locked(ls);
 	pthread_mutex_unlock(&ls->lock);
 	/* removing the session stops every batch on the nodes */
-	for (unsigned i = 0; i < n; i++) {
-		char line[256];
-		if (ulnet__sst_con_leave(&c, &ids[i], line, sizeof(line))) {
-			if (warn)
-				warn(arg, line);
-			(*unreachable)++;
+	{
+		struct node_fan nf = { &c, ids, NODE_LEAVE, 0, calloc(n ? n : 1, sizeof(*nf.rc)),
+				       calloc(n ? n : 1, sizeof(*nf.line)), NULL, NULL };
+		if (!nf.rc || !nf.line) {
+			free(nf.rc);
+			free(nf.line);
+			free(ids);
+			snprintf(why, whylen, "out of memory");
+			return -ENOMEM;
 		}
+		lst_fanout(n, node_one, &nf);
+		for (unsigned i = 0; i < n; i++)
+			if (nf.rc[i]) {
+				if (warn)
+					warn(arg, nf.line[i]);
+				(*unreachable)++;
+			}
+		free(nf.rc);
+		free(nf.line);
 	}
 	free(ids);
 	return 0;
@@ -289,6 +367,29 @@ int ulnet_selftest_session_show(ulnet_selftest *st, struct ulnet_selftest_sessio
 
 /* ---- groups ---- */
 
+/* A node that did not answer (down, or no lnet_selftest there), as against one that answered no. */
+static bool lst_unreachable(int rc)
+{
+	return rc == -ETIMEDOUT || rc == -ECONNREFUSED || rc == -EHOSTUNREACH || rc == -ENETUNREACH ||
+	       rc == -ECONNRESET || rc == -ECONNABORTED || rc == -ENOTCONN || rc == -EIO || rc == -ESHUTDOWN;
+}
+
+struct join_fan {
+	struct ulnet_sst_con *c;
+	const struct ulnet_process_id *ids;
+	uint32_t *feats;
+	bool force;
+	int *rc;
+	char (*line)[256];
+};
+
+static void join_one(void *arg, unsigned i)
+{
+	struct join_fan *f = arg;
+
+	f->rc[i] = ulnet__sst_con_join(f->c, &f->ids[i], f->force, &f->feats[i], f->line[i], sizeof(f->line[i]));
+}
+
 int ulnet_selftest_group_add(ulnet_selftest *st, const char *name, const struct ulnet_nid *nids, unsigned n, char *why,
 			     size_t whylen)
 {
@@ -303,6 +404,8 @@ int ulnet_selftest_group_add(ulnet_selftest *st, const char *name, const struct 
 	char nid[ULNET_NID_STRLEN];
 	int rc = 0;
 
+	if (whylen)
+		why[0] = '\0'; /* stays empty unless some nodes are down */
 	if (!name_ok(name))
 		return bad_name(name, why, whylen);
 	if (!n || n > LST_MAX_NODES) {
@@ -362,14 +465,49 @@ int ulnet_selftest_group_add(ulnet_selftest *st, const char *name, const struct 
 	pthread_mutex_unlock(&ls->lock);
 	if (rc)
 		goto out;
-	/* every node joins the session now, as lst's add_group does */
-	for (; njoined < ntodo; njoined++) {
-		char line[256];
-		rc = ulnet__sst_con_join(&c, &todo[njoined], force, &feats[njoined], line, sizeof(line));
-		if (rc) {
-			snprintf(why, whylen, "group %s: %s; group not added", name, line);
-			break;
+	/* every node joins the session now, as lst's add_group does, all at once */
+	if (ntodo) {
+		struct join_fan jf = { &c, todo, feats, force, calloc(ntodo, sizeof(*jf.rc)),
+				       calloc(ntodo, sizeof(*jf.line)) };
+		unsigned ndown = 0, first_down = 0;
+		if (!jf.rc || !jf.line) {
+			free(jf.rc);
+			free(jf.line);
+			snprintf(why, whylen, "out of memory");
+			rc = -ENOMEM;
+			goto out;
 		}
+		lst_fanout(ntodo, join_one, &jf);
+		/* the joined first (they stay in the session whatever happens), then the nodes that did not */
+		for (unsigned i = 0; i < ntodo; i++)
+			if (!jf.rc[i]) {
+				struct ulnet_process_id id = todo[i];
+				uint32_t f = feats[i];
+				memmove(&todo[njoined + 1], &todo[njoined], (i - njoined) * sizeof(*todo));
+				memmove(&feats[njoined + 1], &feats[njoined], (i - njoined) * sizeof(*feats));
+				memmove(&jf.rc[njoined + 1], &jf.rc[njoined], (i - njoined) * sizeof(*jf.rc));
+				memmove(&jf.line[njoined + 1], &jf.line[njoined], (i - njoined) * sizeof(*jf.line));
+				todo[njoined] = id;
+				feats[njoined] = f;
+				jf.rc[njoined++] = 0;
+			}
+		for (unsigned i = njoined; i < ntodo && !rc; i++) {
+			if (!lst_unreachable(jf.rc[i])) { /* it answered and refused: that fails the group */
+				rc = jf.rc[i];
+				snprintf(why, whylen, "group %s: %s; group not added", name, jf.line[i]);
+			} else if (!ndown++) {
+				first_down = i;
+			}
+		}
+		if (!rc && ndown == ntodo && ntodo == g->n) {
+			rc = jf.rc[first_down];
+			snprintf(why, whylen, "group %s: %s; group not added", name, jf.line[first_down]);
+		} else if (!rc && ndown) { /* lst keeps them: list_group shows them down */
+			snprintf(why, whylen, "%u of %u node(s) did not answer and are down in group %s (first: %s)",
+				 ndown, g->n, name, jf.line[first_down]);
+		}
+		free(jf.rc);
+		free(jf.line);
 	}
 	pthread_mutex_lock(&ls->lock);
 	if (!ls->active || ls->gen != gen) {
@@ -489,14 +627,24 @@ int ulnet_selftest_group_nodes(ulnet_selftest *st, const char *name,
 		snprintf(why, whylen, "out of memory");
 		return -ENOMEM;
 	}
-	if (!(rc = group_snapshot(&st->lst, name, g, &c, why, whylen)))
-		for (unsigned k = 0; k < g->n; k++) {
-			char line[256];
-			int prc = ulnet__sst_con_ping(&c, &g->nodes[k], line, sizeof(line));
-			fn(arg, &g->nodes[k].nid,
-			   !prc ? ULNET_SELFTEST_NODE_ACTIVE : prc == -EBUSY ? ULNET_SELFTEST_NODE_BUSY
-			   : prc == -ESRCH ? ULNET_SELFTEST_NODE_UNKNOWN : ULNET_SELFTEST_NODE_DOWN);
+	if (!(rc = group_snapshot(&st->lst, name, g, &c, why, whylen))) {
+		struct node_fan nf = { &c, g->nodes, NODE_PING, false, calloc(g->n, sizeof(*nf.rc)),
+				       calloc(g->n, sizeof(*nf.line)), NULL, NULL };
+		if (!nf.rc || !nf.line) {
+			snprintf(why, whylen, "out of memory");
+			rc = -ENOMEM;
+		} else {
+			lst_fanout(g->n, node_one, &nf);
+			for (unsigned k = 0; k < g->n; k++) {
+				int prc = nf.rc[k];
+				fn(arg, &g->nodes[k].nid,
+				   !prc ? ULNET_SELFTEST_NODE_ACTIVE : prc == -EBUSY ? ULNET_SELFTEST_NODE_BUSY
+				   : prc == -ESRCH ? ULNET_SELFTEST_NODE_UNKNOWN : ULNET_SELFTEST_NODE_DOWN);
+			}
 		}
+		free(nf.rc);
+		free(nf.line);
+	}
 	free(g);
 	return rc;
 }
@@ -506,14 +654,17 @@ int ulnet_selftest_group_stat(ulnet_selftest *st, const char *name, uint32_t del
 			      char *why, size_t whylen)
 {
 	struct lst_group *g = malloc(sizeof(*g));
-	struct ulnet_sst_con_stat *a = calloc(LST_MAX_NODES, sizeof(*a));
-	bool *ok = calloc(LST_MAX_NODES, sizeof(*ok));
+	struct ulnet_sst_con_stat *a = calloc(LST_MAX_NODES, sizeof(*a)), *b = calloc(LST_MAX_NODES, sizeof(*b)),
+				  *x = calloc(LST_MAX_NODES, sizeof(*x));
+	int *rca = calloc(LST_MAX_NODES, sizeof(*rca)), *rcb = calloc(LST_MAX_NODES, sizeof(*rcb)),
+	    *rcx = calloc(LST_MAX_NODES, sizeof(*rcx));
+	char (*line)[256] = calloc(LST_MAX_NODES, sizeof(*line));
 	struct ulnet_sst_con c;
-	uint64_t t0;
+	uint64_t t0, t1;
 	int rc;
 
 	*bad = 0;
-	if (!g || !a || !ok) {
+	if (!g || !a || !b || !x || !rca || !rcb || !rcx || !line) {
 		snprintf(why, whylen, "out of memory");
 		rc = -ENOMEM;
 		goto out;
@@ -525,50 +676,59 @@ int ulnet_selftest_group_stat(ulnet_selftest *st, const char *name, uint32_t del
 	}
 	if ((rc = group_snapshot(&st->lst, name, g, &c, why, whylen)))
 		goto out;
-	t0 = lst_mono_ms();
-	for (unsigned k = 0; k < g->n; k++) {
-		char line[256];
-		ok[k] = !ulnet__sst_con_stat(&c, &g->nodes[k], false, 0, &a[k], line, sizeof(line));
+	{
+		struct node_fan nf = { &c, g->nodes, NODE_STAT, false, rca, line, a, NULL };
+		t0 = lst_mono_ms();
+		lst_fanout(g->n, node_one, &nf);
+		usleep((useconds_t)delay_ms * 1000); /* no lock held: the copy of the group is this command's */
+		nf.rc = rcb;
+		nf.st = b;
+		nf.skip = rca; /* a node down at the start is not waited for again */
+		lst_fanout(g->n, node_one, &nf);
+		t1 = lst_mono_ms();
+		nf.ext = true;
+		nf.rc = rcx;
+		nf.st = x;
+		nf.skip = rcb;
+		lst_fanout(g->n, node_one, &nf);
 	}
-	usleep((useconds_t)delay_ms * 1000); /* no lock held: the copy of the group is this command's */
 	for (unsigned k = 0; k < g->n; k++) {
-		const struct ulnet_process_id *id = &g->nodes[k];
-		struct ulnet_selftest_node_stat ns = { .nid = id->nid };
-		struct ulnet_sst_con_stat b, x;
+		struct ulnet_selftest_node_stat ns = { .nid = g->nodes[k].nid };
 
-		if (!ok[k] || ulnet__sst_con_stat(&c, id, false, 0, &b, ns.why, sizeof(ns.why))) {
-			if (!ok[k])
-				snprintf(ns.why, sizeof(ns.why), "no answer at the start of the interval");
+		if (rca[k] || rcb[k]) {
+			snprintf(ns.why, sizeof(ns.why), "%s",
+				 rca[k] ? "no answer at the start of the interval" : line[k]);
 			(*bad)++;
 			fn(arg, &ns);
 			continue;
 		}
 		{
-			const struct ulnet_sst_lnet_counters *l0 = &a[k].plain.lnet, *l1 = &b.plain.lnet;
-			double s = (lst_mono_ms() - t0) / 1000.0;
+			const struct ulnet_sst_lnet_counters *l0 = &a[k].plain.lnet, *l1 = &b[k].plain.lnet;
+			double s = (t1 - t0) / 1000.0;
 			ns.answered = true;
 			ns.rx_bytes_s = (double)(l1->recv_length - l0->recv_length) / s;
 			ns.tx_bytes_s = (double)(l1->send_length - l0->send_length) / s;
 			ns.rx_msgs_s = (double)(uint32_t)(l1->recv_count - l0->recv_count) / s;
 			ns.tx_msgs_s = (double)(uint32_t)(l1->send_count - l0->send_count) / s;
-			ns.brw_errors = b.plain.fw.brw_errors;
-			ns.ping_errors = b.plain.fw.ping_errors;
-			ns.rpcs_expired = b.plain.rpc.rpcs_expired;
+			ns.brw_errors = b[k].plain.fw.brw_errors;
+			ns.ping_errors = b[k].plain.fw.ping_errors;
+			ns.rpcs_expired = b[k].plain.rpc.rpcs_expired;
 			if (ns.brw_errors || ns.ping_errors)
 				(*bad)++;
 		}
-		if (!ulnet__sst_con_stat(&c, id, true, 0, &x, why, whylen) && x.ext && x.x.ntests) {
+		if (!rcx[k] && x[k].ext && x[k].x.ntests) {
+			const struct ulnet_sst_con_stat *xk = &x[k];
 			ns.has_tests = true;
-			ns.rpcs_ok = x.x.rpcs_ok;
-			ns.bytes = x.x.bytes;
-			ns.timeout = x.x.timeout;
-			ns.mismatch = x.x.mismatch;
-			ns.refused = x.x.refused;
-			ns.peer_gone = x.x.peer_gone;
-			ns.active = x.x.active;
-			ns.lat_p50_us = x.x.lat_p50_us;
-			ns.lat_p99_us = x.x.lat_p99_us;
-			ns.lat_max_us = x.x.lat_max_us;
+			ns.rpcs_ok = xk->x.rpcs_ok;
+			ns.bytes = xk->x.bytes;
+			ns.timeout = xk->x.timeout;
+			ns.mismatch = xk->x.mismatch;
+			ns.refused = xk->x.refused;
+			ns.peer_gone = xk->x.peer_gone;
+			ns.active = xk->x.active;
+			ns.lat_p50_us = xk->x.lat_p50_us;
+			ns.lat_p99_us = xk->x.lat_p99_us;
+			ns.lat_max_us = xk->x.lat_max_us;
 		}
 		fn(arg, &ns);
 	}
@@ -579,7 +739,12 @@ int ulnet_selftest_group_stat(ulnet_selftest *st, const char *name, uint32_t del
 out:
 	free(g);
 	free(a);
-	free(ok);
+	free(b);
+	free(x);
+	free(rca);
+	free(rcb);
+	free(rcx);
+	free(line);
 	return rc;
 }
 

@@ -30,6 +30,9 @@
 #                            `ulnetd -c node.yaml --control $UL_TMP/NAME/ctl.sock ARGS` in the
 #                            background (output in $UL_TMP/NAME/ulnetd.log), then ul_wait_ready.
 #                            The YAML needs no node: control (--control overrides it).
+#   ul_launch_node NAME [ULNETD_ARGS...] < YAML
+#                            ul_start_node without the wait: start many nodes at once, then
+#                            ul_wait_ready each.
 #   ul_wait_ready NAME [SECONDS]
 #                            poll `ulnetctl --node SOCK net show` until it succeeds (default 10 s);
 #                            fails at the deadline or as soon as ulnetd exits.
@@ -176,7 +179,7 @@ ul_wait_ready()
 	done
 }
 
-ul_start_node()
+ul_launch_node()
 {
 	local name=$1 dir
 	shift
@@ -187,7 +190,12 @@ ul_start_node()
 	"$ULNETD" -c "$dir/node.yaml" --control "$dir/ctl.sock" "$@" >"$dir/ulnetd.log" 2>&1 &
 	UL_PID[$name]=$!
 	UL_NODES+=("$name")
-	ul_wait_ready "$name"
+}
+
+ul_start_node()
+{
+	ul_launch_node "$@"
+	ul_wait_ready "$1"
 }
 
 ul_stop_node()
@@ -198,7 +206,11 @@ ul_stop_node()
 	kill -"$sig" "$pid" 2>/dev/null
 	deadline=$(( $(ul__now_ms) + secs * 1000 ))
 	while ul__alive "$pid"; do
-		(( $(ul__now_ms) < deadline )) || ul_fail "ulnetd $name still running ${secs}s after SIG$sig"
+		if (( $(ul__now_ms) >= deadline )); then
+			# where it is stuck, for the log (gdb is optional)
+			command -v gdb >/dev/null && gdb -batch -ex "thread apply all bt" -p "$pid" 2>&1 | grep -E '^(Thread|#)' >&2
+			ul_fail "ulnetd $name still running ${secs}s after SIG$sig"
+		fi
 		sleep 0.05
 	done
 	UL_STATUS=0

@@ -102,9 +102,11 @@ static int cmd_group_add(struct ulnetd *d, int argc, char **argv, struct ulnetd_
 	free(nids);
 	if (rc)
 		return ulnetd_errorf(out, rc, "add_group: %s", why);
+	if (why[0]) /* nodes that did not answer are in the group, down */
+		ulnetd_out_printf(out, "warning: %s\n", why);
 	if (ulnet_selftest_session_show(ulnetd_sst_of(d), &info, why, sizeof(why)))
 		info.name[0] = '\0';
-	ulnetd_out_printf(out, "group %s: %d node(s) joined session %s\n", pos[0], npos - 1, info.name);
+	ulnetd_out_printf(out, "group %s: %d node(s) in session %s\n", pos[0], npos - 1, info.name);
 	return 0;
 }
 

@@ -23,8 +23,8 @@
 
 #include <stddef.h>
 
-#define ULNETD_PROTO_MAX_LINE 4096
-#define ULNETD_PROTO_MAX_WORDS 64
+#define ULNETD_PROTO_MAX_LINE 8192 /* lst add_group: 256 NIDs (LST_MAX_GROUP_NODES) of up to 29 bytes */
+#define ULNETD_PROTO_MAX_WORDS 272 /* the 256 NIDs of an lst group and the command words */
 #define ULNETD_PROTO_MAX_BODY (64u << 20)
 
 /* Client: connect to the control socket at @path. 0 and *fd set, or -errno (-ENOENT no such socket,
