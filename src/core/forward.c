@@ -99,6 +99,7 @@ int ulnet__forward_parse(struct ulnet_ni *ni, const struct ulnet_hdr *hdr, const
 	msg->v.hdr = *hdr;
 	msg->fwd_from = lp;
 	lp->recv_count++;
+	lp->down = false;
 	if (can_receive(msg)) {
 		fwd_receive(msg);
 		return 0;

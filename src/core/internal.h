@@ -87,6 +87,8 @@ struct ulnet_peer {
 	uint64_t txq_bytes;          /*     peer_queue_msgs / peer_queue_bytes (peer.c) */
 	uint64_t txq_refused;        /* refused since the queue last filled (for the "drained" line) */
 	uint64_t send_count, recv_count;
+	bool down;                   /* the LND said so (ulnet__peer_down); up again once it sends us
+				      * anything (peer show's state) */
 	bool ping_known;             /* a ping reply from this NID was decoded: */
 	uint32_t ping_features;      /* its pi_features */
 	/* Life cycle (peer.c): messages naming this peer; at 0 it waits on node->idle_peers (oldest

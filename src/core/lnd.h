@@ -71,7 +71,8 @@ struct ulnet_msg;
  * Peers. lnd_query_peer reports a peer's negotiated limits (ulnet_peer_limits_get for tools and the
  * planner); -ENOENT when the LND has no state for it. ulnet__peer_down(ni, nid, status) tells the
  * core that a peer is gone: every message still waiting for a credit to it is finalized with
- * @status (messages the LND owns are the LND's to fail). */
+ * @status (messages the LND owns are the LND's to fail), and peer show says "down" until the
+ * peer sends anything again. */
 enum ulnet_frag_form { ULNET_FRAG_CONTIG, ULNET_FRAG_IOVEC, ULNET_FRAG_KIOV };
 struct ulnet_lnd_md {
 	enum ulnet_frag_form form;

@@ -132,6 +132,7 @@ void ulnet__peer_down(struct ulnet_ni *ni, const struct ulnet_nid *nid, int stat
 
 	if (!lp)
 		return;
+	lp->down = true;
 	ulnet_list_init(&dead);
 	/* detach first: finalizing returns credits, which must not launch the next dead message */
 	take_for_peer(&lp->txq, lp, &dead);

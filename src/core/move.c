@@ -484,8 +484,10 @@ static int parse(struct ulnet_ni *ni, const struct ulnet_hdr *hdr, const struct 
 	if (ni != node->lo_ni) {
 		struct ulnet_peer *lp = ulnet__peer_find(node, ni, &hdr->src_nid, false);
 
-		if (lp)
+		if (lp) {
 			lp->recv_count++;
+			lp->down = false;
+		}
 	}
 	ni->recv_count++;
 	switch (hdr->type) {

@@ -305,7 +305,7 @@ int ulnet_peer_info_get(ulnet_node *node, unsigned idx, struct ulnet_peer_info *
 				continue;
 			memset(out, 0, sizeof(*out));
 			out->nid = lp->nid;
-			snprintf(out->state, sizeof(out->state), "%s", "up");
+			snprintf(out->state, sizeof(out->state), "%s", lp->down ? "down" : "up");
 			out->max_tx_credits = lp->max_tx_credits;
 			out->tx_credits = lp->tx_credits;
 			out->min_tx_credits = lp->min_tx_credits;

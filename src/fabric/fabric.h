@@ -233,7 +233,9 @@ struct fab_provider_ops {
 	int (*disconnect)(struct fab_cm_id *id);
 
 	/* Post receives / sends (chains). 0; else -errno and *@bad = the first WR not posted:
-	 * -EINVAL too many SGEs, -ENOMEM queue full, -ENOTCONN QP never connected (send only). */
+	 * -EINVAL too many SGEs, -ENOMEM queue full, -ENOTCONN QP never connected (send only),
+	 * -EOPNOTSUPP an opcode this provider's connections cannot carry (verbs: RDMA READ, since
+	 * connections are made with o2iblnd's responder_resources = initiator_depth = 0). */
 	int (*post_recv)(struct fab_qp *qp, const struct fab_recv_wr *wr, const struct fab_recv_wr **bad);
 	int (*post_send)(struct fab_qp *qp, const struct fab_send_wr *wr, const struct fab_send_wr **bad);
 

@@ -142,6 +142,12 @@ static void test_send_write_errors(void **state)
 	qa_wc(&c, &wc); /* the signalled fourth frees the four slots */
 	assert_int_equal(wc.wr_id, 13);
 	assert_int_equal(wc.status, FAB_WC_SUCCESS);
+	/* RDMA READ: o2iblnd's CM parameters (responder_resources = initiator_depth = 0, lnet-wire.md
+	 * §2.5.5) leave the peer no resources to answer one, so it is refused at post, never posted */
+	wrs[0] = (struct fab_send_wr){.wr_id = 15, .opcode = FAB_WR_RDMA_READ, .signaled = true, .sg_list = &s1,
+				      .num_sge = 1, .remote_addr = mdst.addr, .rkey = mdst.rkey};
+	assert_int_equal(OPS->post_send(c.qa, wrs, &bad), -EOPNOTSUPP);
+	assert_ptr_equal(bad, &wrs[0]);
 	/* a deregistered rkey: remote access error, then the QP flushes what follows */
 	assert_int_equal(OPS->dereg_mr(c.dev, &mdst), 0);
 	assert_int_equal(OPS->dereg_mr(c.dev, &mdst), -ENOENT);

@@ -193,6 +193,65 @@ static void test_passive_negotiation(void **state)
 	finish(a, NULL);
 }
 
+/* A device whose QPs hold 20 WRs: 1 fragment (2 send WRs a credit) lets the send queue take 10
+ * credits, but 10 credits need 22 receive buffers. The node lowers the depth until its receive ring
+ * fits (9: 20 buffers) and CONNACK says so, as o2iblnd does when its QP cannot be made (§3.4). */
+static void test_passive_depth_fits_rx_ring(void **state)
+{
+	const struct ulnet_kv lt[] = { { "provider", "shm" }, { "timeout", "5" }, { "peer_credits", "16" },
+				       { "device.max_qp_wr", "20" } };
+	struct ulnet_ni_conf conf = { .net = "o2ib", .nid = NODE_NID, .lnd_tunables = lt, .n_lnd_tunables = 4 };
+	struct ulnet_node_opts opts = { .page_size = 4096 };
+	struct o2ib_connparams cp;
+	ulnet_node *a;
+
+	(void)state;
+	ulnet_log_set(count_sink, getenv("ULNET_TEST_LOG") ? 3 : 0);
+	assert_int_equal(ulnet_node_open(&opts, &a), 0);
+	assert_int_equal(ulnet_ni_add(a, &conf), 0);
+	raw_open(&rp, RAW_IP, false);
+	rp.stamp = 77;
+	cp = raw_connect_ok(&rp, NODE_IP, raw_nid4(NODE_NID), 10, 1);
+	assert_int_equal(cp.queue_depth, 9);
+	assert_int_equal(cp.max_frags, 1);
+	expect_limits(a, rp.nid, 9, 1);
+	finish(a, NULL);
+}
+
+/* The active side of the same: the CONNREQ offers the depth whose receive ring the QP holds
+ * (peer_credits 16, 1 fragment, max_qp_wr 20: the send queue allows 10, the ring 9). */
+static void test_active_depth_fits_rx_ring(void **state)
+{
+	const struct ulnet_kv lt[] = { { "provider", "shm" }, { "timeout", "5" }, { "peer_credits", "16" },
+				       { "max_frags", "1" }, { "device.max_qp_wr", "20" } };
+	struct ulnet_ni_conf conf = { .net = "o2ib", .nid = NODE_NID, .lnd_tunables = lt, .n_lnd_tunables = 5 };
+	struct ulnet_node_opts opts = { .page_size = 4096 };
+	struct fab_cm_event req;
+	struct o2ib_wire_err err;
+	struct o2ib_msg m;
+	ulnet_node *a;
+	ulnet_eq *eq;
+
+	(void)state;
+	ulnet_log_set(count_sink, getenv("ULNET_TEST_LOG") ? 3 : 0);
+	assert_int_equal(ulnet_node_open(&opts, &a), 0);
+	assert_int_equal(ulnet_ni_add(a, &conf), 0);
+	assert_int_equal(ulnet_eq_create(&eq), 0);
+	raw_open(&rp, "127.135.3.1", true);
+	node_put(a, eq, rp.nid, 1);
+	raw_expect_event(&rp, FAB_CM_CONNECT_REQUEST, &req);
+	assert_int_equal(o2ib_msg_unpack(req.private_data, req.private_data_len, 0, &m, &err), 0);
+	assert_int_equal(m.type, O2IB_MSG_CONNREQ);
+	assert_int_equal(m.u.connparams.queue_depth, 9);
+	assert_int_equal(m.u.connparams.max_frags, 1);
+	assert_int_equal(rp.f->reject(req.id, NULL, 0), 0);
+	rp.f->destroy_id(req.id);
+	assert_true(send_status(eq) < 0);
+	raw_close(&rp);
+	ulnet_node_close(a);
+	ulnet_eq_destroy(eq);
+}
+
 /* After the handshake the node keeps to the depth: with no credit returned, @depth messages (V1:
  * depth - 1) and no more; each credit given back by a NOOP lets one more go. */
 static void credits_used(uint16_t version, uint16_t depth, uint16_t frags)
@@ -561,6 +620,8 @@ int main(int argc, char **argv)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_passive_negotiation),
+		cmocka_unit_test(test_passive_depth_fits_rx_ring),
+		cmocka_unit_test(test_active_depth_fits_rx_ring),
 		cmocka_unit_test(test_passive_depth_used),
 		cmocka_unit_test(test_passive_rejects),
 		cmocka_unit_test(test_conn_race),

@@ -497,6 +497,15 @@ static void test_peer_down(void **state)
 	lock(&f);
 	ulnet__peer_down(f.ni, &two, -EHOSTDOWN);
 	unlock(&f);
+	{ /* peer show says so */
+		struct ulnet_peer_info pi;
+		unsigned i = 0;
+
+		while (!ulnet_peer_info_get(f.node, i, &pi) && !ulnet_nid_equal(&pi.nid, &two))
+			i++;
+		assert_true(ulnet_nid_equal(&pi.nid, &two));
+		assert_string_equal(pi.state, "down");
+	}
 	for (int i = 0; i < 2; i++) {
 		ev = next_event(&f);
 		assert_int_equal(ev.type, ULNET_EVENT_SEND);

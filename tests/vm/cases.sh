@@ -114,6 +114,28 @@ vm_brw()
 	fi
 }
 
+# The verbs group: test_verbs_ops (tests/fabric: the verbs provider's operations and errors on one
+# device connected to itself) on this node's rxe0 at $ME, so on both kernels (4 KiB and 64 KiB
+# pages). One case line per cmocka test; the count ($VERBS_TESTS, vmlane.verbs_tests) comes from
+# the host, so a crash shows as missing cases. Runs before the turns on both nodes (its ports are
+# 20988 and up; ulnetd's 987 is not touched).
+vm_cases_verbs_net() { :; }
+vm_cases_verbs_count() { echo "${VERBS_TESTS:-0}"; }
+vm_cases_verbs()
+{
+	local out=/tmp/verbs_ops.log st=0 t r
+	ULNET_VERBS_ADDR=$ME test_verbs_ops >$out 2>&1 || st=$?
+	# cmocka: "[       OK ] name", "[  FAILED  ] name", "[  ERROR   ] name", "[  SKIPPED ] name"
+	sed -En 's/^\[ *(OK|FAILED|ERROR|SKIPPED) *\] (test_[a-z_0-9]+)$/\1 \2/p' $out | sort -u -k2,2 |
+		while read -r r t; do
+			if [ "$r" = OK ] && [ $st = 0 ]; then
+				echo "VMLANE CASE $NAME->$NAME rxe0 test_verbs_ops $t ok bytes=0 errors=0"
+			else
+				echo "VMLANE CASE $NAME->$NAME rxe0 test_verbs_ops $t FAIL bytes=0 errors=1 $r (exit $st): $(grep -v '^\[' $out | grep -m3 . | tr '\n' ' ' | head -c 300)"
+			fi
+		done
+}
+
 # the tcp set: ping, then brw write and read at a page-straddling offset and an odd one
 TCP_BRW="1048576:0 4097:1 1044479:4097"
 
@@ -181,13 +203,25 @@ vm_cases_lu5718()
 # too); then the host boots the peer again ("VMLANE PEER-RESTART") and this node must ping it and
 # move 1 MiB again.
 vm_cases_kill_net() { echo o2ib; }
-vm_cases_kill_count() { if [ "$FIRST" = 1 ]; then echo 3; else echo 0; fi; }
+vm_cases_kill_count() { if [ "$FIRST" = 1 ]; then echo 4; else echo 0; fi; }
 vm_cases_kill() { :; } # runs at the end of vm_cases (vm_kill)
+# vm_peer_state NET: the peer's state as `ulnetctl peer show` gives it (up, down)
+vm_peer_state()
+{
+	ulnetctl --node $SOCK peer show --nid "$(vm_peer $1)@$1" --json 2>/dev/null |
+		sed -n 's/.*"state": *"\([a-z]*\)".*/\1/p' | head -1
+}
 vm_kill()
 {
-	local net=o2ib out=/tmp/kill.json st=0 t0 t1 pid sent gone to un bytes
-	ulnet-selftest --node $SOCK --json brw write --from "$ME@$net" --to "$PEER@$net" --size 1048576 \
-		--check full --concurrency 2 --duration 20 --timeout 20 >$out 2>/tmp/kill.err &
+	local net=o2ib out=/tmp/kill.json st=0 t0 t1 pid sent gone to un bytes down
+	# the brw's status and end time go to files: the loop below watches them while polling peer show
+	rm -f /tmp/kill.st /tmp/kill.end
+	{
+		ulnet-selftest --node $SOCK --json brw write --from "$ME@$net" --to "$PEER@$net" --size 1048576 \
+			--check full --concurrency 2 --duration 20 --timeout 20 >$out 2>/tmp/kill.err
+		echo $? >/tmp/kill.st
+		date +%s >/tmp/kill.end
+	} &
 	pid=$!
 	# wait until data flows (the node's send counter moves), then have the peer killed
 	sent=$(ulnetctl --node $SOCK stats show --json | sed -n 's/.*"send_length":\([0-9]*\).*/\1/p')
@@ -199,8 +233,23 @@ vm_kill()
 	done
 	t0=$(date +%s)
 	echo "VMLANE KILL-PEER"
-	wait $pid || st=$?
-	t1=$(date +%s)
+	# peer show must call the peer down within the NI's o2ib timeout (20 s) of the kill; t1 is
+	# when the brw ended, seen in the same loop
+	down= t1=
+	while { [ -z "$down" ] || [ -z "$t1" ]; } && [ $(($(date +%s) - t0)) -le 90 ]; do
+		[ -n "$down" ] || ! vm_peer_state $net | grep -q '^down$' || down=$(($(date +%s) - t0))
+		[ -n "$t1" ] || [ ! -s /tmp/kill.end ] || t1=$(cat /tmp/kill.end)
+		sleep 0.5
+	done
+	if [ -n "$down" ] && [ "$down" -le 20 ]; then
+		vm_case "$net peer shown down ok bytes=0 errors=0 peer show: down ${down} s after the kill (o2ib timeout 20 s)"
+	else
+		[ -n "$down" ] && down="down after $down s" || down="$(vm_peer_state $net) 90 s after the kill"
+		vm_case "$net peer shown down FAIL bytes=0 errors=1 peer show: $down (want down within the o2ib timeout, 20 s)"
+	fi
+	wait $pid
+	st=$(cat /tmp/kill.st 2>/dev/null || echo 1)
+	[ -n "$t1" ] || t1=$(date +%s)
 	gone=$(vm_json $out peer_gone)
 	to=$(vm_json $out timeout)
 	un=$(vm_json $out unclassified)
@@ -212,7 +261,11 @@ vm_kill()
 	fi
 	echo "VMLANE PEER-RESTART"
 	if vm_wait_peer $net; then
-		vm_case "$net peer back ok bytes=0 errors=0 ping answered"
+		if vm_peer_state $net | grep -q '^up$'; then
+			vm_case "$net peer back ok bytes=0 errors=0 ping answered, peer show: up"
+		else
+			vm_case "$net peer back FAIL bytes=0 errors=1 ping answered, peer show: $(vm_peer_state $net)"
+		fi
 	else
 		vm_case "$net peer back FAIL bytes=0 errors=1 no ping answer within 120 s"
 	fi
@@ -270,7 +323,7 @@ vm_turn_give()
 	done
 }
 
-# vm_cases LIST: comma-separated groups (tcp, o2ib, lu5718, kill). The two nodes take turns ($FIRST=1
+# vm_cases LIST: comma-separated groups (verbs, tcp, o2ib, lu5718, kill). The two nodes take turns ($FIRST=1
 # goes first, then hands over), so each case's counters and plan are its own; with kill the turn
 # comes back to the first node for vm_kill. An empty LIST (a peer booted again) only serves.
 vm_cases()
@@ -284,9 +337,10 @@ vm_cases()
 	echo "VMLANE PLAN $total"
 	[ -n "$groups" ] || return 0
 	case " $groups " in *" bench "*) [ "$FIRST" = 1 ] || vm_bench_serve ;; esac
+	case " $groups " in *" verbs "*) vm_cases_verbs ;; esac
 	[ "$FIRST" = 1 ] || vm_turn_wait
 	for g in $groups; do
-		[ $g != kill ] || continue
+		[ $g != kill ] && [ $g != verbs ] || continue
 		net=$(vm_cases_${g}_net)
 		if ! vm_wait_peer "$net"; then
 			echo "VMLANE ERROR $NAME: $PEERNAME@$net does not answer ping after 120 s"

@@ -6,7 +6,8 @@
 # peer and prints one "VMLANE CASE" line each on the console (the host reads the serial log).
 # Parameters come from the kernel command line: vmlane.name, vmlane.ip, vmlane.peer,
 # vmlane.peername, vmlane.ip1 and vmlane.peer1 (second subnet, for o2ib1), vmlane.nets (the NIs:
-# tcp, o2ib, o2ib1), vmlane.cases, vmlane.first (1: this node runs its cases first).
+# tcp, o2ib, o2ib1), vmlane.cases, vmlane.verbs_tests (test_verbs_ops's test count), vmlane.first
+# (1: this node runs its cases first).
 /bin/busybox mkdir -p /proc /sys /dev /tmp /run /usr/sbin /sbin
 /bin/busybox --install -s
 mount -t proc proc /proc
@@ -33,6 +34,7 @@ ME1=$(param ip1)
 PEER1=$(param peer1)
 NETS=$(param nets)
 CASES=$(param cases)
+VERBS_TESTS=$(param verbs_tests)
 say "BOOT $NAME kernel $(uname -r) $(uname -m)"
 
 kver=$(uname -r)

@@ -11,13 +11,14 @@ declare -gA VM_TRIPLET=([amd64]=x86_64-linux-gnu [ppc64el]=powerpc64le-linux-gnu
 declare -gA VM_FLAVOUR=([amd64]=amd64 [ppc64el]=powerpc64le)
 
 # Guest user space (both arches): the shell, rdma-core's run-time part, iproute2 for `rdma link add`,
-# perftest (ib_write_bw, the bench group's baseline) and the libraries they and ulnet need. Closure
+# perftest (ib_write_bw, the bench group's baseline), cmocka (the verbs group's test_verbs_ops) and
+# the libraries they and ulnet need. Closure
 # is checked later by following ELF NEEDED entries.
 VM_RUNTIME_PKGS=(busybox-static libc6 libgcc-s1 libyaml-0-2 libibverbs1 ibverbs-providers librdmacm1
 	libnl-3-200 libnl-route-3-200 ibverbs-utils rdmacm-utils iproute2 libmnl0 libbsd0 libmd0 libcap2
-	perftest libibumad3 libpci3 libudev1 zlib1g)
+	perftest libibumad3 libpci3 libudev1 zlib1g libcmocka0)
 # Headers and link-time .so names for the ppc64le cross build (unpacked into the same sysroot).
-VM_DEV_PKGS=(libyaml-dev libibverbs-dev librdmacm-dev libnl-3-dev libnl-route-3-dev)
+VM_DEV_PKGS=(libyaml-dev libibverbs-dev librdmacm-dev libnl-3-dev libnl-route-3-dev libcmocka-dev)
 
 # vm_kernel_pkg ARCH: the versioned kernel package the meta package depends on today (moves with
 # Debian security updates, so never hard-coded).

@@ -38,6 +38,7 @@ struct fab_qp {
 	struct ulnet_list ready;    /* dev->ready: the CQ may hold completions */
 	bool in_ready;
 	bool connected;             /* RTS: sends may be posted (accepted, or ESTABLISHED) */
+	bool read_refused_logged;   /* one log line per QP for refused RDMA READs */
 };
 
 struct fab_cm_id {

@@ -151,6 +151,16 @@ int vrb_post_send(struct fab_qp *qp, const struct fab_send_wr *wr, const struct 
 		*bad = wr;
 		if ((unsigned)wr->opcode > FAB_WR_RDMA_READ || wr->num_sge > qp->id->dev->lim.max_send_sge)
 			return -EINVAL;
+		if (wr->opcode == FAB_WR_RDMA_READ) {
+			/* o2iblnd's CM parameters give no responder resources (lnet-wire.md §2.5.5): the
+			 * peer's HCA would fail the READ; refuse it here, where the caller can tell */
+			if (!qp->read_refused_logged)
+				ULNET_LOG(FABRIC, ERR, "verbs: RDMA READ refused: connections are made with "
+					  "responder_resources 0 and initiator_depth 0, as o2iblnd's are "
+					  "(o2ib moves data with RDMA WRITE only)");
+			qp->read_refused_logged = true;
+			return -EOPNOTSUPP;
+		}
 		if (!qp->connected)
 			return -ENOTCONN;
 		if (qp->sq_post - qp->sq_tail >= qp->depth.max_send_wr)

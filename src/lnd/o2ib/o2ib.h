@@ -218,5 +218,8 @@ void o2ib_progress(struct o2ib_net *net);
 void o2ib_conn_tick(struct o2ib_conn *conn, uint64_t now_ns);
 void o2ib_reap_zombies(struct o2ib_net *net);
 const char *o2ib_nid_str(const struct ulnet_nid *nid, char *buf, size_t len);
+/* @nid's IPv4 socket address at @port, through the core's one conversion (ulnet__nid_sockaddr).
+ * 0; -EAFNOSUPPORT for a NID that is not IPv4 (o2ib addresses are). */
+int o2ib_nid_sockaddr(const struct ulnet_nid *nid, uint16_t port, struct sockaddr_in *out);
 
 #endif

@@ -52,24 +52,35 @@ static int post_rx(struct o2ib_conn *conn, uint32_t i)
 	return fab_of(conn)->post_recv(conn->qp, &wr, &bad);
 }
 
-/* The QP, the receive ring (2 x depth + 2 buffers of 4096 bytes) and the send slots, all posted. */
-static int conn_setup_qp(struct o2ib_conn *conn, uint16_t depth)
+/* Receive ring (2 x depth + 2), SEND slots and send queue for @depth, within @max_wr. */
+static void conn_size_for(struct o2ib_conn *conn, uint16_t depth, uint32_t max_wr)
 {
-	const struct fab_provider_ops *f = fab_of(conn);
-	uint32_t max_wr = f->dev_limits(conn->net->dev)->max_qp_wr;
-	struct fab_qp_attr attr;
-	struct iovec r;
-	int rc;
-
 	conn->nrx = 2u * depth + 2u;
-	attr.max_recv_wr = conn->nrx < max_wr ? conn->nrx : max_wr;
-	conn->nrx = attr.max_recv_wr;
 	/* SENDs in flight are bounded by the slots; the rest of the send queue takes WRITEs */
 	conn->nslots = conn->nrx;
 	if (conn->nslots > max_wr / 2)
 		conn->nslots = max_wr / 2 ? max_wr / 2 : 1;
 	conn->sq_size = conn->nslots + SQ_RDMA_ROOM < max_wr ? conn->nslots + SQ_RDMA_ROOM : max_wr;
-	attr.max_send_wr = conn->sq_size;
+}
+
+/* The QP, the receive ring (2 x depth + 2 buffers of 4096 bytes) and the send slots, all posted.
+ * *@depth is what the peer's credits may reach: every credit needs its receive buffer, so when the
+ * device cannot hold the ring (max_qp_wr, or QP creation failing) the depth is lowered until it
+ * can, down to 1, as o2iblnd does (lnet-wire.md §3.4), and the caller advertises the lower depth. */
+static int conn_setup_qp(struct o2ib_conn *conn, uint16_t *depth)
+{
+	const struct fab_provider_ops *f = fab_of(conn);
+	uint32_t max_wr = f->dev_limits(conn->net->dev)->max_qp_wr;
+	uint16_t asked = *depth;
+	struct fab_qp_attr attr;
+	struct iovec r;
+	int rc;
+
+	while (*depth > 1 && 2u * *depth + 2u > max_wr)
+		(*depth)--;
+	conn_size_for(conn, *depth, max_wr);
+	if (conn->nrx > max_wr) /* max_qp_wr under 4: the ring cannot hold even one credit's buffers */
+		conn->nrx = max_wr;
 	conn->rx_area = aligned_alloc(4096, (size_t)conn->nrx * O2IB_MSG_SIZE);
 	conn->tx_area = aligned_alloc(4096, (size_t)conn->nslots * O2IB_MSG_SIZE);
 	conn->rxs = calloc(conn->nrx, sizeof(*conn->rxs));
@@ -90,8 +101,24 @@ static int conn_setup_qp(struct o2ib_conn *conn, uint16_t depth)
 	if ((rc = f->reg_mr(conn->net->dev, &r, 1, FAB_ACCESS_LOCAL_WRITE, &conn->tx_mr)))
 		return rc;
 	conn->tx_mr_ok = true;
-	if ((rc = f->create_qp(conn->id, &attr, conn, &conn->qp)))
+	/* the buffers above fit every smaller depth: only the QP is tried again */
+	for (;;) {
+		attr = (struct fab_qp_attr){.max_send_wr = conn->sq_size, .max_recv_wr = conn->nrx};
+		rc = f->create_qp(conn->id, &attr, conn, &conn->qp);
+		if (!rc || (rc != -ENOMEM && rc != -EINVAL) || *depth <= 1)
+			break;
+		(*depth)--;
+		conn_size_for(conn, *depth, max_wr);
+	}
+	if (rc)
 		return rc;
+	if (*depth != asked) {
+		char line[128];
+
+		ULNET_LOG(O2IB, WARN, "%s: queue depth %u lowered to %u: the device's QP holds %u receive WRs "
+			  "(device: max_qp_wr %u; lnd tunable peer_credits)",
+			  o2ib_nid_str(&conn->peer->nid, line, sizeof(line)), asked, *depth, conn->nrx, max_wr);
+	}
 	f->qp_query(conn->qp, &attr); /* a device may have made a smaller send queue */
 	conn->sq_size = attr.max_send_wr;
 	if (conn->nslots > conn->sq_size)
@@ -225,8 +252,7 @@ static int connect_attempt(struct o2ib_peer *peer)
 	struct o2ib_net *net = peer->net;
 	const struct fab_provider_ops *f = net->fab;
 	struct o2ib_conn *conn = conn_alloc(net, peer);
-	struct sockaddr_in dst = { .sin_family = AF_INET, .sin_port = net->addr.sin_port,
-				   .sin_addr.s_addr = htonl(peer->nid.addr[0]) };
+	struct sockaddr_in dst;
 	struct o2ib_msg m;
 	uint8_t pd[FAB_PRIVATE_DATA_MAX];
 	int timeout_ms = net->tun.timeout * 1000 / 4 > 5000 ? net->tun.timeout * 1000 / 4 : 5000;
@@ -234,12 +260,14 @@ static int connect_attempt(struct o2ib_peer *peer)
 
 	if (!conn)
 		return -ENOMEM;
-	if ((rc = f->create_id(net->dev, conn, &conn->id))) {
+	if ((rc = o2ib_nid_sockaddr(&peer->nid, ntohs(net->addr.sin_port), &dst)) ||
+	    (rc = f->create_id(net->dev, conn, &conn->id))) {
 		conn_free(conn);
 		return rc;
 	}
+	/* a depth the device could not hold is remembered for the peer and is what CONNREQ offers */
 	if ((rc = f->bind_src(conn->id, net->tun.use_privileged_port)) ||
-	    (rc = conn_setup_qp(conn, peer->act.queue_depth)))
+	    (rc = conn_setup_qp(conn, &peer->act.queue_depth)))
 		goto fail;
 	o2ib_active_connreq(&net->me, &peer->act, &m);
 	n = o2ib_msg_pack(&m, false, pd, sizeof(pd));
@@ -825,7 +853,10 @@ static void on_connect_request(struct o2ib_net *net, const struct fab_cm_event *
 	ack.dstnid = d.peer_nid;
 	ack.dststamp = d.peer_stamp;
 	ack.u.connparams = d.cp;
-	if ((rc = conn_setup_qp(conn, conn->queue_depth)) || (n = o2ib_msg_pack(&ack, false, pd, sizeof(pd))) < 0 ||
+	rc = conn_setup_qp(conn, &conn->queue_depth);
+	/* CONNACK echoes the depth the QP could hold (never more than asked: the peer checks that) */
+	ack.u.connparams.queue_depth = conn->queue_depth;
+	if (rc || (n = o2ib_msg_pack(&ack, false, pd, sizeof(pd))) < 0 ||
 	    (rc = f->accept(ev->id, pd, (size_t)n))) {
 		ULNET_LOG(O2IB, ERR, "%s: cannot accept a connection: %s (device limits max_qp, max_mr)",
 			  o2ib_nid_str(&peer->nid, line, sizeof(line)), strerror(rc ? -rc : EINVAL));

@@ -184,6 +184,20 @@ struct o2ib_tx *o2ib_tx_new(uint8_t type)
 
 /* ---- startup and shutdown ---- */
 
+int o2ib_nid_sockaddr(const struct ulnet_nid *nid, uint16_t port, struct sockaddr_in *out)
+{
+	struct sockaddr_storage ss;
+	socklen_t len;
+	int rc;
+
+	if ((rc = ulnet__nid_sockaddr(nid, port, &ss, &len)))
+		return rc;
+	if (ss.ss_family != AF_INET)
+		return -EAFNOSUPPORT;
+	memcpy(out, &ss, sizeof(*out));
+	return 0;
+}
+
 /* The NID's address must be one of this host's (as o2iblnd needs an IPoIB interface holding it). */
 static int addr_is_local(const struct sockaddr_in *addr)
 {
@@ -228,9 +242,8 @@ static int o2iblnd_startup(struct ulnet_ni *ni)
 		ULNET_LOG(O2IB, ERR, "%s: the o2ib LND needs an IPv4 NID", o2ib_nid_str(nid, ns, sizeof(ns)));
 		return -EINVAL;
 	}
-	net->addr.sin_family = AF_INET;
-	net->addr.sin_addr.s_addr = htonl(nid->addr[0]);
-	net->addr.sin_port = htons((uint16_t)net->tun.port);
+	if ((rc = o2ib_nid_sockaddr(nid, (uint16_t)net->tun.port, &net->addr)))
+		return rc;
 	if ((rc = addr_is_local(&net->addr))) {
 		ULNET_LOG(O2IB, ERR, "%s: the address is not one of this host's: %s", o2ib_nid_str(nid, ns, sizeof(ns)),
 			  strerror(-rc));
