@@ -203,7 +203,7 @@ vm_cases_lu5718()
 # too); then the host boots the peer again ("VMLANE PEER-RESTART") and this node must ping it and
 # move 1 MiB again.
 vm_cases_kill_net() { echo o2ib; }
-vm_cases_kill_count() { if [ "$FIRST" = 1 ]; then echo 4; else echo 0; fi; }
+vm_cases_kill_count() { if [ "$FIRST" = 1 ]; then echo 3; else echo 0; fi; }
 vm_cases_kill() { :; } # runs at the end of vm_cases (vm_kill)
 # vm_peer_state NET: the peer's state as `ulnetctl peer show` gives it (up, down)
 vm_peer_state()
