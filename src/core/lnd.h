@@ -2,8 +2,9 @@
 /* The LND SDK: the ops table an LND implements and what an LND may call in the core. Never installed.
  *
  * Threading: every op, io callback and tick runs on the node's loop thread or an API caller's thread,
- * always with the node lock held. An LND therefore needs no locks of its own, must never block, and
- * must never call back into the public API.
+ * always with the node lock held, except that an io callback may drop it around one socket call
+ * (ulnet__io_unlock, below). An LND therefore needs no locks of its own, must never block, and must
+ * never call back into the public API.
  *
  * Completions are deferred: ulnet__finalize() only queues the message. The loop's completion phase
  * (after io callbacks and ticks, a bounded number per turn) returns its credits, launches the
@@ -216,6 +217,7 @@ struct ulnet_io {
 	ulnet_io_cb cb;
 	void *data;
 	struct ulnet_io *kick_next; /* core: on the node's kicked list */
+	uint32_t kick_events;       /* core: the events the kicks asked for */
 	bool kicked;
 };
 int ulnet__io_start(struct ulnet_node *node, struct ulnet_io *io, uint32_t events);
@@ -223,6 +225,17 @@ void ulnet__io_stop(struct ulnet_node *node, struct ulnet_io *io);
 /* The LND holds input it read ahead of the socket (epoll will not report it): call @io's callback
  * with EPOLLIN in the loop's next turn, which does not sleep meanwhile. Lock held. */
 void ulnet__io_kick(struct ulnet_node *node, struct ulnet_io *io);
+/* The same with @events (EPOLLOUT: the LND queued output that the callback writes). An LND queues
+ * output from anywhere but writes it only from its io callback, so no socket call runs inside a core
+ * call (see ulnet__io_unlock). Lock held. */
+void ulnet__io_kick_events(struct ulnet_node *node, struct ulnet_io *io, uint32_t events);
+/* Socket I/O without the node lock. An io callback, at its own top level (never from inside an op or
+ * a core call such as ulnet__parse), may drop the node lock for one socket call and take it back.
+ * Meanwhile other threads run the core and the LND's ops, ticks and delayed lnd_recv: the LND marks
+ * what the call uses as busy (the buffers it reads or fills, the fd) so that nobody frees or closes
+ * them, and re-checks its state after ulnet__io_relock (a close from elsewhere is finished then). */
+void ulnet__io_unlock(struct ulnet_node *node);
+void ulnet__io_relock(struct ulnet_node *node);
 
 /* The value of lnd_tunables[@k] for @ni: configured, or the table's default. */
 long ulnet__ni_lnd_tunable(const struct ulnet_ni *ni, size_t k);

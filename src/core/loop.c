@@ -66,6 +66,12 @@ int ulnet__io_start(struct ulnet_node *node, struct ulnet_io *io, uint32_t event
 
 void ulnet__io_kick(struct ulnet_node *node, struct ulnet_io *io)
 {
+	ulnet__io_kick_events(node, io, EPOLLIN);
+}
+
+void ulnet__io_kick_events(struct ulnet_node *node, struct ulnet_io *io, uint32_t events)
+{
+	io->kick_events |= events;
 	if (io->kicked)
 		return;
 	io->kicked = true;
@@ -93,6 +99,7 @@ static void io_unkick(struct ulnet_node *node, struct ulnet_io *io)
 			node->kicked_tail = prev ? &prev->kick_next : &node->kicked;
 	}
 	io->kicked = false;
+	io->kick_events = 0;
 }
 
 /* The watchers kicked before this turn, once each (a callback kicking again waits a turn). */
@@ -104,9 +111,10 @@ static void run_kicked(struct ulnet_node *node)
 		n++;
 	while (n-- && node->kicked) {
 		struct ulnet_io *io = node->kicked;
+		uint32_t ev = io->kick_events;
 
 		io_unkick(node, io);
-		io->cb(io, EPOLLIN);
+		io->cb(io, ev);
 	}
 }
 
@@ -121,6 +129,16 @@ void ulnet__io_stop(struct ulnet_node *node, struct ulnet_io *io)
 	for (int i = 0; i < node->cur_nevs; i++)
 		if (node->cur_evs[i].data.ptr == io)
 			node->cur_evs[i].data.ptr = NULL, node->cur_evs[i].events = 0;
+}
+
+void ulnet__io_unlock(struct ulnet_node *node)
+{
+	ulnet__lock_release(node);
+}
+
+void ulnet__io_relock(struct ulnet_node *node)
+{
+	ulnet__lock(node);
 }
 
 void ulnet__loop_wake(struct ulnet_node *node)
@@ -287,6 +305,8 @@ static void *loop_main(void *arg)
 		ulnet__timers_run(node, ulnet__node_now(node));
 		/* bounded: a flood of completions cannot starve the sockets; the rest wait one turn */
 		ulnet__completions_run(node, ULNET_COMPLETION_BUDGET);
+		/* what the sends and completions above queued on the sockets goes out in this turn */
+		run_kicked(node);
 		run_callbacks(node);
 	}
 	run_callbacks(node);

@@ -377,7 +377,8 @@ struct tcplnd_conn {
 	struct tcplnd_zcacks zcacks;
 	uint64_t deadline;              /* handshake deadline */
 	uint64_t rx_progress, tx_progress;
-	int close_rc;                   /* an error seen where closing was not safe */
+	bool io_busy;                   /* a socket call runs on it without the node lock (tcp_conn.c) */
+	int close_rc;                   /* closed meanwhile: the status the I/O side fails the rest with */
 };
 
 struct tcplnd_peer {

@@ -9,7 +9,15 @@
  * A closed conn is not freed at once: close may run inside the conn's own io callback, which still
  * touches the conn after it returns, and the core may hold a header of ours and owe lnd_recv
  * (recv_owed) with the conn as rx_priv. It waits on net->closed until the next tick, and longer while
- * that lnd_recv is owed. */
+ * that lnd_recv is owed.
+ *
+ * Socket I/O runs without the node lock (docs/progress.md): only conn_io_cb calls the socket (readv,
+ * sendmsg, the handshake's send/recv), at its top level, between conn_sys_begin and conn_sys_end.
+ * Everything else that wants bytes out (lnd_send, ZC-ACKs, the HELLO reply) queues them and kicks the
+ * watcher (conn_tx_kick). While a call is under way the conn is io_busy: the buffers it fills or
+ * reads (rx and read-ahead buffers, the matched MD's fragments, queued txs) and the fd stay as they
+ * are, and a close from elsewhere (a tick, a delayed lnd_recv) only unhooks the conn; the I/O side
+ * finishes it (closes the fd, fails the queue and the rx message) when it takes the lock back. */
 #include <arpa/inet.h>
 #include <errno.h>
 #include <limits.h>
@@ -151,11 +159,12 @@ void tcplnd_conn_update_io(struct tcplnd_conn *conn)
 		ULNET_LOG(TCP, ERR, "%s: epoll: %s", conn->name, strerror(-rc));
 }
 
+static void conn_close_fail(struct tcplnd_conn *conn, int rc);
+
 void tcplnd_conn_close(struct tcplnd_conn *conn, int rc, const char *why)
 {
 	struct tcplnd_net *net = conn->net;
 	enum tcplnd_conn_state prev = conn->state;
-	struct ulnet_list done, *p, *tmp;
 
 	if (prev == TCPLND_CONN_CLOSING)
 		return;
@@ -165,9 +174,10 @@ void tcplnd_conn_close(struct tcplnd_conn *conn, int rc, const char *why)
 		ULNET_LOG(TCP, DEBUG, "%s: closing (%s)", conn->name, strerror(rc < 0 ? -rc : rc));
 	conn_set_state(conn, TCPLND_CONN_CLOSING);
 	ulnet__io_stop(net->node, &conn->io);
-	if (conn->io.fd >= 0)
+	if (conn->io.fd >= 0 && !conn->io_busy) {
 		close(conn->io.fd);
-	conn->io.fd = -1;
+		conn->io.fd = -1;
+	}
 
 	/* unhook first, so what the finalizations below send cannot land here */
 	tcplnd_conn_hello_list_del(conn);
@@ -182,6 +192,18 @@ void tcplnd_conn_close(struct tcplnd_conn *conn, int rc, const char *why)
 	ulnet_list_del(&conn->link);
 	ulnet_list_add_tail(&conn->link, &net->closed);
 	net->n_conns--;
+	if (conn->io_busy) {
+		/* a socket call uses the fd, the queue and the rx message: conn_sys_end finishes */
+		conn->close_rc = rc;
+		return;
+	}
+	conn_close_fail(conn, rc);
+}
+
+/* The last part of a close: fail what the conn still holds (queued txs, the message being received). */
+static void conn_close_fail(struct tcplnd_conn *conn, int rc)
+{
+	struct ulnet_list done, *p, *tmp;
 
 	ulnet_list_init(&done);
 	ulnet_list_splice_tail_init(&conn->txq, &done);
@@ -200,6 +222,40 @@ void tcplnd_conn_close(struct tcplnd_conn *conn, int rc, const char *why)
 			ulnet__finalize(tx->msg, rc);
 		tcplnd_tx_free(conn->net, tx);
 	}
+}
+
+/* A socket call without the node lock: begin (the io callback's top level, lock held) ... */
+static void conn_sys_begin(struct tcplnd_conn *conn)
+{
+	conn->io_busy = true;
+	ulnet__io_unlock(conn->net->node);
+}
+
+/* ... and end: the lock is back. false when the conn was closed meanwhile (the close is finished
+ * here, the caller returns). errno is kept for the caller. */
+static bool conn_sys_end(struct tcplnd_conn *conn)
+{
+	int err = errno;
+
+	ulnet__io_relock(conn->net->node);
+	conn->io_busy = false;
+	if (conn->state == TCPLND_CONN_CLOSING) {
+		if (conn->io.fd >= 0)
+			close(conn->io.fd);
+		conn->io.fd = -1;
+		conn_close_fail(conn, conn->close_rc);
+		return false;
+	}
+	errno = err;
+	return true;
+}
+
+/* Output was queued: the io callback writes it, in this loop turn (never from inside the caller,
+ * which may be a core call holding state across it). */
+static void conn_tx_kick(struct tcplnd_conn *conn)
+{
+	if (conn->state == TCPLND_CONN_UP)
+		ulnet__io_kick_events(conn->net->node, &conn->io, EPOLLOUT);
 }
 
 /* After a failed socket call: 0 = it would block (stop for now), 1 = interrupted (retry), -1 = the
@@ -224,9 +280,13 @@ static int conn_sock_error(struct tcplnd_conn *conn, const char *what, const cha
 static void conn_hello_flush(struct tcplnd_conn *conn)
 {
 	while (conn->hello_done < conn->hello_len) {
-		ssize_t r = send(conn->io.fd, conn->hello_out + conn->hello_done, conn->hello_len - conn->hello_done,
-				 MSG_NOSIGNAL | MSG_DONTWAIT);
+		ssize_t r;
 
+		conn_sys_begin(conn);
+		r = send(conn->io.fd, conn->hello_out + conn->hello_done, conn->hello_len - conn->hello_done,
+			 MSG_NOSIGNAL | MSG_DONTWAIT);
+		if (!conn_sys_end(conn))
+			return;
 		if (r < 0) {
 			if (conn_sock_error(conn, "sending the handshake", NULL, conn->close_after_tx) == 1)
 				continue;
@@ -262,9 +322,8 @@ static void conn_reply_close(struct tcplnd_conn *conn, const uint8_t *buf, size_
 	conn->hello_done = 0;
 	conn->close_after_tx = true;
 	conn_set_state(conn, TCPLND_CONN_HELLO_TX);
-	conn_hello_flush(conn);
-	if (conn->state == TCPLND_CONN_HELLO_TX)
-		tcplnd_conn_update_io(conn);
+	/* written by the io callback when the socket is writable (at once: it is) */
+	tcplnd_conn_update_io(conn);
 }
 
 /* Our own HELLO with ctype NONE, in @proto: "lost the race / duplicate / retry". */
@@ -329,7 +388,10 @@ static void conn_hello_rx(struct tcplnd_conn *conn)
 
 		if (!want)
 			return;
+		conn_sys_begin(conn);
 		r = recv(conn->io.fd, buf, want, MSG_DONTWAIT);
+		if (!conn_sys_end(conn))
+			return;
 		if (r < 0) {
 			if (conn_sock_error(conn, "handshake read", NULL, false) == 1)
 				continue;
@@ -526,7 +588,10 @@ static void conn_flush(struct tcplnd_conn *conn)
 				break;
 		}
 		mh.msg_iovlen = n;
+		conn_sys_begin(conn);
 		r = sendmsg(conn->io.fd, &mh, MSG_NOSIGNAL | MSG_DONTWAIT);
+		if (!conn_sys_end(conn))
+			return;
 		if (r < 0) {
 			int e = errno;
 
@@ -606,19 +671,15 @@ void tcplnd_conn_queue_hello(struct tcplnd_conn *conn, const struct tcplnd_hello
 	ulnet_list_add_head(&tx->link, &conn->txq);
 	conn->tx_queued_nob += tx->nob;
 	conn->tx_progress = ulnet__now_ns();
-	conn_flush(conn);
+	conn_tx_kick(conn);
 }
 
 void tcplnd_conn_queue(struct tcplnd_conn *conn, struct tcplnd_tx *tx)
 {
-	if (!conn_enqueue(conn, tx))
-		return;
-	if (ulnet__node_completing(conn->net->node) && conn->state == TCPLND_CONN_UP) {
-		/* credits are coming back for a batch: write them together when the socket says so */
-		tcplnd_conn_update_io(conn);
-		return;
-	}
-	conn_flush(conn);
+	/* written by the io callback later in this turn, together with what else gets queued by then
+	 * (a batch of credits coming back in the completion phase goes out in one writev) */
+	if (conn_enqueue(conn, tx))
+		conn_tx_kick(conn);
 }
 
 void tcplnd_conn_queue_noop(struct tcplnd_conn *conn, uint64_t c0, uint64_t c1)
@@ -774,7 +835,10 @@ static void conn_rx(struct tcplnd_conn *conn, uint32_t revents)
 		}
 		v[n].iov_base = conn->ra;
 		v[n].iov_len = TCPLND_RA_SIZE;
+		conn_sys_begin(conn);
 		r = readv(conn->io.fd, v, (int)(n + 1 < IOV_MAX ? n + 1 : IOV_MAX));
+		if (!conn_sys_end(conn))
+			return;
 		if (r < 0) {
 			char detail[48];
 			int rc;

@@ -536,7 +536,8 @@ static struct tcplnd_conn **conns_snapshot(struct tcplnd_net *net, size_t *n)
 	return v;
 }
 
-/* Free closed conns (all at shutdown; otherwise those the core owes no lnd_recv). */
+/* Free closed conns (all at shutdown; otherwise those the core owes no lnd_recv and no socket call
+ * of another loop is using). */
 static void free_closed_conns(struct tcplnd_net *net, bool all)
 {
 	struct ulnet_list *p, *tmp;
@@ -544,7 +545,7 @@ static void free_closed_conns(struct tcplnd_net *net, bool all)
 	ulnet_list_for_each_safe(p, tmp, &net->closed) {
 		struct tcplnd_conn *conn = ulnet_container_of(p, struct tcplnd_conn, link);
 
-		if (all || !conn->recv_owed)
+		if (all || (!conn->recv_owed && !conn->io_busy))
 			tcplnd_conn_free(conn);
 	}
 }
