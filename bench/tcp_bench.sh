@@ -11,7 +11,8 @@
 #      (bench/tcp_pingpong.c); once with sleeping loops, once with node busy_poll_us (and the raw
 #      ping-pong polling its socket); medians over ROUNDS interleaved rounds;
 #   3. the node lock's hold-time histogram of the server node over the whole run (stats show -v);
-#   4. 0-byte Put message rate (bench/tcp_msgrate.c, two nodes in one process).
+#   4. 0-byte Put message rate (bench/tcp_msgrate.c, two nodes in one process), with 1 and with 2 loop
+#      threads per node (node option loops), and the load average it ran under.
 # Usage: bench/tcp_bench.sh [SECONDS]   (BUILD=build dir, default ./build; ROUNDS=3 medians;
 #        BENCH_T=T uses the 127.T.0.0/16 block, default 38; BUSY_US=50 the busy-poll window)
 set -euo pipefail
@@ -113,6 +114,9 @@ ul_step "0-byte Put rate (two nodes in one process)"
 ninja -C "$BUILD" bench/tcp_msgrate >/dev/null && cp "$BUILD/bench/tcp_msgrate" "$UL_TMP/tcp_msgrate"
 "$UL_TMP/tcp_msgrate" "$(ul_addr "$T" 3)" "$(ul_addr "$T" 4)" "$SECS" >"$UL_TMP/rate.txt" 2>"$UL_TMP/rate.err" \
 	|| ul_fail "tcp_msgrate: $(cat "$UL_TMP/rate.err")"
+"$UL_TMP/tcp_msgrate" "$(ul_addr "$T" 5)" "$(ul_addr "$T" 6)" "$SECS" 2 put0 >"$UL_TMP/rate2.txt" 2>"$UL_TMP/rate.err" \
+	|| ul_fail "tcp_msgrate (2 loops): $(cat "$UL_TMP/rate.err")"
+cut -d' ' -f1 /proc/loadavg >"$UL_TMP/load.txt"
 
 "$UL_PYTHON" - "$UL_TMP" "$(median "${put[@]}")" "$(median "${get[@]}")" "$(median "${ipf[@]}")" \
 	"$(median "${png[@]}")" "$(median "${sst[@]}")" "$(median "${raw[@]}")" \
@@ -121,6 +125,8 @@ import json, sys
 t = sys.argv[1]
 u, g, i, p, s, r, pb, sb, rb = map(float, sys.argv[2:])
 rate = dict(l.split() for l in open(f"{t}/rate.txt"))
+rate2 = dict(l.split() for l in open(f"{t}/rate2.txt"))
+load = open(f"{t}/load.txt").read().strip()
 st = json.load(open(f"{t}/stats_n2.json"))["statistics"]
 print(f"1 MiB Put bandwidth : ulnet {u:9.1f} MB/s   iperf3 {i:9.1f} MB/s (medians)   ratio {u / i:.2f} (goal >= 0.95)")
 print(f"1 MiB Get bandwidth : ulnet {g:9.1f} MB/s   iperf3 {i:9.1f} MB/s (medians)   ratio {g / i:.2f} (goal >= 0.95)")
@@ -128,7 +134,9 @@ print(f"round trip (medians): raw TCP ping-pong {r:6.1f} us | ulnet_ping {p:6.1f
       f"selftest ping {s:6.1f} us  ratio {s / r:.2f} (goal <= 1.2)")
 print(f"  busy polling       : raw TCP ping-pong {rb:6.1f} us | ulnet_ping {pb:6.1f} us  ratio {pb / rb:.2f} (goal <= 1.5) | "
       f"selftest ping {sb:6.1f} us  ratio {sb / rb:.2f} (goal <= 1.05)")
-print(f"0-byte Put rate     : {float(rate['put0_rate']):9.0f} msg/s (1 loop per node)")
+r1, r2 = float(rate['put0_rate']), float(rate2['put0_rate'])
+print(f"0-byte Put rate     : {r1:9.0f} msg/s (1 loop per node) | {r2:9.0f} msg/s (2 loops per node)  ratio {r2 / r1:.2f} "
+      f"(goal >= 1 M msg/s with 2 loops; load average {load})")
 h = st["lock_hold_us"]
 tot = sum(h.values())
 print(f"node lock hold times (server node, whole run; {tot} holds, longest {st['lock_hold_max_ns'] / 1000:.1f} us):")

@@ -2,7 +2,8 @@
 /* bench helper for tcp_bench.sh: two nodes in one process over the tcp LND (loopback, addresses from
  * argv). Prints "put0_rate <msgs/s>" for 0-byte Puts without ACK (a window of 64 in flight), then
  * "ping_rtt_us <mean>" over ulnet_ping, then "tcp_rtt_us <mean>" for a raw TCP 8-byte ping-pong
- * between the same two addresses (TCP_NODELAY). Usage: tcp_msgrate ADDR_A ADDR_B SECONDS */
+ * between the same two addresses (TCP_NODELAY). Usage: tcp_msgrate ADDR_A ADDR_B SECONDS [LOOPS [put0]]:
+ * LOOPS loop threads per node (node option loops; default 1); "put0" stops after the first rate. */
 #include <arpa/inet.h>
 #include <netinet/tcp.h>
 #include <pthread.h>
@@ -22,14 +23,15 @@ static double now_s(void)
 	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
 }
 
-static ulnet_node *open_node(const char *addr)
+static ulnet_node *open_node(const char *addr, unsigned loops)
 {
 	char nid[64];
 	struct ulnet_ni_conf c = { .net = "tcp", .nid = nid };
+	struct ulnet_node_opts o = { .loops = loops };
 	ulnet_node *n;
 
 	snprintf(nid, sizeof(nid), "%s@tcp", addr);
-	if (ulnet_node_open(NULL, &n) || ulnet_ni_add(n, &c)) {
+	if (ulnet_node_open(&o, &n) || ulnet_ni_add(n, &c)) {
 		fprintf(stderr, "cannot start a node on %s\n", nid);
 		exit(1);
 	}
@@ -90,12 +92,14 @@ int main(int argc, char **argv)
 	double secs, t0, el;
 	long sent = 0, done = 0;
 	char nidb[64];
+	unsigned loops;
 
-	if (argc != 4)
+	if (argc < 4 || argc > 6)
 		return 2;
 	secs = atof(argv[3]);
-	na = open_node(argv[1]);
-	nb = open_node(argv[2]);
+	loops = argc > 4 ? (unsigned)atoi(argv[4]) : 1;
+	na = open_node(argv[1], loops);
+	nb = open_node(argv[2], loops);
 	snprintf(nidb, sizeof(nidb), "%s@tcp", argv[2]);
 	ulnet_nid_parse(nidb, &tb.nid, NULL);
 	any.nid = ulnet_nid_any();
@@ -131,6 +135,11 @@ int main(int argc, char **argv)
 	}
 	printf("put0_rate %.0f\n", done / el);
 	fflush(stdout);
+	if (argc > 5 && !strcmp(argv[5], "put0")) {
+		ulnet_node_close(na);
+		ulnet_node_close(nb);
+		return 0;
+	}
 	{
 		/* 1 MiB Puts, no ACK, 8 in flight */
 		static char big[1 << 20];

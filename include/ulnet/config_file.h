@@ -5,7 +5,7 @@
  * running system (an LND not built, an address not present). `ulnetctl export` prints a valid one.
  *
  * Accepted layout (every key optional unless marked):
- *   node:     pid, page_size, transaction_timeout, max_peers, busy_poll_us, control
+ *   node:     pid, page_size, transaction_timeout, max_peers, busy_poll_us, loops, control
  *   net:      list of { net type (required), local NI(s): list of { nid | interfaces, status, tunables,
  *             lnd tunables, CPT, dev cpt } }; `net type: lo` entries are checked and then ignored
  *   global:   lnetctl's global keys (integers), accepted and ignored

@@ -28,7 +28,12 @@ struct ulnet_node_opts {
 	 * UCX do: lower latency for a core spent spinning. 0 = off (default); at most
 	 * ULNET_BUSY_POLL_US_MAX. */
 	uint32_t busy_poll_us;
+	/* Loop threads: each polls its own sockets; peers are spread over them by a hash of their NID
+	 * (every connection to a peer on its loop). 0 = the environment variable ULNET_LOOPS if set (a
+	 * way to run whole test suites with several loops), else 1; at most ULNET_LOOPS_MAX. */
+	uint32_t loops;
 };
+#define ULNET_LOOPS_MAX 64
 #define ULNET_BUSY_POLL_US_MAX 1000000
 #define ULNET_MAX_PEERS_DEFAULT 16384
 #define ULNET_TXN_TIMEOUT_DEFAULT 50
@@ -62,6 +67,8 @@ ULNET_EXPORT void ulnet_node_close(ulnet_node *node);
 ULNET_EXPORT int ulnet_ni_add(ulnet_node *node, const struct ulnet_ni_conf *conf);
 ULNET_EXPORT uint32_t ulnet_node_pid(const ulnet_node *node);
 ULNET_EXPORT uint32_t ulnet_node_page_size(const ulnet_node *node);
+/* Loop threads of the node (node option loops, or ULNET_LOOPS). */
+ULNET_EXPORT uint32_t ulnet_node_loops(const ulnet_node *node);
 /* The first non-lo NID (or 0@lo when there is none). */
 ULNET_EXPORT void ulnet_node_primary_nid(ulnet_node *node, struct ulnet_nid *out);
 
@@ -116,6 +123,7 @@ struct ulnet_stats {
 	 * holds under 1 us, bucket i (1..14) holds of [2^(i-1), 2^i) us, the last 16384 us and more. */
 	uint64_t lock_hold_hist[ULNET_LOCK_HIST_BUCKETS];
 	uint64_t lock_hold_max_ns;
+	uint32_t loops;          /* loop threads of the node (node option loops) */
 };
 ULNET_EXPORT void ulnet_stats_get(ulnet_node *node, struct ulnet_stats *out);
 

@@ -150,6 +150,7 @@ int ulnet_config_export(ulnet_node *node, const char *control, struct ulnet_writ
 	ulnet_writer_map(w, "node");
 	ulnet_writer_uint(w, "pid", ulnet_node_pid(node));
 	ulnet_writer_uint(w, "page_size", ulnet_node_page_size(node));
+	ulnet_writer_uint(w, "loops", ulnet_node_loops(node));
 	if (control)
 		ulnet_writer_str(w, "control", control);
 	ulnet_writer_end(w);

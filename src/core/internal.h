@@ -2,8 +2,9 @@
 /* Core objects shared by the files of src/core. Never installed.
  *
  * Locking: one mutex per node (node->lock) guards every object below except event queues, which
- * have their own leaf lock. API calls take it; the loop thread holds it while it runs io callbacks
- * and ticks. User handlers run on the loop thread without it (see docs/progress.md). */
+ * have their own leaf lock. API calls take it; the loop threads hold it while they run io callbacks
+ * (which may drop it around one socket call: ulnet__io_unlock) and ticks. User handlers run on loop 0
+ * without it (see docs/progress.md). */
 #ifndef ULNET_INTERNAL_H
 #define ULNET_INTERNAL_H
 
@@ -151,6 +152,24 @@ struct ulnet_desc_cache {
 };
 void ulnet__desc_cache_free(struct ulnet_node *node);
 
+/* One loop thread of a node (loop.c): its epoll set, its wake-up and the watchers bound to it. Loop 0
+ * also runs the timers (LND ticks, transaction timeouts) and the user handlers; every loop runs the
+ * node's submissions and completion phase (under the node lock, whoever gets there first). */
+struct ulnet_loop {
+	struct ulnet_node *node;
+	unsigned idx;
+	int epfd, wakefd;
+	pthread_t thread;
+	/* set under the lock just before the loop sleeps in epoll_wait, cleared when it returns: only a
+	 * sleeping loop needs the eventfd write (ulnet__loop_wake_if_sleeping) */
+	atomic_bool sleeping;
+	atomic_bool poked;           /* work for a busy-polling loop (busy_poll_us) */
+	struct epoll_event *cur_evs; /* batch being dispatched (io_stop clears stale entries) */
+	int cur_nevs;
+	struct ulnet_io *kicked, **kicked_tail; /* ulnet__io_kick, FIFO */
+	uint64_t turns;              /* batches dispatched (ulnet__io_quiesced) */
+};
+
 struct ulnet_pending_cb {
 	ulnet_event_handler handler;
 	struct ulnet_event ev;
@@ -180,20 +199,14 @@ struct ulnet_node {
 	/* ping service */
 	struct ulnet_handle ping_me;
 	uint32_t ping_seq;
-	/* loop */
-	int epfd, wakefd;
-	pthread_t thread;
+	/* loops (loop.c): loops[0..n_loops), node option loops */
+	struct ulnet_loop loops[ULNET_LOOPS_MAX];
+	unsigned n_loops;
+	unsigned n_started;          /* loop threads running */
 	bool stopping;
-	/* set under the lock just before the loop sleeps in epoll_wait, cleared when it returns: only a
-	 * sleeping loop needs the eventfd write (ulnet__loop_wake_if_sleeping) */
-	atomic_bool sleeping;
-	/* busy polling (node option busy_poll_us): the loop spins on epoll_wait(0) for this long after
-	 * it last found work; API calls that leave it work set @poked instead of writing the eventfd */
+	/* busy polling (node option busy_poll_us): a loop spins on epoll_wait(0) for this long after
+	 * it last found work; API calls that leave it work set its @poked instead of writing the eventfd */
 	uint64_t busy_poll_ns;
-	atomic_bool poked;
-	struct epoll_event *cur_evs; /* batch being dispatched (io_stop clears stale entries) */
-	struct ulnet_io *kicked, **kicked_tail; /* ulnet__io_kick, FIFO */
-	int cur_nevs;
 	struct ulnet_timer lnd_tick; /* LND ticks, every ULNET_LND_TICK_NS */
 	struct ulnet_timer **timers; /* min-heap on deadline (timer.c) */
 	unsigned n_timers, cap_timers;
@@ -372,9 +385,13 @@ extern const struct ulnet_lnd_ops ulnet__lolnd_ops;
 int ulnet__loop_init(struct ulnet_node *node);
 int ulnet__loop_start(struct ulnet_node *node);
 void ulnet__loop_stop(struct ulnet_node *node);
+void ulnet__loop_free(struct ulnet_node *node);
+/* Wake loop 0 (node-wide work: submissions, completions, handlers, timers). */
 void ulnet__loop_wake(struct ulnet_node *node);
-/* Lock held: wake the loop only if it sleeps (otherwise it sees the new work before it sleeps). */
-void ulnet__loop_wake_if_sleeping(struct ulnet_node *node);
+/* Lock held: wake @loop only if it sleeps (otherwise it sees the new work before it sleeps). */
+void ulnet__loop_wake_if_sleeping(struct ulnet_loop *loop);
+/* True on one of @node's loop threads. */
+bool ulnet__on_loop(const struct ulnet_node *node);
 void ulnet__unlock(struct ulnet_node *node);
 void ulnet__queue_cb(struct ulnet_node *node, ulnet_event_handler h, const struct ulnet_event *ev);
 

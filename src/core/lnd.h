@@ -219,6 +219,8 @@ struct ulnet_io {
 	struct ulnet_io *kick_next; /* core: on the node's kicked list */
 	uint32_t kick_events;       /* core: the events the kicks asked for */
 	bool kicked;
+	unsigned loop;              /* the loop that runs the callback (ulnet__io_bind; 0 by default) */
+	uint64_t stop_turn;         /* core: its loop's turn when it was last stopped */
 };
 int ulnet__io_start(struct ulnet_node *node, struct ulnet_io *io, uint32_t events);
 void ulnet__io_stop(struct ulnet_node *node, struct ulnet_io *io);
@@ -229,6 +231,18 @@ void ulnet__io_kick(struct ulnet_node *node, struct ulnet_io *io);
  * output from anywhere but writes it only from its io callback, so no socket call runs inside a core
  * call (see ulnet__io_unlock). Lock held. */
 void ulnet__io_kick_events(struct ulnet_node *node, struct ulnet_io *io, uint32_t events);
+/* A node runs one or more loop threads (node option loops). A watcher belongs to one: loop 0 unless
+ * bound with ulnet__io_bind, before or after ulnet__io_start (a registered watcher moves, with its
+ * pending kick; call it from the watcher's own callback or outside any socket call on it). A socket
+ * LND binds each connection to its peer's loop, ulnet__nid_loop(node, peer NID). Lock held. */
+void ulnet__io_bind(struct ulnet_node *node, struct ulnet_io *io, unsigned idx);
+unsigned ulnet__nid_loop(const struct ulnet_node *node, const struct ulnet_nid *nid);
+/* After ulnet__io_stop from another thread than @io's loop, that loop may still hold an event for @io
+ * that it fetched before the stop: free the memory of a stopped watcher only once this is true (its
+ * loop has since dispatched every batch it fetched before the stop). Lock held. */
+bool ulnet__io_quiesced(struct ulnet_node *node, const struct ulnet_io *io);
+/* True on the thread of the loop @io belongs to. */
+bool ulnet__io_on_owner(struct ulnet_node *node, const struct ulnet_io *io);
 /* Socket I/O without the node lock. An io callback, at its own top level (never from inside an op or
  * a core call such as ulnet__parse), may drop the node lock for one socket call and take it back.
  * Meanwhile other threads run the core and the LND's ops, ticks and delayed lnd_recv: the LND marks

@@ -1,7 +1,9 @@
 /* SPDX-License-Identifier: MIT */
-/* The node's loop thread. One turn: epoll_wait (until the next timer), io callbacks and due timers
- * (LND ticks, transaction timeouts) under the node lock, the completion phase (at most ULNET_COMPLETION_BUDGET finalized messages, msg.c), then
- * the user handlers queued meanwhile, run without the lock (docs/progress.md). */
+/* The node's loop threads (node option loops). One turn: epoll_wait (until the next timer), io
+ * callbacks (which may drop the lock around a socket call) and kicked watchers, submitted sends, due
+ * timers (LND ticks, transaction timeouts; loop 0), the completion phase (at most
+ * ULNET_COMPLETION_BUDGET finalized messages, msg.c), then the user handlers queued meanwhile, run
+ * without the lock (loop 0) (docs/progress.md). */
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
@@ -32,23 +34,71 @@ uint64_t ulnet__wall_ns(void)
 	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 
-int ulnet__loop_init(struct ulnet_node *node)
+/* The loop whose thread runs this code (NULL on other threads). */
+static _Thread_local struct ulnet_loop *cur_loop;
+
+bool ulnet__on_loop(const struct ulnet_node *node)
+{
+	return cur_loop && cur_loop->node == node;
+}
+
+static int loop_init_one(struct ulnet_loop *loop)
 {
 	struct epoll_event ev = { .events = EPOLLIN, .data.ptr = NULL };
 
-	node->epfd = epoll_create1(EPOLL_CLOEXEC);
-	if (node->epfd < 0)
+	loop->wakefd = -1;
+	loop->epfd = epoll_create1(EPOLL_CLOEXEC);
+	if (loop->epfd < 0)
 		return -errno;
-	node->wakefd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
-	if (node->wakefd < 0 || epoll_ctl(node->epfd, EPOLL_CTL_ADD, node->wakefd, &ev) < 0) {
-		int rc = -errno;
+	loop->wakefd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+	if (loop->wakefd < 0 || epoll_ctl(loop->epfd, EPOLL_CTL_ADD, loop->wakefd, &ev) < 0)
+		return -errno;
+	return 0;
+}
 
-		close(node->epfd);
-		if (node->wakefd >= 0)
-			close(node->wakefd);
-		return rc;
+int ulnet__loop_init(struct ulnet_node *node)
+{
+	for (unsigned i = 0; i < ULNET_LOOPS_MAX; i++)
+		node->loops[i].epfd = node->loops[i].wakefd = -1;
+	for (unsigned i = 0; i < node->n_loops; i++) {
+		struct ulnet_loop *loop = &node->loops[i];
+		int rc;
+
+		loop->node = node;
+		loop->idx = i;
+		rc = loop_init_one(loop);
+		if (rc) {
+			ulnet__loop_free(node);
+			return rc;
+		}
 	}
 	return 0;
+}
+
+void ulnet__loop_free(struct ulnet_node *node)
+{
+	for (unsigned i = 0; i < ULNET_LOOPS_MAX; i++) {
+		if (node->loops[i].epfd >= 0)
+			close(node->loops[i].epfd);
+		if (node->loops[i].wakefd >= 0)
+			close(node->loops[i].wakefd);
+		node->loops[i].epfd = node->loops[i].wakefd = -1;
+	}
+}
+
+static struct ulnet_loop *io_loop(struct ulnet_node *node, const struct ulnet_io *io)
+{
+	return &node->loops[io->loop < node->n_loops ? io->loop : 0];
+}
+
+unsigned ulnet__nid_loop(const struct ulnet_node *node, const struct ulnet_nid *nid)
+{
+	return node->n_loops > 1 ? ulnet__nid_hash(nid) % node->n_loops : 0;
+}
+
+bool ulnet__io_on_owner(struct ulnet_node *node, const struct ulnet_io *io)
+{
+	return cur_loop == io_loop(node, io);
 }
 
 int ulnet__io_start(struct ulnet_node *node, struct ulnet_io *io, uint32_t events)
@@ -58,7 +108,7 @@ int ulnet__io_start(struct ulnet_node *node, struct ulnet_io *io, uint32_t event
 
 	if (io->events == events && events)
 		return 0;
-	if (epoll_ctl(node->epfd, op, io->fd, &ev) < 0)
+	if (epoll_ctl(io_loop(node, io)->epfd, op, io->fd, &ev) < 0)
 		return -errno;
 	io->events = events ? events : io->events;
 	return 0;
@@ -71,21 +121,24 @@ void ulnet__io_kick(struct ulnet_node *node, struct ulnet_io *io)
 
 void ulnet__io_kick_events(struct ulnet_node *node, struct ulnet_io *io, uint32_t events)
 {
+	struct ulnet_loop *loop = io_loop(node, io);
+
 	io->kick_events |= events;
 	if (io->kicked)
 		return;
 	io->kicked = true;
 	io->kick_next = NULL;
-	if (!node->kicked)
-		node->kicked_tail = &node->kicked;
-	*node->kicked_tail = io;
-	node->kicked_tail = &io->kick_next;
-	ulnet__loop_wake_if_sleeping(node); /* kicked from an API call */
+	if (!loop->kicked)
+		loop->kicked_tail = &loop->kicked;
+	*loop->kicked_tail = io;
+	loop->kicked_tail = &io->kick_next;
+	if (loop != cur_loop)
+		ulnet__loop_wake_if_sleeping(loop); /* kicked from an API call or another loop */
 }
 
-static void io_unkick(struct ulnet_node *node, struct ulnet_io *io)
+static void io_unkick(struct ulnet_loop *loop, struct ulnet_io *io)
 {
-	struct ulnet_io **pp = &node->kicked, *prev = NULL;
+	struct ulnet_io **pp = &loop->kicked, *prev = NULL;
 
 	if (!io->kicked)
 		return;
@@ -96,39 +149,70 @@ static void io_unkick(struct ulnet_node *node, struct ulnet_io *io)
 	if (*pp) {
 		*pp = io->kick_next;
 		if (!io->kick_next)
-			node->kicked_tail = prev ? &prev->kick_next : &node->kicked;
+			loop->kicked_tail = prev ? &prev->kick_next : &loop->kicked;
 	}
 	io->kicked = false;
 	io->kick_events = 0;
 }
 
 /* The watchers kicked before this turn, once each (a callback kicking again waits a turn). */
-static void run_kicked(struct ulnet_node *node)
+static void run_kicked(struct ulnet_loop *loop)
 {
 	unsigned n = 0;
 
-	for (struct ulnet_io *io = node->kicked; io; io = io->kick_next)
+	for (struct ulnet_io *io = loop->kicked; io; io = io->kick_next)
 		n++;
-	while (n-- && node->kicked) {
-		struct ulnet_io *io = node->kicked;
+	while (n-- && loop->kicked) {
+		struct ulnet_io *io = loop->kicked;
 		uint32_t ev = io->kick_events;
 
-		io_unkick(node, io);
+		io_unkick(loop, io);
 		io->cb(io, ev);
 	}
 }
 
+/* Take @io off @loop's epoll set and out of its kicked list and of the batch it is dispatching. */
+static void io_detach(struct ulnet_loop *loop, struct ulnet_io *io)
+{
+	io_unkick(loop, io);
+	if (io->events)
+		epoll_ctl(loop->epfd, EPOLL_CTL_DEL, io->fd, NULL);
+	for (int i = 0; i < loop->cur_nevs; i++)
+		if (loop->cur_evs[i].data.ptr == io)
+			loop->cur_evs[i].data.ptr = NULL, loop->cur_evs[i].events = 0;
+}
+
 void ulnet__io_stop(struct ulnet_node *node, struct ulnet_io *io)
 {
-	io_unkick(node, io);
-	if (io->events) {
-		epoll_ctl(node->epfd, EPOLL_CTL_DEL, io->fd, NULL);
-		io->events = 0;
-	}
-	/* the batch being dispatched may still name this watcher: forget it */
-	for (int i = 0; i < node->cur_nevs; i++)
-		if (node->cur_evs[i].data.ptr == io)
-			node->cur_evs[i].data.ptr = NULL, node->cur_evs[i].events = 0;
+	struct ulnet_loop *loop = io_loop(node, io);
+
+	io_detach(loop, io);
+	io->events = 0;
+	io->stop_turn = loop->turns;
+}
+
+bool ulnet__io_quiesced(struct ulnet_node *node, const struct ulnet_io *io)
+{
+	const struct ulnet_loop *loop = io_loop(node, io);
+
+	/* a batch fetched before the stop is dispatched at stop_turn + 1 at the latest */
+	return node->n_started == 0 || loop == cur_loop || loop->turns >= io->stop_turn + 2;
+}
+
+void ulnet__io_bind(struct ulnet_node *node, struct ulnet_io *io, unsigned idx)
+{
+	struct ulnet_loop *from = io_loop(node, io), *to = &node->loops[idx < node->n_loops ? idx : 0];
+	uint32_t events = io->events, kicks = io->kicked ? io->kick_events : 0;
+
+	if (from == to)
+		return;
+	io_detach(from, io);
+	io->events = 0;
+	io->loop = to->idx;
+	if (events && ulnet__io_start(node, io, events))
+		ULNET_LOG(CORE, ERR, "moving a watcher to loop %u: epoll: %s", to->idx, strerror(errno));
+	if (kicks)
+		ulnet__io_kick_events(node, io, kicks);
 }
 
 void ulnet__io_unlock(struct ulnet_node *node)
@@ -141,21 +225,26 @@ void ulnet__io_relock(struct ulnet_node *node)
 	ulnet__lock(node);
 }
 
-void ulnet__loop_wake(struct ulnet_node *node)
+static void loop_wake_one(struct ulnet_loop *loop)
 {
 	uint64_t one = 1;
 
-	if (write(node->wakefd, &one, sizeof(one)) < 0 && errno != EAGAIN)
+	if (write(loop->wakefd, &one, sizeof(one)) < 0 && errno != EAGAIN)
 		ULNET_LOG(CORE, WARN, "loop wake: %s", strerror(errno));
 }
 
-void ulnet__loop_wake_if_sleeping(struct ulnet_node *node)
+void ulnet__loop_wake(struct ulnet_node *node)
 {
-	atomic_store_explicit(&node->poked, true, memory_order_relaxed); /* a busy-polling loop looks */
+	loop_wake_one(&node->loops[0]);
+}
+
+void ulnet__loop_wake_if_sleeping(struct ulnet_loop *loop)
+{
+	atomic_store_explicit(&loop->poked, true, memory_order_relaxed); /* a busy-polling loop looks */
 	/* the loop sets the flag under the lock before it computes its timeout: if it is clear, the
 	 * loop has not decided to sleep yet and will see the work when it takes the lock again */
-	if (atomic_load_explicit(&node->sleeping, memory_order_relaxed))
-		ulnet__loop_wake(node);
+	if (atomic_load_explicit(&loop->sleeping, memory_order_relaxed))
+		loop_wake_one(loop);
 }
 
 /* Drop the node lock taken by an API call. Off the loop thread, first run the completion phase for
@@ -164,18 +253,19 @@ void ulnet__loop_wake_if_sleeping(struct ulnet_node *node)
  * handler calling the API) leaves both to the end of its turn. */
 void ulnet__unlock(struct ulnet_node *node)
 {
-	bool off_loop = !pthread_equal(pthread_self(), node->thread), wake = false;
+	struct ulnet_loop *loop0 = &node->loops[0];
+	bool off_loop = !ulnet__on_loop(node), wake = false;
 
 	if (off_loop) {
 		ulnet__completions_run(node, ULNET_COMPLETION_BUDGET);
 		wake = node->n_cbs > 0 || !ulnet_list_empty(&node->done_q) || !ulnet_list_empty(&node->submit_q);
 	}
 	if (wake)
-		atomic_store_explicit(&node->poked, true, memory_order_relaxed);
-	wake = wake && atomic_load_explicit(&node->sleeping, memory_order_relaxed);
+		atomic_store_explicit(&loop0->poked, true, memory_order_relaxed);
+	wake = wake && atomic_load_explicit(&loop0->sleeping, memory_order_relaxed);
 	ulnet__lock_release(node);
 	if (wake)
-		ulnet__loop_wake(node);
+		loop_wake_one(loop0);
 }
 
 void ulnet__queue_cb(struct ulnet_node *node, ulnet_event_handler h, const struct ulnet_event *ev)
@@ -236,55 +326,71 @@ static void lnd_tick(struct ulnet_node *node, struct ulnet_timer *t, uint64_t no
 
 /* Wait for io: sleep in epoll_wait until @timeout, or with busy polling spin on epoll_wait(0) until
  * @busy_until (node clock of ulnet__now_ns), an API call pokes us, or the timeout. Lock not held. */
-static int loop_wait(struct ulnet_node *node, struct epoll_event *evs, int timeout, uint64_t busy_until)
+static int loop_wait(struct ulnet_loop *loop, struct epoll_event *evs, int timeout, uint64_t busy_until)
 {
-	uint64_t now, end;
+	uint64_t now, end, busy_poll_ns = loop->node->busy_poll_ns;
 	int n;
 
-	if (timeout == 0 || !node->busy_poll_ns || (now = ulnet__now_ns()) >= busy_until)
-		return epoll_wait(node->epfd, evs, LOOP_MAX_EVENTS, timeout);
+	if (timeout == 0 || !busy_poll_ns || (now = ulnet__now_ns()) >= busy_until)
+		return epoll_wait(loop->epfd, evs, LOOP_MAX_EVENTS, timeout);
 	end = timeout < 0 ? busy_until : now + (uint64_t)timeout * 1000000u;
 	if (end > busy_until)
 		end = busy_until;
 	do {
-		n = epoll_wait(node->epfd, evs, LOOP_MAX_EVENTS, 0);
-		if (n != 0 || atomic_load_explicit(&node->poked, memory_order_relaxed))
+		n = epoll_wait(loop->epfd, evs, LOOP_MAX_EVENTS, 0);
+		if (n != 0 || atomic_load_explicit(&loop->poked, memory_order_relaxed))
 			return n;
 		sched_yield(); /* a core shared with the threads we wait for: let them run */
 	} while (ulnet__now_ns() < end);
 	return 0;
 }
 
+/* Work for @loop right now (so it does not sleep): its kicked watchers, the node's submissions and
+ * completions (any loop runs them), and on loop 0 the handlers. Lock held. */
+static bool loop_has_work(const struct ulnet_loop *loop)
+{
+	const struct ulnet_node *node = loop->node;
+
+	return loop->kicked || !ulnet_list_empty(&node->done_q) || !ulnet_list_empty(&node->submit_q) ||
+	       (loop->idx == 0 && node->n_cbs);
+}
+
+/* One loop thread. Loop 0 also runs the timers and the user handlers (in order, one thread); the
+ * others wake it when they leave handlers queued. */
 static void *loop_main(void *arg)
 {
-	struct ulnet_node *node = arg;
+	struct ulnet_loop *loop = arg;
+	struct ulnet_node *node = loop->node;
 	struct epoll_event evs[LOOP_MAX_EVENTS];
 	uint64_t busy_until = 0;
+	bool first = loop->idx == 0;
 
+	cur_loop = loop;
 	ulnet__lock(node);
 	while (!node->stopping) {
-		int n, timeout = node->n_cbs || !ulnet_list_empty(&node->done_q) || node->kicked ||
-				 !ulnet_list_empty(&node->submit_q)
-					 ? 0 : ulnet__timers_next_ms(node, ulnet__node_now(node), LOOP_MAX_WAIT_MS);
+		int n, timeout = loop_has_work(loop) ? 0
+				 : first ? ulnet__timers_next_ms(node, ulnet__node_now(node), LOOP_MAX_WAIT_MS)
+				 : LOOP_MAX_WAIT_MS;
 		bool spin = timeout != 0 && node->busy_poll_ns && ulnet__now_ns() < busy_until;
 
-		atomic_store_explicit(&node->poked, false, memory_order_relaxed);
+		atomic_store_explicit(&loop->poked, false, memory_order_relaxed);
 		/* a spinning loop needs no eventfd write: a poke ends its spin */
 		if (timeout && !spin)
-			atomic_store_explicit(&node->sleeping, true, memory_order_relaxed);
+			atomic_store_explicit(&loop->sleeping, true, memory_order_relaxed);
 		ulnet__lock_release(node);
-		n = loop_wait(node, evs, timeout, busy_until);
-		atomic_store_explicit(&node->sleeping, false, memory_order_relaxed);
+		n = loop_wait(loop, evs, timeout, busy_until);
+		atomic_store_explicit(&loop->sleeping, false, memory_order_relaxed);
 		ulnet__lock(node);
 		if (n < 0 && errno != EINTR) {
 			ULNET_LOG(CORE, ERR, "epoll_wait: %s", strerror(errno));
 			n = 0;
 		}
-		if (node->busy_poll_ns && (n > 0 || atomic_load_explicit(&node->poked, memory_order_relaxed)))
+		if (node->busy_poll_ns && (n > 0 || atomic_load_explicit(&loop->poked, memory_order_relaxed)))
 			busy_until = ulnet__now_ns() + node->busy_poll_ns;
-		node->cur_evs = evs;
-		node->cur_nevs = n > 0 ? n : 0;
-		for (int i = 0; i < node->cur_nevs; i++) {
+		loop->turns++;
+		loop->cur_evs = evs;
+		loop->cur_nevs = n > 0 ? n : 0;
+		for (int i = 0; i < loop->cur_nevs; i++) {
 			struct ulnet_io *io = evs[i].data.ptr;
 
 			if (!evs[i].events)
@@ -292,24 +398,29 @@ static void *loop_main(void *arg)
 			if (!io) {
 				uint64_t v;
 
-				if (read(node->wakefd, &v, sizeof(v)) < 0 && errno != EAGAIN)
+				if (read(loop->wakefd, &v, sizeof(v)) < 0 && errno != EAGAIN)
 					ULNET_LOG(CORE, WARN, "loop wake read: %s", strerror(errno));
 				continue;
 			}
 			io->cb(io, evs[i].events);
 		}
-		node->cur_nevs = 0;
-		node->cur_evs = NULL;
-		run_kicked(node);
+		loop->cur_nevs = 0;
+		loop->cur_evs = NULL;
+		run_kicked(loop);
 		ulnet__submitted_run(node);
-		ulnet__timers_run(node, ulnet__node_now(node));
+		if (first)
+			ulnet__timers_run(node, ulnet__node_now(node));
 		/* bounded: a flood of completions cannot starve the sockets; the rest wait one turn */
 		ulnet__completions_run(node, ULNET_COMPLETION_BUDGET);
 		/* what the sends and completions above queued on the sockets goes out in this turn */
-		run_kicked(node);
-		run_callbacks(node);
+		run_kicked(loop);
+		if (first)
+			run_callbacks(node);
+		else if (node->n_cbs)
+			ulnet__loop_wake_if_sleeping(&node->loops[0]);
 	}
-	run_callbacks(node);
+	if (first)
+		run_callbacks(node);
 	ulnet__lock_release(node);
 	return NULL;
 }
@@ -324,16 +435,23 @@ int ulnet__loop_start(struct ulnet_node *node)
 	ulnet__lock_release(node);
 	if (rc)
 		return rc;
-	rc = pthread_create(&node->thread, NULL, loop_main, node);
-
-	return -rc;
+	for (unsigned i = 0; i < node->n_loops; i++) {
+		rc = pthread_create(&node->loops[i].thread, NULL, loop_main, &node->loops[i]);
+		if (rc)
+			return -rc;
+		node->n_started++;
+	}
+	return 0;
 }
 
 void ulnet__loop_stop(struct ulnet_node *node)
 {
 	ulnet__lock(node);
 	node->stopping = true;
-	ulnet__loop_wake(node);
+	for (unsigned i = 0; i < node->n_started; i++)
+		loop_wake_one(&node->loops[i]);
 	ulnet__lock_release(node);
-	pthread_join(node->thread, NULL);
+	for (unsigned i = 0; i < node->n_started; i++)
+		pthread_join(node->loops[i].thread, NULL);
+	node->n_started = 0;
 }

@@ -104,7 +104,7 @@ static int launch_op(struct ulnet_node *node, struct ulnet_msg *msg, struct ulne
 		msg->txn = true;
 		ulnet__md_txn_start(node, md, &msg->ev);
 	}
-	if (!node->stopping && !pthread_equal(pthread_self(), node->thread) &&
+	if (!node->stopping && !ulnet__on_loop(node) &&
 	    !ulnet__nid_is_local(node, &target->nid)) {
 		/* off the loop, to a remote NID: the loop posts it, so this call never holds the lock
 		 * across the LND's socket I/O; ulnet__unlock wakes (or pokes) the loop */

@@ -26,6 +26,32 @@ static int check_page_size(uint32_t ps)
 	return rc;
 }
 
+/* Loop threads: the option, else ULNET_LOOPS from the environment (whole test suites run with several
+ * loops that way), else 1. */
+static int loops_option(const struct ulnet_node_opts *opts, unsigned *out)
+{
+	const char *env = getenv("ULNET_LOOPS");
+	unsigned long v = opts && opts->loops ? opts->loops : 1;
+
+	if ((!opts || !opts->loops) && env && *env) {
+		char *end;
+
+		errno = 0;
+		v = strtoul(env, &end, 10);
+		if (errno || *end || v < 1 || v > ULNET_LOOPS_MAX) {
+			ULNET_LOG(CORE, ERR, "node: loops '%s' from the environment (ULNET_LOOPS): must be 1 to %u",
+				  env, ULNET_LOOPS_MAX);
+			return -EINVAL;
+		}
+	}
+	if (v > ULNET_LOOPS_MAX) {
+		ULNET_LOG(CORE, ERR, "node: loops %lu > %u (setting loops)", v, ULNET_LOOPS_MAX);
+		return -EINVAL;
+	}
+	*out = (unsigned)v;
+	return 0;
+}
+
 int ulnet_node_open(const struct ulnet_node_opts *opts, ulnet_node **out)
 {
 	struct ulnet_ni_conf lo_conf = { .net = "lo", .nid = "0@lo" };
@@ -51,6 +77,8 @@ int ulnet_node_open(const struct ulnet_node_opts *opts, ulnet_node **out)
 			  ULNET_BUSY_POLL_US_MAX);
 		rc = -EINVAL;
 	}
+	if (rc == 0)
+		rc = loops_option(opts, &node->n_loops);
 	node->busy_poll_ns = opts ? (uint64_t)opts->busy_poll_us * 1000u : 0;
 	node->txn_timeout_ns = (uint64_t)(opts && opts->transaction_timeout ? opts->transaction_timeout
 							      : ULNET_TXN_TIMEOUT_DEFAULT) * 1000000000ull;
@@ -110,7 +138,7 @@ void ulnet_node_close(ulnet_node *node)
 {
 	if (!node)
 		return;
-	if (node->thread)
+	if (node->n_started)
 		ulnet__loop_stop(node);
 	ulnet__lock(node);
 	ulnet__submitted_fail(node);
@@ -157,8 +185,7 @@ void ulnet_node_close(ulnet_node *node)
 	free(node->cbs_spare);
 	ulnet__desc_cache_free(node);
 	free(node->timers);
-	close(node->epfd);
-	close(node->wakefd);
+	ulnet__loop_free(node);
 	pthread_mutex_destroy(&node->lock);
 	free(node);
 }
@@ -173,9 +200,15 @@ uint32_t ulnet_node_page_size(const ulnet_node *node)
 	return node->page_size;
 }
 
+uint32_t ulnet_node_loops(const ulnet_node *node)
+{
+	return node->n_loops;
+}
+
 void ulnet_stats_get(ulnet_node *node, struct ulnet_stats *out)
 {
 	ulnet__lock(node);
 	*out = node->stats;
+	out->loops = node->n_loops;
 	ulnet__lock_release(node);
 }

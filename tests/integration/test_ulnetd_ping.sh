@@ -79,6 +79,7 @@ cat >"$T/export.want" <<EOF
 node:
     pid: 12345
     page_size: 65536
+    loops: ${ULNET_LOOPS:-1}
     control: $(ul_sock n1)
 net:
     - net type: lo

@@ -161,6 +161,18 @@ static void test_busy_poll(void **state)
 	ulnet_config_free(cfg);
 }
 
+static void test_loops(void **state)
+{
+	struct ulnet_config *cfg = parse_ok("node:\n    loops: 2\n");
+
+	(void)state;
+	assert_int_equal(cfg->opts.loops, 2);
+	ulnet_config_free(cfg);
+	cfg = parse_ok("node: {}\n");
+	assert_int_equal(cfg->opts.loops, 0); /* the library's default (1, or ULNET_LOOPS) */
+	ulnet_config_free(cfg);
+}
+
 static void test_page_sizes(void **state)
 {
 	(void)state;
@@ -260,6 +272,8 @@ static const struct bad_case bad_cases[] = {
 	{ "type: pid negative", "node:\n  pid: -1\n", 2, "'pid' out of range" },
 	{ "type: pid too big", "node:\n  pid: 4294967296\n", 2, "'pid' out of range" },
 	{ "range: busy_poll_us", "node:\n  busy_poll_us: 1000001\n", 2, "'busy_poll_us' out of range" },
+	{ "range: loops 0", "node:\n  loops: 0\n", 2, "'loops' out of range [1, 64]: 0" },
+	{ "range: loops 65", "node:\n  loops: 65\n", 2, "'loops' out of range [1, 64]: 65" },
 	{ "type: pid octal-looking", "node:\n  pid: 0123\n", 2, "expected an integer for 'pid'" },
 	{ "type: control is a list", "node:\n  control: [a]\n", 2, "expected a string for 'control', got a list" },
 	{ "type: control empty", "node:\n  control: \"\"\n", 2, "empty value for 'control'" },
@@ -392,6 +406,7 @@ int main(void)
 		cmocka_unit_test(test_full),
 		cmocka_unit_test(test_minimal),
 		cmocka_unit_test(test_busy_poll),
+		cmocka_unit_test(test_loops),
 		cmocka_unit_test(test_page_sizes),
 		cmocka_unit_test(test_flow_and_anchors),
 		cmocka_unit_test(test_load_file),

@@ -215,7 +215,7 @@ struct tcplnd_rx {
 	uint32_t data_crc;          /* for EV_DONE with -EIO: the checksum of what arrived (crc is reset) */
 	uint64_t zc_cookie;         /* for EV_DONE: ZC request to acknowledge (0: none) */
 	bool started;               /* inside a message (for the rx timeout) */
-	uint8_t *slop;              /* TCPLND_SLOP_SIZE scratch, shared, never read */
+	uint8_t *slop;              /* TCPLND_SLOP_SIZE scratch, never read */
 	struct ulnet_wire_err err;
 };
 /* After the HELLO: @proto and @swab from it; @csum = verify checksums (V2 only). */
@@ -368,7 +368,7 @@ struct tcplnd_conn {
 	struct tcplnd_rx *rx;           /* from UP on */
 	/* read-ahead: every readv also fills this buffer past the rx machine's own, so small messages
 	 * come in one call and a short read tells the socket is drained (no readv for EAGAIN) */
-	uint8_t *ra;                    /* TCPLND_RA_SIZE bytes */
+	uint8_t *ra;                    /* TCPLND_RA_SIZE bytes, then the rx machine's slop */
 	uint32_t ra_off, ra_len;        /* unread bytes: ra[ra_off, ra_len) */
 	struct iovec *rx_iov;           /* our copy of the fragments lnd_recv gave (the rx machine refers to it) */
 	unsigned rx_iov_cap;
@@ -417,7 +417,6 @@ struct tcplnd_net {
 	int next_port;                  /* connector's next privileged port */
 	bool no_priv_ports;             /* binding them is not permitted here */
 	bool shutting_down;
-	uint8_t slop[TCPLND_SLOP_SIZE];
 };
 
 /* tcp_conn.c */

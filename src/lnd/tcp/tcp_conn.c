@@ -1067,6 +1067,7 @@ int tcplnd_conn_connect(struct tcplnd_peer *peer, int ctype)
 	peer->n_connecting[ctype]++;
 	conn->deadline = ulnet__now_ns() + (uint64_t)net->tun.timeout * 1000000000ull;
 	conn->state = TCPLND_CONN_CONNECTING;
+	ulnet__io_bind(net->node, &conn->io, ulnet__nid_loop(net->node, &peer->nid)); /* the peer's loop */
 	ULNET_LOG(TCP, DEBUG, "%s: connecting, protocol V%u", conn->name, proto);
 	tcplnd_conn_update_io(conn);
 	return 0;

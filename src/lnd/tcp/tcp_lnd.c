@@ -419,7 +419,8 @@ void tcplnd_hello_done(struct tcplnd_conn *conn)
 
 	/* accepted */
 	conn->rx = malloc(sizeof(*conn->rx));
-	conn->ra = malloc(TCPLND_RA_SIZE);
+	/* the read-ahead buffer, then the conn's own slop (loops read concurrently: nothing shared) */
+	conn->ra = malloc(TCPLND_RA_SIZE + TCPLND_SLOP_SIZE);
 	conn->ra_off = conn->ra_len = 0;
 	if (!conn->rx || !conn->ra) {
 		conn->peer = NULL;
@@ -434,11 +435,13 @@ void tcplnd_hello_done(struct tcplnd_conn *conn)
 	peer->userflag = userflag;
 	conn->peer = peer;
 	tcplnd_conn_name(conn);
-	tcplnd_rx_init(conn->rx, conn->proto, conn->swab, true, net->slop);
+	tcplnd_rx_init(conn->rx, conn->proto, conn->swab, true, conn->ra + TCPLND_RA_SIZE);
 	conn->rx_progress = conn->tx_progress = ulnet__now_ns();
 	ulnet_list_add_tail(&conn->plink, &peer->conns);
 	peer->n_up[conn->ctype]++;
 	conn->state = TCPLND_CONN_UP;
+	/* from here on the conn's I/O runs on its peer's loop (a passive conn was on the acceptor's) */
+	ulnet__io_bind(net->node, &conn->io, ulnet__nid_loop(net->node, &peer->nid));
 	ULNET_LOG(TCP, INFO, "%s: connected, protocol V%u%s", conn->name, conn->proto, conn->swab ? " (byte-swapped)" : "");
 	if (conn->passive) {
 		struct tcplnd_hello reply;
@@ -536,8 +539,8 @@ static struct tcplnd_conn **conns_snapshot(struct tcplnd_net *net, size_t *n)
 	return v;
 }
 
-/* Free closed conns (all at shutdown; otherwise those the core owes no lnd_recv and no socket call
- * of another loop is using). */
+/* Free closed conns (all at shutdown; otherwise those the core owes no lnd_recv, no socket call of
+ * another loop is using and no event batch of another loop may still name). */
 static void free_closed_conns(struct tcplnd_net *net, bool all)
 {
 	struct ulnet_list *p, *tmp;
@@ -545,7 +548,7 @@ static void free_closed_conns(struct tcplnd_net *net, bool all)
 	ulnet_list_for_each_safe(p, tmp, &net->closed) {
 		struct tcplnd_conn *conn = ulnet_container_of(p, struct tcplnd_conn, link);
 
-		if (all || (!conn->recv_owed && !conn->io_busy))
+		if (all || (!conn->recv_owed && !conn->io_busy && ulnet__io_quiesced(net->node, &conn->io)))
 			tcplnd_conn_free(conn);
 	}
 }
