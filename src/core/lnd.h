@@ -241,8 +241,6 @@ unsigned ulnet__nid_loop(const struct ulnet_node *node, const struct ulnet_nid *
  * that it fetched before the stop: free the memory of a stopped watcher only once this is true (its
  * loop has since dispatched every batch it fetched before the stop). Lock held. */
 bool ulnet__io_quiesced(struct ulnet_node *node, const struct ulnet_io *io);
-/* True on the thread of the loop @io belongs to. */
-bool ulnet__io_on_owner(struct ulnet_node *node, const struct ulnet_io *io);
 /* Socket I/O without the node lock. An io callback, at its own top level (never from inside an op or
  * a core call such as ulnet__parse), may drop the node lock for one socket call and take it back.
  * Meanwhile other threads run the core and the LND's ops, ticks and delayed lnd_recv: the LND marks

@@ -96,11 +96,6 @@ unsigned ulnet__nid_loop(const struct ulnet_node *node, const struct ulnet_nid *
 	return node->n_loops > 1 ? ulnet__nid_hash(nid) % node->n_loops : 0;
 }
 
-bool ulnet__io_on_owner(struct ulnet_node *node, const struct ulnet_io *io)
-{
-	return cur_loop == io_loop(node, io);
-}
-
 int ulnet__io_start(struct ulnet_node *node, struct ulnet_io *io, uint32_t events)
 {
 	struct epoll_event ev = { .events = events, .data.ptr = io };
