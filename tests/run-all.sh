@@ -27,10 +27,11 @@ run_build() { # dir, "meson test args", meson setup options...
 
 run_build build-gcc "" -Dbuildtype=debugoptimized
 CC=clang run_build build-asan "" -Dbuildtype=debug -Db_sanitize=address,undefined -Db_lundef=false
-# ThreadSanitizer on the in-process suites (loop threads against API callers, tcp between two nodes),
-# every node with 2 loop threads (ULNET_LOOPS: the default of node option loops): conns on both loops,
-# ticks and handlers on loop 0, socket I/O without the node lock
-ULNET_LOOPS=2 TSAN_OPTIONS=halt_on_error=1 CC=clang run_build build-tsan "--suite unit --suite lnd" -Dbuildtype=debug -Db_sanitize=thread -Db_lundef=false
+# ThreadSanitizer on the unit, lnd and integration suites (loop threads against API callers, tcp
+# between nodes, ulnetd built with TSan), every node with 2 loop threads (ULNET_LOOPS: the default of
+# node option loops): conns on both loops, ticks and handlers on loop 0, socket I/O without the node
+# lock. About 5 minutes on the 2-core CI machine.
+ULNET_LOOPS=2 TSAN_OPTIONS=halt_on_error=1 CC=clang run_build build-tsan "--suite unit --suite lnd --suite integration" -Dbuildtype=debug -Db_sanitize=thread -Db_lundef=false
 # The fuzz targets, fixed seed and run count (not timed)
 CC=clang run_build build-fuzz "--suite fuzz" -Dfuzz=true -Dtests=false -Dbuildtype=debugoptimized -Db_lundef=false
 # The VM lane (tests/vm/run, docs/vm-lane.md): an x86_64 and a ppc64le VM under qemu; each of its
