@@ -18,24 +18,15 @@ SECS=${1:-3}
 ROUNDS=${ROUNDS:-3}
 CONC=${CONC:-8}
 source "$SRC/tests/integration/lib.sh"
+source "$SRC/tests/integration/sst_common.sh"
 ul_init
-SST=$BUILD/tools/ulnet-selftest/ulnet-selftest
 grep -q ULNET_HAVE_FABRIC_SHM "$BUILD/config.h" || ul_fail "$BUILD was configured with -Dfabric_shm=disabled"
 ninja -C "$BUILD" bench/shm_rdma_bench >/dev/null && cp "$BUILD/bench/shm_rdma_bench" "$UL_TMP/shm_rdma_bench"
 
 # n1: 4 KiB pages; n2: 64 KiB pages; n3: 4 KiB pages
-for n in 1 2 3; do
-	ul_start_node "n$n" <<YAML
-node:
-    page_size: $(( n == 2 ? 65536 : 4096 ))
-net:
-    - net type: o2ib
-      local NI(s):
-        - nid: $(ul_addr 140 "$n")@o2ib
-          lnd tunables:
-              provider: shm
-YAML
-done
+sst_o2ib_node n1 140 1 4096
+sst_o2ib_node n2 140 2 65536
+sst_o2ib_node n3 140 3 4096
 nid() { echo "$(ul_addr 140 "$1")@o2ib"; }
 mbps() { "$UL_PYTHON" -c 'import json,sys; j=json.load(open(sys.argv[1])); assert j["ok"], j; print(j["MBps"])' "$1"; }
 median() { printf '%s\n' "$@" | sort -g | awk '{v[NR]=$1} END {print v[int((NR+1)/2)]}'; }
