@@ -104,7 +104,9 @@ enum cut_mode { CUT_PAGES, CUT_RUNS };
  * segments do not hold offset+len bytes or a kiov piece crosses a page. */
 static int64_t cut(const struct o2ib_mem *mem, enum cut_mode mode, struct piece *out)
 {
-	uint64_t skip = mem->offset, want = mem->len, ps = mem->page_size;
+	/* page_size is a power of two (checked below): offsets in a page by mask, not by a division, which
+	 * cost more than the rest of a 1 MiB kiov transfer's planning (256 pieces, 4 walks) */
+	uint64_t skip = mem->offset, want = mem->len, ps = mem->page_size, pmask = ps - 1;
 	int64_t n = 0;
 	struct piece last = { 0, 0 };
 
@@ -113,7 +115,7 @@ static int64_t cut(const struct o2ib_mem *mem, enum cut_mode mode, struct piece 
 	for (uint32_t i = 0; i < mem->nsegs && want; i++) {
 		uint64_t a = mem->segs[i].addr, l = mem->segs[i].len;
 
-		if (mem->form == O2IB_MEM_KIOV && (a % ps) + l > ps)
+		if (mem->form == O2IB_MEM_KIOV && (a & pmask) + l > ps)
 			return -EINVAL;
 		if (mem->form == O2IB_MEM_CONTIG && mem->nsegs != 1)
 			return -EINVAL;
@@ -130,8 +132,8 @@ static int64_t cut(const struct o2ib_mem *mem, enum cut_mode mode, struct piece 
 		while (l) {
 			uint64_t take = l;
 
-			if (mode == CUT_PAGES && take > ps - a % ps)
-				take = ps - a % ps;
+			if (mode == CUT_PAGES && take > ps - (a & pmask))
+				take = ps - (a & pmask);
 			if (mode == CUT_RUNS && n > 0 && last.addr + last.len == a) {
 				last.len += take;
 				if (out)
