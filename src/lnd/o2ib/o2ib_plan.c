@@ -160,19 +160,40 @@ static bool span_ok(const struct piece *p, int64_t n)
 	return true;
 }
 
+/* The pieces of @mode in a new array (*@out, freed by the caller): the count, or -errno. Runs are cut
+ * in one pass into room for one per segment (there are never more); pages count first. */
 static int cut_alloc(const struct o2ib_mem *mem, enum cut_mode mode, struct piece **out)
 {
-	int64_t n = cut(mem, mode, NULL);
+	int64_t n = mode == CUT_RUNS ? (int64_t)mem->nsegs : cut(mem, mode, NULL);
 
 	*out = NULL;
 	if (n < 0)
 		return (int)n;
 	if (n > INT32_MAX)
 		return -EINVAL;
-	*out = calloc((size_t)n + 1, sizeof(**out));
+	*out = malloc(((size_t)n + 1) * sizeof(**out));
 	if (!*out)
 		return -ENOMEM;
-	return (int)cut(mem, mode, *out);
+	n = cut(mem, mode, *out);
+	if (n < 0) {
+		free(*out);
+		*out = NULL;
+	}
+	return (int)n;
+}
+
+/* The page pieces only when map_on_demand would describe or register page by page (0, or no more
+ * than N of them): otherwise their count is all the planner needs. */
+static int cut_pages(const struct o2ib_mem *mem, const struct o2ib_limits *lim, struct piece **out)
+{
+	int64_t n = cut(mem, CUT_PAGES, NULL);
+
+	*out = NULL;
+	if (n < 0 || n > INT32_MAX)
+		return n < 0 ? (int)n : -EINVAL;
+	if (lim->map_on_demand && (uint64_t)n > lim->map_on_demand)
+		return (int)n;
+	return cut_alloc(mem, CUT_PAGES, out);
 }
 
 static void tried(struct o2ib_why *why, enum o2ib_strategy s, uint32_t pieces, uint32_t wrs, bool ok)
@@ -216,7 +237,7 @@ int o2ib_plan_advertise(const struct o2ib_mem *mem, const struct o2ib_limits *li
 		return verdict(why, -EINVAL, "invalid limits: max_frags and max_send_sge must be at least 1");
 	if (mem->len == 0)
 		return verdict(why, -EINVAL, "nothing to describe: a zero-length sink goes as IMMEDIATE");
-	np = cut_alloc(mem, CUT_PAGES, &pages);
+	np = cut_pages(mem, lim, &pages);
 	nr = np < 0 ? np : cut_alloc(mem, CUT_RUNS, &runs);
 	if (np < 0 || nr < 0) {
 		rc = np < 0 ? np : nr;
@@ -439,7 +460,7 @@ int o2ib_plan_source(const struct o2ib_mem *local, const struct o2ib_rdma_desc *
 		return verdict(why, -EMSGSIZE, "the peer's descriptor alone needs one WR per remote fragment, more than "
 					       "the max_frags negotiated: the peer must describe its buffer in fewer fragments");
 	mem.len = resid;
-	np = cut_alloc(&mem, CUT_PAGES, &pieces);
+	np = cut_pages(&mem, lim, &pieces);
 	nr = np < 0 ? np : cut_alloc(&mem, CUT_RUNS, &runs);
 	if (np < 0 || nr < 0) {
 		rc = np < 0 ? np : nr;
