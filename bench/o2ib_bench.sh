@@ -8,34 +8,26 @@
 #      processes (bench/shm_rdma_bench.c) over the same working set (CONC MiB on each side: brw
 #      keeps CONC 1 MiB buffers in flight), for the memory brw moves (ulnet_mem_alloc: the shm
 #      provider's memfd) (goal >= 0.9); the raw figure for ordinary memory (process_vm) is printed too.
-# The measurements are interleaved over ROUNDS rounds and the medians compared (this VM is noisy).
-# Usage: bench/o2ib_bench.sh [SECONDS]   (BUILD=build dir, default ./build; ROUNDS=3; CONC=8 RPCs in
-#        flight). Nodes on 127.140.0.{1,2,3}@o2ib.
+# The measurements are interleaved over ROUNDS rounds, each brw figure between two raw ones, and the
+# medians compared (this VM is noisy: run it when `uptime` is low; the load is printed).
+# Usage: bench/o2ib_bench.sh [SECONDS]   (BUILD=build dir, default ./build; ROUNDS=5; CONC=8 RPCs in
+#        flight, and WRs in flight for the raw figure). Nodes on 127.140.0.{1,2,3}@o2ib.
 set -euo pipefail
 SRC=${SRC:-$(cd "$(dirname "$0")/.." && pwd)}
 BUILD=${BUILD:-$SRC/build}
-SECS=${1:-3}
-ROUNDS=${ROUNDS:-3}
+SECS=${1:-2}
+ROUNDS=${ROUNDS:-5}
 CONC=${CONC:-8}
 source "$SRC/tests/integration/lib.sh"
+source "$SRC/tests/integration/sst_common.sh"
 ul_init
-SST=$BUILD/tools/ulnet-selftest/ulnet-selftest
 grep -q ULNET_HAVE_FABRIC_SHM "$BUILD/config.h" || ul_fail "$BUILD was configured with -Dfabric_shm=disabled"
 ninja -C "$BUILD" bench/shm_rdma_bench >/dev/null && cp "$BUILD/bench/shm_rdma_bench" "$UL_TMP/shm_rdma_bench"
 
 # n1: 4 KiB pages; n2: 64 KiB pages; n3: 4 KiB pages
-for n in 1 2 3; do
-	ul_start_node "n$n" <<YAML
-node:
-    page_size: $(( n == 2 ? 65536 : 4096 ))
-net:
-    - net type: o2ib
-      local NI(s):
-        - nid: $(ul_addr 140 "$n")@o2ib
-          lnd tunables:
-              provider: shm
-YAML
-done
+sst_o2ib_node n1 140 1 4096
+sst_o2ib_node n2 140 2 65536
+sst_o2ib_node n3 140 3 4096
 nid() { echo "$(ul_addr 140 "$1")@o2ib"; }
 mbps() { "$UL_PYTHON" -c 'import json,sys; j=json.load(open(sys.argv[1])); assert j["ok"], j; print(j["MBps"])' "$1"; }
 median() { printf '%s\n' "$@" | sort -g | awk '{v[NR]=$1} END {print v[int((NR+1)/2)]}'; }
@@ -47,20 +39,32 @@ brw() {
 	mbps "$UL_TMP/brw.json"
 }
 
-put_same=() get_same=() put_mixed=() get_mixed=() raw_mfd=() raw_pvm=()
-for r in $(seq "$ROUNDS"); do
-	ul_step "round $r/$ROUNDS: brw read/write 4K<->4K and 4K<->64K, raw RDMA WRITE (${SECS} s each)"
-	put_same+=("$(brw read 1 3)")
-	put_mixed+=("$(brw read 1 2)")
-	get_same+=("$(brw write 1 3)")
-	get_mixed+=("$(brw write 1 2)")
-	"$UL_TMP/shm_rdma_bench" "$SECS" "$CONC" >"$UL_TMP/raw.txt"
-	# MiB/s -> MB/s, as ulnet-selftest prints
+# raw: the provider's 1 MiB RDMA WRITE between two processes, CONC in flight over CONC MiB on each
+# side, as brw keeps it; MiB/s -> MB/s, as ulnet-selftest prints
+raw() {
+	"$UL_TMP/shm_rdma_bench" "$SECS" "$CONC" "$CONC" >"$UL_TMP/raw.txt"
 	raw_mfd+=("$(awk '$1 == "write" { printf "%.1f", $2 * 1.048576 }' "$UL_TMP/raw.txt")")
 	raw_pvm+=("$(awk '$1 == "write_pvm" { printf "%.1f", $2 * 1.048576 }' "$UL_TMP/raw.txt")")
+}
+
+# Per round: raw, Put (same, mixed), raw, Get (same, mixed), raw: each brw figure is compared with the
+# raw ones taken just before and after it, so a change of load between them (this VM is shared) moves
+# both sides of a ratio alike; mixed and same are taken back to back.
+put_same=() get_same=() put_mixed=() get_mixed=() raw_mfd=() raw_pvm=()
+for r in $(seq "$ROUNDS"); do
+	ul_step "round $r/$ROUNDS: raw RDMA WRITE, brw read 4K<->4K and 4K<->64K, raw, brw write, raw (${SECS} s each; load $(cut -d' ' -f1 /proc/loadavg))"
+	raw
+	put_same+=("$(brw read 1 3)")
+	put_mixed+=("$(brw read 1 2)")
+	raw
+	get_same+=("$(brw write 1 3)")
+	get_mixed+=("$(brw write 1 2)")
+	raw
 done
 # what each 1 MiB transfer cost on the wire, as the LND counts it (n2 and n3 PUT to n1 in brw read,
-# n1 REPLYs to them in brw write): the same WRs and SGEs whatever the page sizes
+# n1 REPLYs to them in brw write): the same WRs and SGEs whatever the page sizes; registrations count
+# both sides (a sink's key lives for one transfer), the cache the source side (one per selftest
+# buffer: ulnet_mem_alloc memory)
 for n in 1 2 3; do
 	ul_ctl "n$n" peer show -v --json >"$UL_TMP/peer.json"
 	"$UL_PYTHON" - "$UL_TMP/peer.json" "n$n" <<'PY'
@@ -70,31 +74,37 @@ for p in json.load(open(sys.argv[1]))["peer"]:
         b = [b for b in ni.get("rdma", {}).get("buckets", []) if b["max_bytes"] == 1048576]
         if b and b[0]["transfers"]:
             b = b[0]
+            r = ni["rdma"]
             print(f"{sys.argv[2]} -> {ni['nid']}: 1 MiB transfers {b['transfers']}, WRs/transfer {b['wrs_per_transfer']}, "
-                  f"SGEs/WR {b['sges_per_wr']}, bounces {b['bounces']}, registrations {b['registrations']}")
+                  f"SGEs/WR {b['sges_per_wr']}, bounces {b['bounces']}, registrations {b['registrations']}; "
+                  f"source registration cache: {r['reg_cache_hits']} hits, {r['reg_cache_misses']} misses, "
+                  f"{r['reg_cache_evictions']} evictions")
 PY
 done
 echo "runs (MB/s): put 4K-4K ${put_same[*]} | put 4K-64K ${put_mixed[*]} | get 4K-4K ${get_same[*]} |" \
 	"get 4K-64K ${get_mixed[*]} | raw write memfd ${raw_mfd[*]} | raw write process_vm ${raw_pvm[*]}"
 # what the o2ib data path moved through: the provider's counters are per process; the LND's
 # registrations tell which memory it was
-"$UL_PYTHON" - "$(median "${put_same[@]}")" "$(median "${put_mixed[@]}")" "$(median "${get_same[@]}")" \
-	"$(median "${get_mixed[@]}")" "$(median "${raw_mfd[@]}")" "$(median "${raw_pvm[@]}")" "${BRW_MEM:-memfd}" "$CONC" \
-	"${put_same[*]}" "${put_mixed[*]}" "${get_same[*]}" "${get_mixed[*]}" "${raw_mfd[*]}" "${raw_pvm[*]}" <<'PY'
+"$UL_PYTHON" - "${BRW_MEM:-memfd}" "$CONC" "${put_same[*]}" "${put_mixed[*]}" "${get_same[*]}" "${get_mixed[*]}" \
+	"${raw_mfd[*]}" "${raw_pvm[*]}" "$(cut -d' ' -f1-3 /proc/loadavg)" <<'PY'
 import statistics, sys
-ps, pm, gs, gm, rm, rp = map(float, sys.argv[1:7])
-kind = sys.argv[7]
-runs = [list(map(float, a.split())) for a in sys.argv[9:15]]
-def per_round(num, den):  # the median of the ratios of measurements taken in the same round
-    return statistics.median(a / b for a, b in zip(runs[num], runs[den]))
+kind, conc = sys.argv[1], sys.argv[2]
+ps, pm, gs, gm, rm, rp = [list(map(float, a.split())) for a in sys.argv[3:9]]
+med = statistics.median
 raw = rm if kind == "memfd" else rp
+other = rp if kind == "memfd" else rm
+# raw[3r], raw[3r+1], raw[3r+2] bracket round r's Put (first two) and Get (last two)
+def vs_raw(brw, first, base):
+    return [b / ((base[3 * r + first] + base[3 * r + first + 1]) / 2) for r, b in enumerate(brw)]
 print("1 MiB over o2ib (shm provider), medians in MB/s")
-print(f"  Put 4K-4K  {ps:9.1f}   Put 4K-64K {pm:9.1f}   mixed/same {pm / ps:.3f} (goal >= 0.98)")
-print(f"  Get 4K-4K  {gs:9.1f}   Get 4K-64K {gm:9.1f}   mixed/same {gm / gs:.3f} (goal >= 0.98)")
-print(f"  raw RDMA WRITE 1 MiB, working set {sys.argv[8]} MiB: memfd memory {rm:9.1f}   ordinary memory (process_vm) {rp:9.1f}")
-print(f"  brw Put 4K-4K / raw WRITE ({kind}, the memory brw moves) {ps / raw:.2f} (goal >= 0.9)   "
-      f"Get {gs / raw:.2f}   (vs the other kind: {ps / (rp if kind == 'memfd' else rm):.2f})")
-rk = 4 if kind == "memfd" else 5
-print(f"  median of per-round ratios: Put mixed/same {per_round(1, 0):.3f}   Get mixed/same {per_round(3, 2):.3f}   "
-      f"brw Put/raw {per_round(0, rk):.2f}   brw Get/raw {per_round(2, rk):.2f}")
+print(f"  Put 4K-4K  {med(ps):9.1f}   Put 4K-64K {med(pm):9.1f}   mixed/same {med(pm) / med(ps):.3f} (goal >= 0.98)")
+print(f"  Get 4K-4K  {med(gs):9.1f}   Get 4K-64K {med(gm):9.1f}   mixed/same {med(gm) / med(gs):.3f} (goal >= 0.98)")
+print(f"  raw RDMA WRITE 1 MiB, {conc} in flight, working set {conc} MiB: memfd memory {med(rm):9.1f}   "
+      f"ordinary memory (process_vm) {med(rp):9.1f}")
+print(f"  brw Put 4K-4K / raw WRITE ({kind}, the memory brw moves) {med(ps) / med(raw):.2f} (goal >= 0.9)   "
+      f"Get {med(gs) / med(raw):.2f}   (vs the other kind: {med(ps) / med(other):.2f})")
+print(f"  median of per-round ratios (raw: the runs before and after): Put mixed/same "
+      f"{med(m / s for m, s in zip(pm, ps)):.3f}   Get mixed/same {med(m / s for m, s in zip(gm, gs)):.3f}   "
+      f"brw Put/raw {med(vs_raw(ps, 0, raw)):.2f}   brw Get/raw {med(vs_raw(gs, 1, raw)):.2f}")
+print(f"  load average at the end (1, 5, 15 min): {sys.argv[9]}")
 PY

@@ -6,7 +6,8 @@
  *   read       - 1 MiB RDMA READs from it
  *   write_pvm  - the same into a second working set of ordinary (aligned_alloc) memory, which the
  *   read_pvm     provider reaches with process_vm_writev/readv
- * Prints "<name> <MiB/s>" per line. Usage: shm_rdma_bench SECONDS WORKING_SET_MIB */
+ * Prints "<name> <MiB/s>" per line. Usage: shm_rdma_bench SECONDS WORKING_SET_MIB [DEPTH]: DEPTH WRs
+ * in flight (default 16; bench/o2ib_bench.sh gives the RPCs brw keeps in flight). */
 #include <arpa/inet.h>
 #include <errno.h>
 #include <poll.h>
@@ -25,7 +26,8 @@
 #define MSG (1u << 20)
 #define OPS (&fab_shm_ops)
 #define ALL (FAB_ACCESS_LOCAL_WRITE | FAB_ACCESS_REMOTE_WRITE | FAB_ACCESS_REMOTE_READ)
-#define DEPTH 16
+#define DEPTH_MAX 256
+static unsigned depth = 16;
 
 static double now_s(void)
 {
@@ -75,7 +77,7 @@ static void pump(struct fab_dev *d)
 static void target(size_t ws, int port, int ready)
 {
 	struct sockaddr_in me = addr(2, port);
-	struct fab_qp_attr attr = {DEPTH, 4};
+	struct fab_qp_attr attr = {depth, 4};
 	struct fab_dev *d;
 	struct fab_cm_id *l;
 	struct fab_qp *qp;
@@ -142,12 +144,12 @@ static void bench_rdma(struct fab_dev *d, struct fab_qp *qp, enum fab_wr_opcode 
 {
 	size_t n = ws / MSG, i = 0;
 	uint64_t bytes = 0, posted = 0, done = 0;
-	struct fab_wc wc[DEPTH];
+	struct fab_wc wc[DEPTH_MAX];
 	double t0 = now_s(), t;
 
-	/* keep up to DEPTH in flight, each signalled, as a sender that needs every completion would */
+	/* keep up to depth in flight, each signalled, as a sender that needs every completion would */
 	do {
-		while (posted - done < DEPTH) {
+		while (posted - done < depth) {
 			struct fab_sge s = {(uintptr_t)src + (i % n) * MSG, MSG, lkey};
 			struct fab_send_wr wr = {.wr_id = i, .opcode = op, .signaled = true, .sg_list = &s, .num_sge = 1,
 						 .remote_addr = raddr + (i % n) * MSG, .rkey = rkey};
@@ -159,7 +161,7 @@ static void bench_rdma(struct fab_dev *d, struct fab_qp *qp, enum fab_wr_opcode 
 			posted++;
 			i++;
 		}
-		int got = OPS->poll_cq(d, wc, DEPTH);
+		int got = OPS->poll_cq(d, wc, (int)depth);
 
 		for (int k = 0; k < got; k++) {
 			if (wc[k].status != FAB_WC_SUCCESS) {
@@ -173,7 +175,7 @@ static void bench_rdma(struct fab_dev *d, struct fab_qp *qp, enum fab_wr_opcode 
 			OPS->progress(d);
 	} while ((t = now_s()) - t0 < secs);
 	while (done < posted) {
-		int got = OPS->poll_cq(d, wc, DEPTH);
+		int got = OPS->poll_cq(d, wc, (int)depth);
 
 		done += (uint64_t)(got > 0 ? got : 0);
 		if (!got)
@@ -189,7 +191,7 @@ int main(int argc, char **argv)
 	size_t ws = (size_t)(argc > 2 ? atoi(argv[2]) : 1) << 20;
 	int port = 9000 + (int)(getpid() % 1000), pfd[2], st;
 	struct sockaddr_in me = addr(1, 0), peer = addr(2, port);
-	struct fab_qp_attr attr = {DEPTH, 4};
+	struct fab_qp_attr attr;
 	struct fab_dev *d;
 	struct fab_cm_id *id;
 	struct fab_qp *qp;
@@ -200,10 +202,13 @@ int main(int argc, char **argv)
 	pid_t child;
 	int rc;
 
-	if (secs <= 0 || ws < MSG) {
-		fprintf(stderr, "usage: shm_rdma_bench SECONDS WORKING_SET_MIB (>= 1)\n");
+	if (argc > 3)
+		depth = (unsigned)atoi(argv[3]);
+	if (secs <= 0 || ws < MSG || depth < 1 || depth > DEPTH_MAX) {
+		fprintf(stderr, "usage: shm_rdma_bench SECONDS WORKING_SET_MIB (>= 1) [DEPTH (1..%u)]\n", DEPTH_MAX);
 		return 2;
 	}
+	attr = (struct fab_qp_attr){depth, 4};
 	if (pipe(pfd) || (child = fork()) < 0)
 		die("fork", errno);
 	if (child == 0) {

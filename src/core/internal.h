@@ -19,6 +19,7 @@
 #include "list.h"
 #include "lnd.h"
 #include "log.h"
+#include "mem_ranges.h"
 
 #define ULNET_HANDLE_BUCKETS 1024
 #define ULNET_PEER_BUCKETS 256
@@ -230,6 +231,7 @@ struct ulnet_node {
 	bool forwarding;
 	unsigned fwd_bufs_free;
 	struct ulnet_list fwd_waitq; /* received messages waiting for a buffer or a peer buffer credit */
+	struct ulnet_mem_ranges mem_ranges; /* live ulnet_mem_alloc allocations made for this node (mem.c) */
 };
 
 /* The node lock, timed: the hold-time histogram in the stats (stats show -v). Two clock reads a hold. */
@@ -414,6 +416,10 @@ void ulnet__md_txn_end(struct ulnet_node *node, struct ulnet_libmd *md);
 void ulnet__md_lnd_release(struct ulnet_libmd *md);
 /* @ni is shutting down: release every registration its LND holds, while the LND can still do so. */
 void ulnet__md_lnd_release_ni(struct ulnet_node *node, struct ulnet_ni *ni);
+/* mem.c: drop every allocation registration @ni holds (before its lnd_shutdown); the node is
+ * closing: its allocations become plain memory (called without the node lock). */
+void ulnet__mem_lnd_release_ni(struct ulnet_node *node, struct ulnet_ni *ni);
+void ulnet__mem_node_closed(struct ulnet_node *node);
 
 /* forward.c */
 /* @hdr is for another node and forwarding is on: receive it into a router buffer (now or later). */

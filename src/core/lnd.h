@@ -84,6 +84,23 @@ struct ulnet_lnd_md {
 	void **lnd_reg;            /* the MD's registration slot (*lnd_reg NULL until filled); NULL: another NI's */
 };
 
+/* Memory from ulnet_mem_alloc has a lifetime the core knows, so an LND may register a whole allocation
+ * once and use that for every transfer inside it, whatever MDs come and go over it (a buffer reused
+ * with a new MD per transfer, as selftest and Lustre do). ulnet__mem_slot(ni, iov, niov, nob, &m):
+ * the allocation holding the first @nob bytes of @iov, and its registration slot (*m.lnd_reg NULL
+ * until filled); -ENOENT (not one live allocation of this node: register per MD or per message),
+ * -EBUSY (another NI's registration fills the slot). Under the node lock. The core calls
+ * lnd_mem_freed(ni, reg) exactly once for a filled slot: in ulnet_mem_free before the memory goes,
+ * or just before the NI's lnd_shutdown. A transfer still using the memory then is the user's bug;
+ * the LND may keep the registration until that transfer is done. */
+struct ulnet_lnd_mem {
+	uintptr_t base;
+	size_t len;
+	void **lnd_reg;
+};
+int ulnet__mem_slot(struct ulnet_ni *ni, const struct iovec *iov, unsigned niov, uint64_t nob,
+		    struct ulnet_lnd_mem *out);
+
 struct ulnet_lnd_ops {
 	uint32_t lnd_type;   /* wire LND number (ULNET_LND_SOCK, ...) */
 	const char *lnd_name; /* "tcp", "o2ib", "lo" */
@@ -120,6 +137,8 @@ struct ulnet_lnd_ops {
 	int (*lnd_eager_recv)(struct ulnet_ni *ni, void *rx_priv, struct ulnet_msg *msg, void **new_priv);
 	/* Optional: the MD whose slot holds @reg is being freed; drop the registration now. */
 	void (*lnd_md_unlinked)(struct ulnet_ni *ni, const struct ulnet_lnd_md *md, void *reg);
+	/* Optional: the ulnet_mem_alloc memory whose slot holds @reg is being freed (ulnet__mem_slot). */
+	void (*lnd_mem_freed)(struct ulnet_ni *ni, void *reg);
 	/* Optional: the negotiated limits of peer @nid. 0, -ENOENT (no state for it). */
 	int (*lnd_query_peer)(struct ulnet_ni *ni, const struct ulnet_nid *nid, struct ulnet_peer_limits *out);
 	/* Optional: the RDMA data-path counters of peer @nid. 0, -ENOENT (no state for it). */

@@ -2,7 +2,12 @@
 /* Bulk memory for a node's transfers (ulnet_mem_alloc): from the first NI whose LND has faster
  * memory to offer (o2ib over the shm provider: a memfd the peer maps, so its RDMA is a memcpy), else
  * aligned heap memory. Which allocator gave a buffer is remembered here, process-wide, because the
- * buffer may outlive the NI and be freed by any thread. */
+ * buffer may outlive the NI and be freed by any thread.
+ *
+ * The node also indexes its live allocations (mem_ranges.h), so an LND may keep one registration
+ * per allocation, whatever MDs come and go over it: ulnet_mem_free hands that registration back to
+ * its LND (lnd_mem_freed) before the memory goes, so none outlives its memory. Locks: mem_lock,
+ * then a node's lock; never the other way round. */
 #include <errno.h>
 #include <pthread.h>
 #include <stdlib.h>
@@ -11,15 +16,21 @@
 struct lnd_mem {
 	void *p;
 	size_t len;
-	void (*free_fn)(void *p, size_t len);
+	void (*free_fn)(void *p, size_t len); /* NULL: heap memory */
+	struct ulnet_node *node;              /* whose index holds @rec; NULL once the node is closed */
+	struct ulnet_mem_range *rec;
 };
 
 static pthread_mutex_t mem_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct lnd_mem *mems;
 static size_t n_mems, cap_mems;
 
-static bool mem_remember(void *p, size_t len, void (*free_fn)(void *, size_t))
+/* Remember @p: its allocator, and (when there is room) a record in @node's index. false: the
+ * allocator could not be remembered (the caller frees @p); heap memory without a record is fine,
+ * free() is the fallback. */
+static bool mem_remember(struct ulnet_node *node, void *p, size_t len, void (*free_fn)(void *, size_t))
 {
+	struct ulnet_mem_range *rec = calloc(1, sizeof(*rec));
 	bool ok = true;
 
 	pthread_mutex_lock(&mem_lock);
@@ -34,10 +45,21 @@ static bool mem_remember(void *p, size_t len, void (*free_fn)(void *, size_t))
 			ok = false;
 		}
 	}
-	if (ok)
-		mems[n_mems++] = (struct lnd_mem){p, len, free_fn};
+	if (ok && rec) {
+		*rec = (struct ulnet_mem_range){ .base = (uintptr_t)p, .len = len };
+		ulnet__lock(node);
+		if (ulnet__mem_ranges_add(&node->mem_ranges, rec)) {
+			free(rec);
+			rec = NULL;
+		}
+		ulnet__lock_release(node);
+	}
+	if (ok && (free_fn || rec))
+		mems[n_mems++] = (struct lnd_mem){ p, len, free_fn, rec ? node : NULL, rec };
+	else if (!ok)
+		free(rec);
 	pthread_mutex_unlock(&mem_lock);
-	return ok;
+	return ok || !free_fn;
 }
 
 void *ulnet_mem_alloc(ulnet_node *node, size_t align, size_t len)
@@ -50,26 +72,42 @@ void *ulnet_mem_alloc(ulnet_node *node, size_t align, size_t len)
 		errno = EINVAL;
 		return NULL;
 	}
-	pthread_mutex_lock(&node->lock);
+	ulnet__lock(node);
 	for (l = node->nis.next; l != &node->nis && !p; l = l->next) {
 		struct ulnet_ni *ni = ulnet_container_of(l, struct ulnet_ni, link);
 
 		if (ni->ops->lnd_mem_alloc)
 			p = ni->ops->lnd_mem_alloc(ni, align, len, &free_fn);
 	}
-	pthread_mutex_unlock(&node->lock);
-	if (p && !mem_remember(p, len, free_fn)) {
+	ulnet__lock_release(node);
+	if (!p) {
+		free_fn = NULL;
+		if (posix_memalign(&p, align < sizeof(void *) ? sizeof(void *) : align, len))
+			p = NULL;
+	}
+	if (p && !mem_remember(node, p, len, free_fn)) {
 		free_fn(p, len);
+		errno = ENOMEM;
 		p = NULL;
 	}
-	if (!p && posix_memalign(&p, align < sizeof(void *) ? sizeof(void *) : align, len))
-		p = NULL;
 	return p;
+}
+
+/* Drop @rec's registration (its LND's), under the node lock. */
+static void rec_release(struct ulnet_mem_range *rec)
+{
+	struct ulnet_ni *ni = rec->lnd_reg_ni;
+	void *reg = rec->lnd_reg;
+
+	rec->lnd_reg = NULL;
+	rec->lnd_reg_ni = NULL;
+	if (ni && reg && ni->ops->lnd_mem_freed)
+		ni->ops->lnd_mem_freed(ni, reg);
 }
 
 void ulnet_mem_free(void *p, size_t len)
 {
-	struct lnd_mem m = {0};
+	struct lnd_mem m = { 0 };
 
 	if (!p)
 		return;
@@ -80,10 +118,59 @@ void ulnet_mem_free(void *p, size_t len)
 			mems[i] = mems[--n_mems];
 			break;
 		}
+	if (m.node) {
+		ulnet__lock(m.node);
+		ulnet__mem_ranges_del(&m.node->mem_ranges, (uintptr_t)p);
+		rec_release(m.rec);
+		ulnet__lock_release(m.node);
+	}
 	pthread_mutex_unlock(&mem_lock);
+	free(m.rec);
 	if (m.free_fn)
 		m.free_fn(p, m.len);
 	else
 		free(p);
 	(void)len;
+}
+
+int ulnet__mem_slot(struct ulnet_ni *ni, const struct iovec *iov, unsigned niov, uint64_t nob,
+		    struct ulnet_lnd_mem *out)
+{
+	struct ulnet_mem_range *rec = ulnet__mem_ranges_find(&ni->node->mem_ranges, iov, niov, nob);
+
+	if (!rec)
+		return -ENOENT;
+	if (rec->lnd_reg && rec->lnd_reg_ni != ni)
+		return -EBUSY; /* another NI's registration: not this LND's to touch */
+	rec->lnd_reg_ni = ni; /* an empty slot goes to whoever fills it */
+	*out = (struct ulnet_lnd_mem){ .base = rec->base, .len = rec->len, .lnd_reg = &rec->lnd_reg };
+	return 0;
+}
+
+void ulnet__mem_lnd_release_ni(struct ulnet_node *node, struct ulnet_ni *ni)
+{
+	for (size_t i = 0; i < node->mem_ranges.n; i++)
+		if (node->mem_ranges.v[i]->lnd_reg_ni == ni)
+			rec_release(node->mem_ranges.v[i]);
+}
+
+void ulnet__mem_node_closed(struct ulnet_node *node)
+{
+	/* the NIs are gone (their registrations with them): the memory outlives the node as plain memory */
+	pthread_mutex_lock(&mem_lock);
+	for (size_t i = 0; i < n_mems; i++) {
+		if (mems[i].node != node)
+			continue;
+		free(mems[i].rec);
+		mems[i].rec = NULL;
+		mems[i].node = NULL;
+	}
+	for (size_t i = 0; i < n_mems;) {
+		if (!mems[i].free_fn && !mems[i].node)
+			mems[i] = mems[--n_mems]; /* heap memory: free() will do */
+		else
+			i++;
+	}
+	pthread_mutex_unlock(&mem_lock);
+	ulnet__mem_ranges_free(&node->mem_ranges);
 }

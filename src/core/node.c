@@ -150,6 +150,7 @@ void ulnet_node_close(ulnet_node *node)
 
 		ni->started = false;
 		ulnet__md_lnd_release_ni(node, ni);
+		ulnet__mem_lnd_release_ni(node, ni);
 		if (was_started)
 			ni->ops->lnd_shutdown(ni);
 	}
@@ -180,6 +181,7 @@ void ulnet_node_close(ulnet_node *node)
 	ulnet__peers_free(node);
 	ulnet__md_free_all(node);
 	ulnet__lock_release(node);
+	ulnet__mem_node_closed(node);
 	/* handlers queued by the shutdown itself are not run: the node is gone */
 	free(node->cbs);
 	free(node->cbs_spare);

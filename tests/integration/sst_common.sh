@@ -1,7 +1,8 @@
 # SPDX-License-Identifier: MIT
 # shellcheck shell=bash
-# Shared by test_selftest_*.sh: two ulnetd nodes on tcp (loopback block 127.T.0.x), one with 4 KiB
-# and one with 64 KiB pages, and the ulnet-selftest console. Source after lib.sh.
+# Shared by test_selftest_*.sh, test_o2ib_selftest_brw.sh and bench/o2ib_bench.sh: ulnetd nodes on tcp
+# or o2ib (loopback block 127.T.0.x), with 4 KiB or 64 KiB pages, and the ulnet-selftest console.
+# Source after lib.sh.
 
 SST=${BUILD:-$SRC/build}/tools/ulnet-selftest/ulnet-selftest
 
@@ -63,6 +64,28 @@ net:
       local NI(s):
         - nid: $(ul_addr "$t" "$n")@tcp
           interfaces: {0: lo}
+YAML
+}
+
+# sst_o2ib_node NAME T N PAGE_SIZE [TUNABLE...]: an o2ib node on the shm provider at 127.T.0.N@o2ib
+# (timeout 10 s); each TUNABLE ("key: value") is one more of its `lnd tunables`.
+sst_o2ib_node()
+{
+	local name=$1 t=$2 n=$3 ps=$4 tun extra=
+	shift 4
+	for tun in "$@"; do
+		extra+=$'\n'"              $tun"
+	done
+	ul_start_node "$name" <<YAML
+node:
+    page_size: $ps
+net:
+    - net type: o2ib
+      local NI(s):
+        - nid: $(ul_addr "$t" "$n")@o2ib
+          lnd tunables:
+              provider: shm
+              timeout: 10$extra
 YAML
 }
 

@@ -13,11 +13,14 @@
  *     page by page, max_send_sge 1, a peer that accepts 16 fragments (negotiated by RDMA_FRAGS
  *     reject and retry): completes, and the WRITEs the LND handed the provider are exactly the ones
  *     `ulnetctl plan` prints for that layout (argv[1] is the ulnetctl binary).
- *   - the source registration cache: bounded entries, least recently used dropped first, counted.
+ *   - the source registration cache: bounded entries, least recently used dropped first, counted;
+ *     for ulnet_mem_alloc memory one registration per allocation, whatever MDs come and go over it,
+ *     dropped by ulnet_mem_free.
  * Addresses: 127.130.B.{1,2} (matrix, one block per configuration), 127.131.0.{1,2} (LU-5718),
  *   - a PUT into a truncating sink: the source writes what the sink describes; a GET reply shorter
  *     than its page-by-page sink: the WR open at the end is closed.
- * 127.132.0.{1,2} (registration cache), 127.133.0.{1,2} (truncated PUT), 127.134.0.{1,2} (short GET). */
+ * 127.132.0.{1,2} (registration cache), 127.133.0.{1,2} (truncated PUT), 127.134.0.{1,2} (short GET),
+ * 127.175.0.{1,2} (registration cache over ulnet_mem_alloc memory). */
 #include <errno.h>
 #include <inttypes.h>
 #include <pthread.h>
@@ -662,6 +665,102 @@ static void test_reg_cache(void **state)
 	free(dst);
 }
 
+/* One PUT of @len bytes from @src through a new MD (bound, used once, unlinked, as selftest does per
+ * RPC) into the target's MD; the bytes checked. */
+static void put_new_md(struct pair *p, const uint8_t *src, uint32_t len, const uint8_t *dst)
+{
+	struct ulnet_md md = { .start = (void *)src, .length = len, .threshold = ULNET_MD_THRESH_INF, .eq = p->eq };
+	struct ulnet_handle h;
+	struct ulnet_event ev;
+
+	assert_int_equal(ulnet_md_bind(p->a, &md, ULNET_RETAIN, &h), 0);
+	assert_int_equal(ulnet_put(p->a, h, ULNET_ACK_REQ, &p->idb, 9, 0x78, 0, 0), 0);
+	assert_int_equal(wait_for(p->eq, ULNET_EVENT_PUT, &ev), 0);
+	assert_int_equal(ev.status, 0);
+	assert_int_equal(wait_for(p->eq, ULNET_EVENT_ACK, &ev), 0);
+	assert_int_equal(ev.status, 0);
+	assert_int_equal(wait_for(p->eq, ULNET_EVENT_SEND, &ev), 0);
+	assert_int_equal(ulnet_md_unlink(p->a, h), 0);
+	assert_memory_equal(dst, src, len);
+}
+
+static void cache_counts(struct pair *p, uint64_t hits, uint64_t misses)
+{
+	struct ulnet_peer_rdma_stats st;
+
+	assert_int_equal(ulnet_peer_rdma_stats_get(p->a, &p->idb.nid, &st), 0);
+	if (st.reg_cache_hits != hits || st.reg_cache_misses != misses)
+		fail_msg("registration cache: %" PRIu64 " hits, %" PRIu64 " misses; expected %" PRIu64 " and %" PRIu64,
+			 st.reg_cache_hits, st.reg_cache_misses, hits, misses);
+}
+
+/* ulnet_mem_alloc memory, a new MD per PUT: the first PUT registers the whole allocation, the next
+ * ones (any slice of it) hit; ulnet_mem_free drops that registration, so an allocation made after it
+ * (perhaps at the same address) misses once. Heap memory keeps one registration per MD (a new MD
+ * misses). Memory that outlives its node is freed without it. */
+static void test_reg_cache_alloc(void **state)
+{
+	struct side sa = { 4096, 1, 30, 0, 0, 0 }, sb = { 4096, 1, 30, 0, 0, 0 };
+	struct ulnet_process_id any = { .pid = ULNET_PID_ANY };
+	const uint32_t len = 65536;
+	uint8_t *buf, *heap = aligned_alloc(4096, len), *dst = aligned_alloc(4096, len), *late;
+	struct ulnet_md tmd_d;
+	struct ulnet_handle me, tmd;
+	struct pair *p;
+
+	(void)state;
+	atomic_store(&errors_logged, 0);
+	p = pair_new(175, 0, &sa, &sb);
+	any.nid = ulnet_nid_any();
+	assert_non_null(heap);
+	assert_non_null(dst);
+	memset(&tmd_d, 0, sizeof(tmd_d));
+	tmd_d.start = dst;
+	tmd_d.length = len;
+	tmd_d.threshold = ULNET_MD_THRESH_INF;
+	tmd_d.options = ULNET_MD_OP_PUT | ULNET_MD_MANAGE_REMOTE;
+	tmd_d.eq = p->eq;
+	assert_int_equal(ulnet_me_attach(p->b, 9, &any, 0x78, 0, ULNET_RETAIN, ULNET_INS_AFTER, &me), 0);
+	assert_int_equal(ulnet_md_attach(p->b, me, &tmd_d, ULNET_RETAIN, &tmd), 0);
+	nstash = 0;
+
+	buf = ulnet_mem_alloc(p->a, 4096, 3 * (size_t)len);
+	assert_non_null(buf);
+	pattern(buf, 3 * (size_t)len, 7);
+	/* slices at 0, len, 1 (unaligned) and 2 len - 1 (ends one byte short of the end): one allocation */
+	static const uint32_t at[] = { 0, 65536, 1, 2 * 65536 - 1 };
+	for (unsigned k = 0; k < sizeof(at) / sizeof(at[0]); k++) {
+		put_new_md(p, buf + at[k], len, dst);
+		cache_counts(p, k, 1);
+	}
+	ulnet_mem_free(buf, 3 * (size_t)len);
+	buf = ulnet_mem_alloc(p->a, 4096, 3 * (size_t)len);
+	assert_non_null(buf);
+	pattern(buf, 3 * (size_t)len, 9);
+	put_new_md(p, buf, len, dst);
+	cache_counts(p, 3, 2);
+	put_new_md(p, buf + len, len, dst);
+	cache_counts(p, 4, 2);
+	ulnet_mem_free(buf, 3 * (size_t)len);
+
+	pattern(heap, len, 11);
+	put_new_md(p, heap, len, dst);
+	put_new_md(p, heap, len, dst);
+	cache_counts(p, 4, 4);
+
+	late = ulnet_mem_alloc(p->a, 4096, len);
+	assert_non_null(late);
+	pattern(late, len, 13);
+	put_new_md(p, late, len, dst);
+	cache_counts(p, 4, 5);
+	assert_int_equal(ulnet_md_unlink(p->b, tmd), 0);
+	assert_int_equal(atomic_load(&errors_logged), 0);
+	pair_free(p);
+	ulnet_mem_free(late, len); /* its node is gone: plain memory now */
+	free(heap);
+	free(dst);
+}
+
 /* A PUT longer than a truncating sink: the sink describes what it keeps, the source writes that much. */
 static void test_put_truncated(void **state)
 {
@@ -776,6 +875,7 @@ int main(int argc, char **argv)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_lu5718),
 		cmocka_unit_test(test_reg_cache),
+		cmocka_unit_test(test_reg_cache_alloc),
 		cmocka_unit_test(test_put_truncated),
 		cmocka_unit_test(test_get_short),
 		cmocka_unit_test(test_matrix),

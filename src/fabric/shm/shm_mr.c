@@ -202,7 +202,7 @@ int shm_mr_acquire(struct shm_mr_entry *tbl, uint32_t tbl_n, pid_t pid, uint32_t
 		n = -ENOMEM;
 		goto out;
 	}
-	if (pid == getpid()) {
+	if (pid == 0 || pid == getpid()) {
 		memcpy(segs, (const void *)(uintptr_t)e->segs, e->nseg * sizeof(*segs));
 	} else {
 		struct iovec l = {segs, e->nseg * sizeof(*segs)}, r = {(void *)(uintptr_t)e->segs, l.iov_len};

@@ -137,7 +137,7 @@ static int local_iov(struct fab_qp *qp, const struct fab_sge *sge, uint32_t n, u
 
 		if (!sge[i].length)
 			continue;
-		k = shm_mr_acquire(dev->tbl, dev->lim.max_mr, getpid(), sge[i].lkey, sge[i].addr, sge[i].length,
+		k = shm_mr_acquire(dev->tbl, dev->lim.max_mr, 0, sge[i].lkey, sge[i].addr, sge[i].length,
 				   access, iov + cnt, max - cnt, &held);
 		if (k < 0)
 			return -1;

@@ -34,9 +34,10 @@ struct o2ib_tun {
 	int use_privileged_port;
 };
 
-/* A cached source registration: an MD's memory, local access only, pointed to by the MD's
- * registration slot. Least recently used first on net->reg_lru; never evicted while a transfer uses
- * it; dropped when the MD is unlinked or evicted to keep the cache within its bounds. */
+/* A cached source registration, local access only: a whole ulnet_mem_alloc allocation, pointed to by
+ * the allocation's registration slot (dropped when the memory is freed), or an MD's memory, pointed
+ * to by the MD's slot (dropped when the MD is unlinked). Least recently used first on net->reg_lru;
+ * never evicted while a transfer uses it; evicted to keep the cache within its bounds. */
 struct o2ib_cached_mr {
 	struct ulnet_list lru;
 	struct fab_mr mr;
@@ -123,6 +124,8 @@ struct o2ib_tx {
 	struct o2ib_xfer *xfer;     /* source side: the planned WRITEs, posted in windows before the SEND */
 	struct o2ib_bounce *bounce; /* the transfer goes through this bounce buffer */
 	struct o2ib_cached_mr *cmr; /* the cached registration mr comes from (in use while set) */
+	bool mr_va;                 /* mr holds a whole allocation from mr_va_base: bytes at their addresses */
+	uintptr_t mr_va_base;
 	struct iovec *sink_iov;     /* a bounced sink: where the bytes go when the peer says it is done */
 	unsigned sink_niov;
 	uint32_t sink_nob;
@@ -205,6 +208,7 @@ int o2ib_recv_rdma(struct o2ib_net *net, struct o2ib_rx *rx, struct ulnet_msg *m
 void o2ib_rx_answer(struct o2ib_conn *conn, struct o2ib_rx *rx);
 uint64_t o2ib_next_cookie(struct o2ib_net *net);
 void o2ib_md_unlinked(struct ulnet_ni *ni, const struct ulnet_lnd_md *md, void *reg);
+void o2ib_mem_freed(struct ulnet_ni *ni, void *reg);
 
 /* o2ib_conn.c */
 void o2ib_peer_queue(struct o2ib_peer *peer, struct o2ib_tx *tx);

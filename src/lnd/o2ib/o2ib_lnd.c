@@ -506,4 +506,5 @@ const struct ulnet_lnd_ops ulnet__o2iblnd_ops = {
 	.lnd_fabric_info = o2iblnd_fabric_info,
 	.lnd_mem_alloc = o2iblnd_mem_alloc,
 	.lnd_md_unlinked = o2ib_md_unlinked,
+	.lnd_mem_freed = o2ib_mem_freed,
 };

@@ -115,46 +115,74 @@ static bool cmr_make_room(struct o2ib_net *net, struct o2ib_peer *peer, uint64_t
 	return net->reg_entries < (uint32_t)net->tun.reg_cache_entries && net->reg_bytes + bytes <= max_bytes;
 }
 
-/* The local registration behind @nob bytes of @msg's memory from @iov (a source: local access only).
- * The MD's cached one (tx->cmr, in use until the tx is done), made now if needed and the cache has
- * room; otherwise one for this transfer only (tx->mr_ok: the tx deregisters it). *@made: a
- * registration was made now. */
+/* The cached registration in @slot, or one made now of @frags (@bytes, local access only) and put in
+ * @slot if the cache has room; NULL: neither (the caller registers for this transfer only). Counts a
+ * hit or a miss; *@made: a registration was made now. The entry is in use (tx->cmr) until the tx is
+ * done. */
+static struct o2ib_cached_mr *cmr_take(struct o2ib_net *net, struct o2ib_peer *peer, void **slot,
+				       const struct iovec *frags, unsigned nfrags, uint64_t bytes, bool *made)
+{
+	struct o2ib_cached_mr *c = *slot;
+
+	if (c) {
+		peer->stats.reg_cache_hits++;
+		ulnet_list_del(&c->lru);
+	} else if (bytes <= UINT32_MAX && cmr_make_room(net, peer, bytes) && (c = calloc(1, sizeof(*c)))) {
+		if (o2ib_mem_reg(net, frags, nfrags, (uint32_t)bytes, FAB_ACCESS_LOCAL_WRITE, &c->mr)) {
+			free(c);
+			return NULL;
+		}
+		*made = true;
+		peer->stats.reg_cache_misses++;
+		c->slot = slot;
+		c->bytes = bytes;
+		*slot = c;
+		net->reg_entries++;
+		net->reg_bytes += c->bytes;
+	}
+	if (c) {
+		ulnet_list_add_tail(&c->lru, &net->reg_lru);
+		c->users++;
+	}
+	return c;
+}
+
+/* The local registration behind @nob bytes of @msg's memory from @iov (a source: local access only),
+ * best first:
+ *   - memory from ulnet_mem_alloc: one registration of the whole allocation, kept until
+ *     ulnet_mem_free (o2ib_mem_freed), so a buffer reused under a new MD per transfer hits; the
+ *     transfer's bytes are at their virtual addresses in it (tx->mr_va);
+ *   - other memory: the MD's registration, kept until the MD is unlinked (a new MD misses);
+ *   - one for this transfer only (tx->mr_ok: the tx deregisters it), when the cache has no room.
+ * *@made: a registration was made now. */
 static int mem_get(struct o2ib_net *net, struct o2ib_tx *tx, struct o2ib_peer *peer, struct ulnet_msg *msg,
 		   const struct iovec *iov, unsigned niov, uint32_t nob, bool *made)
 {
+	struct ulnet_lnd_mem am;
 	struct ulnet_lnd_md md;
+	struct o2ib_cached_mr *c;
 	uint64_t off;
 	int rc;
 
 	*made = false;
-	if (ulnet__msg_md(msg, &md) == 0 && md.lnd_reg && md.length && !md_offset(&md, iov, niov, &off) &&
-	    off + nob <= md.length) {
-		struct o2ib_cached_mr *c = *md.lnd_reg;
+	if (ulnet__mem_slot(net->ni, iov, niov, nob, &am) == 0) {
+		struct iovec whole = { (void *)am.base, am.len };
 
-		if (c) {
-			peer->stats.reg_cache_hits++;
-			ulnet_list_del(&c->lru);
-		} else if (cmr_make_room(net, peer, md.length) && (c = calloc(1, sizeof(*c)))) {
-			if (o2ib_mem_reg(net, md.frags, md.nfrags, md.length, FAB_ACCESS_LOCAL_WRITE, &c->mr)) {
-				free(c);
-				c = NULL;
-			} else {
-				*made = true;
-				c->slot = md.lnd_reg;
-				c->bytes = md.length;
-				*md.lnd_reg = c;
-				net->reg_entries++;
-				net->reg_bytes += c->bytes;
-			}
+		if ((c = cmr_take(net, peer, am.lnd_reg, &whole, 1, am.len, made))) {
+			tx->cmr = c;
+			tx->mr = c->mr;
+			tx->mr_va = true;
+			tx->mr_va_base = am.base;
+			return 0;
 		}
-		if (c) {
-			ulnet_list_add_tail(&c->lru, &net->reg_lru);
-			c->users++;
+	}
+	if (ulnet__msg_md(msg, &md) == 0 && md.lnd_reg && md.length && !md_offset(&md, iov, niov, &off) &&
+		   off + nob <= md.length) {
+		if ((c = cmr_take(net, peer, md.lnd_reg, md.frags, md.nfrags, md.length, made))) {
 			tx->cmr = c;
 			tx->mr = c->mr;
 			tx->mr.addr = c->mr.addr + off;
 			tx->mr.length = nob;
-			peer->stats.reg_cache_misses += *made;
 			return 0;
 		}
 	}
@@ -165,21 +193,26 @@ static int mem_get(struct o2ib_net *net, struct o2ib_tx *tx, struct o2ib_peer *p
 	return rc;
 }
 
-/* The MD is going. A transfer still using its registration (the core says none is) keeps it until
- * it is done. */
-void o2ib_md_unlinked(struct ulnet_ni *ni, const struct ulnet_lnd_md *md, void *reg)
+/* Its slot is going (the MD unlinked, or the memory freed). A transfer still using the registration
+ * (the core says none is) keeps it until it is done. */
+static void cmr_unslot(struct o2ib_net *net, struct o2ib_cached_mr *c)
 {
-	struct o2ib_cached_mr *c = reg;
-
-	(void)md;
 	c->slot = NULL;
 	if (c->users) {
 		ulnet_list_del(&c->lru);
 		ulnet_list_init(&c->lru);
 		return;
 	}
-	cmr_drop(ulnet__ni_priv(ni), c);
+	cmr_drop(net, c);
 }
+
+void o2ib_md_unlinked(struct ulnet_ni *ni, const struct ulnet_lnd_md *md, void *reg)
+{
+	(void)md;
+	cmr_unslot(ulnet__ni_priv(ni), reg);
+}
+
+void o2ib_mem_freed(struct ulnet_ni *ni, void *reg) { cmr_unslot(ulnet__ni_priv(ni), reg); }
 
 static void cmr_put(struct o2ib_net *net, struct o2ib_cached_mr *c)
 {
@@ -481,9 +514,11 @@ uint32_t o2ib_xfer_window(struct o2ib_xfer *x, uint64_t wr_id, struct fab_send_w
 
 void o2ib_xfer_posted(struct o2ib_xfer *x, uint32_t n) { x->next += n; }
 
-/* The fabric WRs of @plan: its SGEs at @base + (their offset in the transfer), key @lkey. */
+/* The fabric WRs of @plan, key @lkey: its SGEs at @base + (their offset in the transfer), the
+ * registration holding the transfer's bytes concatenated; or (@by_va) at @base + (their virtual
+ * address - @va0), a registration of the contiguous memory from @va0 (a whole allocation). */
 static struct o2ib_xfer *xfer_build(const struct o2ib_plan *plan, const struct o2ib_rdma_desc *rd, uint64_t base,
-				    uint32_t lkey, uint32_t room)
+				    bool by_va, uint64_t va0, uint32_t lkey, uint32_t room)
 {
 	struct o2ib_xfer *x = calloc(1, sizeof(*x));
 	uint64_t at = 0;
@@ -501,7 +536,7 @@ static struct o2ib_xfer *xfer_build(const struct o2ib_plan *plan, const struct o
 	x->nwrs = plan->nwrs;
 	x->room = room;
 	for (uint32_t i = 0; i < plan->nsges; i++) {
-		x->sges[i] = (struct fab_sge){ base + at, plan->sges[i].len, lkey };
+		x->sges[i] = (struct fab_sge){ by_va ? base + (plan->sges[i].addr - va0) : base + at, plan->sges[i].len, lkey };
 		at += plan->sges[i].len;
 	}
 	for (uint32_t i = 0; i < plan->nwrs; i++) {
@@ -564,7 +599,7 @@ static int source_prepare(struct o2ib_conn *conn, struct o2ib_tx *tx, struct uln
 		base = tx->mr.addr;
 		lkey = tx->mr.lkey;
 	}
-	tx->xfer = xfer_build(&plan, rd, base, lkey, lim.sq_room);
+	tx->xfer = xfer_build(&plan, rd, base, tx->mr_va && !tx->bounce, tx->mr_va_base, lkey, lim.sq_room);
 	if (tx->xfer) {
 		bk->transfers++;
 		bk->wrs += plan.nwrs;
