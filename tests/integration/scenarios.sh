@@ -64,7 +64,7 @@ sc_brw()
 	rpcs=$(sc__json "$out" rpcs)
 	errs=$(sc__errs "$out")
 	note=$(sc_brw_note "$a" "$b" "$size") || nst=1
-	if [ $st = 0 ] && [ $nst = 0 ] && [ "$(sc__json "$out" ok)" != false ] && [ "$rpcs" = $SC_BRW_COUNT ] &&
+	if [ $st = 0 ] && [ $nst = 0 ] && [ "$(sc__json "$out" ok)" = true ] && [ "$rpcs" = $SC_BRW_COUNT ] &&
 		[ "$bytes" = $((SC_BRW_COUNT * size)) ] && [ "$errs" = 0 ]; then
 		sc_case ok "$SC_NET brw $op size=$size offset=$off" "bytes=$bytes errors=0${note:+ $note}"
 	else
