@@ -140,18 +140,24 @@ vm_cases_o2ib()
 	sc_o2ib me peer
 }
 
+# vm_ping_1m NET OFFSET: ping, then 1 MiB at OFFSET written and read (each case's plan its own)
+vm_ping_1m()
+{
+	SC_NET=$1
+	sc_ping me peer
+	vm_plan_baseline "$1"
+	sc_brw me peer write 1048576 "$2"
+	sc_brw me peer read 1048576 "$2"
+}
+
 # LU-5718's shape on its own net (o2ib1, NIs limited to 16 RDMA fragments and max_send_sge 1):
 # 1 MiB at an odd offset, both ways of the data
 vm_cases_lu5718_net() { echo o2ib1; }
 vm_cases_lu5718_count() { echo 3; }
 vm_cases_lu5718()
 {
-	SC_NET=o2ib1
-	sc_ping me peer
-	vm_plan_baseline o2ib1
 	WANT_MAX_FRAGS=16
-	sc_brw me peer write 1048576 7
-	sc_brw me peer read 1048576 7
+	vm_ping_1m o2ib1 7
 	WANT_MAX_FRAGS=
 }
 
@@ -162,7 +168,7 @@ vm_cases_lu5718()
 #    tick, this loop's polling, a message posted just after the kill), watched on its own deadline
 #    whatever the brw does (reading it only while the brw ran raced with the brw's end), and it
 #    stays down until the peer comes back;
-#  - the brw fails with classified errors only (peer gone or timeout) within 60 s of the kill (its
+#  - the brw fails with classified errors only (peer gone or timeout; no mismatch) within 60 s of the kill (its
 #    duration plus both timeouts: RPCs sent after the kill time out too);
 #  - the host boots the peer again ("VMLANE PEER-RESTART"): it answers ping, peer show says up, and
 #    1 MiB goes to it again; then the peer, booted with only the "back" group, takes the turn and
@@ -179,7 +185,7 @@ vm_peer_state()
 }
 vm_kill()
 {
-	local net=o2ib out=/tmp/kill.json st t0 now t1 pid sent down flap gone to un bytes nl n2 why
+	local net=o2ib out=/tmp/kill.json st t0 now t1 pid sent down flap gone to un mm rf bytes nl n2 why
 	SC_NET=$net
 	# the brw's status and end time go to files: the loop below watches them and peer show
 	rm -f /tmp/kill.st /tmp/kill.end
@@ -228,11 +234,14 @@ vm_kill()
 	gone=$(sc__json $out peer_gone)
 	to=$(sc__json $out timeout)
 	un=$(sc__json $out unclassified)
+	mm=$(sc__json $out mismatch)
+	rf=$(sc__json $out refused)
 	bytes=$(sc__json $out bytes)
-	if [ "$st" != 0 ] && [ $((${gone:-0} + ${to:-0})) -gt 0 ] && [ "${un:-0}" = 0 ] && [ $((t1 - t0)) -le 60 ]; then
-		vm_case "$net peer killed mid-transfer ok bytes=${bytes:-0} errors=0 classified: peer_gone ${gone:-0} timeout ${to:-0}, failed $((t1 - t0)) s after the kill"
+	if [ "$st" != 0 ] && [ $((${gone:-0} + ${to:-0})) -gt 0 ] && [ "${un:-0}" = 0 ] && [ "${mm:-0}" = 0 ] &&
+		[ $((t1 - t0)) -le 60 ]; then
+		vm_case "$net peer killed mid-transfer ok bytes=${bytes:-0} errors=0 classified: peer_gone ${gone:-0} timeout ${to:-0} refused ${rf:-0}, failed $((t1 - t0)) s after the kill"
 	else
-		vm_case "$net peer killed mid-transfer FAIL bytes=${bytes:-0} errors=1 status=$st peer_gone ${gone:-0} timeout ${to:-0} unclassified ${un:-0} after $((t1 - t0)) s: $(head -c 300 $out /tmp/kill.err)"
+		vm_case "$net peer killed mid-transfer FAIL bytes=${bytes:-0} errors=1 status=$st peer_gone ${gone:-0} timeout ${to:-0} refused ${rf:-0} mismatch ${mm:-0} unclassified ${un:-0} after $((t1 - t0)) s: $(head -c 300 $out /tmp/kill.err)"
 	fi
 	echo "VMLANE PEER-RESTART"
 	if vm_wait_peer $net; then
@@ -251,14 +260,7 @@ vm_kill()
 # serves again): ping, 1 MiB written and read at an odd offset
 vm_cases_back_net() { echo o2ib; }
 vm_cases_back_count() { echo 3; }
-vm_cases_back()
-{
-	SC_NET=o2ib
-	sc_ping me peer
-	vm_plan_baseline o2ib
-	sc_brw me peer write 1048576 4097
-	sc_brw me peer read 1048576 4097
-}
+vm_cases_back() { vm_ping_1m o2ib 4097; }
 
 # The bench (no cases: "VMLANE BENCH" lines, never a pass or a fail): 1 MiB brw writes over o2ib
 # against perftest's ib_write_bw between the same two rxe devices, the same shape: 1 MiB messages
