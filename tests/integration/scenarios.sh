@@ -1,5 +1,5 @@
 # SPDX-License-Identifier: MIT
-# shellcheck shell=sh
+# shellcheck shell=sh disable=SC3043 # local: busybox ash, dash and bash all have it
 # The o2ib scenarios (and the tcp lane's ping and brw), one implementation for every runner: the
 # integration tests run them between two ulnetd on the shm provider on 127.x (bash, on the host:
 # test_o2ib_ping.sh, test_o2ib_selftest_brw.sh) and the VM lane runs the same functions inside each
@@ -38,7 +38,7 @@ command -v sc_brw_note >/dev/null 2>&1 || sc_brw_note() { :; }
 # sc_ping A B: 3 LNet pings from A to B; each reply must list B's NID among the peer's NIDs.
 sc_ping()
 {
-	local a=$1 b=$2 out="$SC_TMP/sc_ping.json" n r nid
+	local a="$1" b="$2" out="$SC_TMP/sc_ping.json" n r nid
 	nid=$(sc_nid "$b")
 	if ! sc_ctl "$a" ping "$nid" --count 3 --timeout 5000 --json >"$out" 2>"$out.err"; then
 		sc_case FAIL "$SC_NET ping" "bytes=0 errors=1 $(head -c 300 "$out.err")"
@@ -57,7 +57,7 @@ sc_ping()
 # 2 in flight: all RPCs, all bytes, zero errors of any class.
 sc_brw()
 {
-	local a=$1 b=$2 op=$3 size=$4 off=$5 out="$SC_TMP/sc_brw.json" st=0 bytes rpcs errs note nst=0
+	local a="$1" b="$2" op="$3" size="$4" off="$5" out="$SC_TMP/sc_brw.json" st=0 bytes rpcs errs note nst=0
 	sc_sst "$a" --json brw "$op" --from "$(sc_nid "$a")" --to "$(sc_nid "$b")" --size "$size" --offset "$off" \
 		--check full --concurrency 2 --count $SC_BRW_COUNT --timeout 30 >"$out" 2>"$out.err" || st=$?
 	bytes=$(sc__json "$out" bytes)
@@ -105,7 +105,7 @@ sc_brw_matrix()
 # data moved and zero errors
 sc_brw_stream()
 {
-	local a=$1 b=$2 secs=$3 out="$SC_TMP/sc_stream.json" st=0 bytes errs mbps
+	local a="$1" b="$2" secs="$3" out="$SC_TMP/sc_stream.json" st=0 bytes errs mbps
 	sc_sst "$a" --json brw write --from "$(sc_nid "$a")" --to "$(sc_nid "$b")" --size 1048576 --offset 4097 \
 		--concurrency 8 --duration "$secs" --check full --timeout 30 >"$out" 2>"$out.err" || st=$?
 	bytes=$(sc__json "$out" bytes)
@@ -123,7 +123,7 @@ sc_brw_stream()
 # rejects
 sc_rdma_counters()
 {
-	local a=$1 b=$2 out="$SC_TMP/sc_peer.json" got
+	local a="$1" b="$2" out="$SC_TMP/sc_peer.json" got
 	if ! sc_ctl "$a" peer show -v --nid "$(sc_nid "$b")" --json >"$out" 2>"$out.err"; then
 		sc_case FAIL "$SC_NET peer show -v RDMA counters" "bytes=0 errors=1 $(head -c 300 "$out.err")"
 		return
@@ -139,6 +139,7 @@ sc_rdma_counters()
 					print pr, get(part[i], "transfers"), get(part[i], "wrs_per_transfer"), get(part[i], "sges_per_wr")
 		}')
 	if echo "$got" | awk 'NF == 4 && $1 == 0 && $2 > 0 && $3 >= 1 && $4 >= 1 {ok = 1} END {exit !ok}'; then
+		# shellcheck disable=SC2086 # the four numbers, split on purpose
 		set -- $got
 		sc_case ok "$SC_NET peer show -v RDMA counters" "bytes=0 errors=0 1 MiB bucket: $2 transfers, $3 WRs per transfer, $4 SGEs per WR; post_rejects 0"
 	else
@@ -149,7 +150,7 @@ sc_rdma_counters()
 # sc_sst_ping A B: 50 selftest ping RPCs, all answered
 sc_sst_ping()
 {
-	local a=$1 b=$2 out="$SC_TMP/sc_sping.json" st=0 rpcs errs
+	local a="$1" b="$2" out="$SC_TMP/sc_sping.json" st=0 rpcs errs
 	sc_sst "$a" --json ping --from "$(sc_nid "$a")" --to "$(sc_nid "$b")" --count 50 >"$out" 2>"$out.err" || st=$?
 	rpcs=$(sc__json "$out" rpcs)
 	errs=$(sc__errs "$out")

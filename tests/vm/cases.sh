@@ -20,17 +20,18 @@ vm_case() { echo "VMLANE CASE $NAME->$PEERNAME $*"; }
 # node "me" is this guest's ulnetd, node "peer" the other VM's (reached only over the link: the
 # scenarios run every command on their first node, and each VM takes its turn as that node); the
 # net is $SC_NET; a case is one "VMLANE CASE" line.
+# shellcheck disable=SC2034 # read by scenarios.sh
 SC_TMP=/tmp
 sc_ctl() { [ "$1" = me ] || return 2; shift; ulnetctl --node $SOCK "$@"; }
 sc_sst() { [ "$1" = me ] || return 2; shift; ulnet-selftest --node $SOCK "$@"; }
-sc_nid() { if [ "$1" = me ]; then echo "$(vm_me $SC_NET)@$SC_NET"; else echo "$(vm_peer $SC_NET)@$SC_NET"; fi; }
+sc_nid() { if [ "$1" = me ]; then echo "$(vm_me "$SC_NET")@$SC_NET"; else echo "$(vm_peer "$SC_NET")@$SC_NET"; fi; }
 sc_case() { vm_case "$2 $1 $3"; }
 # a brw case's note: this node's RDMA plan for it (vm_plan); LU-5718's net must have negotiated its
 # 16 fragments (when the tree reports it)
 sc_brw_note()
 {
 	local plan
-	plan=$(vm_plan $SC_NET "$3")
+	plan=$(vm_plan "$SC_NET" "$3")
 	if [ -n "${WANT_MAX_FRAGS:-}" ] && [ -n "$plan" ]; then
 		case "$plan" in
 		*"max_frags $WANT_MAX_FRAGS") ;;
@@ -39,6 +40,7 @@ sc_brw_note()
 	fi
 	echo "$plan"
 }
+# shellcheck source=tests/integration/scenarios.sh
 . /etc/vmlane/scenarios.sh
 
 # wait (up to 120 s: the other VM may boot slower) until the peer answers a ping on NET
@@ -322,7 +324,7 @@ vm_cases_bench()
 			w=$(vm_perf)
 			u=$(vm_ulnet_bw)
 		fi
-		echo "VMLANE BENCH round $r: brw write ${u:-?} MiB/s, ib_write_bw ${w:-?} MiB/s, ratio $(vm_ratio "$u" "$w")"
+		echo "VMLANE BENCH round $r: brw write ${u:-?} MiB/s (RPC latency p50 $(sc__json /tmp/bench.json p50) max $(sc__json /tmp/bench.json max) us), ib_write_bw ${w:-?} MiB/s, ratio $(vm_ratio "$u" "$w")"
 		[ -n "$w" ] || sed 's/^/VMLANE LOG ib_write_bw: /' /tmp/ib_write_bw.log | tail -3
 		[ -n "$u" ] || sed 's/^/VMLANE LOG brw: /' /tmp/bench.json | tail -3
 		us="$us ${u:-}" ws="$ws ${w:-}" rs="$rs $(vm_ratio "$u" "$w")"
