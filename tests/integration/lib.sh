@@ -58,7 +58,8 @@
 #                            source tests/integration/scenarios.sh (the o2ib scenarios the VM lane
 #                            runs too) with this runner's driver: nodes by NAME, their NIDs as given,
 #                            the console at $BUILD's ulnet-selftest; a case that fails is ul_fail,
-#                            one that passes a progress line.
+#                            one that passes a progress line; a killed node is SIGKILLed and
+#                            restarted from its node.yaml.
 #   UL_ATEXIT+=("CMD")      run CMD (eval) at exit after the nodes are stopped: namespaces, links.
 #   ul_step MSG / ul_fail MSG
 #                            progress line on stderr / "FAIL: MSG" and exit 1 (the trap prints logs).
@@ -314,6 +315,17 @@ ul_scenarios()
 		timeout 60 "$UL_SST" --node "$(ul_sock "$name")" "$@"
 	}
 	sc_nid() { printf '%s' "${UL_SC_NID[$1]:?no NID for node $1 (ul_scenarios)}"; }
+	sc_log() { ul_log "$1"; }
+	sc_kill() { ul_stop_node "$1" KILL; }
+	# the same configuration again (a new incarnation); the killed one's log is kept beside
+	sc_restart()
+	{
+		local d
+		d=$(ul_dir "$1")
+		cp "$d/node.yaml" "$d/node.yaml.again"
+		mv "$d/ulnetd.log" "$d/ulnetd.log.killed"
+		ul_start_node "$1" <"$d/node.yaml.again"
+	}
 	sc_case()
 	{
 		[[ $1 == ok ]] || ul_fail "$2: $3"

@@ -16,6 +16,12 @@
 #                           size=4097 offset=1"), DETAIL starts with "bytes=N errors=N"
 #   sc_brw_note NODE TO SIZE (optional) extra words for a brw case line (the VM lane's RDMA plan);
 #                           a non-zero status fails the case
+#   sc_mark A B             (optional) per-case counters start afresh here (the VM lane's plans)
+#   sc_kill NODE            (sc_peer_killed) make NODE vanish at once, no goodbye (SIGKILL of the
+#                           daemon, or of the VM); may return before it is gone
+#   sc_restart NODE         (sc_peer_killed) bring NODE back on its NID (a new incarnation); may
+#                           return before it serves
+#   sc_log NODE             (sc_peer_killed) the path of NODE's daemon log
 #   SC_TMP                  a scratch directory; SC_NET names the net in case lines
 # Every scenario reports each of its cases exactly once through sc_case (sc_o2ib_count says how many
 # sc_o2ib reports), so a runner that counts lines sees a missing one.
@@ -34,6 +40,7 @@ sc__errs() # sc__errs FILE: every error counter of a selftest result, summed
 	echo $n
 }
 command -v sc_brw_note >/dev/null 2>&1 || sc_brw_note() { :; }
+command -v sc_mark >/dev/null 2>&1 || sc_mark() { :; }
 
 # sc_ping A B: 3 LNet pings from A to B; each reply must list B's NID among the peer's NIDs.
 sc_ping()
@@ -167,9 +174,104 @@ sc_sst_ping()
 sc_o2ib()
 {
 	sc_ping "$1" "$2"
+	sc_mark "$1" "$2"
 	sc_brw_matrix "$1" "$2"
 	sc_brw_stream "$1" "$2" 1
 	sc_rdma_counters "$1" "$2"
 	sc_sst_ping "$1" "$2"
 }
 sc_o2ib_count() { echo $((1 + 2 * $(sc_brw_pairs | wc -l) + 3)); }
+
+# sc__state A B: B's state in A's `peer show` (up, down; nothing when A has no such peer)
+sc__state() { sc_ctl "$1" peer show --nid "$(sc_nid "$2")" --json 2>/dev/null | tr -d ' \n' | sed -n 's/.*"state":"\([a-z]*\)".*/\1/p'; }
+# sc__sent A: A's send_length counter (bytes it sent)
+sc__sent() { sc_ctl "$1" stats show --json | tr -d ' \n' | sed -n 's/.*"send_length":\([0-9]*\).*/\1/p'; }
+
+# sc_peer_killed A B TIMEOUT SECONDS: B dies mid-transfer. A writes 1 MiB RPCs to B (check=full,
+# 2 in flight, for SECONDS, RPC timeout TIMEOUT: the NIs' o2ib timeout); once data flows B is
+# killed (sc_kill). Cases (sc_peer_killed_count):
+#  - peer down: A's `peer show` says B is down within TIMEOUT + SC_DOWN_GRACE s (the LND tick, this
+#    loop's polling, a message posted just after the kill) and stays down; watched on its own
+#    deadline whatever the brw does (the close that marks B down is also what ends the brw); the
+#    line quotes A's log line of the close;
+#  - the brw fails with classified errors only (peer gone or timeout; no mismatch, nothing
+#    unclassified) within SECONDS + 2 TIMEOUT of the kill (RPCs sent after the kill time out too);
+#  - B is brought back (sc_restart): A's ping is answered within 120 s, peer show says up;
+#  - 1 MiB at offset 4097 written to B again.
+SC_DOWN_GRACE=5
+sc_peer_killed_count() { echo 4; }
+sc_peer_killed()
+{
+	local a="$1" b="$2" tmo="$3" secs="$4" out="$SC_TMP/sc_kill.json" pid sent i t0 now t1 down flap
+	local log nl why st gone to un mm rf bytes limit=$(($4 + 2 * $3))
+	rm -f "$SC_TMP/sc_kill.end"
+	{
+		st=0
+		sc_sst "$a" --json brw write --from "$(sc_nid "$a")" --to "$(sc_nid "$b")" --size 1048576 \
+			--check full --concurrency 2 --duration "$secs" --timeout "$tmo" >"$out" 2>"$out.err" || st=$?
+		echo "$st $(date +%s)" >"$SC_TMP/sc_kill.end"
+	} &
+	pid=$!
+	# data flows: A sent 2 MiB more (30 s at most)
+	sent=$(sc__sent "$a")
+	i=0
+	while [ "$(sc__sent "$a")" -le $((${sent:-0} + 2097152)) ] && [ $i -lt 300 ]; do
+		i=$((i + 1))
+		sleep 0.1
+	done
+	log=$(sc_log "$a")
+	nl=$(wc -l <"$log")
+	t0=$(date +%s)
+	sc_kill "$b"
+	# until the brw ended and B showed down, or 60 s; once down, B must stay down
+	t1='' down='' flap=''
+	while [ -z "$t1" ] || [ -z "$down" ]; do
+		now=$(($(date +%s) - t0))
+		[ $now -le 60 ] || break
+		case "$(sc__state "$a" "$b")" in
+		down) [ -n "$down" ] || down=$now ;;
+		*) [ -z "$down" ] || flap="up again $now s after the kill" ;;
+		esac
+		[ ! -s "$SC_TMP/sc_kill.end" ] || t1=$(cut -d' ' -f2 "$SC_TMP/sc_kill.end")
+		sleep 0.5
+	done
+	if [ -n "$down" ] && [ -z "$flap" ] && [ "$(sc__state "$a" "$b")" != down ]; then
+		flap="$(sc__state "$a" "$b") at the end"
+	fi
+	why=$(sed -n "$((nl + 1)),\$p" "$log" | grep -m1 'closing the connection\|no connection within\|down (' | sed 's/^.*O2IB: //' | head -c 200)
+	if [ -n "$down" ] && [ "$down" -le $((tmo + SC_DOWN_GRACE)) ] && [ -z "$flap" ]; then
+		sc_case ok "$SC_NET peer down after the kill" "bytes=0 errors=0 peer show: down $down s after it (limit $tmo + $SC_DOWN_GRACE s), still down at the end; log: ${why:-nothing}"
+	else
+		sc_case FAIL "$SC_NET peer down after the kill" "bytes=0 errors=1 peer show: ${down:+down after $down s}${down:-never down within 60 s} (limit $tmo + $SC_DOWN_GRACE s) $flap; log: ${why:-nothing}"
+	fi
+	wait $pid
+	st=$(cut -d' ' -f1 "$SC_TMP/sc_kill.end" 2>/dev/null || echo 1)
+	[ -n "$t1" ] || t1=$(date +%s)
+	gone=$(sc__json "$out" peer_gone)
+	to=$(sc__json "$out" timeout)
+	un=$(sc__json "$out" unclassified)
+	mm=$(sc__json "$out" mismatch)
+	rf=$(sc__json "$out" refused)
+	bytes=$(sc__json "$out" bytes)
+	if [ "$st" != 0 ] && [ $((${gone:-0} + ${to:-0})) -gt 0 ] && [ "${un:-0}" = 0 ] && [ "${mm:-0}" = 0 ] &&
+		[ $((t1 - t0)) -le "$limit" ]; then
+		sc_case ok "$SC_NET peer killed mid-transfer" "bytes=${bytes:-0} errors=0 classified: peer_gone ${gone:-0} timeout ${to:-0} refused ${rf:-0}, failed $((t1 - t0)) s after the kill (limit $limit s)"
+	else
+		sc_case FAIL "$SC_NET peer killed mid-transfer" "bytes=${bytes:-0} errors=1 status=$st peer_gone ${gone:-0} timeout ${to:-0} refused ${rf:-0} mismatch ${mm:-0} unclassified ${un:-0} after $((t1 - t0)) s (limit $limit s): $(head -c 300 "$out" "$out.err")"
+	fi
+	sc_restart "$b"
+	i=0
+	until sc_ctl "$a" ping "$(sc_nid "$b")" --count 1 --timeout 1000 >/dev/null 2>&1 || [ $i -ge 120 ]; do
+		i=$((i + 1))
+		sleep 1
+	done
+	if [ $i -ge 120 ]; then
+		sc_case FAIL "$SC_NET peer back" "bytes=0 errors=1 no ping answer within 120 s"
+	elif [ "$(sc__state "$a" "$b")" = up ]; then
+		sc_case ok "$SC_NET peer back" "bytes=0 errors=0 ping answered, peer show: up"
+	else
+		sc_case FAIL "$SC_NET peer back" "bytes=0 errors=1 ping answered, peer show: $(sc__state "$a" "$b")"
+	fi
+	sc_mark "$a" "$b"
+	sc_brw "$a" "$b" write 1048576 4097
+}

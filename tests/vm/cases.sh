@@ -40,6 +40,11 @@ sc_brw_note()
 	fi
 	echo "$plan"
 }
+sc_mark() { vm_plan_baseline "$SC_NET"; }
+# the kill: the host SIGKILLs the peer's qemu, and boots it again, when the console asks
+sc_kill() { echo "VMLANE KILL-PEER"; }
+sc_restart() { echo "VMLANE PEER-RESTART"; }
+sc_log() { echo /tmp/ulnetd.log; }
 # shellcheck source=tests/integration/scenarios.sh
 . /etc/vmlane/scenarios.sh
 
@@ -138,7 +143,6 @@ vm_cases_o2ib_count() { sc_o2ib_count; }
 vm_cases_o2ib()
 {
 	SC_NET=o2ib
-	vm_plan_baseline o2ib
 	sc_o2ib me peer
 }
 
@@ -163,100 +167,21 @@ vm_cases_lu5718()
 	WANT_MAX_FRAGS=
 }
 
-# The peer dies mid-transfer (run by the first node, after both turns): a 20 s 1 MiB brw write over
-# o2ib (RPC timeout 20 s, the NI's o2ib timeout 20 s) runs while the host SIGKILLs the peer's VM
-# (asked by "VMLANE KILL-PEER": no goodbye on the link). Cases:
-#  - `peer show` says the peer is down within the o2ib timeout plus KILL_GRACE s (the 100 ms LND
-#    tick, this loop's polling, a message posted just after the kill), watched on its own deadline
-#    whatever the brw does (reading it only while the brw ran raced with the brw's end), and it
-#    stays down until the peer comes back;
-#  - the brw fails with classified errors only (peer gone or timeout; no mismatch) within 60 s of the kill (its
-#    duration plus both timeouts: RPCs sent after the kill time out too);
-#  - the host boots the peer again ("VMLANE PEER-RESTART"): it answers ping, peer show says up, and
-#    1 MiB goes to it again; then the peer, booted with only the "back" group, takes the turn and
-#    runs its cases towards this node (this node serves again).
-KILL_TIMEOUT=20 KILL_GRACE=5
+# The peer dies mid-transfer (run by the first node, after both turns): sc_peer_killed of
+# scenarios.sh (test_o2ib_peer_killed.sh runs it on shm): a 20 s 1 MiB brw write over o2ib (RPC
+# timeout 20 s, the NI's o2ib timeout 20 s) while the host SIGKILLs the peer's VM (asked by
+# "VMLANE KILL-PEER": no goodbye on the link); the peer must show down within the timeout + 5 s,
+# the brw fail classified; then the host boots the peer again ("VMLANE PEER-RESTART"): ping, peer
+# show up, 1 MiB again. Then the peer, booted with only the back group, takes the turn and runs its
+# cases towards this node (this node serves again).
+KILL_TIMEOUT=20
 vm_cases_kill_net() { echo o2ib; }
-vm_cases_kill_count() { if [ "$FIRST" = 1 ]; then echo 4; else echo 0; fi; }
+vm_cases_kill_count() { if [ "$FIRST" = 1 ]; then sc_peer_killed_count; else echo 0; fi; }
 vm_cases_kill() { :; } # runs at the end of vm_cases (vm_kill)
-# vm_peer_state NET: the peer's state as `ulnetctl peer show` gives it (up, down)
-vm_peer_state()
-{
-	ulnetctl --node $SOCK peer show --nid "$(vm_peer $1)@$1" --json 2>/dev/null |
-		sed -n 's/.*"state": *"\([a-z]*\)".*/\1/p' | head -1
-}
 vm_kill()
 {
-	local net=o2ib out=/tmp/kill.json st t0 now t1 pid sent down flap gone to un mm rf bytes nl n2 why
-	SC_NET=$net
-	# the brw's status and end time go to files: the loop below watches them and peer show
-	rm -f /tmp/kill.st /tmp/kill.end
-	{
-		ulnet-selftest --node $SOCK --json brw write --from "$ME@$net" --to "$PEER@$net" --size 1048576 \
-			--check full --concurrency 2 --duration 20 --timeout $KILL_TIMEOUT >$out 2>/tmp/kill.err
-		echo $? >/tmp/kill.st
-		date +%s >/tmp/kill.end
-	} &
-	pid=$!
-	# wait until data flows (the node's send counter moves), then have the peer killed
-	sent=$(ulnetctl --node $SOCK stats show --json | sed -n 's/.*"send_length":\([0-9]*\).*/\1/p')
-	i=0
-	while [ "$(ulnetctl --node $SOCK stats show --json | sed -n 's/.*"send_length":\([0-9]*\).*/\1/p')" -le $((sent + 2097152)) ]; do
-		i=$((i + 1))
-		[ $i -lt 300 ] || break
-		sleep 0.1
-	done
-	nl=$(wc -l </tmp/ulnetd.log)
-	t0=$(date +%s)
-	echo "VMLANE KILL-PEER"
-	# until the brw ended and the peer showed down, or 60 s: once down, it must stay down
-	t1= down= flap=
-	while [ -z "$t1" ] || [ -z "$down" ]; do
-		now=$(($(date +%s) - t0))
-		[ $now -le 60 ] || break
-		case "$(vm_peer_state $net)" in
-		down) [ -n "$down" ] || down=$now ;;
-		*) [ -z "$down" ] || flap="up again $now s after the kill" ;;
-		esac
-		[ ! -s /tmp/kill.end ] || t1=$(cat /tmp/kill.end)
-		sleep 0.5
-	done
-	[ -z "$down" ] || [ -n "$flap" ] || case "$(vm_peer_state $net)" in down) ;; *) flap="$(vm_peer_state $net) at the end" ;; esac
-	# what the LND said when it let go of the connection (its first log line after the kill)
-	n2=$(wc -l </tmp/ulnetd.log)
-	why=$(sed -n "$((nl + 1)),${n2}p" /tmp/ulnetd.log | grep -m1 'closing the connection\|no connection within' | sed 's/^.*O2IB: //' | head -c 200)
-	if [ -n "$down" ] && [ "$down" -le $((KILL_TIMEOUT + KILL_GRACE)) ] && [ -z "$flap" ]; then
-		vm_case "$net peer down after the kill ok bytes=0 errors=0 peer show: down $down s after it (limit $KILL_TIMEOUT + $KILL_GRACE s), still down at the end; LND: ${why:-nothing logged}"
-	else
-		vm_case "$net peer down after the kill FAIL bytes=0 errors=1 peer show: ${down:+down after $down s}${down:-never down within 60 s} (limit $KILL_TIMEOUT + $KILL_GRACE s) ${flap} LND: ${why:-nothing logged}"
-	fi
-	wait $pid
-	st=$(cat /tmp/kill.st 2>/dev/null || echo 1)
-	[ -n "$t1" ] || t1=$(date +%s)
-	gone=$(sc__json $out peer_gone)
-	to=$(sc__json $out timeout)
-	un=$(sc__json $out unclassified)
-	mm=$(sc__json $out mismatch)
-	rf=$(sc__json $out refused)
-	bytes=$(sc__json $out bytes)
-	if [ "$st" != 0 ] && [ $((${gone:-0} + ${to:-0})) -gt 0 ] && [ "${un:-0}" = 0 ] && [ "${mm:-0}" = 0 ] &&
-		[ $((t1 - t0)) -le 60 ]; then
-		vm_case "$net peer killed mid-transfer ok bytes=${bytes:-0} errors=0 classified: peer_gone ${gone:-0} timeout ${to:-0} refused ${rf:-0}, failed $((t1 - t0)) s after the kill"
-	else
-		vm_case "$net peer killed mid-transfer FAIL bytes=${bytes:-0} errors=1 status=$st peer_gone ${gone:-0} timeout ${to:-0} refused ${rf:-0} mismatch ${mm:-0} unclassified ${un:-0} after $((t1 - t0)) s: $(head -c 300 $out /tmp/kill.err)"
-	fi
-	echo "VMLANE PEER-RESTART"
-	if vm_wait_peer $net; then
-		if vm_peer_state $net | grep -q '^up$'; then
-			vm_case "$net peer back ok bytes=0 errors=0 ping answered, peer show: up"
-		else
-			vm_case "$net peer back FAIL bytes=0 errors=1 ping answered, peer show: $(vm_peer_state $net)"
-		fi
-	else
-		vm_case "$net peer back FAIL bytes=0 errors=1 no ping answer within 120 s"
-	fi
-	vm_plan_baseline $net
-	sc_brw me peer write 1048576 4097
+	SC_NET=o2ib
+	sc_peer_killed me peer $KILL_TIMEOUT 20
 }
 # the peer booted again after the kill: its cases towards the node that saw it die (that node
 # serves again): ping, 1 MiB written and read at an odd offset
