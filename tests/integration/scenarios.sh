@@ -2,7 +2,7 @@
 # shellcheck shell=sh disable=SC3043 # local: busybox ash, dash and bash all have it
 # The o2ib scenarios (and the tcp lane's ping and brw), one implementation for every runner: the
 # integration tests run them between two ulnetd on the shm provider on 127.x (bash, on the host:
-# test_o2ib_ping.sh, test_o2ib_selftest_brw.sh) and the VM lane runs the same functions inside each
+# test_o2ib_ping.sh, test_o2ib_selftest_brw.sh, test_o2ib_peer_killed.sh) and the VM lane runs the same functions inside each
 # guest (busybox sh: tests/vm/cases.sh) between the x86_64 and the ppc64le node on the verbs
 # provider. So this file is POSIX sh, parses JSON with sed/awk and knows nothing about providers,
 # addresses or processes: a scenario runs from node A towards node B through its runner's driver.
@@ -28,7 +28,8 @@
 
 SC_BRW_COUNT=4
 
-# sc__json FILE KEY: the first scalar value of "KEY": in FILE's JSON (any layout)
+# sc__json FILE KEY: the scalar value of "KEY": in FILE's JSON, any layout (the last one: the results
+# read here hold each key once)
 sc__json() { tr -d ' \n' <"$1" | sed -n "s/.*\"$2\":\"\{0,1\}\([^,}\"]*\).*/\1/p" | head -1; }
 sc__errs() # sc__errs FILE: every error counter of a selftest result, summed
 {
