@@ -54,6 +54,12 @@
 #   ul_xnode_build OUT       build tests/cross/xnode.c (a bare node: tcp NI, ping, selftest services)
 #                            statically for big-endian ppc64 into OUT; run it with
 #                            "$QEMU_BE" -p 65536 OUT NID 65536 for a 64 KiB-page big-endian node.
+#   ul_scenarios NET NAME=NID...
+#                            source tests/integration/scenarios.sh (the o2ib scenarios the VM lane
+#                            runs too) with this runner's driver: nodes by NAME, their NIDs as given,
+#                            the console at $BUILD's ulnet-selftest; a case that fails is ul_fail,
+#                            one that passes a progress line; a killed node is SIGKILLed and
+#                            restarted from its node.yaml.
 #   UL_ATEXIT+=("CMD")      run CMD (eval) at exit after the nodes are stopped: namespaces, links.
 #   ul_step MSG / ul_fail MSG
 #                            progress line on stderr / "FAIL: MSG" and exit 1 (the trap prints logs).
@@ -286,4 +292,45 @@ ul_xnode_build()
 		-I"$SRC/src/selftest" -I"$SRC/src/fabric" -I"$SRC/src/fabric/shm" -I"$1.inc" "${srcs[@]}" \
 		"$SRC/tests/cross/xnode.c" -lpthread -o "$1" ||
 		ul_fail "cross build of xnode"
+}
+
+# The scenarios' driver (tests/integration/scenarios.sh) for nodes this script started.
+declare -gA UL_SC_NID=()
+ul_scenarios()
+{
+	local kv
+	SC_NET=$1
+	shift
+	for kv in "$@"; do
+		UL_SC_NID[${kv%%=*}]=${kv#*=}
+	done
+	SC_TMP=$UL_TMP
+	UL_SST=$BUILD/tools/ulnet-selftest/ulnet-selftest
+	[[ -x $UL_SST ]] || ul_fail "no ulnet-selftest at $UL_SST"
+	sc_ctl() { ul_ctl "$@"; }
+	sc_sst()
+	{
+		local name=$1
+		shift
+		timeout 60 "$UL_SST" --node "$(ul_sock "$name")" "$@"
+	}
+	sc_nid() { printf '%s' "${UL_SC_NID[$1]:?no NID for node $1 (ul_scenarios)}"; }
+	sc_log() { ul_log "$1"; }
+	sc_kill() { ul_stop_node "$1" KILL; }
+	# the same configuration again (a new incarnation); the killed one's log is kept beside
+	sc_restart()
+	{
+		local d
+		d=$(ul_dir "$1")
+		cp "$d/node.yaml" "$d/node.yaml.again"
+		mv "$d/ulnetd.log" "$d/ulnetd.log.killed"
+		ul_start_node "$1" <"$d/node.yaml.again"
+	}
+	sc_case()
+	{
+		[[ $1 == ok ]] || ul_fail "$2: $3"
+		ul_step "$2 ok: $3"
+	}
+	# shellcheck source=tests/integration/scenarios.sh
+	source "$SRC/tests/integration/scenarios.sh"
 }

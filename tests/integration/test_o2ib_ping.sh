@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: MIT
 # Two ulnetd on 127.250.0.{2,3}@o2ib (shm provider, port 987, pages 4 KiB / 64 KiB): ping both ways
-# over IMMEDIATE messages; the nested `device: {...}` lnd tunables map is accepted and shows up
+# over IMMEDIATE messages (sc_ping of tests/integration/scenarios.sh, which the VM lane runs on verbs); the nested `device: {...}` lnd tunables map is accepted and shows up
 # flattened; `net show -v` (YAML and JSON) names the provider in force (n3 asks for none: auto picks
 # shm on a host without RDMA devices) and the device limits in force (configured ones over the
 # defaults); plain `net show` and `export` do not; provider verbs refuses to start (built: one line
@@ -35,13 +35,10 @@ ul_step "start two o2ib nodes (shm provider)"
 start 2 4096 "provider: shm"
 start 3 65536 "" # auto
 
-ul_step "ping both ways"
-for a in 2 3; do
-	b=$(( 5 - a ))
-	ul_ctl "n$a" ping "$(ul_addr 250 "$b")@o2ib" --count 3 --timeout 5000 --json >"$T/p.json" \
-		|| ul_fail "n$a -> n$b ping failed: $(tail -5 "$(ul_log "n$a")")"
-	ul_json "$T/p.json" "len(j['ping']) == 3 and j['ping'][0]['primary nid'] == '$(ul_addr 250 "$b")@o2ib'"
-done
+ul_step "ping both ways (tests/integration/scenarios.sh: the VM lane runs the same on verbs)"
+ul_scenarios o2ib n2="$(ul_addr 250 2)@o2ib" n3="$(ul_addr 250 3)@o2ib"
+sc_ping n2 n3
+sc_ping n3 n2
 
 ul_step "device tunables are flattened"
 ul_ctl n2 net show -v --json >"$T/net.json"

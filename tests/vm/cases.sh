@@ -8,7 +8,6 @@
 # guest that dies midway shows as missing cases, not as fewer passes.
 
 SOCK=/run/ulnet.sock
-BRW_COUNT=4
 
 # vm_me NET / vm_peer NET: this node's and the peer's address on NET (o2ib1 has its own subnet)
 vm_me() { if [ "$1" = o2ib1 ]; then echo "$ME1"; else echo "$ME"; fi; }
@@ -17,8 +16,37 @@ vm_peer() { if [ "$1" = o2ib1 ]; then echo "$PEER1"; else echo "$PEER"; fi; }
 # one case line; status ok|FAIL
 vm_case() { echo "VMLANE CASE $NAME->$PEERNAME $*"; }
 
-# vm_json FILE KEY: the scalar value of "KEY": in a flat JSON line
-vm_json() { sed -n "s/.*\"$2\":\([^,}]*\).*/\1/p" "$1" | head -1; }
+# The driver of tests/integration/scenarios.sh (the scenarios the shm integration tests run too):
+# node "me" is this guest's ulnetd, node "peer" the other VM's (reached only over the link: the
+# scenarios run every command on their first node, and each VM takes its turn as that node); the
+# net is $SC_NET; a case is one "VMLANE CASE" line.
+# shellcheck disable=SC2034 # read by scenarios.sh
+SC_TMP=/tmp
+sc_ctl() { [ "$1" = me ] || return 2; shift; ulnetctl --node $SOCK "$@"; }
+sc_sst() { [ "$1" = me ] || return 2; shift; ulnet-selftest --node $SOCK "$@"; }
+sc_nid() { if [ "$1" = me ]; then echo "$(vm_me "$SC_NET")@$SC_NET"; else echo "$(vm_peer "$SC_NET")@$SC_NET"; fi; }
+sc_case() { vm_case "$2 $1 $3"; }
+# a brw case's note: this node's RDMA plan for it (vm_plan); LU-5718's net must have negotiated its
+# 16 fragments (when the tree reports it)
+sc_brw_note()
+{
+	local plan
+	plan=$(vm_plan "$SC_NET" "$3")
+	if [ -n "${WANT_MAX_FRAGS:-}" ] && [ -n "$plan" ]; then
+		case "$plan" in
+		*"max_frags $WANT_MAX_FRAGS") ;;
+		*) echo "$plan (want max_frags $WANT_MAX_FRAGS)"; return 1 ;;
+		esac
+	fi
+	echo "$plan"
+}
+sc_mark() { vm_plan_baseline "$SC_NET"; }
+# the kill: the host SIGKILLs the peer's qemu, and boots it again, when the console asks
+sc_kill() { echo "VMLANE KILL-PEER"; }
+sc_restart() { echo "VMLANE PEER-RESTART"; }
+sc_log() { echo /tmp/ulnetd.log; }
+# shellcheck source=tests/integration/scenarios.sh
+. /etc/vmlane/scenarios.sh
 
 # wait (up to 120 s: the other VM may boot slower) until the peer answers a ping on NET
 vm_wait_peer()
@@ -29,24 +57,6 @@ vm_wait_peer()
 		[ $i -lt 120 ] || return 1
 		sleep 1
 	done
-}
-
-# vm_ping NET: 3 pings, each reply must list the peer's NID on NET
-vm_ping()
-{
-	local net=$1 out=/tmp/ping.json n r peer
-	peer=$(vm_peer $net)@$net
-	if ulnetctl --node $SOCK ping "$peer" --count 3 --timeout 5000 --json >$out 2>/tmp/ping.err; then
-		r=$(grep -o '"time (ms)":' $out | wc -l)
-		n=$(grep -o "\"nid\":\"$peer\"" $out | wc -l)
-		if [ "$r" = 3 ] && [ "$n" = 3 ]; then
-			vm_case "$net ping ok bytes=0 errors=0 replies=3"
-			return
-		fi
-		vm_case "$net ping FAIL bytes=0 errors=1 replies=$r naming $peer: $n: $(head -c 300 $out)"
-		return
-	fi
-	vm_case "$net ping FAIL bytes=0 errors=1 $(head -c 300 /tmp/ping.err)"
 }
 
 # vm_plan NET SIZE: what this node's o2ib LND did with the peer since the last call, for transfers of
@@ -86,34 +96,6 @@ vm_plan_baseline()
 	done
 }
 
-# vm_brw NET read|write SIZE OFFSET: BRW_COUNT RPCs with check=full; all bytes, zero errors
-vm_brw()
-{
-	local net=$1 op=$2 size=$3 off=$4 out=/tmp/brw.json st=0 bytes errs e v what plan
-	ulnet-selftest --node $SOCK --json brw "$op" --from "$(vm_me $net)@$net" --to "$(vm_peer $net)@$net" --size "$size" \
-		--offset "$off" --check full --concurrency 2 --count $BRW_COUNT --timeout 30 >$out 2>/tmp/brw.err || st=$?
-	bytes=$(vm_json $out bytes)
-	errs=0
-	for e in timeout mismatch refused peer_gone unclassified; do
-		v=$(vm_json $out $e)
-		errs=$((errs + ${v:-0}))
-	done
-	what="brw $op size=$size offset=$off"
-	plan=$(vm_plan $net $size)
-	# LU-5718's net must have negotiated its 16 fragments (when the tree reports it)
-	if [ -n "${WANT_MAX_FRAGS:-}" ] && [ -n "$plan" ]; then
-		case "$plan" in
-		*"max_frags $WANT_MAX_FRAGS") ;;
-		*) errs=$((errs + 1)) plan="$plan (want max_frags $WANT_MAX_FRAGS)" ;;
-		esac
-	fi
-	if [ $st = 0 ] && [ "$(vm_json $out ok)" = true ] && [ "$bytes" = $((BRW_COUNT * size)) ] && [ $errs = 0 ]; then
-		vm_case "$net $what ok bytes=$bytes errors=0${plan:+ $plan}"
-	else
-		vm_case "$net $what FAIL bytes=${bytes:-0} errors=$errs status=$st $plan $(vm_json $out first_error) $(head -c 200 /tmp/brw.err)"
-	fi
-}
-
 # The verbs group: test_verbs_ops (tests/fabric: the verbs provider's operations and errors on one
 # device connected to itself) on this node's rxe0 at $ME, so on both kernels (4 KiB and 64 KiB
 # pages). One case line per cmocka test; the count ($VERBS_TESTS, vmlane.verbs_tests) comes from
@@ -136,50 +118,42 @@ vm_cases_verbs()
 		done
 }
 
-# the tcp set: ping, then brw write and read at a page-straddling offset and an odd one
+# the tcp set (scenarios.sh): ping, then brw write and read at a page-straddling offset and an odd one
 TCP_BRW="1048576:0 4097:1 1044479:4097"
-
 vm_cases_tcp_net() { echo tcp; }
 vm_cases_tcp_count() { echo $((1 + 2 * $(echo $TCP_BRW | wc -w))); }
 vm_cases_tcp()
 {
 	local so op
-	vm_ping tcp
+	SC_NET=tcp
+	sc_ping me peer
 	for so in $TCP_BRW; do
 		for op in write read; do
-			vm_brw tcp $op "${so%%:*}" "${so##*:}"
+			sc_brw me peer $op "${so%%:*}" "${so##*:}"
 		done
 	done
 }
 
-# the o2ib set (issue 10): ping, then brw write and read at offsets 0, 1, 4097, 65537 of sizes 1,
-# 4097, 65536, 1 MiB - offset and 1 MiB, where offset + size <= 1 MiB (each pair once)
-O2IB_OFFSETS="0 1 4097 65537"
-vm_o2ib_pairs()
-{
-	local off size seen
-	for off in $O2IB_OFFSETS; do
-		seen=
-		for size in 1 4097 65536 $((1048576 - off)) 1048576; do
-			[ $((off + size)) -le 1048576 ] || continue
-			case " $seen " in *" $size "*) continue ;; esac
-			seen="$seen $size"
-			echo "$size:$off"
-		done
-	done
-}
+# the o2ib set (issue 10): sc_o2ib of scenarios.sh, unchanged from the shm integration test
+# (test_o2ib_selftest_brw.sh): ping, brw write and read at offsets 0, 1, 4097, 65537 of sizes 1,
+# 4097, 65536, 1 MiB - offset and 1 MiB, 1 s of 1 MiB writes 8 in flight, the RDMA counters of
+# peer show -v, selftest ping
 vm_cases_o2ib_net() { echo o2ib; }
-vm_cases_o2ib_count() { echo $((1 + 2 * $(vm_o2ib_pairs | wc -l))); }
+vm_cases_o2ib_count() { sc_o2ib_count; }
 vm_cases_o2ib()
 {
-	local so op
-	vm_ping o2ib
-	vm_plan_baseline o2ib
-	for so in $(vm_o2ib_pairs); do
-		for op in write read; do
-			vm_brw o2ib $op "${so%%:*}" "${so##*:}"
-		done
-	done
+	SC_NET=o2ib
+	sc_o2ib me peer
+}
+
+# vm_ping_1m NET OFFSET: ping, then 1 MiB at OFFSET written and read (each case's plan its own)
+vm_ping_1m()
+{
+	SC_NET=$1
+	sc_ping me peer
+	vm_plan_baseline "$1"
+	sc_brw me peer write 1048576 "$2"
+	sc_brw me peer read 1048576 "$2"
 }
 
 # LU-5718's shape on its own net (o2ib1, NIs limited to 16 RDMA fragments and max_send_sge 1):
@@ -188,126 +162,102 @@ vm_cases_lu5718_net() { echo o2ib1; }
 vm_cases_lu5718_count() { echo 3; }
 vm_cases_lu5718()
 {
-	vm_ping o2ib1
-	vm_plan_baseline o2ib1
 	WANT_MAX_FRAGS=16
-	vm_brw o2ib1 write 1048576 7
-	vm_brw o2ib1 read 1048576 7
+	vm_ping_1m o2ib1 7
 	WANT_MAX_FRAGS=
 }
 
-# The peer dies mid-transfer (run by the first node, after both turns): a 20 s 1 MiB brw write over
-# o2ib (RPC timeout 20 s, the NI's o2ib timeout 20 s) runs while the host kills the peer's VM (asked
-# by "VMLANE KILL-PEER"); the brw must fail with classified errors only (peer gone or timeout) and
-# end within 60 s of the kill (its duration plus both timeouts: RPCs sent after the kill time out
-# too); then the host boots the peer again ("VMLANE PEER-RESTART") and this node must ping it and
-# move 1 MiB again.
+# The peer dies mid-transfer (run by the first node, after both turns): sc_peer_killed of
+# scenarios.sh (test_o2ib_peer_killed.sh runs it on shm): a 20 s 1 MiB brw write over o2ib (RPC
+# timeout 20 s, the NI's o2ib timeout 20 s) while the host SIGKILLs the peer's VM (asked by
+# "VMLANE KILL-PEER": no goodbye on the link); the peer must show down within the timeout + 5 s,
+# the brw fail classified; then the host boots the peer again ("VMLANE PEER-RESTART"): ping, peer
+# show up, 1 MiB again. Then the peer, booted with only the back group, takes the turn and runs its
+# cases towards this node (this node serves again).
+KILL_TIMEOUT=20
 vm_cases_kill_net() { echo o2ib; }
-vm_cases_kill_count() { if [ "$FIRST" = 1 ]; then echo 3; else echo 0; fi; }
+vm_cases_kill_count() { if [ "$FIRST" = 1 ]; then sc_peer_killed_count; else echo 0; fi; }
 vm_cases_kill() { :; } # runs at the end of vm_cases (vm_kill)
-# vm_peer_state NET: the peer's state as `ulnetctl peer show` gives it (up, down)
-vm_peer_state()
-{
-	ulnetctl --node $SOCK peer show --nid "$(vm_peer $1)@$1" --json 2>/dev/null |
-		sed -n 's/.*"state": *"\([a-z]*\)".*/\1/p' | head -1
-}
 vm_kill()
 {
-	local net=o2ib out=/tmp/kill.json st=0 t0 t1 pid sent gone to un bytes down
-	# the brw's status and end time go to files: the loop below watches them while polling peer show
-	rm -f /tmp/kill.st /tmp/kill.end
-	{
-		ulnet-selftest --node $SOCK --json brw write --from "$ME@$net" --to "$PEER@$net" --size 1048576 \
-			--check full --concurrency 2 --duration 20 --timeout 20 >$out 2>/tmp/kill.err
-		echo $? >/tmp/kill.st
-		date +%s >/tmp/kill.end
-	} &
-	pid=$!
-	# wait until data flows (the node's send counter moves), then have the peer killed
-	sent=$(ulnetctl --node $SOCK stats show --json | sed -n 's/.*"send_length":\([0-9]*\).*/\1/p')
-	i=0
-	while [ "$(ulnetctl --node $SOCK stats show --json | sed -n 's/.*"send_length":\([0-9]*\).*/\1/p')" -le $((sent + 2097152)) ]; do
-		i=$((i + 1))
-		[ $i -lt 300 ] || break
-		sleep 0.1
-	done
-	t0=$(date +%s)
-	echo "VMLANE KILL-PEER"
-	# t1: when the brw ended. `peer show` saying down after the kill is not a case: it did within
-	# 15 s in most runs, and not at all in one CI run under load (docs/vm-lane.md); it is printed
-	t1= down=
-	while [ -z "$t1" ] && [ $(($(date +%s) - t0)) -le 90 ]; do
-		[ -n "$down" ] || ! vm_peer_state $net | grep -q '^down$' || down=$(($(date +%s) - t0))
-		[ ! -s /tmp/kill.end ] || t1=$(cat /tmp/kill.end)
-		sleep 0.5
-	done
-	if [ -n "$down" ]; then
-		echo "vm lane: peer show after the kill: down $down s after it"
-	else
-		echo "vm lane: peer show after the kill: not down while the brw ran"
-	fi
-	wait $pid
-	st=$(cat /tmp/kill.st 2>/dev/null || echo 1)
-	[ -n "$t1" ] || t1=$(date +%s)
-	gone=$(vm_json $out peer_gone)
-	to=$(vm_json $out timeout)
-	un=$(vm_json $out unclassified)
-	bytes=$(vm_json $out bytes)
-	if [ $st != 0 ] && [ $((${gone:-0} + ${to:-0})) -gt 0 ] && [ "${un:-0}" = 0 ] && [ $((t1 - t0)) -le 60 ]; then
-		vm_case "$net peer killed mid-transfer ok bytes=${bytes:-0} errors=0 classified: peer_gone ${gone:-0} timeout ${to:-0}, failed $((t1 - t0)) s after the kill"
-	else
-		vm_case "$net peer killed mid-transfer FAIL bytes=${bytes:-0} errors=1 status=$st peer_gone ${gone:-0} timeout ${to:-0} unclassified ${un:-0} after $((t1 - t0)) s: $(head -c 300 $out /tmp/kill.err)"
-	fi
-	echo "VMLANE PEER-RESTART"
-	if vm_wait_peer $net; then
-		if vm_peer_state $net | grep -q '^up$'; then
-			vm_case "$net peer back ok bytes=0 errors=0 ping answered, peer show: up"
-		else
-			vm_case "$net peer back FAIL bytes=0 errors=1 ping answered, peer show: $(vm_peer_state $net)"
-		fi
-	else
-		vm_case "$net peer back FAIL bytes=0 errors=1 no ping answer within 120 s"
-	fi
-	vm_plan_baseline $net
-	vm_brw $net write 1048576 4097
+	SC_NET=o2ib
+	sc_peer_killed me peer $KILL_TIMEOUT 20
 }
+# the peer booted again after the kill: its cases towards the node that saw it die (that node
+# serves again): ping, 1 MiB written and read at an odd offset
+vm_cases_back_net() { echo o2ib; }
+vm_cases_back_count() { echo 3; }
+vm_cases_back() { vm_ping_1m o2ib 4097; }
 
-# The bench (no cases: one "VMLANE BENCH" line, never a pass or a fail): 1 MiB brw writes over o2ib,
-# 8 in flight for 5 s, against perftest between the same two rxe devices in the same run (issue
-# 10's goal: a ratio of at least 0.9): ib_write_bw (1 MiB RC RDMA WRITEs, 5 s; it can only busy-poll,
-# which starves rxe on one vCPU) and ib_send_bw -e (200 1 MiB SENDs on completion events). The peer
-# starts both servers, one after the other, when its cases start (vm_bench_serve).
-PERF_ARGS="-R -F -s 1048576"
+# The bench (no cases: "VMLANE BENCH" lines, never a pass or a fail): 1 MiB brw writes over o2ib
+# against perftest's ib_write_bw between the same two rxe devices, the same shape: 1 MiB messages
+# from this node to the peer, BENCH_DEPTH in flight (brw --concurrency, ib_write_bw -t), for
+# BENCH_SECS each; after 1 s of brw writes not counted (the connection and registrations are made:
+# perftest connects before it starts its clock), BENCH_ROUNDS rounds, each measuring both back to
+# back (the order alternating), and the medians: their ratio, and the median of the rounds' ratios. perftest's "MB/sec" are MiB/s (2^20 bytes), compared with brw's MiBps.
+# ib_write_bw can only busy-poll (no -e for WRITEs), which competes with rxe's softirq work on a
+# 1-vCPU guest: that is the baseline's noise. The peer starts one server per round when its cases
+# start (vm_bench_serve).
+BENCH_ROUNDS=5 BENCH_SECS=5 BENCH_DEPTH=8
+PERF_ARGS="-R -F -s 1048576 -t $BENCH_DEPTH -D $BENCH_SECS"
+# vm_nice19 CMD...: CMD at nice 19 (busybox has renice, no nice), so that perftest's busy polling
+# yields the vCPU to rxe's softirq work (ksoftirqd runs at nice 0, as ulnetd does)
+vm_nice19() { sh -c 'renice -n 19 -p $$ >/dev/null && exec "$@"' vm_nice19 "$@"; }
 vm_cases_bench_net() { echo o2ib; }
 vm_cases_bench_count() { echo 0; }
-vm_bench_serve() { { ib_write_bw $PERF_ARGS -D 5; ib_send_bw $PERF_ARGS -n 200 -e; } >/tmp/perf.log 2>&1 & }
-# vm_perf TOOL ARGS...: the client against the peer's server (retried while it is not listening yet);
-# prints the average MB/s of the result row (bytes, iterations, peak, average, msg rate)
+vm_bench_serve()
+{
+	{
+		r=0
+		while [ $r -lt $BENCH_ROUNDS ]; do
+			vm_nice19 ib_write_bw $PERF_ARGS
+			r=$((r + 1))
+		done
+	} >/tmp/perf.log 2>&1 &
+}
+# vm_perf: ib_write_bw against the peer's server (retried while it is not listening yet); prints the
+# average MB/sec (MiB/s) of the result row (bytes, iterations, peak, average, msg rate)
 vm_perf()
 {
-	local tool=$1 i=0
-	shift
-	until $tool $PERF_ARGS "$@" "$PEER" >/tmp/$tool.log 2>&1; do
+	local i=0
+	until vm_nice19 ib_write_bw $PERF_ARGS "$PEER" >/tmp/ib_write_bw.log 2>&1; do
 		i=$((i + 1))
 		[ $i -lt 10 ] || break
 		sleep 1
 	done
-	awk '$1 == 1048576 && NF >= 5 {print $4}' /tmp/$tool.log | tail -1
+	awk '$1 == 1048576 && NF >= 5 {print $4}' /tmp/ib_write_bw.log | tail -1
 }
-vm_ratio() { awk -v a="${1:-0}" -v b="${2:-0}" 'BEGIN {if (b > 0) printf "%.2f", a / b; else print "?"}'; }
+vm_ulnet_bw()
+{
+	ulnet-selftest --node $SOCK --json brw write --from "$ME@o2ib" --to "$PEER@o2ib" --size 1048576 \
+		--check none --concurrency $BENCH_DEPTH --duration $BENCH_SECS --timeout 30 >/tmp/bench.json 2>&1
+	sc__json /tmp/bench.json MiBps
+}
+vm_ratio() { awk -v a="${1:-0}" -v b="${2:-0}" 'BEGIN {if (a + 0 > 0 && b + 0 > 0) printf "%.2f", a / b; else print "?"}'; }
+vm_median() { tr ' ' '\n' | grep . | sort -n | awk '{v[NR] = $1} END {if (NR) print v[int((NR + 1) / 2)]; else print "?"}'; }
 vm_cases_bench()
 {
-	local out=/tmp/bench.json ulnet wr sd
+	local r=1 u w us= ws= rs=
 	[ "$FIRST" = 1 ] || return 0
 	ulnet-selftest --node $SOCK --json brw write --from "$ME@o2ib" --to "$PEER@o2ib" --size 1048576 \
-		--check none --concurrency 8 --duration 5 --timeout 30 >$out 2>&1
-	ulnet=$(vm_json $out MBps)
-	wr=$(vm_perf ib_write_bw -D 5)
-	sd=$(vm_perf ib_send_bw -n 200 -e)
-	echo "VMLANE BENCH $NAME->$PEERNAME o2ib 1 MiB brw write ${ulnet:-?} MB/s; ib_write_bw ${wr:-?} MB/s" \
-		"(ratio $(vm_ratio "$ulnet" "$wr")), ib_send_bw -e ${sd:-?} MB/s (ratio $(vm_ratio "$ulnet" "$sd")); goal 0.9"
-	[ -n "$wr" ] || sed 's/^/VMLANE LOG ib_write_bw: /' /tmp/ib_write_bw.log | tail -3
-	[ -n "$sd" ] || sed 's/^/VMLANE LOG ib_send_bw: /' /tmp/ib_send_bw.log | tail -3
+		--check none --concurrency $BENCH_DEPTH --duration 1 --timeout 30 >/dev/null 2>&1
+	while [ $r -le $BENCH_ROUNDS ]; do
+		if [ $((r % 2)) = 1 ]; then
+			u=$(vm_ulnet_bw)
+			w=$(vm_perf)
+		else
+			w=$(vm_perf)
+			u=$(vm_ulnet_bw)
+		fi
+		echo "VMLANE BENCH round $r: brw write ${u:-?} MiB/s (RPC latency p50 $(sc__json /tmp/bench.json p50) max $(sc__json /tmp/bench.json max) us), ib_write_bw ${w:-?} MiB/s, ratio $(vm_ratio "$u" "$w")"
+		[ -n "$w" ] || sed 's/^/VMLANE LOG ib_write_bw: /' /tmp/ib_write_bw.log | tail -3
+		[ -n "$u" ] || sed 's/^/VMLANE LOG brw: /' /tmp/bench.json | tail -3
+		us="$us ${u:-}" ws="$ws ${w:-}" rs="$rs $(vm_ratio "$u" "$w")"
+		r=$((r + 1))
+	done
+	u=$(echo $us | vm_median)
+	w=$(echo $ws | vm_median)
+	echo "VMLANE BENCH $NAME->$PEERNAME o2ib 1 MiB writes, $BENCH_DEPTH in flight, $BENCH_SECS s, medians of $BENCH_ROUNDS rounds: brw write $u MiB/s, ib_write_bw $w MiB/s: ratio $(vm_ratio "$u" "$w"); median of the rounds' ratios $(echo $rs | vm_median); goal 0.9"
 }
 
 # vm_turn_wait / vm_turn_give: the turn token, a TCP connection to port 7777 inside the guest link
@@ -322,9 +272,10 @@ vm_turn_give()
 	done
 }
 
-# vm_cases LIST: comma-separated groups (verbs, tcp, o2ib, lu5718, kill). The two nodes take turns ($FIRST=1
-# goes first, then hands over), so each case's counters and plan are its own; with kill the turn
-# comes back to the first node for vm_kill. An empty LIST (a peer booted again) only serves.
+# vm_cases LIST: comma-separated groups (verbs, tcp, o2ib, lu5718, kill, bench, back). The two nodes
+# take turns ($FIRST=1 goes first, then hands over), so each case's counters and plan are its own;
+# with kill the turn comes back to the first node for vm_kill, which then hands it to the peer booted
+# again (its only group: back).
 vm_cases()
 {
 	local groups total=0 g net kill=
@@ -352,6 +303,7 @@ vm_cases()
 		if [ -n "$kill" ]; then
 			vm_turn_wait
 			vm_kill
+			vm_turn_give
 		fi
 	elif [ -n "$kill" ]; then
 		vm_turn_give
