@@ -132,6 +132,12 @@ uint32_t tcplnd_crc32(uint32_t crc, const void *buf, size_t len);
  * ({0,1} in a NOOP, {_,1} piggybacked) is acceptable. 0 ok; -EPROTO (err "ksh_zc_cookies"). */
 int tcplnd_zcack_check(uint32_t proto, const struct tcplnd_msg_hdr *h, struct ulnet_wire_err *err);
 
+/* Copy @n fragments from @in to @out (may be the same array), dropping empty ones and joining each
+ * one that starts where the previous ends: a page-fragmented MD over one buffer becomes a single
+ * iovec, so a 1 MiB message is one sendmsg/readv instead of several TCPLND_TX_BATCH_IOV or
+ * TCPLND_RX_IOV_WINDOW-sized ones. Returns the count written (<= @n). */
+unsigned tcplnd_iov_coalesce(struct iovec *out, const struct iovec *in, unsigned n);
+
 /* ---- ZC-ACKs we owe (tcp_fsm.c) ---- */
 #define TCPLND_ZCACK_MAX 64
 struct tcplnd_zcacks {

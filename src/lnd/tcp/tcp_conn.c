@@ -422,12 +422,9 @@ static int tx_prep(struct tcplnd_conn *conn, struct tcplnd_tx *tx)
 	tx->iov[0].iov_base = tx->hdr;
 	tx->iov[0].iov_len = hlen;
 	tx->nob = (uint32_t)hlen;
-	for (i = 0; i < tx->npiov; i++) {
-		if (!tx->piov[i].iov_len)
-			continue;
-		tx->iov[tx->niov++] = tx->piov[i];
+	for (i = 0; i < tx->npiov; i++)
 		tx->nob += (uint32_t)tx->piov[i].iov_len;
-	}
+	tx->niov += tcplnd_iov_coalesce(tx->iov + 1, tx->piov, tx->npiov);
 	return 0;
 }
 
