@@ -251,6 +251,8 @@ void tcplnd_rx_deliver(struct tcplnd_rx *rx, void *msg, const struct iovec *iov,
 #define TCPLND_KEEPALIVE_RETRY_S 10      /* at most one keepalive NOOP per peer this often */
 #define TCPLND_PEER_IDLE_S 60            /* forget a peer with nothing left this long */
 #define TCPLND_TX_BATCH_IOV 256          /* iovecs per writev */
+#define TCPLND_RCVLOWAT_MIN (64u << 10)  /* payload left before the socket wakes us only for more... */
+#define TCPLND_RCVLOWAT_MAX (512u << 10) /* ...up to this many bytes at a time */
 
 enum tcplnd_accept { TCPLND_ACCEPT_NONE, TCPLND_ACCEPT_ALL, TCPLND_ACCEPT_SECURE };
 
@@ -384,6 +386,7 @@ struct tcplnd_conn {
 	uint64_t deadline;              /* handshake deadline */
 	uint64_t rx_progress, tx_progress;
 	int close_rc;                   /* an error seen where closing was not safe */
+	int rcvlowat;                   /* SO_RCVLOWAT set on the socket (0: the default, 1) */
 };
 
 struct tcplnd_peer {

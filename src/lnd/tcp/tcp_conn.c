@@ -15,6 +15,7 @@
 #include <limits.h>
 #include <netinet/tcp.h>
 #include <stdio.h>
+#include <sys/ioctl.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
@@ -738,6 +739,22 @@ static size_t ra_take(struct tcplnd_conn *conn, const struct iovec *iov, unsigne
 	return got;
 }
 
+/* Before waiting for the rest of a large payload: let the socket wake us only once a large part of it
+ * is in (SO_RCVLOWAT), instead of for every segment that lands; back to 1 between messages. Only
+ * bytes the peer is certain to send (the payload under way) are waited for, so this never stalls. */
+static void conn_rcvlowat(struct tcplnd_conn *conn)
+{
+	const struct tcplnd_rx *rx = conn->rx;
+	int want = 1;
+
+	if (rx->state == TCPLND_RX_PAYLOAD && rx->mlen_left >= TCPLND_RCVLOWAT_MIN)
+		want = (int)(rx->mlen_left < TCPLND_RCVLOWAT_MAX ? rx->mlen_left : TCPLND_RCVLOWAT_MAX);
+	if (want == (conn->rcvlowat ? conn->rcvlowat : 1))
+		return;
+	if (setsockopt(conn->io.fd, SOL_SOCKET, SO_RCVLOWAT, &want, sizeof(want)) == 0)
+		conn->rcvlowat = want;
+}
+
 static void conn_rx(struct tcplnd_conn *conn, uint32_t revents)
 {
 	size_t budget = RX_BUDGET;
@@ -816,6 +833,8 @@ static void conn_rx(struct tcplnd_conn *conn, uint32_t revents)
 	 * the stream; its lnd_recv resumes it) */
 	if (conn->ra_off < conn->ra_len && conn->rx->state != TCPLND_RX_PARSE_WAIT)
 		ulnet__io_kick(conn->net->node, &conn->io);
+	else
+		conn_rcvlowat(conn);
 	tcplnd_conn_update_io(conn);
 }
 
@@ -1023,6 +1042,13 @@ void tcplnd_conn_tick(struct tcplnd_conn *conn, uint64_t now)
 		}
 		return;
 	case TCPLND_CONN_UP:
+		if (conn->rx->started && now - conn->rx_progress > tmo && conn->rcvlowat > 1) {
+			int queued = 0;
+
+			/* bytes waiting under SO_RCVLOWAT are progress too: a slow peer, not a stuck one */
+			if (ioctl(conn->io.fd, FIONREAD, &queued) == 0 && queued > 0)
+				conn->rx_progress = now;
+		}
 		if (conn->rx->started && now - conn->rx_progress > tmo) {
 			const char *what;
 			size_t left = tcplnd_rx_missing(conn->rx, &what);
