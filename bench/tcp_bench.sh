@@ -4,12 +4,15 @@
 # Every ulnet number is printed next to its baseline measured in the same run, between the same
 # addresses:
 #   1. streaming 1 MiB Put and Get bandwidth between two ulnetd (ulnet-selftest brw read: the server
-#      PUTs; brw write: the server GETs) against iperf3 single-stream bandwidth (-l 1M);
+#      PUTs; brw write: the server GETs) against iperf3 single-stream bandwidth (-l 1M). brw runs with
+#      --check none: iperf3 neither writes a pattern into its buffer per message nor reads what it
+#      received, and check=full does both for every byte (the selftest's work, not the data path's);
 #   2. round trips between two ulnetd in separate processes: ulnet_ping (ulnetctl ping, the time
 #      ulnet_ping measures inside ulnetd) and a selftest ping RPC (ulnet-selftest ping, concurrency
-#      1, median latency), against a raw TCP 8-byte ping-pong between two processes
-#      (bench/tcp_pingpong.c); once with sleeping loops, once with node busy_poll_us (and the raw
-#      ping-pong polling its socket); medians over ROUNDS interleaved rounds;
+#      1, median latency), each against a raw TCP ping-pong between two processes (bench/tcp_pingpong.c)
+#      carrying the bytes its LNet messages carry on the wire; once with sleeping loops, once with
+#      node busy_poll_us (and the raw ping-pong polling its socket); medians over ROUNDS interleaved
+#      rounds;
 #   3. the node lock's hold-time histogram of the server node over the whole run (stats show -v);
 #   4. 0-byte Put message rate (bench/tcp_msgrate.c, two nodes in one process), with 1 and with 2 loop
 #      threads per node (node option loops), and the load average it ran under.
@@ -23,6 +26,10 @@ ROUNDS=${ROUNDS:-3}
 CONC=${CONC:-4} # RPCs in flight: 4 keeps the working set cache-friendly on this VM (8 is ~10% slower)
 BUSY_US=${BUSY_US:-50}
 PINGS=${PINGS:-1000}
+# Bytes on the wire per round trip (socklnd V3: 24-byte ksock_msg_hdr + 72-byte LNet header = 96):
+# ulnet_ping is a GET (96) answered by a REPLY carrying the ping info (48 bytes for the two NIs, lo
+# and tcp, of a node here); a selftest ping is a PUT of its 160-byte srpc message each way.
+PING_REQ=96 PING_REP=144 SST_MSG=256
 source "$SRC/tests/integration/lib.sh"
 ul_init
 command -v iperf3 >/dev/null || ul_fail "iperf3 not installed (apt-get install iperf3)"
@@ -62,26 +69,27 @@ sst_ping_us() {
 	"$UL_PYTHON" -c 'import json,sys; print(json.load(open(sys.argv[1]))["latency_us"]["p50"])' "$UL_TMP/sst_ping.json"
 }
 # raw TCP ping-pong between two processes (median, us); port 7400 on B, from A
-raw_us() { # [busy]
-	"$UL_TMP/tcp_pingpong" server "$B" 7400 ${1:-} >"$UL_TMP/pp_srv.out" &
+raw_us() { # REQ_BYTES REP_BYTES [busy]
+	"$UL_TMP/tcp_pingpong" server "$B" 7400 "$1" "$2" ${3:-} >"$UL_TMP/pp_srv.out" &
 	local srv=$! i
 	for i in $(seq 100); do grep -q listening "$UL_TMP/pp_srv.out" 2>/dev/null && break; sleep 0.05; done
-	"$UL_TMP/tcp_pingpong" client "$B" 7400 "$A" 20000 ${1:-} >"$UL_TMP/pp.out" || ul_fail "tcp_pingpong failed"
+	"$UL_TMP/tcp_pingpong" client "$B" 7400 "$A" 20000 "$1" "$2" ${3:-} >"$UL_TMP/pp.out" || ul_fail "tcp_pingpong failed"
 	wait "$srv" || true
 	awk '{print $2}' "$UL_TMP/pp.out"
 }
 
 # This VM is noisy: every measurement is interleaved over ROUNDS rounds and the medians compared.
-put=() get=() ipf=() png=() sst=() raw=() pngb=() sstb=() rawb=()
+load0=$(cut -d' ' -f1-3 /proc/loadavg)
+put=() get=() ipf=() png=() sst=() raw=() raws=() pngb=() sstb=() rawb=() rawsb=()
 start_nodes 0
 for r in $(seq "$ROUNDS"); do
 	ul_step "round $r/$ROUNDS: ulnet brw read (Put stream $B -> $A), ${SECS} s"
 	"$SST" --node "$(ul_sock n1)" --json brw read --from "$A@tcp" --to "$B@tcp" --size 1M --concurrency "$CONC" \
-		--duration "$SECS" >"$UL_TMP/brw.json"
+		--check none --duration "$SECS" >"$UL_TMP/brw.json"
 	put+=("$(mbps "$UL_TMP/brw.json")")
 	ul_step "round $r/$ROUNDS: ulnet brw write (Get/REPLY stream $A -> $B), ${SECS} s"
 	"$SST" --node "$(ul_sock n1)" --json brw write --from "$A@tcp" --to "$B@tcp" --size 1M --concurrency "$CONC" \
-		--duration "$SECS" >"$UL_TMP/brw_w.json"
+		--check none --duration "$SECS" >"$UL_TMP/brw_w.json"
 	get+=("$(mbps "$UL_TMP/brw_w.json")")
 	ul_step "round $r/$ROUNDS: iperf3 one stream, -l 1M, $B -> $A, ${SECS} s"
 	iperf3 -s -B "$A" -p 5399 -1 >/dev/null 2>&1 &
@@ -93,7 +101,8 @@ for r in $(seq "$ROUNDS"); do
 	ul_step "round $r/$ROUNDS: round trips (ulnet_ping x$PINGS, selftest ping ${SECS} s, raw TCP x20000)"
 	png+=("$(ping_us)")
 	sst+=("$(sst_ping_us)")
-	raw+=("$(raw_us)")
+	raw+=("$(raw_us $PING_REQ $PING_REP)")
+	raws+=("$(raw_us $SST_MSG $SST_MSG)")
 done
 ul_ctl n2 stats show -v --json >"$UL_TMP/stats_n2.json"
 stop_nodes
@@ -103,13 +112,15 @@ for r in $(seq "$ROUNDS"); do
 	ul_step "round $r/$ROUNDS: round trips with busy polling (busy_poll_us $BUSY_US; raw ping-pong polling)"
 	pngb+=("$(ping_us)")
 	sstb+=("$(sst_ping_us)")
-	rawb+=("$(raw_us busy)")
+	rawb+=("$(raw_us $PING_REQ $PING_REP busy)")
+	rawsb+=("$(raw_us $SST_MSG $SST_MSG busy)")
 done
 stop_nodes
 echo "runs (MB/s): put ${put[*]} | get ${get[*]} | iperf3 ${ipf[*]}"
-echo "runs (us): ulnet_ping ${png[*]} | selftest ping ${sst[*]} | raw ${raw[*]}"
-echo "runs busy (us): ulnet_ping ${pngb[*]} | selftest ping ${sstb[*]} | raw ${rawb[*]}"
+echo "runs (us): ulnet_ping ${png[*]} | raw $PING_REQ/$PING_REP B ${raw[*]} | selftest ping ${sst[*]} | raw $SST_MSG/$SST_MSG B ${raws[*]}"
+echo "runs busy (us): ulnet_ping ${pngb[*]} | raw ${rawb[*]} | selftest ping ${sstb[*]} | raw ${rawsb[*]}"
 
+echo "load average (1/5/15 min): $load0 at the start, $(cut -d' ' -f1-3 /proc/loadavg) after the round trips"
 ul_step "0-byte Put rate (two nodes in one process)"
 ninja -C "$BUILD" bench/tcp_msgrate >/dev/null && cp "$BUILD/bench/tcp_msgrate" "$UL_TMP/tcp_msgrate"
 "$UL_TMP/tcp_msgrate" "$(ul_addr "$T" 3)" "$(ul_addr "$T" 4)" "$SECS" >"$UL_TMP/rate.txt" 2>"$UL_TMP/rate.err" \
@@ -119,21 +130,21 @@ ninja -C "$BUILD" bench/tcp_msgrate >/dev/null && cp "$BUILD/bench/tcp_msgrate" 
 cut -d' ' -f1 /proc/loadavg >"$UL_TMP/load.txt"
 
 "$UL_PYTHON" - "$UL_TMP" "$(median "${put[@]}")" "$(median "${get[@]}")" "$(median "${ipf[@]}")" \
-	"$(median "${png[@]}")" "$(median "${sst[@]}")" "$(median "${raw[@]}")" \
-	"$(median "${pngb[@]}")" "$(median "${sstb[@]}")" "$(median "${rawb[@]}")" <<'PY'
+	"$(median "${png[@]}")" "$(median "${sst[@]}")" "$(median "${raw[@]}")" "$(median "${raws[@]}")" \
+	"$(median "${pngb[@]}")" "$(median "${sstb[@]}")" "$(median "${rawb[@]}")" "$(median "${rawsb[@]}")" <<'PY'
 import json, sys
 t = sys.argv[1]
-u, g, i, p, s, r, pb, sb, rb = map(float, sys.argv[2:])
+u, g, i, p, s, r, rs, pb, sb, rb, rsb = map(float, sys.argv[2:])
 rate = dict(l.split() for l in open(f"{t}/rate.txt"))
 rate2 = dict(l.split() for l in open(f"{t}/rate2.txt"))
 load = open(f"{t}/load.txt").read().strip()
 st = json.load(open(f"{t}/stats_n2.json"))["statistics"]
 print(f"1 MiB Put bandwidth : ulnet {u:9.1f} MB/s   iperf3 {i:9.1f} MB/s (medians)   ratio {u / i:.2f} (goal >= 0.95)")
 print(f"1 MiB Get bandwidth : ulnet {g:9.1f} MB/s   iperf3 {i:9.1f} MB/s (medians)   ratio {g / i:.2f} (goal >= 0.95)")
-print(f"round trip (medians): raw TCP ping-pong {r:6.1f} us | ulnet_ping {p:6.1f} us  ratio {p / r:.2f} (goal <= 2) | "
-      f"selftest ping {s:6.1f} us  ratio {s / r:.2f} (goal <= 1.2)")
-print(f"  busy polling       : raw TCP ping-pong {rb:6.1f} us | ulnet_ping {pb:6.1f} us  ratio {pb / rb:.2f} (goal <= 1.5) | "
-      f"selftest ping {sb:6.1f} us  ratio {sb / rb:.2f} (goal <= 1.05)")
+print(f"round trip (medians): ulnet_ping {p:6.1f} us vs raw TCP ping-pong {r:6.1f} us  ratio {p / r:.2f} (goal <= 2) | "
+      f"selftest ping {s:6.1f} us vs raw {rs:6.1f} us  ratio {s / rs:.2f} (goal <= 1.2)")
+print(f"  busy polling       : ulnet_ping {pb:6.1f} us vs raw TCP ping-pong {rb:6.1f} us  ratio {pb / rb:.2f} (goal <= 1.5) | "
+      f"selftest ping {sb:6.1f} us vs raw {rsb:6.1f} us  ratio {sb / rsb:.2f} (goal <= 1.05)")
 r1, r2 = float(rate['put0_rate']), float(rate2['put0_rate'])
 print(f"0-byte Put rate     : {r1:9.0f} msg/s (1 loop per node) | {r2:9.0f} msg/s (2 loops per node)  ratio {r2 / r1:.2f} "
       f"(goal >= 1 M msg/s with 2 loops; load average {load})")

@@ -110,9 +110,8 @@ static void client_complete(struct ulnet_sst *sst, struct sst_rpc *r)
 	struct ulnet_sst_msg rep;
 	struct ulnet_wire_err werr = { 0 };
 	enum sst_err e = r->err;
-	char peer[ULNET_NID_STRLEN];
+	char peer[ULNET_NID_STRLEN] = "";
 
-	ulnet_nid_format(&r->peer.nid, peer, sizeof(peer));
 	/* the request never reached the server: whatever the code, the peer is not there */
 	if (e == ERR_NONE && r->status[SLOT_REQ])
 		e = classify_status(r->status[SLOT_REQ]) == ERR_REFUSED ? ERR_REFUSED : ERR_PEER_GONE;
@@ -158,6 +157,8 @@ static void client_complete(struct ulnet_sst *sst, struct sst_rpc *r)
 		e = ERR_PEER_GONE;
 		t->dest_gone = true;
 	}
+	if (e != ERR_NONE && e != ERR_CANCELLED) /* for the error line; formatting costs every RPC otherwise */
+		ulnet_nid_format(&r->peer.nid, peer, sizeof(peer));
 	if (e == ERR_CANCELLED) {
 		/* not counted: the user stopped the test, or the peer is already known to be gone */
 	} else if (e == ERR_NONE) {

@@ -37,6 +37,7 @@ enum sst_role { ROLE_REQBUF = 1, ROLE_CLIENT, ROLE_SERVER, ROLE_CONSOLE };
 enum sst_err { ERR_NONE = 0, ERR_TIMEOUT, ERR_MISMATCH, ERR_REFUSED, ERR_PEER_GONE, ERR_CANCELLED };
 
 #define SST_HASH 4096
+#define SST_RPC_CACHE 64 /* freed RPCs kept for reuse: one is 1 KiB, past malloc's per-thread cache */
 #define SST_INST_SHIFT 56  /* user_ptr bits above: the engine instance (1..SST_MAX_INST) */
 #define SST_MAX_INST 255   /* selftest engines in one process */
 #define SST_SESSION_TIMEOUT 100
@@ -140,6 +141,8 @@ struct ulnet_sst {
 	uint64_t next_id;
 	uint64_t next_bits;               /* match bits for reply/bulk buffers */
 	struct sst_rpc *hash[SST_HASH];
+	struct sst_rpc *rpc_cache;        /* freed RPCs for sst__rpc_new (linked by hnext) */
+	unsigned n_rpc_cache;
 	struct sst_rpc *active;           /* client RPCs */
 	struct sst_test *tests;
 	struct ulnet_list running;        /* tests not done: all the tick looks at */
@@ -179,6 +182,8 @@ void sst__event_handler(const struct ulnet_event *ev);
 struct sst_rpc *sst__rpc_new(struct ulnet_sst *sst, enum sst_role role);
 struct sst_rpc *sst__rpc_find(struct ulnet_sst *sst, uint64_t id);
 void sst__rpc_free(struct ulnet_sst *sst, struct sst_rpc *r);
+/* Free the RPCs kept for reuse (engine teardown). */
+void sst__rpc_cache_drain(struct ulnet_sst *sst);
 void sst__rpc_abort(struct ulnet_sst *sst, struct sst_rpc *r);
 int sst__rpc_alloc_bulk(struct ulnet_sst *sst, struct sst_rpc *r, uint32_t off, uint32_t len);
 int sst__bulk_check(const struct sst_rpc *r, bool swab, enum ulnet_sst_check check, uint64_t *bad);

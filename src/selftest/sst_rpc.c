@@ -62,10 +62,16 @@ static void buf_put(void *p, size_t cap)
 
 struct sst_rpc *sst__rpc_new(struct ulnet_sst *sst, enum sst_role role)
 {
-	struct sst_rpc *r = calloc(1, sizeof(*r));
+	struct sst_rpc *r = sst->rpc_cache;
 
-	if (!r)
+	/* one per RPC in steady state: reuse a freed one rather than go through malloc each time */
+	if (r) {
+		sst->rpc_cache = r->hnext;
+		sst->n_rpc_cache--;
+		memset(r, 0, sizeof(*r));
+	} else if (!(r = calloc(1, sizeof(*r)))) {
 		return NULL;
+	}
 	r->id = ++sst->next_id;
 	r->role = role;
 	ulnet_list_init(&r->slink);
@@ -118,7 +124,24 @@ void sst__rpc_free(struct ulnet_sst *sst, struct sst_rpc *r)
 	}
 	buf_put(r->buf, r->buf_cap);
 	free(r->kiov);
-	free(r);
+	if (sst->n_rpc_cache < SST_RPC_CACHE) {
+		r->hnext = sst->rpc_cache;
+		sst->rpc_cache = r;
+		sst->n_rpc_cache++;
+	} else {
+		free(r);
+	}
+}
+
+void sst__rpc_cache_drain(struct ulnet_sst *sst)
+{
+	while (sst->rpc_cache) {
+		struct sst_rpc *r = sst->rpc_cache;
+
+		sst->rpc_cache = r->hnext;
+		free(r);
+	}
+	sst->n_rpc_cache = 0;
 }
 
 static void *slot_ptr(const struct ulnet_sst *sst, const struct sst_rpc *r, int slot)

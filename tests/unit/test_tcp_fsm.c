@@ -712,6 +712,48 @@ static void test_zcack_take(void **state)
 	assert_int_equal(tcplnd_zcack_add(&q, 1000000), -ENOSPC);
 }
 
+/* ---- fragment coalescing ---- */
+
+static void test_iov_coalesce(void **state)
+{
+	static uint8_t b[64];
+	struct {
+		const char *name;
+		unsigned n;
+		struct { unsigned off, len; } in[5];
+		unsigned m;
+		struct { unsigned off, len; } want[5];
+	} cases[] = {
+		{ "empty", 0, { { 0, 0 } }, 0, { { 0, 0 } } },
+		{ "one", 1, { { 4, 8 } }, 1, { { 4, 8 } } },
+		{ "adjacent pages join", 3, { { 0, 8 }, { 8, 8 }, { 16, 4 } }, 1, { { 0, 20 } } },
+		{ "a gap splits", 3, { { 0, 8 }, { 9, 8 }, { 17, 4 } }, 2, { { 0, 8 }, { 9, 12 } } },
+		{ "empty ones dropped, neighbours still join", 4, { { 0, 8 }, { 30, 0 }, { 8, 8 }, { 40, 0 } }, 1,
+		  { { 0, 16 } } },
+		{ "backwards never joins", 2, { { 8, 8 }, { 0, 8 } }, 2, { { 8, 8 }, { 0, 8 } } },
+		{ "all empty", 2, { { 0, 0 }, { 5, 0 } }, 0, { { 0, 0 } } },
+	};
+
+	(void)state;
+	for (size_t c = 0; c < sizeof(cases) / sizeof(cases[0]); c++) {
+		struct iovec in[5], out[5];
+		unsigned m;
+
+		for (unsigned i = 0; i < cases[c].n; i++)
+			in[i] = (struct iovec){ b + cases[c].in[i].off, cases[c].in[i].len };
+		m = tcplnd_iov_coalesce(out, in, cases[c].n);
+		if (m != cases[c].m)
+			fail_msg("%s: %u fragments, want %u", cases[c].name, m, cases[c].m);
+		for (unsigned i = 0; i < m; i++)
+			if (out[i].iov_base != b + cases[c].want[i].off || out[i].iov_len != cases[c].want[i].len)
+				fail_msg("%s: fragment %u is {%td, %zu}", cases[c].name, i, (uint8_t *)out[i].iov_base - b,
+					 out[i].iov_len);
+		/* in place, as tx_prep and tcplnd_recv may use it */
+		assert_int_equal(tcplnd_iov_coalesce(in, in, cases[c].n), m);
+		assert_memory_equal(in, out, m * sizeof(out[0]));
+	}
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -727,6 +769,7 @@ int main(void)
 		cmocka_unit_test(test_hs_passive),
 		cmocka_unit_test(test_hs_active_ips_and_errors),
 		cmocka_unit_test(test_zcack_take),
+		cmocka_unit_test(test_iov_coalesce),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -132,6 +132,12 @@ uint32_t tcplnd_crc32(uint32_t crc, const void *buf, size_t len);
  * ({0,1} in a NOOP, {_,1} piggybacked) is acceptable. 0 ok; -EPROTO (err "ksh_zc_cookies"). */
 int tcplnd_zcack_check(uint32_t proto, const struct tcplnd_msg_hdr *h, struct ulnet_wire_err *err);
 
+/* Copy @n fragments from @in to @out (may be the same array), dropping empty ones and joining each
+ * one that starts where the previous ends: a page-fragmented MD over one buffer becomes a single
+ * iovec, so a 1 MiB message is one sendmsg/readv instead of several TCPLND_TX_BATCH_IOV or
+ * TCPLND_RX_IOV_WINDOW-sized ones. Returns the count written (<= @n). */
+unsigned tcplnd_iov_coalesce(struct iovec *out, const struct iovec *in, unsigned n);
+
 /* ---- ZC-ACKs we owe (tcp_fsm.c) ---- */
 #define TCPLND_ZCACK_MAX 64
 struct tcplnd_zcacks {
@@ -245,6 +251,8 @@ void tcplnd_rx_deliver(struct tcplnd_rx *rx, void *msg, const struct iovec *iov,
 #define TCPLND_KEEPALIVE_RETRY_S 10      /* at most one keepalive NOOP per peer this often */
 #define TCPLND_PEER_IDLE_S 60            /* forget a peer with nothing left this long */
 #define TCPLND_TX_BATCH_IOV 256          /* iovecs per writev */
+#define TCPLND_RCVLOWAT_MIN (64u << 10)  /* payload left before the socket wakes us only for more... */
+#define TCPLND_RCVLOWAT_MAX (512u << 10) /* ...up to this many bytes at a time */
 
 enum tcplnd_accept { TCPLND_ACCEPT_NONE, TCPLND_ACCEPT_ALL, TCPLND_ACCEPT_SECURE };
 
@@ -379,6 +387,7 @@ struct tcplnd_conn {
 	uint64_t rx_progress, tx_progress;
 	bool io_busy;                   /* a socket call runs on it without the node lock (tcp_conn.c) */
 	int close_rc;                   /* closed meanwhile: the status the I/O side fails the rest with */
+	int rcvlowat;                   /* SO_RCVLOWAT set on the socket (0: the default, 1) */
 };
 
 struct tcplnd_peer {

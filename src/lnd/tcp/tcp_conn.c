@@ -23,6 +23,7 @@
 #include <limits.h>
 #include <netinet/tcp.h>
 #include <stdio.h>
+#include <sys/ioctl.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
@@ -484,12 +485,9 @@ static int tx_prep(struct tcplnd_conn *conn, struct tcplnd_tx *tx)
 	tx->iov[0].iov_base = tx->hdr;
 	tx->iov[0].iov_len = hlen;
 	tx->nob = (uint32_t)hlen;
-	for (i = 0; i < tx->npiov; i++) {
-		if (!tx->piov[i].iov_len)
-			continue;
-		tx->iov[tx->niov++] = tx->piov[i];
+	for (i = 0; i < tx->npiov; i++)
 		tx->nob += (uint32_t)tx->piov[i].iov_len;
-	}
+	tx->niov += tcplnd_iov_coalesce(tx->iov + 1, tx->piov, tx->npiov);
 	return 0;
 }
 
@@ -802,6 +800,22 @@ static size_t ra_take(struct tcplnd_conn *conn, const struct iovec *iov, unsigne
 	return got;
 }
 
+/* Before waiting for the rest of a large payload: let the socket wake us only once a large part of it
+ * is in (SO_RCVLOWAT), instead of for every segment that lands; back to 1 between messages. Only
+ * bytes the peer is certain to send (the payload under way) are waited for, so this never stalls. */
+static void conn_rcvlowat(struct tcplnd_conn *conn)
+{
+	const struct tcplnd_rx *rx = conn->rx;
+	int want = 1;
+
+	if (rx->state == TCPLND_RX_PAYLOAD && rx->mlen_left >= TCPLND_RCVLOWAT_MIN)
+		want = (int)(rx->mlen_left < TCPLND_RCVLOWAT_MAX ? rx->mlen_left : TCPLND_RCVLOWAT_MAX);
+	if (want == (conn->rcvlowat ? conn->rcvlowat : 1))
+		return;
+	if (setsockopt(conn->io.fd, SOL_SOCKET, SO_RCVLOWAT, &want, sizeof(want)) == 0)
+		conn->rcvlowat = want;
+}
+
 static void conn_rx(struct tcplnd_conn *conn, uint32_t revents)
 {
 	size_t budget = RX_BUDGET;
@@ -883,6 +897,8 @@ static void conn_rx(struct tcplnd_conn *conn, uint32_t revents)
 	 * the stream; its lnd_recv resumes it) */
 	if (conn->ra_off < conn->ra_len && conn->rx->state != TCPLND_RX_PARSE_WAIT)
 		ulnet__io_kick(conn->net->node, &conn->io);
+	else
+		conn_rcvlowat(conn);
 	tcplnd_conn_update_io(conn);
 }
 
@@ -1091,6 +1107,13 @@ void tcplnd_conn_tick(struct tcplnd_conn *conn, uint64_t now)
 		}
 		return;
 	case TCPLND_CONN_UP:
+		if (conn->rx->started && now - conn->rx_progress > tmo && conn->rcvlowat > 1) {
+			int queued = 0;
+
+			/* bytes waiting under SO_RCVLOWAT are progress too: a slow peer, not a stuck one */
+			if (ioctl(conn->io.fd, FIONREAD, &queued) == 0 && queued > 0)
+				conn->rx_progress = now;
+		}
 		if (conn->rx->started && now - conn->rx_progress > tmo) {
 			const char *what;
 			size_t left = tcplnd_rx_missing(conn->rx, &what);

@@ -322,6 +322,23 @@ void tcplnd_rx_deliver(struct tcplnd_rx *rx, void *msg, const struct iovec *iov,
 	rx->state = mlen || !rx->slop_left ? TCPLND_RX_PAYLOAD : TCPLND_RX_SLOP;
 }
 
+unsigned tcplnd_iov_coalesce(struct iovec *out, const struct iovec *in, unsigned n)
+{
+	unsigned m = 0;
+
+	for (unsigned i = 0; i < n; i++) {
+		struct iovec v = in[i];
+
+		if (!v.iov_len)
+			continue;
+		if (m && (uint8_t *)out[m - 1].iov_base + out[m - 1].iov_len == (uint8_t *)v.iov_base)
+			out[m - 1].iov_len += v.iov_len;
+		else
+			out[m++] = v;
+	}
+	return m;
+}
+
 /* ---- ZC-ACKs we owe ---- */
 
 int tcplnd_zcack_add(struct tcplnd_zcacks *q, uint64_t cookie)

@@ -649,7 +649,7 @@ static int tcplnd_recv(struct ulnet_ni *ni, void *rx_priv, struct ulnet_msg *msg
 		conn->rx_iov_cap = cap;
 	}
 	if (msg && mlen)
-		memcpy(conn->rx_iov, iov, niov * sizeof(*iov));
+		niov = tcplnd_iov_coalesce(conn->rx_iov, iov, niov);
 	tcplnd_rx_deliver(conn->rx, msg, conn->rx_iov, msg && mlen ? niov : 0, mlen, rlen);
 	if (!conn->in_parse)
 		tcplnd_conn_rx_resume(conn);
