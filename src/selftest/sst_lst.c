@@ -702,6 +702,22 @@ int ulnet_selftest_group_nodes(ulnet_selftest *st, const char *name,
 	return rc;
 }
 
+/* Two fan-outs of @n nodes as one of 2 @n: index i < n goes to @a, the rest to @b. */
+struct stat2_fan {
+	struct node_fan a, b;
+	unsigned n;
+};
+
+static void stat2_one(void *arg, unsigned i)
+{
+	struct stat2_fan *f = arg;
+
+	if (i < f->n)
+		node_one(&f->a, i);
+	else
+		node_one(&f->b, i - f->n);
+}
+
 int ulnet_selftest_group_stat(ulnet_selftest *st, const char *name, uint32_t delay_ms,
 			      void (*fn)(void *arg, const struct ulnet_selftest_node_stat *s), void *arg, unsigned *bad,
 			      char *why, size_t whylen)
@@ -711,13 +727,13 @@ int ulnet_selftest_group_stat(ulnet_selftest *st, const char *name, uint32_t del
 				  *x = calloc(LST_MAX_NODES, sizeof(*x));
 	int *rca = calloc(LST_MAX_NODES, sizeof(*rca)), *rcb = calloc(LST_MAX_NODES, sizeof(*rcb)),
 	    *rcx = calloc(LST_MAX_NODES, sizeof(*rcx));
-	char (*line)[256] = calloc(LST_MAX_NODES, sizeof(*line));
+	char (*line)[256] = calloc(LST_MAX_NODES, sizeof(*line)), (*xline)[256] = calloc(LST_MAX_NODES, sizeof(*xline));
 	struct ulnet_sst_con c;
 	uint64_t t0, t1;
 	int rc;
 
 	*bad = 0;
-	if (!g || !a || !b || !x || !rca || !rcb || !rcx || !line) {
+	if (!g || !a || !b || !x || !rca || !rcb || !rcx || !line || !xline) {
 		snprintf(why, whylen, "out of memory");
 		rc = -ENOMEM;
 		goto out;
@@ -734,16 +750,15 @@ int ulnet_selftest_group_stat(ulnet_selftest *st, const char *name, uint32_t del
 		t0 = lst_mono_ms();
 		lst_fanout(g->n, node_one, &nf);
 		usleep((useconds_t)delay_ms * 1000); /* no lock held: the copy of the group is this command's */
-		nf.rc = rcb;
-		nf.st = b;
-		nf.skip = rca; /* a node down at the start is not waited for again */
-		lst_fanout(g->n, node_one, &nf);
+		/* the second sample and the extended stats in one round; a node down at the start is not
+		 * waited for again */
+		struct stat2_fan sf = { { &c, g->nodes, NODE_STAT, false, rcb, line, b, rca, 0, false, 0 },
+					{ &c, g->nodes, NODE_STAT, true, rcx, xline, x, rca, 0, false, 0 }, g->n };
+		lst_fanout(2 * g->n, stat2_one, &sf);
 		t1 = lst_mono_ms();
-		nf.ext = true;
-		nf.rc = rcx;
-		nf.st = x;
-		nf.skip = rcb;
-		lst_fanout(g->n, node_one, &nf);
+		for (unsigned k = 0; k < g->n; k++)
+			if (rcb[k] && !rcx[k])
+				rcx[k] = rcb[k];
 	}
 	for (unsigned k = 0; k < g->n; k++) {
 		struct ulnet_selftest_node_stat ns = { .nid = g->nodes[k].nid };
@@ -798,6 +813,7 @@ out:
 	free(rcb);
 	free(rcx);
 	free(line);
+	free(xline);
 	return rc;
 }
 

@@ -23,6 +23,9 @@
 /* Out of descriptors (or memory) for accept: stop polling the listener this long, as the tcp
  * acceptor pauses until its next tick; the pending connections wait in the backlog. */
 #define CONTROL_ACCEPT_PAUSE_MS 250
+/* A command slower than this is logged: a console should answer at once (lst's goal is 1 s with 64
+ * nodes, some of them down), so a slow one points at a wait on a node that should not happen. */
+#define CONTROL_SLOW_CMD_MS 1000
 
 struct client {
 	struct client *next;
@@ -180,9 +183,23 @@ static int dispatch(struct ulnetd *d, int argc, char **argv, struct ulnetd_out *
 static int serve_one(struct ulnetd *d, int fd, int argc, char **argv)
 {
 	struct ulnetd_out out = { .fd = fd };
+	struct timespec t0, t1;
+	long long ms;
 	int rc, wr;
 
+	clock_gettime(CLOCK_MONOTONIC, &t0);
 	rc = dispatch(d, argc, argv, &out);
+	clock_gettime(CLOCK_MONOTONIC, &t1);
+	ms = (t1.tv_sec - t0.tv_sec) * 1000LL + (t1.tv_nsec - t0.tv_nsec) / 1000000L;
+	if (ms > CONTROL_SLOW_CMD_MS) {
+		char what[128] = "";
+		size_t len = 0;
+
+		for (int i = 0; i < argc && i < 4 && len < sizeof(what); i++) /* the command and its object */
+			len += (size_t)snprintf(what + len, sizeof(what) - len, "%s%s", i ? " " : "", argv[i]);
+		ULNET_LOGF(ULNET_LOG_WARN, "ULNETD", "control: '%s' answered in %lld ms (over %d ms)", what, ms,
+			   CONTROL_SLOW_CMD_MS);
+	}
 	if (rc > 0)
 		rc = 0;
 	if (out.err && out.err != -ENOMEM) {
