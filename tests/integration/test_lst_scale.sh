@@ -8,9 +8,10 @@
 # 1 s, and its log must show none but the one add_group that finds the silent nodes (it waits one RPC
 # timeout for them, as the kernel console's add_group waits for its session-join transaction; from then
 # on they are known down and no command waits on them). stat's own sampling interval (--delay) is what
-# the user asked to wait and is kept short here. The wall-clock time of each invocation is printed (a
-# loaded machine stalls processes for seconds, outside the console), and only a generous bound is
-# asserted on it: a console that waits on the silent nodes one after another takes 12 timeouts.
+# the user asked to wait (the console allows 1 s on top of it) and is kept short here. The wall-clock
+# time of each invocation is only printed: on a loaded 2-core machine a process waits seconds for a
+# CPU outside the console (a 'stat' seen taking 6.8 s ran 0.66 s from exec to exit); a hung console is
+# caught by the per-invocation timeout.
 # Loopback block 127.160.x.x: console 127.160.0.1, nodes 127.160.1.N, silent addresses 127.160.2.N.
 set -u
 source "${SRC:-$(dirname "$0")/../..}/tests/integration/lib.sh"
@@ -22,7 +23,6 @@ sst_require_tcp 160
 NLIVE=48 NKILL=4 NSILENT=12
 NCLI=8 # brw and ping clients, and as many servers: 24 looping clients starve a loaded 2-core machine
 RPC_TIMEOUT=2 # s: new_session --timeout; a loaded machine needs a live node to answer within it
-# a hung console is caught by the per-invocation timeout; the wall clock is only printed
 node_yaml() # node_yaml ADDR
 {
 	printf 'net:\n    - net type: tcp\n      local NI(s):\n        - nid: %s@tcp\n          interfaces: {0: lo}\n' "$1"
