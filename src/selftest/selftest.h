@@ -105,6 +105,10 @@ struct ulnet_sst_con {
 	char name[ULNET_SST_NAME_SIZE + 1];
 	uint32_t feats;                 /* ULNET_SST_FEAT_BULK_LEN */
 	uint32_t rpc_timeout_ms;        /* per framework RPC */
+	/* lst sessions: nodes known down fail at once (sst_node_health.h); NULL: every RPC is sent */
+	struct lst_health *health;
+	uint64_t health_gen;
+	bool probe;                     /* the pinger's probe: sent even to a node known down */
 };
 /* A test as the console adds it to a batch. */
 struct ulnet_sst_con_test {

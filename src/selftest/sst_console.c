@@ -4,6 +4,8 @@
  * framework RPC on portal 51 through ulnet__sst_fw_call(), and the error line a user reads when a node
  * says no or does not answer. Session, group and batch bookkeeping is the caller's (ulnetd). */
 #include "selftest.h"
+#include "sst_node_health.h"
+#include "internal.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -55,21 +57,27 @@ static int con_call(struct ulnet_sst_con *c, const struct ulnet_process_id *node
 	int rc;
 
 	req->ses_feats = c->feats;
+	if (c->health && !c->probe &&
+	    (rc = lst_health_check(c->health, ulnet_nid_to_nid4(&node->nid), ulnet__now_ns() / 1000000u, why, cap))) {
+		char known[256];
+		snprintf(known, sizeof(known), "%s", why);
+		snprintf(why, cap, "%s: %s: %s", nid_str(node, nid), what, known);
+		return rc;
+	}
 	rc = ulnet__sst_fw_call(c->sst, node, req, ids, nids, c->rpc_timeout_ms ? c->rpc_timeout_ms : 5000, rep,
 				raw);
-	if (rc == -ETIMEDOUT) {
+	if (rc == -ETIMEDOUT)
 		snprintf(why, cap, "%s: %s: no reply within %u ms (node down, or no lnet_selftest there)",
 			 nid_str(node, nid), what, c->rpc_timeout_ms ? c->rpc_timeout_ms : 5000);
-		return rc;
-	}
-	if (rc == -EPROTO) {
+	else if (rc == -EPROTO)
 		snprintf(why, cap, "%s: %s: malformed reply", nid_str(node, nid), what);
-		return rc;
-	}
-	if (rc) {
+	else if (rc)
 		snprintf(why, cap, "%s: %s: cannot reach the node: %s", nid_str(node, nid), what, ulnet_strerror(rc));
+	if (c->health) /* the first command that finds a node down is the last to wait on it */
+		lst_health_note(c->health, c->health_gen, ulnet_nid_to_nid4(&node->nid), rc, why,
+				ulnet__now_ns() / 1000000u);
+	if (rc)
 		return rc;
-	}
 	status = rep->body.rmsn_reply.status; /* every framework reply starts with its status */
 	if (status) {
 		const char *lim = rep->type == ULNET_SST_TEST_REPLY && rep->reserved0 == ULNET_SST_EXT_MAGIC

@@ -153,39 +153,7 @@ static uint32_t joined_feats(const struct lst_session *ls, const struct ulnet_pr
 	return i < 0 ? 0 : ls->joined_feats[i];
 }
 
-/* ---- the pinger ---- */
-
-static void *pinger_main(void *arg)
-{
-	struct lst_session *ls = arg;
-	struct ulnet_process_id *ids = malloc(LST_MAX_NODES * sizeof(*ids));
-
-	pthread_mutex_lock(&ls->lock);
-	while (!ls->pinger_quit) {
-		struct timespec ts;
-		struct ulnet_sst_con c;
-		unsigned n;
-
-		clock_gettime(CLOCK_REALTIME, &ts);
-		ts.tv_sec += LST_PING_MS / 1000;
-		pthread_cond_timedwait(&ls->pinger_cv, &ls->lock, &ts);
-		if (ls->pinger_quit || !ls->active || !ids)
-			continue;
-		c = ls->con;
-		c.rpc_timeout_ms = c.rpc_timeout_ms < 2000 ? c.rpc_timeout_ms : 2000; /* keep commands moving */
-		n = ls->njoined;
-		memcpy(ids, ls->joined, n * sizeof(*ids));
-		pthread_mutex_unlock(&ls->lock);
-		for (unsigned i = 0; i < n && !__atomic_load_n(&ls->pinger_quit, __ATOMIC_RELAXED); i++) {
-			char why[256];
-			(void)ulnet__sst_con_ping(&c, &ids[i], why, sizeof(why));
-		}
-		pthread_mutex_lock(&ls->lock);
-	}
-	pthread_mutex_unlock(&ls->lock);
-	free(ids);
-	return NULL;
-}
+static void *pinger_main(void *arg);
 
 /* Forget the session's groups and batches. With the lock held. */
 static void clear_locked(struct lst_session *ls)
@@ -204,6 +172,7 @@ void lst_session_init(struct lst_session *ls)
 	memset(ls, 0, sizeof(*ls));
 	pthread_mutex_init(&ls->lock, NULL);
 	pthread_cond_init(&ls->pinger_cv, NULL);
+	lst_health_init(&ls->health);
 }
 
 void lst_session_fini(struct lst_session *ls, uint32_t timeout_ms)
@@ -224,6 +193,7 @@ void lst_session_fini(struct lst_session *ls, uint32_t timeout_ms)
 	if (ls->active && (ids = malloc(LST_MAX_NODES * sizeof(*ids)))) {
 		c = ls->con;
 		c.rpc_timeout_ms = timeout_ms;
+		c.health = NULL; /* the last word goes to every node */
 		n = ls->njoined;
 		memcpy(ids, ls->joined, n * sizeof(*ids));
 	}
@@ -234,6 +204,7 @@ void lst_session_fini(struct lst_session *ls, uint32_t timeout_ms)
 	free(ids);
 	pthread_cond_destroy(&ls->pinger_cv);
 	pthread_mutex_destroy(&ls->lock);
+	lst_health_fini(&ls->health);
 }
 
 /* ---- session ---- */
@@ -258,6 +229,8 @@ int ulnet_selftest_session_new(ulnet_selftest *st, const char *name, uint32_t rp
 		snprintf(why, whylen, "this node has no NID other than lo");
 		rc = -EADDRNOTAVAIL;
 	} else {
+		ls->con.health = &ls->health;
+		ls->con.health_gen = lst_health_reset(&ls->health); /* a new session knows no node yet */
 		ls->force = force;
 		ls->active = true;
 		ls->gen++;
@@ -272,7 +245,7 @@ int ulnet_selftest_session_new(ulnet_selftest *st, const char *name, uint32_t rp
 }
 
 /* One framework RPC to each of a list of nodes (lst_fanout). */
-enum node_op { NODE_LEAVE, NODE_PING, NODE_STAT };
+enum node_op { NODE_LEAVE, NODE_PING, NODE_STAT, NODE_RUN, NODE_STOP, NODE_DRAIN };
 
 struct node_fan {
 	struct ulnet_sst_con *c;
@@ -283,6 +256,9 @@ struct node_fan {
 	char (*line)[256];
 	struct ulnet_sst_con_stat *st;  /* NODE_STAT */
 	const int *skip;                /* non-zero: that node already failed; its rc is copied */
+	uint64_t bid;                   /* NODE_STAT (ext), NODE_RUN, NODE_STOP, NODE_DRAIN */
+	bool force;                     /* NODE_STOP */
+	uint64_t until_ms;              /* NODE_DRAIN: stop asking whether the batch is still active */
 };
 
 static void node_one(void *arg, unsigned i)
@@ -297,9 +273,87 @@ static void node_one(void *arg, unsigned i)
 	case NODE_LEAVE: f->rc[i] = ulnet__sst_con_leave(f->c, &f->ids[i], f->line[i], sizeof(f->line[i])); break;
 	case NODE_PING: f->rc[i] = ulnet__sst_con_ping(f->c, &f->ids[i], f->line[i], sizeof(f->line[i])); break;
 	case NODE_STAT:
-		f->rc[i] = ulnet__sst_con_stat(f->c, &f->ids[i], f->ext, 0, &f->st[i], f->line[i], sizeof(f->line[i]));
+		f->rc[i] = ulnet__sst_con_stat(f->c, &f->ids[i], f->ext, f->bid, &f->st[i], f->line[i],
+					       sizeof(f->line[i]));
+		break;
+	case NODE_RUN:
+	case NODE_STOP:
+		f->rc[i] = ulnet__sst_con_batch(f->c, &f->ids[i], f->bid,
+						f->op == NODE_RUN ? ULNET_SST_BATCH_RUN : ULNET_SST_BATCH_STOP,
+						f->op == NODE_STOP && f->force, NULL, f->line[i], sizeof(f->line[i]));
+		break;
+	case NODE_DRAIN: { /* until the node says its part of the batch is over, or time is up */
+		uint32_t active = 1;
+		while (!(f->rc[i] = ulnet__sst_con_batch(f->c, &f->ids[i], f->bid, ULNET_SST_BATCH_QUERY, 0, &active,
+							 f->line[i], sizeof(f->line[i]))) &&
+		       active && lst_mono_ms() < f->until_ms)
+			usleep(20000);
 		break;
 	}
+	}
+}
+
+/* ---- the pinger ---- */
+
+/* Keeps the session alive on every joined node (a DEBUG each LST_PING_MS, as lst's console pinger does)
+ * and probes the nodes known down when their backoff says so, all at once: a command never waits on a
+ * node the pinger or an earlier command found down, and the first answer makes it an ordinary node. */
+static void *pinger_main(void *arg)
+{
+	struct lst_session *ls = arg;
+	struct ulnet_process_id *ids = malloc((LST_MAX_NODES + LST_HEALTH_MAX) * sizeof(*ids));
+	uint64_t *due = malloc(LST_HEALTH_MAX * sizeof(*due));
+	int *rc = malloc((LST_MAX_NODES + LST_HEALTH_MAX) * sizeof(*rc));
+	char (*line)[256] = malloc((LST_MAX_NODES + LST_HEALTH_MAX) * sizeof(*line));
+	uint64_t next_keepalive = lst_mono_ms() + LST_PING_MS;
+
+	pthread_mutex_lock(&ls->lock);
+	while (!ls->pinger_quit) {
+		struct timespec ts;
+		struct ulnet_sst_con c;
+		unsigned n = 0, ndue;
+		uint64_t now;
+
+		clock_gettime(CLOCK_REALTIME, &ts);
+		ts.tv_nsec += LST_PINGER_TICK_MS * 1000000L;
+		if (ts.tv_nsec >= 1000000000L) {
+			ts.tv_sec++;
+			ts.tv_nsec -= 1000000000L;
+		}
+		pthread_cond_timedwait(&ls->pinger_cv, &ls->lock, &ts);
+		if (ls->pinger_quit || !ls->active || !ids || !due || !rc || !line)
+			continue;
+		c = ls->con;
+		c.rpc_timeout_ms = c.rpc_timeout_ms < 2000 ? c.rpc_timeout_ms : 2000; /* keep commands moving */
+		c.probe = true;
+		now = lst_mono_ms();
+		if (now >= next_keepalive) { /* the joined nodes not known down (those are probed below) */
+			char why[256];
+			next_keepalive = now + LST_PING_MS;
+			for (unsigned i = 0; i < ls->njoined; i++)
+				if (!lst_health_check(&ls->health, ulnet_nid_to_nid4(&ls->joined[i].nid), now, why, sizeof(why)))
+					ids[n++] = ls->joined[i];
+		}
+		ndue = lst_health_due(&ls->health, now, due, LST_HEALTH_MAX);
+		for (unsigned i = 0; i < ndue; i++) {
+			ulnet_nid_from_nid4(due[i], &ids[n].nid);
+			ids[n++].pid = ULNET_PID_LUSTRE;
+		}
+		if (!n)
+			continue;
+		pthread_mutex_unlock(&ls->lock);
+		{
+			struct node_fan nf = { &c, ids, NODE_PING, false, rc, line, NULL, NULL, 0, false, 0 };
+			lst_fanout(n, node_one, &nf); /* the outcomes land in the health table */
+		}
+		pthread_mutex_lock(&ls->lock);
+	}
+	pthread_mutex_unlock(&ls->lock);
+	free(ids);
+	free(due);
+	free(rc);
+	free(line);
+	return NULL;
 }
 
 int ulnet_selftest_session_end(ulnet_selftest *st, struct ulnet_selftest_session_info *info, unsigned *unreachable,
@@ -331,7 +385,7 @@ int ulnet_selftest_session_end(ulnet_selftest *st, struct ulnet_selftest_session
 	/* removing the session stops every batch on the nodes */
 	{
 		struct node_fan nf = { &c, ids, NODE_LEAVE, 0, calloc(n ? n : 1, sizeof(*nf.rc)),
-				       calloc(n ? n : 1, sizeof(*nf.line)), NULL, NULL };
+				       calloc(n ? n : 1, sizeof(*nf.line)), NULL, NULL, 0, false, 0 };
 		if (!nf.rc || !nf.line) {
 			free(nf.rc);
 			free(nf.line);
@@ -370,8 +424,7 @@ int ulnet_selftest_session_show(ulnet_selftest *st, struct ulnet_selftest_sessio
 /* A node that did not answer (down, or no lnet_selftest there), as against one that answered no. */
 static bool lst_unreachable(int rc)
 {
-	return rc == -ETIMEDOUT || rc == -ECONNREFUSED || rc == -EHOSTUNREACH || rc == -ENETUNREACH ||
-	       rc == -ECONNRESET || rc == -ECONNABORTED || rc == -ENOTCONN || rc == -EIO || rc == -ESHUTDOWN;
+	return lst_health_unreachable(rc) || rc == -ESHUTDOWN;
 }
 
 struct join_fan {
@@ -629,7 +682,7 @@ int ulnet_selftest_group_nodes(ulnet_selftest *st, const char *name,
 	}
 	if (!(rc = group_snapshot(&st->lst, name, g, &c, why, whylen))) {
 		struct node_fan nf = { &c, g->nodes, NODE_PING, false, calloc(g->n, sizeof(*nf.rc)),
-				       calloc(g->n, sizeof(*nf.line)), NULL, NULL };
+				       calloc(g->n, sizeof(*nf.line)), NULL, NULL, 0, false, 0 };
 		if (!nf.rc || !nf.line) {
 			snprintf(why, whylen, "out of memory");
 			rc = -ENOMEM;
@@ -649,6 +702,22 @@ int ulnet_selftest_group_nodes(ulnet_selftest *st, const char *name,
 	return rc;
 }
 
+/* Two fan-outs of @n nodes as one of 2 @n: index i < n goes to @a, the rest to @b. */
+struct stat2_fan {
+	struct node_fan a, b;
+	unsigned n;
+};
+
+static void stat2_one(void *arg, unsigned i)
+{
+	struct stat2_fan *f = arg;
+
+	if (i < f->n)
+		node_one(&f->a, i);
+	else
+		node_one(&f->b, i - f->n);
+}
+
 int ulnet_selftest_group_stat(ulnet_selftest *st, const char *name, uint32_t delay_ms,
 			      void (*fn)(void *arg, const struct ulnet_selftest_node_stat *s), void *arg, unsigned *bad,
 			      char *why, size_t whylen)
@@ -658,13 +727,13 @@ int ulnet_selftest_group_stat(ulnet_selftest *st, const char *name, uint32_t del
 				  *x = calloc(LST_MAX_NODES, sizeof(*x));
 	int *rca = calloc(LST_MAX_NODES, sizeof(*rca)), *rcb = calloc(LST_MAX_NODES, sizeof(*rcb)),
 	    *rcx = calloc(LST_MAX_NODES, sizeof(*rcx));
-	char (*line)[256] = calloc(LST_MAX_NODES, sizeof(*line));
+	char (*line)[256] = calloc(LST_MAX_NODES, sizeof(*line)), (*xline)[256] = calloc(LST_MAX_NODES, sizeof(*xline));
 	struct ulnet_sst_con c;
 	uint64_t t0, t1;
 	int rc;
 
 	*bad = 0;
-	if (!g || !a || !b || !x || !rca || !rcb || !rcx || !line) {
+	if (!g || !a || !b || !x || !rca || !rcb || !rcx || !line || !xline) {
 		snprintf(why, whylen, "out of memory");
 		rc = -ENOMEM;
 		goto out;
@@ -677,20 +746,19 @@ int ulnet_selftest_group_stat(ulnet_selftest *st, const char *name, uint32_t del
 	if ((rc = group_snapshot(&st->lst, name, g, &c, why, whylen)))
 		goto out;
 	{
-		struct node_fan nf = { &c, g->nodes, NODE_STAT, false, rca, line, a, NULL };
+		struct node_fan nf = { &c, g->nodes, NODE_STAT, false, rca, line, a, NULL, 0, false, 0 };
 		t0 = lst_mono_ms();
 		lst_fanout(g->n, node_one, &nf);
 		usleep((useconds_t)delay_ms * 1000); /* no lock held: the copy of the group is this command's */
-		nf.rc = rcb;
-		nf.st = b;
-		nf.skip = rca; /* a node down at the start is not waited for again */
-		lst_fanout(g->n, node_one, &nf);
+		/* the second sample and the extended stats in one round; a node down at the start is not
+		 * waited for again */
+		struct stat2_fan sf = { { &c, g->nodes, NODE_STAT, false, rcb, line, b, rca, 0, false, 0 },
+					{ &c, g->nodes, NODE_STAT, true, rcx, xline, x, rca, 0, false, 0 }, g->n };
+		lst_fanout(2 * g->n, stat2_one, &sf);
 		t1 = lst_mono_ms();
-		nf.ext = true;
-		nf.rc = rcx;
-		nf.st = x;
-		nf.skip = rcb;
-		lst_fanout(g->n, node_one, &nf);
+		for (unsigned k = 0; k < g->n; k++)
+			if (rcb[k] && !rcx[k])
+				rcx[k] = rcb[k];
 	}
 	for (unsigned k = 0; k < g->n; k++) {
 		struct ulnet_selftest_node_stat ns = { .nid = g->nodes[k].nid };
@@ -745,6 +813,7 @@ out:
 	free(rcb);
 	free(rcx);
 	free(line);
+	free(xline);
 	return rc;
 }
 
@@ -995,6 +1064,11 @@ struct batch_snap {
 	/* per test: the client group's nodes (to find a node's tests) and the server group's name */
 	struct lst_group from[LST_MAX_TESTS];
 	char to_name[LST_MAX_TESTS][ULNET_SST_NAME_SIZE + 1];
+	/* scratch for the fan-outs: one slot per node */
+	struct ulnet_process_id nodes[LST_MAX_NODES];
+	int rc[LST_MAX_NODES], rc2[LST_MAX_NODES];
+	char line[LST_MAX_NODES][256];
+	struct ulnet_sst_con_stat st[LST_MAX_NODES], st2[LST_MAX_NODES];
 };
 
 static int batch_snapshot(struct lst_session *ls, const char *name, struct batch_snap *s, char *why, size_t whylen)
@@ -1041,26 +1115,35 @@ int ulnet_selftest_batch_run(ulnet_selftest *st, const char *name, unsigned *cli
 		rc = -EINVAL;
 		goto out;
 	}
-	/* counters at the start, for nodes that only give counters (lnet_selftest) */
-	s->b.nbase = 0;
-	for (unsigned i = 0; i < s->nc + s->ns && s->b.nbase < LST_MAX_NODES; i++) {
-		const struct ulnet_process_id *id = i < s->nc ? &s->cli[i] : &s->srv[i - s->nc];
-		struct lst_base *cb;
-		char line[256];
-		if (base_of(&s->b, id))
-			continue;
-		cb = &s->b.base[s->b.nbase++];
-		cb->id = *id;
-		cb->ok = !ulnet__sst_con_stat(&s->con, id, false, 0, &cb->s, line, sizeof(line));
+	/* counters at the start, for nodes that only give counters (lnet_selftest), from every node at once */
+	{
+		unsigned nn = 0;
+		for (unsigned i = 0; i < s->nc + s->ns && nn < LST_MAX_NODES; i++) {
+			const struct ulnet_process_id *id = i < s->nc ? &s->cli[i] : &s->srv[i - s->nc];
+			bool seen = false;
+			for (unsigned k = 0; k < nn && !seen; k++)
+				seen = ulnet_nid_equal(&s->nodes[k].nid, &id->nid);
+			if (!seen)
+				s->nodes[nn++] = *id;
+		}
+		struct node_fan nf = { &s->con, s->nodes, NODE_STAT, false, s->rc, s->line, s->st, NULL, 0, false, 0 };
+		lst_fanout(nn, node_one, &nf);
+		s->b.nbase = nn;
+		for (unsigned k = 0; k < nn; k++) {
+			s->b.base[k].id = s->nodes[k];
+			s->b.base[k].ok = !s->rc[k];
+			s->b.base[k].s = s->st[k];
+		}
 	}
 	s->b.run_ms = lst_mono_ms();
-	for (unsigned i = 0; i < s->nc; i++) {
-		char line[256];
-		if ((rc = ulnet__sst_con_batch(&s->con, &s->cli[i], s->b.bid, ULNET_SST_BATCH_RUN, 0, NULL, line,
-					       sizeof(line)))) {
-			snprintf(why, whylen, "%s", line);
-			goto out;
-		}
+	{
+		struct node_fan nf = { &s->con, s->cli, NODE_RUN, false, s->rc, s->line, NULL, NULL, s->b.bid, false, 0 };
+		lst_fanout(s->nc, node_one, &nf);
+		for (unsigned i = 0; i < s->nc; i++)
+			if ((rc = s->rc[i])) { /* lst: the run fails on the first node that did not start */
+				snprintf(why, whylen, "%s", s->line[i]);
+				goto out;
+			}
 	}
 	*clients = s->nc;
 	pthread_mutex_lock(&ls->lock);
@@ -1086,13 +1169,29 @@ static bool batch_report(struct batch_snap *s, void (*fn)(void *arg, const struc
 	char why[256];
 
 	/* payload moved by the servers (their lnet_selftest bulk counters), for counter-only clients */
+	{
+		struct node_fan nf = { &s->con, s->srv, NODE_STAT, false, s->rc, s->line, s->st, NULL, 0, false, 0 };
+		lst_fanout(s->ns, node_one, &nf);
+	}
 	for (unsigned i = 0; i < s->ns; i++) {
 		struct lst_base *cb = base_of(b, &s->srv[i]);
-		struct ulnet_sst_con_stat st;
-		if (!cb || !cb->ok || ulnet__sst_con_stat(&s->con, &s->srv[i], false, 0, &st, why, sizeof(why)))
+		if (!cb || !cb->ok || s->rc[i])
 			srv_ok = false;
 		else
-			srv_bytes += lst_bulk_bytes(&st) - lst_bulk_bytes(&cb->s);
+			srv_bytes += lst_bulk_bytes(&s->st[i]) - lst_bulk_bytes(&cb->s);
+	}
+	/* the clients' extended stats, and their counters where a node has none (lnet_selftest) */
+	{
+		struct node_fan nf = { &s->con, s->cli, NODE_STAT, true, s->rc, s->line, s->st, NULL, b->bid, false, 0 };
+		lst_fanout(s->nc, node_one, &nf);
+		for (unsigned i = 0; i < s->nc; i++)
+			s->rc2[i] = s->rc[i] ? s->rc[i] : s->st[i].ext; /* non-zero: nothing more to ask */
+		nf.ext = false;
+		nf.bid = 0;
+		nf.rc = s->rc2;
+		nf.st = s->st2;
+		nf.skip = s->rc2;
+		lst_fanout(s->nc, node_one, &nf);
 	}
 	for (unsigned i = 0; i < s->nc; i++) {
 		const struct ulnet_process_id *id = &s->cli[i];
@@ -1113,9 +1212,11 @@ static bool batch_report(struct batch_snap *s, void (*fn)(void *arg, const struc
 			continue;
 		if (cb && cb->ok)
 			s0 = cb->s;
-		rc = ulnet__sst_con_stat(&s->con, id, true, b->bid, &s1, why, sizeof(why));
+		rc = s->rc[i];
+		s1 = rc || s->st[i].ext ? s->st[i] : s->st2[i];
 		if (!rc && !s1.ext)
-			rc = ulnet__sst_con_stat(&s->con, id, false, 0, &s1, why, sizeof(why));
+			rc = s->rc2[i];
+		snprintf(why, sizeof(why), "%s", s->line[i]);
 		memset(&o, 0, sizeof(o));
 		lst_result_label(&b->tests[first].t, &o);
 		ulnet_nid_format(&id->nid, o.from, sizeof(o.from));
@@ -1152,8 +1253,7 @@ int ulnet_selftest_batch_stop(ulnet_selftest *st, const char *name, bool force,
 	struct lst_session *ls = &st->lst;
 	struct batch_snap *s = calloc(1, sizeof(*s));
 	struct lst_batch *b;
-	uint64_t until, wait_ms;
-	char line[256];
+	uint64_t wait_ms;
 	int rc;
 
 	if (!s) {
@@ -1163,21 +1263,21 @@ int ulnet_selftest_batch_stop(ulnet_selftest *st, const char *name, bool force,
 	if ((rc = batch_snapshot(ls, name, s, why, whylen)))
 		goto out;
 	wait_ms = s->con.rpc_timeout_ms;
-	for (unsigned i = 0; i < s->nc; i++)
-		(void)ulnet__sst_con_batch(&s->con, &s->cli[i], s->b.bid, ULNET_SST_BATCH_STOP, force, NULL, line,
-					   sizeof(line));
-	/* without force, RPCs in flight finish or time out on the clients: wait for that, and a little more */
+	{
+		struct node_fan nf = { &s->con, s->cli, NODE_STOP, false, s->rc, s->line, NULL, NULL, s->b.bid, force, 0 };
+		lst_fanout(s->nc, node_one, &nf);
+	}
+	/* without force, RPCs in flight finish or time out on the clients: wait for that, and a little more,
+	 * on every client at once */
 	for (unsigned t = 0; !force && t < s->b.ntests; t++) {
 		uint32_t rpc_ms = s->b.tests[t].t.rpc_timeout_ms ? s->b.tests[t].t.rpc_timeout_ms : LST_LNET_RPC_TIMEOUT_MS;
 		if (rpc_ms > wait_ms)
 			wait_ms = rpc_ms;
 	}
-	until = lst_mono_ms() + wait_ms + 2000;
-	for (unsigned i = 0; i < s->nc; i++) {
-		uint32_t active = 1;
-		while (!ulnet__sst_con_batch(&s->con, &s->cli[i], s->b.bid, ULNET_SST_BATCH_QUERY, 0, &active, line,
-					     sizeof(line)) && active && lst_mono_ms() < until)
-			usleep(50000);
+	{
+		struct node_fan nf = { &s->con, s->cli, NODE_DRAIN, false, s->rc2, s->line, NULL, s->rc, s->b.bid, false,
+				       lst_mono_ms() + wait_ms + 2000 };
+		lst_fanout(s->nc, node_one, &nf); /* a client that did not take the stop is not asked again */
 	}
 	pthread_mutex_lock(&ls->lock);
 	if (ls->active && ls->gen == s->gen && (b = batch_by_bid(ls, s->b.bid)))

@@ -14,12 +14,14 @@
 #include <ulnet/selftest.h>
 
 #include "selftest.h"
+#include "sst_node_health.h"
 
 #define LST_MAX_GROUPS 64
 #define LST_MAX_NODES 256   /* per group, and joined nodes per session */
 #define LST_MAX_BATCHES 64
 #define LST_MAX_TESTS 16    /* per batch */
 #define LST_PING_MS 8000    /* keep-alive DEBUG to every node, as lst's console pinger does */
+#define LST_PINGER_TICK_MS 500 /* how often the pinger looks for down nodes due a probe */
 #define LST_LNET_RPC_TIMEOUT_MS 64000 /* lnet_selftest's client RPC timeout when a test sets none */
 
 struct lst_group {
@@ -63,6 +65,7 @@ struct lst_session {
 	struct ulnet_process_id joined[LST_MAX_NODES];
 	uint32_t joined_feats[LST_MAX_NODES]; /* what each announced at join (ULNET_SST_NODE_*; 0: kernel) */
 	uint64_t next_bid;
+	struct lst_health health;       /* nodes known down (its own lock; con.health points here) */
 	/* the pinger thread */
 	pthread_t pinger;
 	bool pinger_started, pinger_quit;

@@ -3,9 +3,15 @@
 # The lst console at scale (issue #11): one console ulnetd and 64 selftest nodes, a quarter of them
 # down: 12 silent addresses (a peer that accepts the connection and never answers: each costs the RPC
 # timeout) and 4 ulnetd killed after they joined (refused at once). Every lst command is driven once
-# and its result checked (48 nodes active, 16 down, no hang); each command's time is printed against
-# the 1 s goal. The only timing failure is a command slower than a generous bound derived from the
-# session's RPC timeout: a console that waits on the silent nodes one after another takes 12 timeouts.
+# and its result checked (48 nodes active, 16 down, no hang).
+# The 1 s goal is asserted where the console measures it: ulnetd logs a control command slower than
+# 1 s, and its log must show none but the one add_group that finds the silent nodes (it waits one RPC
+# timeout for them, as the kernel console's add_group waits for its session-join transaction; from then
+# on they are known down and no command waits on them). stat's own sampling interval (--delay) is what
+# the user asked to wait (the console allows 1 s on top of it) and is kept short here. The wall-clock
+# time of each invocation is only printed: on a loaded 2-core machine a process waits seconds for a
+# CPU outside the console (a 'stat' seen taking 6.8 s ran 0.66 s from exec to exit); a hung console is
+# caught by the per-invocation timeout.
 # Loopback block 127.160.x.x: console 127.160.0.1, nodes 127.160.1.N, silent addresses 127.160.2.N.
 set -u
 source "${SRC:-$(dirname "$0")/../..}/tests/integration/lib.sh"
@@ -17,12 +23,6 @@ sst_require_tcp 160
 NLIVE=48 NKILL=4 NSILENT=12
 NCLI=8 # brw and ping clients, and as many servers: 24 looping clients starve a loaded 2-core machine
 RPC_TIMEOUT=2 # s: new_session --timeout; a loaded machine needs a live node to answer within it
-# a command waits one RPC timeout for the silent nodes (a stat also its 0.5 s sampling); the rest is
-# slack for a loaded 2-core machine (stalls of several seconds were seen there while a batch runs),
-# still below the NSILENT timeouts of a console that waits on them serially
-BOUND_MS=$(( 10 * RPC_TIMEOUT * 1000 ))
-(( BOUND_MS < NSILENT * RPC_TIMEOUT * 1000 )) || ul_fail "the bound would not catch a serial console"
-
 node_yaml() # node_yaml ADDR
 {
 	printf 'net:\n    - net type: tcp\n      local NI(s):\n        - nid: %s@tcp\n          interfaces: {0: lo}\n' "$1"
@@ -58,6 +58,13 @@ ul_wait_ready c 30
 for i in $(seq "$((NLIVE + NKILL))"); do
 	ul_wait_ready "n$i" 30
 done
+# on a cluster every node has CPUs of its own; here 52 share 2 cores with the console, and 16 of them
+# run brw flat out once the batch runs. They run at the lowest priority so that what the wall clock
+# shows is the console's answer, not the console and the tool queued behind the nodes (the console's
+# own time is what is asserted, below, in either case)
+for i in $(seq "$((NLIVE + NKILL))"); do
+	renice -n 19 -p $(ls "/proc/${UL_PID[n$i]}/task") >/dev/null || ul_fail "renice n$i"
+done
 export ULNET_NODE
 ULNET_NODE=$(ul_sock c)
 
@@ -79,15 +86,14 @@ lst()
 	shift
 	name=$1
 	[[ $name == --json ]] && name=$2
-	t0=$(date +%s%N)
+	t0=${EPOCHREALTIME/./}
 	ul_run "$UL_TMP/o" "$UL_TMP/o.err" timeout 60 "$SST" "$@"
-	t1=$(date +%s%N)
-	ms=$(( (t1 - t0) / 1000000 ))
+	t1=${EPOCHREALTIME/./}
+	ms=$(( (t1 - t0) / 1000 ))
 	TIMES+=("$ms")
 	printf '   %-12s %6d ms%s\n' "$name" "$ms" "$( (( ms > 1000 )) && echo '  (over the 1 s goal)')" >&2
 	[[ $UL_STATUS == "$want" ]] ||
 		ul_fail "'$*': status $UL_STATUS, want $want: $(cat "$UL_TMP/o" "$UL_TMP/o.err")"
-	(( ms <= BOUND_MS )) || ul_fail "'$name' took $ms ms, more than $BOUND_MS ms: the console waits on nodes one by one"
 }
 count() { grep -c -- "$1" "$UL_TMP/o"; }
 
@@ -151,12 +157,23 @@ for i in $(seq "$NLIVE"); do
 	grep -q 'session: False' "$UL_TMP/st" || ul_fail "n$i still in a session: $(cat "$UL_TMP/st")"
 done
 
-# per-command times: the 1 s goal is reported, not asserted (a loaded CI machine is no benchmark)
+ul_step "the console answered every command within 1 s but the add_group that found the silent nodes"
+slow=$(grep "answered in" "$(ul_log c)" || true)
+grep -v "'selftest group add all' answered in" <<<"$slow" | grep -q . &&
+	ul_fail "commands over 1 s on the console: $slow"
+# that one waited one RPC timeout for the silent nodes, not one per node
+if [[ -n $slow ]]; then
+	ms=$(sed -n 's/.* answered in \([0-9]*\) ms.*/\1/p' <<<"$slow" | head -n1)
+	(( ms < (RPC_TIMEOUT + 2) * 1000 )) || ul_fail "add_group all took $ms ms on the console: $slow"
+fi
+grep -q 'suppressed .*control.c' "$(ul_log c)" && ul_fail "slow-command lines were rate limited: $(cat "$(ul_log c)")"
+
+# per-command wall-clock times, as the shell saw them
 sorted=$(printf '%s\n' "${TIMES[@]}" | sort -n)
 n=${#TIMES[@]}
 median=$(sed -n "$(( (n + 1) / 2 ))p" <<<"$sorted")
 max=$(tail -n1 <<<"$sorted")
 over=$(awk '$1 > 1000' <<<"$sorted" | wc -l)
-printf 'lst at scale: 64 nodes (%d live, %d killed, %d silent), RPC timeout %d s: %d commands, median %d ms, max %d ms, %d over the 1 s goal (stat includes its 0.5 s sampling; a silent node costs the RPC timeout)\n' \
+printf 'lst at scale: 64 nodes (%d live, %d killed, %d silent), RPC timeout %d s: %d commands, median %d ms, max %d ms, %d over the 1 s goal wall-clock (stat includes its 0.5 s sampling; finding a silent node costs the RPC timeout once)\n' \
 	"$NLIVE" "$NKILL" "$NSILENT" "$RPC_TIMEOUT" "$n" "$median" "$max" "$over"
 exit 0

@@ -3,6 +3,7 @@
  * reads requests (ctl_proto.h), dispatches them to the registered handlers (ulnetd.h) and sends the
  * answers. It knows no command except `help`; cmd_lnet.c and extensions register the rest. */
 #include <errno.h>
+#include <limits.h>
 #include <poll.h>
 #include <pthread.h>
 #include <stdatomic.h>
@@ -23,6 +24,9 @@
 /* Out of descriptors (or memory) for accept: stop polling the listener this long, as the tcp
  * acceptor pauses until its next tick; the pending connections wait in the backlog. */
 #define CONTROL_ACCEPT_PAUSE_MS 250
+/* A command slower than this is logged: a console should answer at once (lst's goal is 1 s with 64
+ * nodes, some of them down), so a slow one points at a wait on a node that should not happen. */
+#define CONTROL_SLOW_CMD_MS 1000
 
 struct client {
 	struct client *next;
@@ -176,13 +180,44 @@ static int dispatch(struct ulnetd *d, int argc, char **argv, struct ulnetd_out *
 	return best->fn(d, argc - (int)best_words, argv + best_words, out);
 }
 
+/* How long the lst console's commands (selftest session|group|batch|test ...) may take before they are
+ * logged as slow: CONTROL_SLOW_CMD_MS plus the sampling interval a stat was asked for. Other commands
+ * (a one-shot brw runs for its duration) are not timed: LLONG_MAX. */
+static long long slow_cmd_ms(int argc, char **argv)
+{
+	static const char *const lst[] = { "session", "group", "batch", "test" };
+	long long ms = LLONG_MAX;
+
+	for (size_t i = 0; argc > 1 && !strcmp(argv[0], "selftest") && i < sizeof(lst) / sizeof(lst[0]); i++)
+		if (!strcmp(argv[1], lst[i]))
+			ms = CONTROL_SLOW_CMD_MS;
+	for (int i = 2; ms != LLONG_MAX && i + 1 < argc; i++)
+		if (!strcmp(argv[i], "--delay-ms"))
+			ms += strtoll(argv[i + 1], NULL, 10);
+	return ms;
+}
+
 /* Answer one request. 0 to go on, <0 to drop the connection. */
 static int serve_one(struct ulnetd *d, int fd, int argc, char **argv)
 {
 	struct ulnetd_out out = { .fd = fd };
+	struct timespec t0, t1;
+	long long ms;
 	int rc, wr;
 
+	clock_gettime(CLOCK_MONOTONIC, &t0);
 	rc = dispatch(d, argc, argv, &out);
+	clock_gettime(CLOCK_MONOTONIC, &t1);
+	ms = (t1.tv_sec - t0.tv_sec) * 1000LL + (t1.tv_nsec - t0.tv_nsec) / 1000000L;
+	if (ms > slow_cmd_ms(argc, argv)) {
+		char what[128] = "";
+		size_t len = 0;
+
+		for (int i = 0; i < argc && i < 4 && len < sizeof(what); i++) /* the command and its object */
+			len += (size_t)snprintf(what + len, sizeof(what) - len, "%s%s", i ? " " : "", argv[i]);
+		ULNET_LOGF(ULNET_LOG_WARN, "ULNETD", "control: '%s' answered in %lld ms (over %lld ms)", what, ms,
+			   slow_cmd_ms(argc, argv));
+	}
 	if (rc > 0)
 		rc = 0;
 	if (out.err && out.err != -ENOMEM) {
