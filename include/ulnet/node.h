@@ -124,6 +124,9 @@ struct ulnet_stats {
 	uint64_t lock_hold_hist[ULNET_LOCK_HIST_BUCKETS];
 	uint64_t lock_hold_max_ns;
 	uint32_t loops;          /* loop threads of the node (node option loops) */
+	/* Socket watchers (connections, listeners, completion channels) each loop polls, [0..loops):
+	 * how the peers' connections are spread over the loops. */
+	uint32_t loop_watchers[ULNET_LOOPS_MAX];
 };
 ULNET_EXPORT void ulnet_stats_get(ulnet_node *node, struct ulnet_stats *out);
 

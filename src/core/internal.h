@@ -169,6 +169,7 @@ struct ulnet_loop {
 	int cur_nevs;
 	struct ulnet_io *kicked, **kicked_tail; /* ulnet__io_kick, FIFO */
 	uint64_t turns;              /* batches dispatched (ulnet__io_quiesced) */
+	unsigned n_watchers;         /* registered watchers (stats loop_watchers) */
 };
 
 struct ulnet_pending_cb {

@@ -105,6 +105,8 @@ int ulnet__io_start(struct ulnet_node *node, struct ulnet_io *io, uint32_t event
 		return 0;
 	if (epoll_ctl(io_loop(node, io)->epfd, op, io->fd, &ev) < 0)
 		return -errno;
+	if (!io->events && events)
+		io_loop(node, io)->n_watchers++;
 	io->events = events ? events : io->events;
 	return 0;
 }
@@ -170,8 +172,10 @@ static void run_kicked(struct ulnet_loop *loop)
 static void io_detach(struct ulnet_loop *loop, struct ulnet_io *io)
 {
 	io_unkick(loop, io);
-	if (io->events)
+	if (io->events) {
 		epoll_ctl(loop->epfd, EPOLL_CTL_DEL, io->fd, NULL);
+		loop->n_watchers--;
+	}
 	for (int i = 0; i < loop->cur_nevs; i++)
 		if (loop->cur_evs[i].data.ptr == io)
 			loop->cur_evs[i].data.ptr = NULL, loop->cur_evs[i].events = 0;

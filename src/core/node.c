@@ -212,5 +212,7 @@ void ulnet_stats_get(ulnet_node *node, struct ulnet_stats *out)
 	ulnet__lock(node);
 	*out = node->stats;
 	out->loops = node->n_loops;
+	for (unsigned i = 0; i < node->n_loops; i++)
+		out->loop_watchers[i] = node->loops[i].n_watchers;
 	ulnet__lock_release(node);
 }

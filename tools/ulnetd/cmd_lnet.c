@@ -187,6 +187,11 @@ static int cmd_stats_show(struct ulnetd *d, int argc, char **argv, struct ulnetd
 		ulnetd_emit_uint(&e, "desc_heap_allocs", st.desc_heap_allocs);
 		/* node lock hold times: "lo-hi" microseconds -> holds */
 		ulnetd_emit_uint(&e, "lock_hold_max_ns", st.lock_hold_max_ns);
+		/* connections and listeners each loop thread polls */
+		ulnetd_emit_list(&e, "loop_watchers");
+		for (unsigned i = 0; i < st.loops && i < ULNET_LOOPS_MAX; i++)
+			ulnetd_emit_uint(&e, NULL, st.loop_watchers[i]);
+		ulnetd_emit_end(&e);
 		ulnetd_emit_map(&e, "lock_hold_us");
 		for (unsigned b = 0; b < ULNET_LOCK_HIST_BUCKETS; b++) {
 			char k[32];

@@ -1,0 +1,39 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
+# node: loops: 2 (issue #11): a node with two loop threads talks to 8 peers, 4 it connects to (active
+# conns, polled by their peer's loop from the start) and 4 that connect to it (accepted on loop 0, moved
+# to their peer's loop once the HELLO names it). Every ping both ways answers, stats show says 2 loops,
+# and each loop polls some of the peers' connections (the NIDs are spread by their hash).
+# Loopback block 127.170.0.x: the node .1, its peers .2 to .9.
+set -euo pipefail
+source "${SRC:-$(dirname "$0")/../..}/tests/integration/lib.sh"
+ul_init
+A=$(ul_addr 170 1)
+node_yaml() { # LOOPS ADDR
+	printf 'node:\n    loops: %s\nnet:\n    - net type: tcp\n      local NI(s):\n        - nid: %s@tcp\n' "$1" "$2"
+}
+ul_start_node a < <(node_yaml 2 "$A")
+for i in $(seq 2 9); do
+	ul_start_node "p$i" < <(node_yaml 1 "$(ul_addr 170 "$i")")
+done
+ul_step "a pings peers 2-5 (a connects), peers 6-9 ping a (they connect)"
+for i in 2 3 4 5; do
+	ul_ctl a ping "$(ul_addr 170 "$i")@tcp" --count 3 --timeout 5000 >/dev/null || ul_fail "a -> p$i"
+done
+for i in 6 7 8 9; do
+	ul_ctl "p$i" ping "$A@tcp" --count 3 --timeout 5000 >/dev/null || ul_fail "p$i -> a"
+done
+ul_step "and back over the same conns"
+for i in $(seq 2 9); do
+	ul_ctl "p$i" ping "$A@tcp" --timeout 5000 >/dev/null || ul_fail "p$i -> a (again)"
+	ul_ctl a ping "$(ul_addr 170 "$i")@tcp" --timeout 5000 >/dev/null || ul_fail "a -> p$i (again)"
+done
+ul_ctl a stats show -v --json >"$UL_TMP/stats.json"
+ul_json "$UL_TMP/stats.json" 'j["statistics"]["loops"] == 2'
+# 3 typed conns per peer and the listener (loop 0): both loops poll some conns, none is lost
+ul_json "$UL_TMP/stats.json" 'len(j["statistics"]["loop_watchers"]) == 2'
+ul_json "$UL_TMP/stats.json" 'sum(j["statistics"]["loop_watchers"]) == 1 + 3 * 8'
+ul_json "$UL_TMP/stats.json" 'min(j["statistics"]["loop_watchers"]) >= 4'
+ul_ctl p2 stats show --json >"$UL_TMP/stats_p2.json"
+ul_json "$UL_TMP/stats_p2.json" 'j["statistics"]["loops"] == 1'
+ul_step "ok: loop_watchers $("$UL_PYTHON" -c 'import json,sys; print(json.load(open(sys.argv[1]))["statistics"]["loop_watchers"])' "$UL_TMP/stats.json")"
