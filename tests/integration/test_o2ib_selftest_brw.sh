@@ -13,19 +13,7 @@ source "$SRC/tests/integration/sst_common.sh"
 ul_init
 [[ -x $SST ]] || ul_fail "no ulnet-selftest at $SST"
 
-for n in 1 2; do
-	ul_start_node "n$n" <<YAML
-node:
-    page_size: $(( n == 1 ? 4096 : 65536 ))
-net:
-    - net type: o2ib
-      local NI(s):
-        - nid: $(ul_addr 252 "$n")@o2ib
-          lnd tunables:
-              provider: shm
-              timeout: 10
-YAML
-done
+ul_o2ib_pair 252 10
 N1=$(ul_addr 252 1)@o2ib
 N2=$(ul_addr 252 2)@o2ib
 
