@@ -42,7 +42,9 @@ vm_pcap_check()
 	frames=$(wc -l <<<"$all")
 	# not a case: the longest silence on the link (a starved VM shows here, e.g. a guest's qemu
 	# getting no CPU on a loaded host: nothing on the wire, then the same transfer resumes)
-	awk -F'\t' 'NR > 1 && $10 - p > g {g = $10 - p; at = p} {p = $10} END {printf "vm lane: pcap: longest silence on the link %.1f s, from %.1f s into the dump\n", g, at}' <<<"$all"
+	# (from the first LNet message on: the boots before it are quiet by nature)
+	awk -F'\t' '!on && ($5 != "" || $8 != "") {on = 1; p = $10} on && $10 - p > g {g = $10 - p; at = p} on {p = $10}
+		END {printf "vm lane: pcap: longest silence on the link after the first LNet message %.1f s, from %.1f s into the dump\n", g, at}' <<<"$all"
 	if [[ ,$cases, == *,tcp,* ]]; then
 		# one line per decoded LNet message: type, the addresses of its dest and src NIDs, their LND
 		# types (2: socklnd); tcp port 988 is lnet's in tshark
