@@ -60,6 +60,8 @@
 #                            the console at $BUILD's ulnet-selftest; a case that fails is ul_fail,
 #                            one that passes a progress line; a killed node is SIGKILLed and
 #                            restarted from its node.yaml.
+#   ul_o2ib_pair T TIMEOUT   start n1 (4 KiB pages) and n2 (64 KiB pages) on 127.T.0.{1,2}@o2ib over
+#                            the shm provider with the o2ib timeout TIMEOUT.
 #   UL_ATEXIT+=("CMD")      run CMD (eval) at exit after the nodes are stopped: namespaces, links.
 #   ul_step MSG / ul_fail MSG
 #                            progress line on stderr / "FAIL: MSG" and exit 1 (the trap prints logs).
@@ -292,6 +294,24 @@ ul_xnode_build()
 		-I"$SRC/src/selftest" -I"$SRC/src/fabric" -I"$SRC/src/fabric/shm" -I"$1.inc" "${srcs[@]}" \
 		"$SRC/tests/cross/xnode.c" -lpthread -o "$1" ||
 		ul_fail "cross build of xnode"
+}
+
+ul_o2ib_pair()
+{
+	local t=$1 timeout=$2 n
+	for n in 1 2; do
+		ul_start_node "n$n" <<YAML
+node:
+    page_size: $(( n == 1 ? 4096 : 65536 ))
+net:
+    - net type: o2ib
+      local NI(s):
+        - nid: $(ul_addr "$t" "$n")@o2ib
+          lnd tunables:
+              provider: shm
+              timeout: $timeout
+YAML
+	done
 }
 
 # The scenarios' driver (tests/integration/scenarios.sh) for nodes this script started.

@@ -10,19 +10,7 @@ set -u
 source "${SRC:-$(dirname "$0")/../..}/tests/integration/lib.sh"
 ul_init
 
-for n in 1 2; do
-	ul_start_node "n$n" <<YAML
-node:
-    page_size: $(( n == 1 ? 4096 : 65536 ))
-net:
-    - net type: o2ib
-      local NI(s):
-        - nid: $(ul_addr 185 "$n")@o2ib
-          lnd tunables:
-              provider: shm
-              timeout: 5
-YAML
-done
+ul_o2ib_pair 185 5
 
 ul_scenarios o2ib n1="$(ul_addr 185 1)@o2ib" n2="$(ul_addr 185 2)@o2ib"
 sc_ping n1 n2

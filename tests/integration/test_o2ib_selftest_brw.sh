@@ -13,8 +13,7 @@ source "$SRC/tests/integration/sst_common.sh"
 ul_init
 [[ -x $SST ]] || ul_fail "no ulnet-selftest at $SST"
 
-sst_o2ib_node n1 252 1 4096
-sst_o2ib_node n2 252 2 65536
+ul_o2ib_pair 252 10
 N1=$(ul_addr 252 1)@o2ib
 N2=$(ul_addr 252 2)@o2ib
 

@@ -25,7 +25,11 @@ SC_TMP=/tmp
 sc_ctl() { [ "$1" = me ] || return 2; shift; ulnetctl --node $SOCK "$@"; }
 sc_sst() { [ "$1" = me ] || return 2; shift; ulnet-selftest --node $SOCK "$@"; }
 sc_nid() { if [ "$1" = me ]; then echo "$(vm_me "$SC_NET")@$SC_NET"; else echo "$(vm_peer "$SC_NET")@$SC_NET"; fi; }
-sc_case() { vm_case "$2 $1 $3"; }
+sc_case()
+{
+	vm_case "$2 $1 $3"
+	[ "$1" = ok ] || tail -8 /tmp/ulnetd.log | sed 's/^/VMLANE LOG ulnetd: /'
+}
 # a brw case's note: this node's RDMA plan for it (vm_plan); LU-5718's net must have negotiated its
 # 16 fragments (when the tree reports it)
 sc_brw_note()
