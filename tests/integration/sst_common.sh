@@ -68,17 +68,19 @@ YAML
 }
 
 # sst_o2ib_node NAME T N PAGE_SIZE [TUNABLE...]: an o2ib node on the shm provider at 127.T.0.N@o2ib
-# (timeout 10 s); each TUNABLE ("key: value") is one more of its `lnd tunables`.
+# (timeout 10 s); each TUNABLE ("key: value") is one more of its `lnd tunables`. SST_BUSY_POLL_US set:
+# the node's busy_poll_us.
 sst_o2ib_node()
 {
-	local name=$1 t=$2 n=$3 ps=$4 tun extra=
+	local name=$1 t=$2 n=$3 ps=$4 tun extra= nodeopt=
 	shift 4
 	for tun in "$@"; do
 		extra+=$'\n'"              $tun"
 	done
+	[[ -z ${SST_BUSY_POLL_US:-} ]] || nodeopt=$'\n'"    busy_poll_us: $SST_BUSY_POLL_US"
 	ul_start_node "$name" <<YAML
 node:
-    page_size: $ps
+    page_size: $ps$nodeopt
 net:
     - net type: o2ib
       local NI(s):

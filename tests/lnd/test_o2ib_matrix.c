@@ -603,17 +603,30 @@ static void test_lu5718(void **state)
 
 /* ---- the source registration cache ---- */
 
+/* On the target (p->b): an MD of @len bytes at @dst on portal 9, match bits @bits, that PUTs land in at
+ * offset 0 every time. */
+static void sink_md(struct pair *p, uint8_t *dst, uint32_t len, uint64_t bits, struct ulnet_handle *tmd)
+{
+	struct ulnet_process_id any = { .nid = ulnet_nid_any(), .pid = ULNET_PID_ANY };
+	struct ulnet_md md = { .start = dst, .length = len, .threshold = ULNET_MD_THRESH_INF,
+			       .options = ULNET_MD_OP_PUT | ULNET_MD_MANAGE_REMOTE, .eq = p->eq };
+	struct ulnet_handle me;
+
+	assert_non_null(dst);
+	assert_int_equal(ulnet_me_attach(p->b, 9, &any, bits, 0, ULNET_RETAIN, ULNET_INS_AFTER, &me), 0);
+	assert_int_equal(ulnet_md_attach(p->b, me, &md, ULNET_RETAIN, tmd), 0);
+}
+
 /* Three source MDs that stay bound, put in the order 0 1 0 2 0 1 through a cache of 2 entries:
  * miss, miss, hit, miss (evicts 1), hit, miss (evicts 2). */
 static void test_reg_cache(void **state)
 {
 	struct side sa = { 4096, 1, 30, 0, 0, 2 }, sb = { 4096, 1, 30, 0, 0, 0 };
-	struct ulnet_process_id any = { .pid = ULNET_PID_ANY };
 	static const unsigned order[] = { 0, 1, 0, 2, 0, 1 };
 	const uint32_t len = 65536;
 	uint8_t *src[3], *dst = aligned_alloc(4096, len);
-	struct ulnet_md smd[3], tmd_d;
-	struct ulnet_handle sh[3], me, tmd;
+	struct ulnet_md smd[3];
+	struct ulnet_handle sh[3], tmd;
 	struct ulnet_peer_rdma_stats st;
 	struct ulnet_event ev;
 	struct pair *p;
@@ -621,16 +634,7 @@ static void test_reg_cache(void **state)
 	(void)state;
 	atomic_store(&errors_logged, 0);
 	p = pair_new(132, 0, &sa, &sb);
-	any.nid = ulnet_nid_any();
-	assert_non_null(dst);
-	memset(&tmd_d, 0, sizeof(tmd_d));
-	tmd_d.start = dst;
-	tmd_d.length = len;
-	tmd_d.threshold = ULNET_MD_THRESH_INF;
-	tmd_d.options = ULNET_MD_OP_PUT | ULNET_MD_MANAGE_REMOTE;
-	tmd_d.eq = p->eq;
-	assert_int_equal(ulnet_me_attach(p->b, 9, &any, 0x77, 0, ULNET_RETAIN, ULNET_INS_AFTER, &me), 0);
-	assert_int_equal(ulnet_md_attach(p->b, me, &tmd_d, ULNET_RETAIN, &tmd), 0);
+	sink_md(p, dst, len, 0x77, &tmd);
 	for (unsigned i = 0; i < 3; i++) {
 		src[i] = aligned_alloc(4096, len);
 		assert_non_null(src[i]);
@@ -701,27 +705,16 @@ static void cache_counts(struct pair *p, uint64_t hits, uint64_t misses)
 static void test_reg_cache_alloc(void **state)
 {
 	struct side sa = { 4096, 1, 30, 0, 0, 0 }, sb = { 4096, 1, 30, 0, 0, 0 };
-	struct ulnet_process_id any = { .pid = ULNET_PID_ANY };
 	const uint32_t len = 65536;
 	uint8_t *buf, *heap = aligned_alloc(4096, len), *dst = aligned_alloc(4096, len), *late;
-	struct ulnet_md tmd_d;
-	struct ulnet_handle me, tmd;
+	struct ulnet_handle tmd;
 	struct pair *p;
 
 	(void)state;
 	atomic_store(&errors_logged, 0);
 	p = pair_new(175, 0, &sa, &sb);
-	any.nid = ulnet_nid_any();
 	assert_non_null(heap);
-	assert_non_null(dst);
-	memset(&tmd_d, 0, sizeof(tmd_d));
-	tmd_d.start = dst;
-	tmd_d.length = len;
-	tmd_d.threshold = ULNET_MD_THRESH_INF;
-	tmd_d.options = ULNET_MD_OP_PUT | ULNET_MD_MANAGE_REMOTE;
-	tmd_d.eq = p->eq;
-	assert_int_equal(ulnet_me_attach(p->b, 9, &any, 0x78, 0, ULNET_RETAIN, ULNET_INS_AFTER, &me), 0);
-	assert_int_equal(ulnet_md_attach(p->b, me, &tmd_d, ULNET_RETAIN, &tmd), 0);
+	sink_md(p, dst, len, 0x78, &tmd);
 	nstash = 0;
 
 	buf = ulnet_mem_alloc(p->a, 4096, 3 * (size_t)len);

@@ -6,6 +6,7 @@
  * is larger, take the RDMA rendezvous of o2ib_rdma.c. */
 #include <errno.h>
 #include <stdio.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
@@ -173,9 +174,12 @@ void o2ib_tx_done(struct o2ib_net *net, struct o2ib_tx *tx, int status)
 
 struct o2ib_tx *o2ib_tx_new(uint8_t type)
 {
-	struct o2ib_tx *tx = calloc(1, sizeof(*tx));
+	/* all but the IMMEDIATE payload zeroed: only the bytes a message carries are read from it, and
+	 * zeroing its 3976 bytes for every tx (3 an RPC) showed in the profile */
+	struct o2ib_tx *tx = malloc(sizeof(*tx));
 
 	if (tx) {
+		memset(tx, 0, offsetof(struct o2ib_tx, payload));
 		tx->slot = -1;
 		tx->msg.type = type;
 	}

@@ -325,31 +325,42 @@ static void iov_copy(const struct iovec *iov, unsigned niov, uint8_t *flat, uint
 
 /* ---- the planner's view of a message's memory ---- */
 
-/* The first @nob bytes of @iov as planner memory, in the MD's form and the node's page size. */
+/* The first @nob bytes of @iov as planner memory, in the MD's form and the node's page size. Pieces
+ * that continue one another across a page boundary (a kiov's whole pages, side by side) are joined:
+ * the planner cuts them at the same page boundaries, and a 1 MiB transfer is then one segment to
+ * walk instead of 256. */
 static int mem_of(struct o2ib_net *net, struct ulnet_msg *msg, const struct iovec *iov, unsigned niov, uint32_t nob,
 		  struct o2ib_mem *mem, struct o2ib_seg **segs)
 {
 	struct ulnet_lnd_md md;
 	enum o2ib_mem_form form = O2IB_MEM_IOVEC;
-	uint32_t left = nob, n = 0;
+	uint32_t left = nob, n = 0, ps = ulnet__node_page_size(ulnet__ni_node(net->ni));
+	bool joined = false;
 
 	if (msg && ulnet__msg_md(msg, &md) == 0 && md.form == ULNET_FRAG_KIOV)
 		form = O2IB_MEM_KIOV;
-	*segs = calloc(niov ? niov : 1, sizeof(**segs));
+	*segs = malloc((niov ? niov : 1) * sizeof(**segs));
 	if (!*segs)
 		return -ENOMEM;
 	for (unsigned i = 0; i < niov && left; i++) {
 		uint32_t take = (uint32_t)iov[i].iov_len < left ? (uint32_t)iov[i].iov_len : left;
+		uint64_t a = (uint64_t)(uintptr_t)iov[i].iov_base;
 
 		if (!take)
 			continue;
-		(*segs)[n++] = (struct o2ib_seg){ (uint64_t)(uintptr_t)iov[i].iov_base, take };
+		if (n && (*segs)[n - 1].addr + (*segs)[n - 1].len == a && (a & (ps - 1)) == 0) {
+			(*segs)[n - 1].len += take;
+			joined = true;
+		} else {
+			(*segs)[n++] = (struct o2ib_seg){ a, take };
+		}
 		left -= take;
 	}
+	if (joined) /* a joined piece spans pages: no longer kiov-shaped */
+		form = O2IB_MEM_IOVEC;
 	if (form == O2IB_MEM_IOVEC && n == 1)
 		form = O2IB_MEM_CONTIG;
-	*mem = (struct o2ib_mem){ .form = form, .page_size = ulnet__node_page_size(ulnet__ni_node(net->ni)),
-				  .nsegs = n, .segs = *segs, .offset = 0, .len = nob };
+	*mem = (struct o2ib_mem){ .form = form, .page_size = ps, .nsegs = n, .segs = *segs, .offset = 0, .len = nob };
 	return left ? -EINVAL : 0;
 }
 
@@ -407,6 +418,10 @@ static int sink_describe(struct o2ib_conn *conn, struct o2ib_tx *tx, struct ulne
 		r.iov_len = nob;
 		rc = net->fab->reg_mr(net->dev, &r, 1, FAB_ACCESS_LOCAL_WRITE | FAB_ACCESS_REMOTE_WRITE, &tx->mr);
 		bk->bounces++;
+	} else if (mem.nsegs == 1) { /* one range to check and register, not 256 pages */
+		struct iovec one = { (void *)(uintptr_t)segs[0].addr, segs[0].len };
+
+		rc = o2ib_mem_reg(net, &one, 1, nob, FAB_ACCESS_LOCAL_WRITE | FAB_ACCESS_REMOTE_WRITE, &tx->mr);
 	} else {
 		rc = o2ib_mem_reg(net, iov, niov, nob, FAB_ACCESS_LOCAL_WRITE | FAB_ACCESS_REMOTE_WRITE, &tx->mr);
 	}
@@ -566,9 +581,16 @@ static int source_prepare(struct o2ib_conn *conn, struct o2ib_tx *tx, struct uln
 	int rc;
 
 	memset(&plan, 0, sizeof(plan));
+	struct iovec one;
+
 	rc = mem_of(net, msg, iov, niov, nob, &mem, &segs);
 	if (!rc)
 		rc = o2ib_plan_source(&mem, rd, nob, &lim, &plan);
+	if (!rc && mem.nsegs == 1) { /* the usual case: the allocation lookup checks one piece, not 256 */
+		one = (struct iovec){ (void *)(uintptr_t)segs[0].addr, segs[0].len };
+		iov = &one;
+		niov = 1;
+	}
 	free(segs);
 	if (rc) {
 		ULNET_LOG(O2IB, ERR, "%s: no RDMA plan for %u bytes into a %u-fragment descriptor: %s (max_frags %u, "
