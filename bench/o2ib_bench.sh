@@ -28,10 +28,10 @@ ninja -C "$BUILD" bench/shm_rdma_bench >/dev/null && cp "$BUILD/bench/shm_rdma_b
 # without sleeping, as RDMA benchmarks do; the nodes poll for BUSY_POLL_US (default 100; 0: they sleep
 # between messages, and every message to a sleeping node costs its sender a wake-up in the kernel,
 # about 30 us an RPC on this VM: two wake-ups).
-SST_BUSY_POLL_US=${BUSY_POLL_US:-100}
-sst_o2ib_node n1 140 1 4096
-sst_o2ib_node n2 140 2 65536
-sst_o2ib_node n3 140 3 4096
+UL_BUSY_POLL_US=${BUSY_POLL_US:-100}
+ul_o2ib_node n1 140 1 4096 10
+ul_o2ib_node n2 140 2 65536 10
+ul_o2ib_node n3 140 3 4096 10
 nid() { echo "$(ul_addr 140 "$1")@o2ib"; }
 mbps() { "$UL_PYTHON" -c 'import json,sys; j=json.load(open(sys.argv[1])); assert j["ok"], j; print(j["MBps"])' "$1"; }
 median() { printf '%s\n' "$@" | sort -g | awk '{v[NR]=$1} END {print v[int((NR+1)/2)]}'; }
@@ -90,7 +90,7 @@ echo "runs (MB/s): put 4K-4K ${put_same[*]} | put 4K-64K ${put_mixed[*]} | get 4
 # what the o2ib data path moved through: the provider's counters are per process; the LND's
 # registrations tell which memory it was
 "$UL_PYTHON" - "${BRW_MEM:-memfd}" "$CONC" "${put_same[*]}" "${put_mixed[*]}" "${get_same[*]}" "${get_mixed[*]}" \
-	"${raw_mfd[*]}" "${raw_pvm[*]}" "$(cut -d' ' -f1-3 /proc/loadavg)" "$SST_BUSY_POLL_US" <<'PY'
+	"${raw_mfd[*]}" "${raw_pvm[*]}" "$(cut -d' ' -f1-3 /proc/loadavg)" "$UL_BUSY_POLL_US" <<'PY'
 import statistics, sys
 kind, conc = sys.argv[1], sys.argv[2]
 ps, pm, gs, gm, rm, rp = [list(map(float, a.split())) for a in sys.argv[3:9]]

@@ -60,8 +60,11 @@
 #                            the console at $BUILD's ulnet-selftest; a case that fails is ul_fail,
 #                            one that passes a progress line; a killed node is SIGKILLed and
 #                            restarted from its node.yaml.
-#   ul_o2ib_pair T TIMEOUT   start n1 (4 KiB pages) and n2 (64 KiB pages) on 127.T.0.{1,2}@o2ib over
-#                            the shm provider with the o2ib timeout TIMEOUT.
+#   ul_o2ib_node NAME T N PAGE_SIZE TIMEOUT [TUNABLE...]
+#                            start an o2ib node on the shm provider at 127.T.0.N@o2ib with the o2ib
+#                            timeout TIMEOUT; each TUNABLE ("key: value") is one more of its `lnd
+#                            tunables`; UL_BUSY_POLL_US set: the node's busy_poll_us.
+#   ul_o2ib_pair T TIMEOUT   ul_o2ib_node n1 (4 KiB pages) and n2 (64 KiB pages) on 127.T.0.{1,2}.
 #   UL_ATEXIT+=("CMD")      run CMD (eval) at exit after the nodes are stopped: namespaces, links.
 #   ul_step MSG / ul_fail MSG
 #                            progress line on stderr / "FAIL: MSG" and exit 1 (the trap prints logs).
@@ -296,22 +299,31 @@ ul_xnode_build()
 		ul_fail "cross build of xnode"
 }
 
-ul_o2ib_pair()
+ul_o2ib_node()
 {
-	local t=$1 timeout=$2 n
-	for n in 1 2; do
-		ul_start_node "n$n" <<YAML
+	local name=$1 t=$2 n=$3 ps=$4 timeout=$5 tun extra= nodeopt=
+	shift 5
+	for tun in "$@"; do
+		extra+=$'\n'"              $tun"
+	done
+	[[ -z ${UL_BUSY_POLL_US:-} ]] || nodeopt=$'\n'"    busy_poll_us: $UL_BUSY_POLL_US"
+	ul_start_node "$name" <<YAML
 node:
-    page_size: $(( n == 1 ? 4096 : 65536 ))
+    page_size: $ps$nodeopt
 net:
     - net type: o2ib
       local NI(s):
         - nid: $(ul_addr "$t" "$n")@o2ib
           lnd tunables:
               provider: shm
-              timeout: $timeout
+              timeout: $timeout$extra
 YAML
-	done
+}
+
+ul_o2ib_pair()
+{
+	ul_o2ib_node n1 "$1" 1 4096 "$2"
+	ul_o2ib_node n2 "$1" 2 65536 "$2"
 }
 
 # The scenarios' driver (tests/integration/scenarios.sh) for nodes this script started.

@@ -67,30 +67,6 @@ net:
 YAML
 }
 
-# sst_o2ib_node NAME T N PAGE_SIZE [TUNABLE...]: an o2ib node on the shm provider at 127.T.0.N@o2ib
-# (timeout 10 s); each TUNABLE ("key: value") is one more of its `lnd tunables`. SST_BUSY_POLL_US set:
-# the node's busy_poll_us.
-sst_o2ib_node()
-{
-	local name=$1 t=$2 n=$3 ps=$4 tun extra= nodeopt=
-	shift 4
-	for tun in "$@"; do
-		extra+=$'\n'"              $tun"
-	done
-	[[ -z ${SST_BUSY_POLL_US:-} ]] || nodeopt=$'\n'"    busy_poll_us: $SST_BUSY_POLL_US"
-	ul_start_node "$name" <<YAML
-node:
-    page_size: $ps$nodeopt
-net:
-    - net type: o2ib
-      local NI(s):
-        - nid: $(ul_addr "$t" "$n")@o2ib
-          lnd tunables:
-              provider: shm
-              timeout: 10$extra
-YAML
-}
-
 # sst_run OUT NODE ARGS...: the console against NODE's daemon; stdout in OUT, stderr in OUT.err,
 # status in UL_STATUS; never hangs longer than 60 s.
 sst_run()
