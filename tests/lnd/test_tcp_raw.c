@@ -362,12 +362,12 @@ static void good_session(uint32_t proto, bool swab)
 	ping_ok();
 }
 
-/* A 1 MiB PUT trickled in 128 KiB every 1.2 s after a first 300 KiB: the node waits for the rest of a
+/* A 1 MiB PUT trickled in 128 KiB every 1.2 s after a first 600 KiB: the node waits for the rest of a
  * large payload with SO_RCVLOWAT, so these bytes sit in the socket below the mark for longer than the
  * rx timeout (2 s here); they are progress, and the slow peer must not be closed. */
 static void test_slow_large_payload(void **state)
 {
-	const uint32_t len = 1u << 20, first = 300u << 10, chunk = 128u << 10;
+	const uint32_t len = 1u << 20, first = 600u << 10, chunk = 128u << 10;
 	const struct timespec pause = { 1, 200000000 };
 	uint8_t *pl = malloc(len);
 	int errs0 = atomic_load(&tcp_errors);
