@@ -15,10 +15,10 @@
 #include <limits.h>
 #include <netinet/tcp.h>
 #include <stdio.h>
-#include <sys/ioctl.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
+#include <sys/ioctl.h>
 #include <sys/socket.h>
 #include <unistd.h>
 #include "tcp.h"
