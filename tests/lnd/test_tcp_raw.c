@@ -364,7 +364,8 @@ static void good_session(uint32_t proto, bool swab)
 
 /* A 1 MiB PUT trickled in 128 KiB every 1.2 s after a first 600 KiB: the node waits for the rest of a
  * large payload with SO_RCVLOWAT, so these bytes sit in the socket below the mark for longer than the
- * rx timeout (2 s here); they are progress, and the slow peer must not be closed. */
+ * rx timeout (2 s here); they are progress, and the slow peer must not be closed (while a stalled one
+ * still is: test_stall_mid_payload). */
 static void test_slow_large_payload(void **state)
 {
 	const uint32_t len = 1u << 20, first = 600u << 10, chunk = 128u << 10;
