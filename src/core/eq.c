@@ -16,7 +16,6 @@ struct ulnet_eq {
 	int refs; /* MDs pointing at it */
 	bool doomed; /* free when refs reaches 0 */
 	unsigned waiters; /* threads inside ulnet_eq_wait's wait */
-	bool quiet_sends; /* a successful SEND wakes nobody (ulnet__eq_quiet_sends) */
 	/* pushers between their unlock and their signal: the queue is not freed under them */
 	atomic_uint signalling;
 };
@@ -114,8 +113,7 @@ static void eq_push(ulnet_eq *eq, const struct ulnet_event *ev, bool unref)
 	eq->ring[(eq->head + eq->count) % eq->cap] = *ev;
 	eq->count++;
 	/* one wake-up per delivery: signal only a thread that waits, after the unlock */
-	signal = eq->waiters > 0 &&
-		 !(eq->quiet_sends && ev->type == ULNET_EVENT_SEND && ev->status == 0 && !ev->unlinked);
+	signal = eq->waiters > 0;
 	if (signal)
 		atomic_fetch_add(&eq->signalling, 1);
 out:
@@ -134,13 +132,6 @@ out:
 void ulnet__eq_push(ulnet_eq *eq, const struct ulnet_event *ev)
 {
 	eq_push(eq, ev, false);
-}
-
-void ulnet__eq_quiet_sends(ulnet_eq *eq)
-{
-	pthread_mutex_lock(&eq->lock);
-	eq->quiet_sends = true;
-	pthread_mutex_unlock(&eq->lock);
 }
 
 int ulnet_eq_wait(ulnet_eq *eq, int timeout_ms, struct ulnet_event *ev)

@@ -405,18 +405,19 @@ static int parse_reply_or_ack(struct ulnet_ni *ni, const struct ulnet_hdr *hdr, 
 	struct ulnet_libmd *md = wmd_lookup(ni->node, is_ack ? &hdr->msg.ack.dst_wmd : &hdr->msg.reply.dst_wmd);
 	struct ulnet_msg *msg;
 	uint32_t mlen = hdr->payload_length;
+	char src[ULNET_NID_STRLEN];
 
 	/* the source NID is formatted inside the log calls only: every REPLY and ACK comes through here */
 	if (!md) {
 		ULNET_LOG(CORE, DEBUG, "%s from %s for an MD no longer active; dropping", is_ack ? "ACK" : "REPLY",
-			  ulnet_nid_format(&hdr->src_nid, (char[ULNET_NID_STRLEN]){ 0 }, ULNET_NID_STRLEN));
+			  ulnet_nid_format(&hdr->src_nid, src, sizeof(src)));
 		drop(ni, rx_priv, hdr);
 		return 0;
 	}
 	if (!is_ack && mlen > md->total) {
 		if (!(md->umd.options & ULNET_MD_TRUNCATE)) {
 			ULNET_LOG(CORE, WARN, "REPLY from %s: length %u > MD length %u (no TRUNCATE); dropping",
-				  ulnet_nid_format(&hdr->src_nid, (char[ULNET_NID_STRLEN]){ 0 }, ULNET_NID_STRLEN), mlen, md->total);
+				  ulnet_nid_format(&hdr->src_nid, src, sizeof(src)), mlen, md->total);
 			drop(ni, rx_priv, hdr);
 			return 0;
 		}

@@ -95,7 +95,6 @@ int ulnet_ping(ulnet_node *node, const struct ulnet_process_id *target, int time
 		free(buf);
 		return rc;
 	}
-	ulnet__eq_quiet_sends(eq); /* the GET's SEND needs no wake-up of ours: the REPLY follows it */
 	umd.start = buf;
 	umd.length = ULNET_PING_BUFFER_MAX;
 	umd.threshold = 2; /* SEND + REPLY */

@@ -219,6 +219,7 @@ bool sst__server_request(struct ulnet_sst *sst, struct sst_rpc *buf, const struc
 	struct ulnet_wire_err werr = { 0 };
 	struct ulnet_sst_hdr h;
 	struct sst_rpc *r;
+	char peer[ULNET_NID_STRLEN];
 	int want = ulnet__sst_service_request(buf->service);
 
 	/* the peer's NID is formatted inside the log calls only: every request comes through here */
@@ -226,8 +227,8 @@ bool sst__server_request(struct ulnet_sst *sst, struct sst_rpc *buf, const struc
 	    ulnet__sst_hdr_unpack(buf->req, ev->mlength, &h, &werr) ||
 	    (h.type != (uint32_t)want)) {
 		ULNET_LOG(SST, WARN, "%s: dropping selftest request for service %u: status %d, %u bytes%s%s",
-			  ulnet_nid_format(&ev->initiator.nid, (char[ULNET_NID_STRLEN]){ 0 }, ULNET_NID_STRLEN), buf->service, ev->status, ev->mlength, werr.field ? ", bad " : "",
-			  werr.field ? werr.field : "");
+			  ulnet_nid_format(&ev->initiator.nid, peer, sizeof(peer)), buf->service, ev->status, ev->mlength,
+			  werr.field ? ", bad " : "", werr.field ? werr.field : "");
 		sst->cnt.rpcs_dropped++;
 		return false;
 	}
@@ -253,8 +254,8 @@ bool sst__server_request(struct ulnet_sst *sst, struct sst_rpc *buf, const struc
 			sst__server_send_reply(sst, r);
 			return true;
 		}
-		ULNET_LOG(SST, WARN, "%s: dropping selftest request: bad %s", ulnet_nid_format(&ev->initiator.nid, (char[ULNET_NID_STRLEN]){ 0 }, ULNET_NID_STRLEN),
-			  werr.field);
+		ULNET_LOG(SST, WARN, "%s: dropping selftest request: bad %s",
+			  ulnet_nid_format(&ev->initiator.nid, peer, sizeof(peer)), werr.field);
 		sst->cnt.rpcs_dropped++;
 		sst__rpc_free(sst, r);
 		return true;
@@ -265,8 +266,8 @@ bool sst__server_request(struct ulnet_sst *sst, struct sst_rpc *buf, const struc
 		break;
 	case ULNET_SST_SVC_PING:
 		if (r->in.body.ping_reqst.magic != ULNET_SST_PING_MAGIC) {
-			ULNET_LOG(SST, WARN, "%s: dropping ping with magic %#x", ulnet_nid_format(&ev->initiator.nid, (char[ULNET_NID_STRLEN]){ 0 }, ULNET_NID_STRLEN),
-				  r->in.body.ping_reqst.magic);
+			ULNET_LOG(SST, WARN, "%s: dropping ping with magic %#x",
+				  ulnet_nid_format(&ev->initiator.nid, peer, sizeof(peer)), r->in.body.ping_reqst.magic);
 			sst__rpc_free(sst, r);
 			return true;
 		}

@@ -5,6 +5,7 @@
  * NID, LNET_PROTO_MAGIC / unknown acceptor version (answered with version 1), wrong HELLO magic or
  * version (answered with our HELLO), truncated header, payload_length over 1 MiB, unknown ksock type,
  * ZC-ACK for an unknown cookie, a peer stalling or vanishing mid-payload, an insecure source port,
+ * a slow (not stalled) peer trickling a 1 MiB payload in over longer than the rx timeout,
  * 1000 connections opened and abandoned. Each bad case must close that connection with exactly one
  * TCP error log line, and a second node (127.33.0.2@tcp) must still ping the node afterwards. */
 #include <arpa/inet.h>
@@ -361,6 +362,34 @@ static void good_session(uint32_t proto, bool swab)
 	ping_ok();
 }
 
+/* A 1 MiB PUT trickled in 128 KiB every 1.2 s after a first 600 KiB: the node waits for the rest of a
+ * large payload with SO_RCVLOWAT, so these bytes sit in the socket below the mark for longer than the
+ * rx timeout (2 s here); they are progress, and the slow peer must not be closed (while a stalled one
+ * still is: test_stall_mid_payload). */
+static void test_slow_large_payload(void **state)
+{
+	const uint32_t len = 1u << 20, first = 600u << 10, chunk = 128u << 10;
+	const struct timespec pause = { 1, 200000000 };
+	uint8_t *pl = malloc(len);
+	int errs0 = atomic_load(&tcp_errors);
+	struct sess s;
+
+	(void)state;
+	sess_open(&s, 3, false);
+	fill(pl, len, 5);
+	send_put_hdr(&s, len, 0);
+	wr(s.fd, pl, first);
+	for (uint32_t off = first; off < len; off += chunk) {
+		nanosleep(&pause, NULL); /* the slow peer: the input of this test, not a wait for state */
+		wr(s.fd, pl + off, len - off < chunk ? len - off : chunk);
+	}
+	expect_put(len, 5);
+	assert_int_equal(atomic_load(&tcp_errors) - errs0, 0);
+	close(s.fd);
+	free(pl);
+	ping_ok();
+}
+
 static void test_good_v3(void **state) { (void)state; good_session(3, false); }
 static void test_good_v3_byteswapped_peer(void **state) { (void)state; good_session(3, true); }
 static void test_good_v2(void **state) { (void)state; good_session(2, false); }
@@ -667,6 +696,7 @@ int main(void)
 		cmocka_unit_test(test_good_v3_byteswapped_peer),
 		cmocka_unit_test(test_good_v2),
 		cmocka_unit_test(test_good_v1),
+		cmocka_unit_test(test_slow_large_payload),
 		cmocka_unit_test(test_bad_acceptor_magic),
 		cmocka_unit_test(test_acceptor_wrong_nid),
 		cmocka_unit_test(test_acceptor_lnet_magic),

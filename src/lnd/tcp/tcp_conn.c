@@ -23,7 +23,6 @@
 #include <limits.h>
 #include <netinet/tcp.h>
 #include <stdio.h>
-#include <sys/ioctl.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
@@ -1107,12 +1106,14 @@ void tcplnd_conn_tick(struct tcplnd_conn *conn, uint64_t now)
 		}
 		return;
 	case TCPLND_CONN_UP:
-		if (conn->rx->started && now - conn->rx_progress > tmo && conn->rcvlowat > 1) {
-			int queued = 0;
+		if (conn->rx->started && conn->rcvlowat > 1 && now - conn->rx_progress > tmo / 2) {
+			int one = 1;
 
-			/* bytes waiting under SO_RCVLOWAT are progress too: a slow peer, not a stuck one */
-			if (ioctl(conn->io.fd, FIONREAD, &queued) == 0 && queued > 0)
-				conn->rx_progress = now;
+			/* bytes under SO_RCVLOWAT wake nobody: half the timeout gone, take whatever is queued
+			 * (lowering the mark signals it), so a slow peer shows progress and a stalled one still
+			 * times out below */
+			if (setsockopt(conn->io.fd, SOL_SOCKET, SO_RCVLOWAT, &one, sizeof(one)) == 0)
+				conn->rcvlowat = 1;
 		}
 		if (conn->rx->started && now - conn->rx_progress > tmo) {
 			const char *what;
