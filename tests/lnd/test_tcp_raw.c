@@ -648,6 +648,35 @@ static void test_1000_abandoned(void **state)
 	bad_end(errs0, 1000);
 }
 
+/* A flood of handshakes from one host evicts that host's own oldest, never another host's: 8
+ * connections from 127.33.4.1 come first (the oldest), then 200 from 127.33.3.1; the 8 stay open. */
+static void test_flood_spares_other_hosts(void **state)
+{
+	int quiet[8], loud[200], peak, base = count_fds();
+	BAD_BEGIN();
+
+	(void)state;
+	for (int i = 0; i < 8; i++)
+		assert_true((quiet[i] = raw_connect_from("127.33.4.1", 1023 - i)) >= 0);
+	for (int i = 0; i < 200; i++)
+		assert_true((loud[i] = raw_connect_from("127.33.3.1", 1023 - i)) >= 0);
+	ping_ok(); /* a round trip through the loop: the accepts ahead of it are done */
+	for (int i = 0; i < 100 && (peak = count_fds() - base - 208) > TCPLND_MAX_HELLO_CONNS + 16; i++)
+		poll(NULL, 0, 50);
+	for (int i = 0; i < 8; i++) {
+		char c;
+
+		errno = 0;
+		assert_int_equal(recv(quiet[i], &c, 1, MSG_PEEK | MSG_DONTWAIT), -1);
+		assert_true(errno == EAGAIN || errno == EWOULDBLOCK); /* open, not reset or closed */
+	}
+	for (int i = 0; i < 200; i++)
+		close(loud[i]);
+	for (int i = 0; i < 8; i++)
+		close(quiet[i]);
+	bad_end(errs0, 208);
+}
+
 static int setup(void **state)
 {
 	const struct ulnet_kv lt[] = { { "timeout", "2" } };
@@ -711,6 +740,7 @@ int main(void)
 		cmocka_unit_test(test_stall_mid_payload),
 		cmocka_unit_test(test_eof_mid_payload),
 		cmocka_unit_test(test_1000_abandoned),
+		cmocka_unit_test(test_flood_spares_other_hosts),
 	};
 
 	return cmocka_run_group_tests_name("tcp raw peers", tests, setup, teardown);

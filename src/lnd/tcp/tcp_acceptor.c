@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /* The acceptor of one tcp NI: a listening socket on the NI's address and accept_port (988). It applies
  * the accept policy (secure: the peer's source port must be privileged) and bounds the connections
- * still in their handshake: past TCPLND_MAX_HELLO_CONNS the oldest is dropped, and each has
- * TCPLND_ACCEPT_TIMEOUT_S to finish. Reading the acceptor request and the HELLO is tcp_conn.c's. */
+ * still in their handshake: past TCPLND_MAX_HELLO_CONNS the oldest of the busiest source host is
+ * dropped, and each has TCPLND_ACCEPT_TIMEOUT_S to finish. Reading the acceptor request and the
+ * HELLO is tcp_conn.c's. */
 #include <arpa/inet.h>
 #include <errno.h>
 #include <stdio.h>
@@ -14,16 +15,43 @@
 
 #define ACCEPT_BACKLOG 127
 
+static bool same_host(const struct sockaddr_storage *a, const struct sockaddr_storage *b)
+{
+	if (a->ss_family != b->ss_family)
+		return false;
+	if (a->ss_family == AF_INET)
+		return ((const struct sockaddr_in *)(const void *)a)->sin_addr.s_addr ==
+		       ((const struct sockaddr_in *)(const void *)b)->sin_addr.s_addr;
+	if (a->ss_family == AF_INET6)
+		return !memcmp(&((const struct sockaddr_in6 *)(const void *)a)->sin6_addr,
+			       &((const struct sockaddr_in6 *)(const void *)b)->sin6_addr, sizeof(struct in6_addr));
+	return false;
+}
+
+/* Make room among the connections in the handshake: drop the oldest of the source host holding the
+ * most of them, so that a flood from one host never evicts another host's handshake (the list is
+ * at most TCPLND_MAX_HELLO_CONNS long, and this runs only when it is full). */
 static void drop_oldest(struct tcplnd_net *net, const char *reason)
 {
-	struct tcplnd_conn *old;
+	struct tcplnd_conn *victim = NULL;
+	struct ulnet_list *a, *b, *ta, *tb;
+	unsigned best = 0;
 	char why[160];
 
-	if (ulnet_list_empty(&net->hello_conns))
+	ulnet_list_for_each_safe(a, ta, &net->hello_conns) {
+		struct tcplnd_conn *c = ulnet_container_of(a, struct tcplnd_conn, plink);
+		unsigned n = 0;
+
+		ulnet_list_for_each_safe(b, tb, &net->hello_conns)
+			n += same_host(&c->raddr, &ulnet_container_of(b, struct tcplnd_conn, plink)->raddr);
+		if (n > best) /* strictly more: the first (oldest) of the busiest host wins */
+			best = n, victim = c;
+	}
+	if (!victim)
 		return;
-	old = ulnet_list_first(&net->hello_conns, struct tcplnd_conn, plink);
-	snprintf(why, sizeof(why), "%s (%u connections in the handshake); dropping the oldest", reason, net->n_hello);
-	tcplnd_conn_close(old, -ECONNABORTED, why);
+	snprintf(why, sizeof(why), "%s (%u connections in the handshake, %u from this host); dropping its oldest",
+		 reason, net->n_hello, best);
+	tcplnd_conn_close(victim, -ECONNABORTED, why);
 }
 
 static void acceptor_cb(struct ulnet_io *io, uint32_t revents)
