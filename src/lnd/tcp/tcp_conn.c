@@ -802,6 +802,14 @@ static size_t ra_take(struct tcplnd_conn *conn, const struct iovec *iov, unsigne
 /* Before waiting for the rest of a large payload: let the socket wake us only once a large part of it
  * is in (SO_RCVLOWAT), instead of for every segment that lands; back to 1 between messages. Only
  * bytes the peer is certain to send (the payload under way) are waited for, so this never stalls. */
+static void conn_set_rcvlowat(struct tcplnd_conn *conn, int want)
+{
+	if (want == (conn->rcvlowat ? conn->rcvlowat : 1))
+		return;
+	if (setsockopt(conn->io.fd, SOL_SOCKET, SO_RCVLOWAT, &want, sizeof(want)) == 0)
+		conn->rcvlowat = want;
+}
+
 static void conn_rcvlowat(struct tcplnd_conn *conn)
 {
 	const struct tcplnd_rx *rx = conn->rx;
@@ -809,10 +817,7 @@ static void conn_rcvlowat(struct tcplnd_conn *conn)
 
 	if (rx->state == TCPLND_RX_PAYLOAD && rx->mlen_left >= TCPLND_RCVLOWAT_MIN)
 		want = (int)(rx->mlen_left < TCPLND_RCVLOWAT_MAX ? rx->mlen_left : TCPLND_RCVLOWAT_MAX);
-	if (want == (conn->rcvlowat ? conn->rcvlowat : 1))
-		return;
-	if (setsockopt(conn->io.fd, SOL_SOCKET, SO_RCVLOWAT, &want, sizeof(want)) == 0)
-		conn->rcvlowat = want;
+	conn_set_rcvlowat(conn, want);
 }
 
 static void conn_rx(struct tcplnd_conn *conn, uint32_t revents)
@@ -1106,15 +1111,11 @@ void tcplnd_conn_tick(struct tcplnd_conn *conn, uint64_t now)
 		}
 		return;
 	case TCPLND_CONN_UP:
-		if (conn->rx->started && conn->rcvlowat > 1 && now - conn->rx_progress > tmo / 2) {
-			int one = 1;
-
-			/* bytes under SO_RCVLOWAT wake nobody: half the timeout gone, take whatever is queued
-			 * (lowering the mark signals it), so a slow peer shows progress and a stalled one still
-			 * times out below */
-			if (setsockopt(conn->io.fd, SOL_SOCKET, SO_RCVLOWAT, &one, sizeof(one)) == 0)
-				conn->rcvlowat = 1;
-		}
+		/* bytes under SO_RCVLOWAT wake nobody: half the timeout gone, take whatever is queued
+		 * (lowering the mark signals it), so a slow peer shows progress and a stalled one still
+		 * times out below */
+		if (conn->rx->started && now - conn->rx_progress > tmo / 2)
+			conn_set_rcvlowat(conn, 1);
 		if (conn->rx->started && now - conn->rx_progress > tmo) {
 			const char *what;
 			size_t left = tcplnd_rx_missing(conn->rx, &what);
