@@ -241,8 +241,10 @@ void ulnet__loop_wake_if_sleeping(struct ulnet_loop *loop)
 {
 	atomic_store_explicit(&loop->poked, true, memory_order_relaxed); /* a busy-polling loop looks */
 	/* the loop sets the flag under the lock before it computes its timeout: if it is clear, the
-	 * loop has not decided to sleep yet and will see the work when it takes the lock again */
-	if (atomic_load_explicit(&loop->sleeping, memory_order_relaxed))
+	 * loop has not decided to sleep yet and will see the work when it takes the lock again. The
+	 * first waker clears it: one eventfd write wakes the loop, the calls that queue more work before
+	 * it is back need none (a burst of API calls costs one write, not one each). */
+	if (atomic_exchange_explicit(&loop->sleeping, false, memory_order_relaxed))
 		loop_wake_one(loop);
 }
 
@@ -261,7 +263,7 @@ void ulnet__unlock(struct ulnet_node *node)
 	}
 	if (wake)
 		atomic_store_explicit(&loop0->poked, true, memory_order_relaxed);
-	wake = wake && atomic_load_explicit(&loop0->sleeping, memory_order_relaxed);
+	wake = wake && atomic_exchange_explicit(&loop0->sleeping, false, memory_order_relaxed);
 	ulnet__lock_release(node);
 	if (wake)
 		loop_wake_one(loop0);
