@@ -58,8 +58,10 @@ static int loop_init_one(struct ulnet_loop *loop)
 
 int ulnet__loop_init(struct ulnet_node *node)
 {
-	for (unsigned i = 0; i < ULNET_LOOPS_MAX; i++)
+	for (unsigned i = 0; i < ULNET_LOOPS_MAX; i++) {
 		node->loops[i].epfd = node->loops[i].wakefd = -1;
+		ulnet_list_init(&node->loops[i].submit_q);
+	}
 	for (unsigned i = 0; i < node->n_loops; i++) {
 		struct ulnet_loop *loop = &node->loops[i];
 		int rc;
@@ -232,11 +234,6 @@ static void loop_wake_one(struct ulnet_loop *loop)
 		ULNET_LOG(CORE, WARN, "loop wake: %s", strerror(errno));
 }
 
-void ulnet__loop_wake(struct ulnet_node *node)
-{
-	loop_wake_one(&node->loops[0]);
-}
-
 void ulnet__loop_wake_if_sleeping(struct ulnet_loop *loop)
 {
 	atomic_store_explicit(&loop->poked, true, memory_order_relaxed); /* a busy-polling loop looks */
@@ -254,19 +251,28 @@ void ulnet__loop_wake_if_sleeping(struct ulnet_loop *loop)
  * handler calling the API) leaves both to the end of its turn. */
 void ulnet__unlock(struct ulnet_node *node)
 {
-	struct ulnet_loop *loop0 = &node->loops[0];
-	bool off_loop = !ulnet__on_loop(node), wake = false;
+	uint64_t wake = 0, subs = node->submit_wake;
 
-	if (off_loop) {
+	node->submit_wake = 0;
+	if (!ulnet__on_loop(node)) {
 		ulnet__completions_run(node, ULNET_COMPLETION_BUDGET);
-		wake = node->n_cbs > 0 || !ulnet_list_empty(&node->done_q) || !ulnet_list_empty(&node->submit_q);
+		if (node->n_cbs > 0 || !ulnet_list_empty(&node->done_q))
+			subs |= 1; /* loop 0 */
+		/* each loop that has work: poke it (busy polling) and take its eventfd write if it sleeps */
+		for (unsigned i = 0; subs; i++, subs >>= 1) {
+			struct ulnet_loop *loop = &node->loops[i];
+
+			if (!(subs & 1))
+				continue;
+			atomic_store_explicit(&loop->poked, true, memory_order_relaxed);
+			if (atomic_exchange_explicit(&loop->sleeping, false, memory_order_relaxed))
+				wake |= 1ull << i;
+		}
 	}
-	if (wake)
-		atomic_store_explicit(&loop0->poked, true, memory_order_relaxed);
-	wake = wake && atomic_exchange_explicit(&loop0->sleeping, false, memory_order_relaxed);
 	ulnet__lock_release(node);
-	if (wake)
-		loop_wake_one(loop0);
+	for (unsigned i = 0; wake; i++, wake >>= 1)
+		if (wake & 1)
+			loop_wake_one(&node->loops[i]);
 }
 
 void ulnet__queue_cb(struct ulnet_node *node, ulnet_event_handler h, const struct ulnet_event *ev)
@@ -352,7 +358,7 @@ static bool loop_has_work(const struct ulnet_loop *loop)
 {
 	const struct ulnet_node *node = loop->node;
 
-	return loop->kicked || !ulnet_list_empty(&node->done_q) || !ulnet_list_empty(&node->submit_q) ||
+	return loop->kicked || !ulnet_list_empty(&node->done_q) || !ulnet_list_empty(&loop->submit_q) ||
 	       (loop->idx == 0 && node->n_cbs);
 }
 
@@ -408,7 +414,7 @@ static void *loop_main(void *arg)
 		loop->cur_nevs = 0;
 		loop->cur_evs = NULL;
 		run_kicked(loop);
-		ulnet__submitted_run(node);
+		ulnet__submitted_run(loop);
 		if (first)
 			ulnet__timers_run(node, ulnet__node_now(node));
 		/* bounded: a flood of completions cannot starve the sockets; the rest wait one turn */

@@ -100,7 +100,6 @@ int ulnet_node_open(const struct ulnet_node_opts *opts, ulnet_node **out)
 		ulnet_list_init(&node->peers[i]);
 	ulnet_list_init(&node->nis);
 	ulnet_list_init(&node->done_q);
-	ulnet_list_init(&node->submit_q);
 	ulnet_list_init(&node->idle_peers);
 	node->max_peers = opts && opts->max_peers ? opts->max_peers : ULNET_MAX_PEERS_DEFAULT;
 	rc = ulnet__loop_init(node);
