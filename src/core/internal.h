@@ -64,6 +64,7 @@ struct ulnet_libmd {
 	struct ulnet_event txn_ev;   /* the last such SEND's event, the template of the timeout event */
 	void *lnd_reg;               /* an LND's registration of this memory (lnd_contract.c) */
 	struct ulnet_ni *lnd_reg_ni; /* the NI whose LND filled lnd_reg */
+	struct iovec frag_store[];   /* frags points here (md.c: one descriptor) */
 };
 
 struct ulnet_me {
@@ -299,6 +300,9 @@ void ulnet__md_use(struct ulnet_libmd *md);
 bool ulnet__md_active(const struct ulnet_libmd *md);
 /* Drop a reference; frees the MD when it is finished. Returns true if it was unlinked now. */
 bool ulnet__md_release(struct ulnet_node *node, struct ulnet_libmd *md);
+/* The same, but an MD freed here passes its EQ reference to the caller, who delivers the last event
+ * with ulnet__event_deliver_unref (or drops the reference): no reference taken just to be dropped. */
+bool ulnet__md_release_keep_eq(struct ulnet_node *node, struct ulnet_libmd *md);
 void ulnet__md_unlink_locked(struct ulnet_node *node, struct ulnet_libmd *md);
 /* Fill @out with the iovecs covering [offset, offset+len) of @md; returns the count. */
 unsigned ulnet__md_slice(const struct ulnet_libmd *md, uint32_t offset, uint32_t len, struct iovec *out);

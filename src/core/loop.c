@@ -10,6 +10,7 @@
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
 #include <sched.h>
+#include <stdio.h>
 #include <time.h>
 #include <unistd.h>
 #include "internal.h"
@@ -443,10 +444,15 @@ int ulnet__loop_start(struct ulnet_node *node)
 	if (rc)
 		return rc;
 	for (unsigned i = 0; i < node->n_loops; i++) {
+		char name[16];
+
 		rc = pthread_create(&node->loops[i].thread, NULL, loop_main, &node->loops[i]);
 		if (rc)
 			return -rc;
 		node->n_started++;
+		/* top -H, perf --sort comm and gdb tell the loops apart */
+		snprintf(name, sizeof(name), "ulnet-loop%u", i);
+		pthread_setname_np(node->loops[i].thread, name);
 	}
 	return 0;
 }
