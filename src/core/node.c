@@ -86,7 +86,17 @@ int ulnet_node_open(const struct ulnet_node_opts *opts, ulnet_node **out)
 		free(node);
 		return rc;
 	}
-	pthread_mutex_init(&node->lock, NULL);
+	{
+		/* adaptive: a thread that finds the lock taken spins a little before it sleeps. Holds are
+		 * short (no socket call under it), so an API call racing a loop turn mostly gets it while
+		 * spinning, and the loop's unlock needs no futex wake-up */
+		pthread_mutexattr_t a;
+
+		pthread_mutexattr_init(&a);
+		pthread_mutexattr_settype(&a, PTHREAD_MUTEX_ADAPTIVE_NP);
+		pthread_mutex_init(&node->lock, &a);
+		pthread_mutexattr_destroy(&a);
+	}
 	/* the interface cookie names this incarnation in wire MD handles: a restarted node must not
 	 * accept ACKs and REPLYs meant for its previous life */
 	node->iface_cookie = ulnet__now_ns() ^ ((uint64_t)getpid() << 32);
