@@ -407,6 +407,9 @@ void ulnet__queue_cb(struct ulnet_node *node, ulnet_event_handler h, const struc
 
 /* timer.c */
 uint64_t ulnet__node_now(const struct ulnet_node *node);
+/* The same at clock-tick resolution (a few ms; never ahead of ulnet__node_now), a fifth of the cost:
+ * for what counts in seconds on a per-message path (a peer's idle clock). */
+uint64_t ulnet__node_now_coarse(const struct ulnet_node *node);
 void ulnet__node_set_clock(struct ulnet_node *node, uint64_t (*clock)(void *arg), void *arg);
 /* Arm (or move) @t to @deadline. -ENOMEM only when the heap cannot grow (logged). */
 int ulnet__timer_arm(struct ulnet_node *node, struct ulnet_timer *t, uint64_t deadline);
