@@ -70,6 +70,7 @@ sst_ping_us() {
 }
 # raw TCP ping-pong between two processes (median, us); port 7400 on B, from A
 raw_us() { # REQ_BYTES REP_BYTES [busy]
+	rm -f "$UL_TMP/pp_srv.out" # else the last round's "listening" may be read before the new server truncates it
 	"$UL_TMP/tcp_pingpong" server "$B" 7400 "$1" "$2" ${3:-} >"$UL_TMP/pp_srv.out" &
 	local srv=$! i
 	for i in $(seq 100); do grep -q listening "$UL_TMP/pp_srv.out" 2>/dev/null && break; sleep 0.05; done
