@@ -1,6 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /* bench helper for tcp_bench.sh: two nodes in one process over the tcp LND (loopback, addresses from
- * argv). Prints "put0_rate <msgs/s>" for 0-byte Puts without ACK (a window of 64 in flight), then
+ * argv). Prints "put0_rate <msgs/s>" for 0-byte Puts without ACK (a window of 64 in flight, one API
+ * thread binding an MD per Put, default tunables: peer_credits 8, so at most 8 in the LND; one peer,
+ * so with several loops its own loop posts and writes them and the others mostly idle), then
  * "ping_rtt_us <mean>" over ulnet_ping, then "tcp_rtt_us <mean>" for a raw TCP 8-byte ping-pong
  * between the same two addresses (TCP_NODELAY). Usage: tcp_msgrate ADDR_A ADDR_B SECONDS [LOOPS [put0]]:
  * LOOPS loop threads per node (node option loops; default 1); "put0" stops after the first rate. */
