@@ -319,6 +319,12 @@ void ulnet__md_free_all(struct ulnet_node *node);
 /* ulnet_eq_wait, polling for up to @spin_ns before it sleeps (busy_poll_us). */
 int ulnet__eq_wait_busy(ulnet_eq *eq, uint64_t spin_ns, int timeout_ms, struct ulnet_event *ev);
 void ulnet__eq_push(ulnet_eq *eq, const struct ulnet_event *ev);
+/* A loop's completion phase: keep the wake-ups of waiting threads (ulnet__eq_defer_wakeups) until
+ * ulnet__eq_defer_end; if it says some are kept, drop the node lock, ulnet__eq_flush_wakeups, take it
+ * back. Nothing between may drop the lock (a queue freed meanwhile by another thread would wait). */
+void ulnet__eq_defer_wakeups(void);
+bool ulnet__eq_defer_end(void);
+void ulnet__eq_flush_wakeups(void);
 void ulnet__eq_ref(ulnet_eq *eq, int delta);
 /* Free @eq once no MD refers to it any more (now, if none does). */
 void ulnet__eq_release(ulnet_eq *eq);
