@@ -86,6 +86,7 @@ int ulnet_node_open(const struct ulnet_node_opts *opts, ulnet_node **out)
 		free(node);
 		return rc;
 	}
+	ulnet__lock_clock_init();
 	pthread_mutex_init(&node->lock, NULL);
 	/* the interface cookie names this incarnation in wire MD handles: a restarted node must not
 	 * accept ACKs and REPLYs meant for its previous life */
@@ -211,6 +212,7 @@ void ulnet_stats_get(ulnet_node *node, struct ulnet_stats *out)
 {
 	ulnet__lock(node);
 	*out = node->stats;
+	out->lock_hold_max_ns = ulnet__lock_ticks_ns(node->lock_hold_max_ticks);
 	out->loops = node->n_loops;
 	for (unsigned i = 0; i < node->n_loops; i++)
 		out->loop_watchers[i] = node->loops[i].n_watchers;
