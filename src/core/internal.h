@@ -337,6 +337,9 @@ void ulnet__md_free_all(struct ulnet_node *node);
 /* ulnet_eq_wait, polling for up to @spin_ns before it sleeps (busy_poll_us). */
 int ulnet__eq_wait_busy(ulnet_eq *eq, uint64_t spin_ns, int timeout_ms, struct ulnet_event *ev);
 void ulnet__eq_push(ulnet_eq *eq, const struct ulnet_event *ev);
+/* A waiter on @eq is not woken for a successful SEND that leaves its MD linked: it waits for what
+ * follows (ulnet_ping waits for the REPLY; the SEND stays queued, in order). */
+void ulnet__eq_quiet_send(ulnet_eq *eq);
 void ulnet__eq_ref(ulnet_eq *eq, int delta);
 /* Free @eq once no MD refers to it any more (now, if none does). */
 void ulnet__eq_release(ulnet_eq *eq);
