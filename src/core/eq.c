@@ -16,6 +16,7 @@ struct ulnet_eq {
 	int refs; /* MDs pointing at it */
 	bool doomed; /* free when refs reaches 0 */
 	unsigned waiters; /* threads inside ulnet_eq_wait's wait */
+	bool quiet_send; /* a successful SEND that does not end its MD wakes nobody (ulnet_ping) */
 	/* pushers between their unlock and their signal: the queue is not freed under them */
 	atomic_uint signalling;
 };
@@ -118,6 +119,13 @@ int ulnet_eq_create(ulnet_eq **out)
 	return 0;
 }
 
+void ulnet__eq_quiet_send(ulnet_eq *eq)
+{
+	pthread_mutex_lock(&eq->lock);
+	eq->quiet_send = true;
+	pthread_mutex_unlock(&eq->lock);
+}
+
 int ulnet_eq_destroy(ulnet_eq *eq)
 {
 	if (!eq)
@@ -183,7 +191,8 @@ static void eq_push(ulnet_eq *eq, const struct ulnet_event *ev, bool unref)
 	eq->ring[(eq->head + eq->count) % eq->cap] = *ev;
 	eq->count++;
 	/* one wake-up per delivery: signal only a thread that waits, after the unlock */
-	signal = eq->waiters > 0;
+	signal = eq->waiters > 0 &&
+		 !(eq->quiet_send && ev->type == ULNET_EVENT_SEND && ev->status == 0 && !ev->unlinked);
 	if (signal)
 		atomic_fetch_add(&eq->signalling, 1);
 out:

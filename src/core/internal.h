@@ -184,7 +184,8 @@ struct ulnet_pending_cb {
 
 struct ulnet_node {
 	pthread_mutex_t lock;
-	uint64_t lock_t0;            /* when ulnet__lock took it (0: taken otherwise, not measured) */
+	uint64_t lock_t0;            /* when ulnet__lock took it, ulnet__lock_ticks (0: not measured) */
+	uint64_t lock_hold_max_ticks; /* the longest hold (stats lock_hold_max_ns) */
 	uint32_t pid;
 	uint32_t page_size;
 	uint64_t iface_cookie;       /* wire MD handle interface cookie: our incarnation */
@@ -240,26 +241,51 @@ struct ulnet_node {
 	struct ulnet_mem_ranges mem_ranges; /* live ulnet_mem_alloc allocations made for this node (mem.c) */
 };
 
-/* The node lock, timed: the hold-time histogram in the stats (stats show -v). Two clock reads a hold. */
+/* The node lock, timed: the hold-time histogram and the longest hold in the stats (stats show -v).
+ * Two reads of a cheap clock a hold (lock_clock.c: the TSC where it runs at a constant rate, else
+ * CLOCK_MONOTONIC), converted at release with a rate measured once per process. */
+#if defined(__x86_64__) || defined(__i386__)
+#define ULNET_LOCK_TSC 1
+#include <x86intrin.h>
+#else
+#define ULNET_LOCK_TSC 0
+#endif
+extern bool ulnet__lock_tsc;                 /* the TSC is the clock (set once, before any node) */
+extern uint64_t ulnet__lock_ticks_per_us;
+void ulnet__lock_clock_init(void);           /* once per process, before the first node lock */
+uint64_t ulnet__lock_ticks_ns(uint64_t ticks);
+
+static inline uint64_t ulnet__lock_ticks(void)
+{
+#if ULNET_LOCK_TSC
+	if (ulnet__lock_tsc)
+		return __rdtsc();
+#endif
+	return ulnet__now_ns();
+}
+
 static inline void ulnet__lock(struct ulnet_node *node)
 {
 	pthread_mutex_lock(&node->lock);
-	node->lock_t0 = ulnet__now_ns();
+	node->lock_t0 = ulnet__lock_ticks();
 }
 
 static inline void ulnet__lock_release(struct ulnet_node *node)
 {
 	if (node->lock_t0) {
-		uint64_t ns = ulnet__now_ns() - node->lock_t0, us = ns / 1000;
+		uint64_t d = ulnet__lock_ticks() - node->lock_t0, step = ulnet__lock_ticks_per_us;
 		unsigned b = 0;
 
-		while (us && b < ULNET_LOCK_HIST_BUCKETS - 1) {
-			us >>= 1;
+		if ((int64_t)d < 0)
+			d = 0; /* a clock that went back (the thread moved to a core whose TSC lags): no hold */
+		/* bucket b >= 1 holds [2^(b-1), 2^b) us: most holds are under 1 us, one comparison */
+		while (d >= step && b < ULNET_LOCK_HIST_BUCKETS - 1) {
+			step <<= 1;
 			b++;
 		}
 		node->stats.lock_hold_hist[b]++;
-		if (ns > node->stats.lock_hold_max_ns)
-			node->stats.lock_hold_max_ns = ns;
+		if (d > node->lock_hold_max_ticks)
+			node->lock_hold_max_ticks = d;
 		node->lock_t0 = 0;
 	}
 	pthread_mutex_unlock(&node->lock);
@@ -325,6 +351,9 @@ void ulnet__eq_push(ulnet_eq *eq, const struct ulnet_event *ev);
 void ulnet__eq_defer_wakeups(void);
 bool ulnet__eq_defer_end(void);
 void ulnet__eq_flush_wakeups(void);
+/* A waiter on @eq is not woken for a successful SEND that leaves its MD linked: it waits for what
+ * follows (ulnet_ping waits for the REPLY; the SEND stays queued, in order). */
+void ulnet__eq_quiet_send(ulnet_eq *eq);
 void ulnet__eq_ref(ulnet_eq *eq, int delta);
 /* Free @eq once no MD refers to it any more (now, if none does). */
 void ulnet__eq_release(ulnet_eq *eq);

@@ -45,7 +45,9 @@ bool ulnet__on_loop(const struct ulnet_node *node)
 
 static int loop_init_one(struct ulnet_loop *loop)
 {
-	struct epoll_event ev = { .events = EPOLLIN, .data.ptr = NULL };
+	/* edge-triggered: every write to the eventfd reports it once, so the loop never reads it (a
+	 * syscall per wake-up); its counter only grows, 2^64 writes from overflowing */
+	struct epoll_event ev = { .events = EPOLLIN | EPOLLET, .data.ptr = NULL };
 
 	loop->wakefd = -1;
 	loop->epfd = epoll_create1(EPOLL_CLOEXEC);
@@ -371,16 +373,26 @@ static void *loop_main(void *arg)
 	struct ulnet_node *node = loop->node;
 	struct epoll_event evs[LOOP_MAX_EVENTS];
 	uint64_t busy_until = 0;
-	bool first = loop->idx == 0;
+	bool first = loop->idx == 0, skip_wait = false;
 
 	cur_loop = loop;
 	ulnet__lock(node);
 	while (!node->stopping) {
-		int n, timeout = loop_has_work(loop) ? 0
-				 : first ? ulnet__timers_next_ms(node, ulnet__node_now(node), LOOP_MAX_WAIT_MS)
-				 : LOOP_MAX_WAIT_MS;
-		bool spin = timeout != 0 && node->busy_poll_ns && ulnet__now_ns() < busy_until;
+		int n, timeout;
+		bool spin;
 
+		if (skip_wait) {
+			/* the last turn left work (a handler sent: its output is kicked; a send completed):
+			 * do it now rather than after an epoll_wait(0); the next turn polls, so sockets never
+			 * starve */
+			skip_wait = false;
+			n = -1; /* no batch: the next turn polls */
+			goto turn;
+		}
+		timeout = loop_has_work(loop) ? 0
+			  : first ? ulnet__timers_next_ms(node, ulnet__node_now(node), LOOP_MAX_WAIT_MS)
+			  : LOOP_MAX_WAIT_MS;
+		spin = timeout != 0 && node->busy_poll_ns && ulnet__now_ns() < busy_until;
 		atomic_store_explicit(&loop->poked, false, memory_order_relaxed);
 		/* a spinning loop needs no eventfd write: a poke ends its spin */
 		if (timeout && !spin)
@@ -395,6 +407,7 @@ static void *loop_main(void *arg)
 		}
 		if (node->busy_poll_ns && (n > 0 || atomic_load_explicit(&loop->poked, memory_order_relaxed)))
 			busy_until = ulnet__now_ns() + node->busy_poll_ns;
+turn:
 		loop->turns++;
 		loop->cur_evs = evs;
 		loop->cur_nevs = n > 0 ? n : 0;
@@ -403,14 +416,8 @@ static void *loop_main(void *arg)
 
 			if (!evs[i].events)
 				continue;
-			if (!io) {
-				uint64_t v;
-
-				if (read(loop->wakefd, &v, sizeof(v)) < 0 && errno != EAGAIN)
-					ULNET_LOG(CORE, WARN, "loop wake read: %s", strerror(errno));
-				continue;
-			}
-			io->cb(io, evs[i].events);
+			if (io)
+				io->cb(io, evs[i].events);
 		}
 		loop->cur_nevs = 0;
 		loop->cur_evs = NULL;
@@ -434,6 +441,7 @@ static void *loop_main(void *arg)
 			run_callbacks(node);
 		else if (node->n_cbs)
 			ulnet__loop_wake_if_sleeping(&node->loops[0]);
+		skip_wait = n >= 0 && loop_has_work(loop);
 	}
 	if (first)
 		run_callbacks(node);

@@ -86,6 +86,7 @@ int ulnet_node_open(const struct ulnet_node_opts *opts, ulnet_node **out)
 		free(node);
 		return rc;
 	}
+	ulnet__lock_clock_init();
 	{
 		/* adaptive: a thread that finds the lock taken spins a little before it sleeps. Holds are
 		 * short (no socket call under it), so an API call racing a loop turn mostly gets it while
@@ -220,6 +221,7 @@ void ulnet_stats_get(ulnet_node *node, struct ulnet_stats *out)
 {
 	ulnet__lock(node);
 	*out = node->stats;
+	out->lock_hold_max_ns = ulnet__lock_ticks_ns(node->lock_hold_max_ticks);
 	out->loops = node->n_loops;
 	for (unsigned i = 0; i < node->n_loops; i++)
 		out->loop_watchers[i] = node->loops[i].n_watchers;
