@@ -7,6 +7,8 @@
 #      PUTs; brw write: the server GETs) against iperf3 single-stream bandwidth (-l 1M). brw runs with
 #      --check none: iperf3 neither writes a pattern into its buffer per message nor reads what it
 #      received, and check=full does both for every byte (the selftest's work, not the data path's);
+#      unchecked sinks share one buffer, as iperf3 reads into one (docs/selftest.md); with the CPU
+#      time per GiB of both ends (ulnetd: every thread's schedstat; iperf3: its own getrusage figures);
 #   2. round trips between two ulnetd in separate processes: ulnet_ping (ulnetctl ping, the time
 #      ulnet_ping measures inside ulnetd) and a selftest ping RPC (ulnet-selftest ping, concurrency
 #      1, median latency), each against a raw TCP ping-pong between two processes (bench/tcp_pingpong.c)
@@ -57,6 +59,19 @@ YAML
 stop_nodes() { ul_stop_node n1; ul_stop_node n2; }
 
 mbps() { "$UL_PYTHON" -c 'import json,sys; print(json.load(open(sys.argv[1]))["MBps"])' "$1"; }
+# CPU time (ns) of both ulnetd processes, every thread (schedstat: time on a CPU)
+nodes_cpu_ns() {
+	local t=0 a f
+	for f in /proc/"$(ul_pid n1)"/task/*/schedstat /proc/"$(ul_pid n2)"/task/*/schedstat; do
+		read -r a _ <"$f" && t=$((t + a))
+	done
+	echo "$t"
+}
+# CPU ms per GiB moved by a brw: CPU_NS_BEFORE JSON
+brw_cpu() {
+	"$UL_PYTHON" -c 'import json,sys; print((int(sys.argv[3]) - int(sys.argv[1])) / 1e6 / (json.load(open(sys.argv[2]))["bytes"] / 2**30))' \
+		"$1" "$2" "$(nodes_cpu_ns)"
+}
 median() { printf '%s\n' "$@" | sort -g | awk '{v[NR]=$1} END {print v[int((NR+1)/2)]}'; }
 
 # ulnet_ping round trip (median of PINGS, us), as ulnet_ping timed it inside ulnetd
@@ -83,16 +98,20 @@ raw_us() { # REQ_BYTES REP_BYTES [busy]
 
 # This VM is noisy: every measurement is interleaved over ROUNDS rounds and the medians compared.
 load0=$(cut -d' ' -f1-3 /proc/loadavg)
-put=() get=() ipf=() png=() sst=() raw=() raws=() pngb=() sstb=() rawb=() rawsb=()
+put=() get=() ipf=() putc=() getc=() ipfc=() png=() sst=() raw=() raws=() pngb=() sstb=() rawb=() rawsb=()
 start_nodes 0
 for r in $(seq "$ROUNDS"); do
 	ul_step "round $r/$ROUNDS: ulnet brw read (Put stream $B -> $A), ${SECS} s"
+	c0=$(nodes_cpu_ns)
 	"$SST" --node "$(ul_sock n1)" --json brw read --from "$A@tcp" --to "$B@tcp" --size 1M --concurrency "$CONC" \
 		--check none --duration "$SECS" >"$UL_TMP/brw.json"
+	putc+=("$(brw_cpu "$c0" "$UL_TMP/brw.json")")
 	put+=("$(mbps "$UL_TMP/brw.json")")
 	ul_step "round $r/$ROUNDS: ulnet brw write (Get/REPLY stream $A -> $B), ${SECS} s"
+	c0=$(nodes_cpu_ns)
 	"$SST" --node "$(ul_sock n1)" --json brw write --from "$A@tcp" --to "$B@tcp" --size 1M --concurrency "$CONC" \
 		--check none --duration "$SECS" >"$UL_TMP/brw_w.json"
+	getc+=("$(brw_cpu "$c0" "$UL_TMP/brw_w.json")")
 	get+=("$(mbps "$UL_TMP/brw_w.json")")
 	ul_step "round $r/$ROUNDS: iperf3 one stream, -l 1M, $B -> $A, ${SECS} s"
 	iperf3 -s -B "$A" -p 5399 -1 >/dev/null 2>&1 &
@@ -101,6 +120,9 @@ for r in $(seq "$ROUNDS"); do
 	iperf3 -c "$A" -B "$B" -p 5399 -l 1M -t "$SECS" -J >"$UL_TMP/iperf.json"
 	wait "$srv" || true
 	ipf+=("$("$UL_PYTHON" -c 'import json,sys; print(json.load(open(sys.argv[1]))["end"]["sum_received"]["bits_per_second"] / 8e6)' "$UL_TMP/iperf.json")")
+	# iperf3's own CPU figures (getrusage of client and server over the test) per GiB received
+	ipfc+=("$("$UL_PYTHON" -c 'import json,sys; e = json.load(open(sys.argv[1]))["end"]; c = e["cpu_utilization_percent"]
+print((c["host_total"] + c["remote_total"]) / 100 * e["sum_sent"]["seconds"] * 1e3 / (e["sum_received"]["bytes"] / 2**30))' "$UL_TMP/iperf.json")")
 	ul_step "round $r/$ROUNDS: round trips (ulnet_ping x$PINGS, selftest ping ${SECS} s, raw TCP x20000)"
 	png+=("$(ping_us)")
 	sst+=("$(sst_ping_us)")
@@ -120,6 +142,7 @@ for r in $(seq "$ROUNDS"); do
 done
 stop_nodes
 echo "runs (MB/s): put ${put[*]} | get ${get[*]} | iperf3 ${ipf[*]}"
+echo "runs (CPU ms per GiB, both ends): put ${putc[*]} | get ${getc[*]} | iperf3 ${ipfc[*]}"
 echo "runs (us): ulnet_ping ${png[*]} | raw $PING_REQ/$PING_REP B ${raw[*]} | selftest ping ${sst[*]} | raw $SST_MSG/$SST_MSG B ${raws[*]}"
 echo "runs busy (us): ulnet_ping ${pngb[*]} | raw ${rawb[*]} | selftest ping ${sstb[*]} | raw ${rawsb[*]}"
 
@@ -132,18 +155,20 @@ ninja -C "$BUILD" bench/tcp_msgrate >/dev/null && cp "$BUILD/bench/tcp_msgrate" 
 	|| ul_fail "tcp_msgrate (2 loops): $(cat "$UL_TMP/rate.err")"
 cut -d' ' -f1 /proc/loadavg >"$UL_TMP/load.txt"
 
-"$UL_PYTHON" - "$UL_TMP" "$(median "${put[@]}")" "$(median "${get[@]}")" "$(median "${ipf[@]}")" \
+"$UL_PYTHON" - "$UL_TMP" "$(median "${putc[@]}")" "$(median "${getc[@]}")" "$(median "${ipfc[@]}")" \
+	"$(median "${put[@]}")" "$(median "${get[@]}")" "$(median "${ipf[@]}")" \
 	"$(median "${png[@]}")" "$(median "${sst[@]}")" "$(median "${raw[@]}")" "$(median "${raws[@]}")" \
 	"$(median "${pngb[@]}")" "$(median "${sstb[@]}")" "$(median "${rawb[@]}")" "$(median "${rawsb[@]}")" <<'PY'
 import json, sys
 t = sys.argv[1]
-u, g, i, p, s, r, rs, pb, sb, rb, rsb = map(float, sys.argv[2:])
+uc, gc, ic, u, g, i, p, s, r, rs, pb, sb, rb, rsb = map(float, sys.argv[2:])
 rate = dict(l.split() for l in open(f"{t}/rate.txt"))
 rate2 = dict(l.split() for l in open(f"{t}/rate2.txt"))
 load = open(f"{t}/load.txt").read().strip()
 st = json.load(open(f"{t}/stats_n2.json"))["statistics"]
 print(f"1 MiB Put bandwidth : ulnet {u:9.1f} MB/s   iperf3 {i:9.1f} MB/s (medians)   ratio {u / i:.2f} (goal >= 0.95)")
 print(f"1 MiB Get bandwidth : ulnet {g:9.1f} MB/s   iperf3 {i:9.1f} MB/s (medians)   ratio {g / i:.2f} (goal >= 0.95)")
+print(f"  CPU per GiB (both ends, medians): Put {uc:.0f} ms, Get {gc:.0f} ms, iperf3 {ic:.0f} ms")
 print(f"round trip (medians): ulnet_ping {p:6.1f} us vs raw TCP ping-pong {r:6.1f} us  ratio {p / r:.2f} (goal <= 2) | "
       f"selftest ping {s:6.1f} us vs raw {rs:6.1f} us  ratio {s / rs:.2f} (goal <= 1.2)")
 print(f"  busy polling       : ulnet_ping {pb:6.1f} us vs raw TCP ping-pong {rb:6.1f} us  ratio {pb / rb:.2f} (goal <= 1.5) | "

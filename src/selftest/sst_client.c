@@ -240,7 +240,8 @@ void sst__client_launch(struct ulnet_sst *sst, struct sst_test *t)
 	m.ses_feats = t->feats;
 	if (t->service == ULNET_SST_SVC_BRW) {
 		bool write = t->p.rw == ULNET_SST_BRW_WRITE;
-		rc = sst__rpc_alloc_bulk(sst, r, t->p.offset, t->p.size);
+		/* nothing reads an unchecked sink: it may be the shared one */
+		rc = sst__rpc_alloc_bulk(sst, r, t->p.offset, t->p.size, !write && t->p.check == ULNET_SST_CHECK_NONE);
 		if (rc) {
 			r->local_rc = rc;
 			client_fail_now(sst, r, ERR_REFUSED);

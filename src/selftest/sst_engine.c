@@ -272,6 +272,7 @@ void ulnet__sst_stop(struct ulnet_sst *sst)
 		sst__test_free(t);
 	}
 	sst__rpc_cache_drain(sst);
+	sst__discard_free(sst);
 	pthread_cond_destroy(&sst->tick_cv);
 	pthread_cond_destroy(&sst->con_cv);
 	pthread_mutex_destroy(&sst->lock);

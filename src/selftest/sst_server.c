@@ -41,7 +41,7 @@ static void server_brw_start(struct ulnet_sst *sst, struct sst_rpc *r)
 {
 	const struct ulnet_sst_brw_reqst *q = &r->in.body.brw_reqst;
 	uint32_t *status = &r->out.body.brw_reply.status;
-	bool write = q->rw == ULNET_SST_BRW_WRITE;
+	bool write = q->rw == ULNET_SST_BRW_WRITE, checked;
 	uint32_t npg;
 	int rc;
 
@@ -73,13 +73,14 @@ static void server_brw_start(struct ulnet_sst *sst, struct sst_rpc *r)
 		sst->srv_nwaiting++;
 		return;
 	}
-	if (sst__rpc_alloc_bulk(sst, r, 0, q->len)) {
+	checked = q->flags == ULNET_SST_CHECK_SIMPLE || q->flags == ULNET_SST_CHECK_FULL;
+	if (sst__rpc_alloc_bulk(sst, r, 0, q->len, write && !checked)) {
 		*status = ENOMEM;
 		goto reply;
 	}
 	r->srv_bulk = brw_bulk_need(sst, q->len);
 	sst->srv_bulk_bytes += r->srv_bulk;
-	if (q->flags == ULNET_SST_CHECK_SIMPLE || q->flags == ULNET_SST_CHECK_FULL)
+	if (checked)
 		ulnet__sst_brw_fill(r->buf, q->len, 0, write ? ULNET_SST_BRW_POISON : ULNET_SST_BRW_MAGIC);
 	if (!write && sst->inject_left) {
 		sst->inject_left--;
