@@ -9,7 +9,11 @@
 #      keeps CONC 1 MiB buffers in flight), for the memory brw moves (ulnet_mem_alloc: the shm
 #      provider's memfd) (goal >= 0.9); the raw figure for ordinary memory (process_vm) is printed too.
 # The measurements are interleaved over ROUNDS rounds, each brw figure between two raw ones, and the
-# medians compared (this VM is noisy: run it when `uptime` is low; the load is printed).
+# medians compared (this VM is noisy: run it when `uptime` is low; the load is printed). Each figure
+# also gets its CPU ms per GiB (brw: both nodes, every thread, busy polling included; raw: the
+# writer's process), which the load hardly moves: the ratios of those are the trustworthy ones on a
+# shared machine. ULNET_SHM_COPY_THREAD=1 in the environment gives the nodes and the raw bench alike
+# the shm provider's copy thread (src/fabric/shm/shm_engine.c).
 # Usage: bench/o2ib_bench.sh [SECONDS]   (BUILD=build dir, default ./build; ROUNDS=5; CONC=8 RPCs in
 #        flight, and WRs in flight for the raw figure). Nodes on 127.140.0.{1,2,3}@o2ib.
 set -euo pipefail
@@ -104,7 +108,7 @@ echo "CPU ms per GiB (both nodes; raw: the writer, the target only waits): put 4
 "$UL_PYTHON" - "${BRW_MEM:-memfd}" "$CONC" "${put_same[*]}" "${put_mixed[*]}" "${get_same[*]}" "${get_mixed[*]}" \
 	"${raw_mfd[*]}" "${raw_pvm[*]}" "$(cut -d' ' -f1-3 /proc/loadavg)" "$UL_BUSY_POLL_US" \
 	"${cpu_put_same[*]}" "${cpu_put_mixed[*]}" "${cpu_get_same[*]}" "${cpu_get_mixed[*]}" "${cpu_raw[*]}" <<'PY'
-import statistics, sys
+import os, statistics, sys
 kind, conc = sys.argv[1], sys.argv[2]
 ps, pm, gs, gm, rm, rp = [list(map(float, a.split())) for a in sys.argv[3:9]]
 cps, cpm, cgs, cgm, cr = [list(map(float, a.split())) for a in sys.argv[11:16]]
@@ -125,7 +129,8 @@ print(f"  median of per-round ratios (raw: the runs before and after): Put mixed
       f"{med(m / s for m, s in zip(pm, ps)):.3f}   Get mixed/same {med(m / s for m, s in zip(gm, gs)):.3f}   "
       f"brw Put/raw {med(vs_raw(ps, 0, raw)):.2f}   brw Get/raw {med(vs_raw(gs, 1, raw)):.2f}")
 print(f"  CPU ms per GiB (medians; brw: both nodes, raw: the writer): Put 4K-4K {med(cps):.1f}  4K-64K {med(cpm):.1f}   "
-      f"Get 4K-4K {med(cgs):.1f}  4K-64K {med(cgm):.1f}   raw WRITE {med(cr):.1f}   "
+      f"Get 4K-4K {med(cgs):.1f}  4K-64K {med(cgm):.1f}   raw WRITE {med(cr):.1f}")
+print(f"  by CPU (cost ratios, higher is better): same/mixed Put {med(cps) / med(cpm):.3f}  Get {med(cgs) / med(cgm):.3f}   "
       f"raw/brw Put {med(cr) / med(cps):.2f}  Get {med(cr) / med(cgs):.2f}")
-print(f"  nodes' busy_poll_us {sys.argv[10]}; load average at the end (1, 5, 15 min): {sys.argv[9]}")
+print(f"  shm copy thread {'on' if os.environ.get('ULNET_SHM_COPY_THREAD') == '1' else 'off'}; nodes' busy_poll_us {sys.argv[10]}; load average at the end (1, 5, 15 min): {sys.argv[9]}")
 PY

@@ -133,7 +133,9 @@ struct fab_cm_id {
 
 /* The copy engine: one thread per device that executes send queues in post order, as an HCA does,
  * so a post returns at once and a 1 MiB RDMA never stalls the owner's loop (credits, control
- * messages go on meanwhile). Off (ULNET_SHM_COPY_THREAD=0): the posting thread executes. */
+ * messages go on meanwhile). On with ULNET_SHM_COPY_THREAD=1 in the environment; off by default (the
+ * posting thread executes): on this 2-core VM each WR's hand-off (a wake-up each way) cost more CPU
+ * per GiB than the overlap gave back (bench/o2ib_bench.sh, docs/fabric.md). */
 struct shm_engine {
 	pthread_t thread;
 	pthread_cond_t work;    /* runq not empty, or stop */

@@ -16,7 +16,7 @@ void shm_engine_init(struct fab_dev *dev)
 	const char *e = getenv("ULNET_SHM_COPY_THREAD");
 
 	ulnet_list_init(&dev->eng.runq);
-	dev->eng.on = !(e && !strcmp(e, "0"));
+	dev->eng.on = e && !strcmp(e, "1");
 }
 
 static bool qp_runnable(const struct fab_qp *qp)
