@@ -16,6 +16,7 @@ struct ulnet_eq {
 	int refs; /* MDs pointing at it */
 	bool doomed; /* free when refs reaches 0 */
 	unsigned waiters; /* threads inside ulnet_eq_wait's wait */
+	bool quiet_send; /* a successful SEND that does not end its MD wakes nobody (ulnet_ping) */
 	/* pushers between their unlock and their signal: the queue is not freed under them */
 	atomic_uint signalling;
 };
@@ -46,6 +47,13 @@ int ulnet_eq_create(ulnet_eq **out)
 	pthread_condattr_destroy(&ca);
 	*out = eq;
 	return 0;
+}
+
+void ulnet__eq_quiet_send(ulnet_eq *eq)
+{
+	pthread_mutex_lock(&eq->lock);
+	eq->quiet_send = true;
+	pthread_mutex_unlock(&eq->lock);
 }
 
 int ulnet_eq_destroy(ulnet_eq *eq)
@@ -113,7 +121,8 @@ static void eq_push(ulnet_eq *eq, const struct ulnet_event *ev, bool unref)
 	eq->ring[(eq->head + eq->count) % eq->cap] = *ev;
 	eq->count++;
 	/* one wake-up per delivery: signal only a thread that waits, after the unlock */
-	signal = eq->waiters > 0;
+	signal = eq->waiters > 0 &&
+		 !(eq->quiet_send && ev->type == ULNET_EVENT_SEND && ev->status == 0 && !ev->unlinked);
 	if (signal)
 		atomic_fetch_add(&eq->signalling, 1);
 out:
@@ -137,23 +146,26 @@ void ulnet__eq_push(ulnet_eq *eq, const struct ulnet_event *ev)
 int ulnet_eq_wait(ulnet_eq *eq, int timeout_ms, struct ulnet_event *ev)
 {
 	struct timespec dl;
+	bool have_dl = false;
 	int rc = 0;
 
 	if (!eq || !ev)
 		return -EINVAL;
-	if (timeout_ms > 0) {
-		clock_gettime(CLOCK_MONOTONIC, &dl);
-		dl.tv_sec += timeout_ms / 1000;
-		dl.tv_nsec += (long)(timeout_ms % 1000) * 1000000L;
-		if (dl.tv_nsec >= 1000000000L) {
-			dl.tv_sec++;
-			dl.tv_nsec -= 1000000000L;
-		}
-	}
 	pthread_mutex_lock(&eq->lock);
 	while (eq->count == 0 && timeout_ms != 0) {
 		int w;
 
+		if (timeout_ms > 0 && !have_dl) {
+			/* the deadline only when we wait: an event already queued costs no clock read */
+			clock_gettime(CLOCK_MONOTONIC, &dl);
+			dl.tv_sec += timeout_ms / 1000;
+			dl.tv_nsec += (long)(timeout_ms % 1000) * 1000000L;
+			if (dl.tv_nsec >= 1000000000L) {
+				dl.tv_sec++;
+				dl.tv_nsec -= 1000000000L;
+			}
+			have_dl = true;
+		}
 		eq->waiters++;
 		if (timeout_ms < 0)
 			w = pthread_cond_wait(&eq->cond, &eq->lock);

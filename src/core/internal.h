@@ -64,6 +64,7 @@ struct ulnet_libmd {
 	struct ulnet_event txn_ev;   /* the last such SEND's event, the template of the timeout event */
 	void *lnd_reg;               /* an LND's registration of this memory (lnd_contract.c) */
 	struct ulnet_ni *lnd_reg_ni; /* the NI whose LND filled lnd_reg */
+	struct iovec frag_store[];   /* frags points here (md.c: one descriptor) */
 };
 
 struct ulnet_me {
@@ -168,6 +169,10 @@ struct ulnet_loop {
 	struct epoll_event *cur_evs; /* batch being dispatched (io_stop clears stale entries) */
 	int cur_nevs;
 	struct ulnet_io *kicked, **kicked_tail; /* ulnet__io_kick, FIFO */
+	/* Sends API calls made off the loop threads to remote NIDs whose peer this loop owns
+	 * (ulnet__nid_loop): this loop posts them, and the peer's connections poll here too, so the
+	 * loop that posts a send also writes it (move.c) */
+	struct ulnet_list submit_q;
 	uint64_t turns;              /* batches dispatched (ulnet__io_quiesced) */
 	unsigned n_watchers;         /* registered watchers (stats loop_watchers) */
 };
@@ -179,7 +184,8 @@ struct ulnet_pending_cb {
 
 struct ulnet_node {
 	pthread_mutex_t lock;
-	uint64_t lock_t0;            /* when ulnet__lock took it (0: taken otherwise, not measured) */
+	uint64_t lock_t0;            /* when ulnet__lock took it, ulnet__lock_ticks (0: not measured) */
+	uint64_t lock_hold_max_ticks; /* the longest hold (stats lock_hold_max_ns) */
 	uint32_t pid;
 	uint32_t page_size;
 	uint64_t iface_cookie;       /* wire MD handle interface cookie: our incarnation */
@@ -219,9 +225,9 @@ struct ulnet_node {
 	 * launch others (credits) and they may finalize at once: they join the tail, never the stack. */
 	struct ulnet_list done_q;
 	unsigned n_done;
-	/* Sends an API call made off the loop thread to a remote NID: the loop posts them (its LND does
-	 * the socket I/O), so no API call holds the node lock across a system call (move.c). */
-	struct ulnet_list submit_q;             /* its length, for ulnet__node_backlogged */
+	/* Loops (bit i: loops[i]) an API call queued a submission on (loop->submit_q): its
+	 * ulnet__unlock wakes them. */
+	uint64_t submit_wake;
 	bool completing;             /* inside the completion phase (ulnet__node_completing) */
 	struct ulnet_pending_cb *cbs;
 	size_t n_cbs, cap_cbs;
@@ -235,26 +241,51 @@ struct ulnet_node {
 	struct ulnet_mem_ranges mem_ranges; /* live ulnet_mem_alloc allocations made for this node (mem.c) */
 };
 
-/* The node lock, timed: the hold-time histogram in the stats (stats show -v). Two clock reads a hold. */
+/* The node lock, timed: the hold-time histogram and the longest hold in the stats (stats show -v).
+ * Two reads of a cheap clock a hold (lock_clock.c: the TSC where it runs at a constant rate, else
+ * CLOCK_MONOTONIC), converted at release with a rate measured once per process. */
+#if defined(__x86_64__) || defined(__i386__)
+#define ULNET_LOCK_TSC 1
+#include <x86intrin.h>
+#else
+#define ULNET_LOCK_TSC 0
+#endif
+extern bool ulnet__lock_tsc;                 /* the TSC is the clock (set once, before any node) */
+extern uint64_t ulnet__lock_ticks_per_us;
+void ulnet__lock_clock_init(void);           /* once per process, before the first node lock */
+uint64_t ulnet__lock_ticks_ns(uint64_t ticks);
+
+static inline uint64_t ulnet__lock_ticks(void)
+{
+#if ULNET_LOCK_TSC
+	if (ulnet__lock_tsc)
+		return __rdtsc();
+#endif
+	return ulnet__now_ns();
+}
+
 static inline void ulnet__lock(struct ulnet_node *node)
 {
 	pthread_mutex_lock(&node->lock);
-	node->lock_t0 = ulnet__now_ns();
+	node->lock_t0 = ulnet__lock_ticks();
 }
 
 static inline void ulnet__lock_release(struct ulnet_node *node)
 {
 	if (node->lock_t0) {
-		uint64_t ns = ulnet__now_ns() - node->lock_t0, us = ns / 1000;
+		uint64_t d = ulnet__lock_ticks() - node->lock_t0, step = ulnet__lock_ticks_per_us;
 		unsigned b = 0;
 
-		while (us && b < ULNET_LOCK_HIST_BUCKETS - 1) {
-			us >>= 1;
+		if ((int64_t)d < 0)
+			d = 0; /* a clock that went back (the thread moved to a core whose TSC lags): no hold */
+		/* bucket b >= 1 holds [2^(b-1), 2^b) us: most holds are under 1 us, one comparison */
+		while (d >= step && b < ULNET_LOCK_HIST_BUCKETS - 1) {
+			step <<= 1;
 			b++;
 		}
 		node->stats.lock_hold_hist[b]++;
-		if (ns > node->stats.lock_hold_max_ns)
-			node->stats.lock_hold_max_ns = ns;
+		if (d > node->lock_hold_max_ticks)
+			node->lock_hold_max_ticks = d;
 		node->lock_t0 = 0;
 	}
 	pthread_mutex_unlock(&node->lock);
@@ -295,6 +326,9 @@ void ulnet__md_use(struct ulnet_libmd *md);
 bool ulnet__md_active(const struct ulnet_libmd *md);
 /* Drop a reference; frees the MD when it is finished. Returns true if it was unlinked now. */
 bool ulnet__md_release(struct ulnet_node *node, struct ulnet_libmd *md);
+/* The same, but an MD freed here passes its EQ reference to the caller, who delivers the last event
+ * with ulnet__event_deliver_unref (or drops the reference): no reference taken just to be dropped. */
+bool ulnet__md_release_keep_eq(struct ulnet_node *node, struct ulnet_libmd *md);
 void ulnet__md_unlink_locked(struct ulnet_node *node, struct ulnet_libmd *md);
 /* Fill @out with the iovecs covering [offset, offset+len) of @md; returns the count. */
 unsigned ulnet__md_slice(const struct ulnet_libmd *md, uint32_t offset, uint32_t len, struct iovec *out);
@@ -311,6 +345,9 @@ void ulnet__md_free_all(struct ulnet_node *node);
 /* ulnet_eq_wait, polling for up to @spin_ns before it sleeps (busy_poll_us). */
 int ulnet__eq_wait_busy(ulnet_eq *eq, uint64_t spin_ns, int timeout_ms, struct ulnet_event *ev);
 void ulnet__eq_push(ulnet_eq *eq, const struct ulnet_event *ev);
+/* A waiter on @eq is not woken for a successful SEND that leaves its MD linked: it waits for what
+ * follows (ulnet_ping waits for the REPLY; the SEND stays queued, in order). */
+void ulnet__eq_quiet_send(ulnet_eq *eq);
 void ulnet__eq_ref(ulnet_eq *eq, int delta);
 /* Free @eq once no MD refers to it any more (now, if none does). */
 void ulnet__eq_release(ulnet_eq *eq);
@@ -331,8 +368,8 @@ void ulnet__msg_free(struct ulnet_msg *msg);
 bool ulnet__completions_run(struct ulnet_node *node, unsigned budget);
 
 /* move.c */
-/* Post the sends API calls submitted (loop thread, lock held). */
-void ulnet__submitted_run(struct ulnet_node *node);
+/* Post the sends API calls submitted to @loop (its thread, lock held). */
+void ulnet__submitted_run(struct ulnet_loop *loop);
 /* Wait until the loop posted every send submitted so far (tests that script an LND). Not locked. */
 void ulnet__node_sync(struct ulnet_node *node);
 /* Node teardown: fail what was submitted and never posted with -ESHUTDOWN. */
@@ -389,9 +426,8 @@ int ulnet__loop_init(struct ulnet_node *node);
 int ulnet__loop_start(struct ulnet_node *node);
 void ulnet__loop_stop(struct ulnet_node *node);
 void ulnet__loop_free(struct ulnet_node *node);
-/* Wake loop 0 (node-wide work: submissions, completions, handlers, timers). */
-void ulnet__loop_wake(struct ulnet_node *node);
-/* Lock held: wake @loop only if it sleeps (otherwise it sees the new work before it sleeps). */
+/* Wake @loop only if it sleeps (otherwise it sees the new work before it sleeps): lock held, or the
+ * work was queued under the lock before. */
 void ulnet__loop_wake_if_sleeping(struct ulnet_loop *loop);
 /* True on one of @node's loop threads. */
 bool ulnet__on_loop(const struct ulnet_node *node);
@@ -400,6 +436,9 @@ void ulnet__queue_cb(struct ulnet_node *node, ulnet_event_handler h, const struc
 
 /* timer.c */
 uint64_t ulnet__node_now(const struct ulnet_node *node);
+/* The same at clock-tick resolution (a few ms; never ahead of ulnet__node_now), a fifth of the cost:
+ * for what counts in seconds on a per-message path (a peer's idle clock). */
+uint64_t ulnet__node_now_coarse(const struct ulnet_node *node);
 void ulnet__node_set_clock(struct ulnet_node *node, uint64_t (*clock)(void *arg), void *arg);
 /* Arm (or move) @t to @deadline. -ENOMEM only when the heap cannot grow (logged). */
 int ulnet__timer_arm(struct ulnet_node *node, struct ulnet_timer *t, uint64_t deadline);

@@ -10,6 +10,7 @@
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
 #include <sched.h>
+#include <stdio.h>
 #include <time.h>
 #include <unistd.h>
 #include "internal.h"
@@ -44,7 +45,9 @@ bool ulnet__on_loop(const struct ulnet_node *node)
 
 static int loop_init_one(struct ulnet_loop *loop)
 {
-	struct epoll_event ev = { .events = EPOLLIN, .data.ptr = NULL };
+	/* edge-triggered: every write to the eventfd reports it once, so the loop never reads it (a
+	 * syscall per wake-up); its counter only grows, 2^64 writes from overflowing */
+	struct epoll_event ev = { .events = EPOLLIN | EPOLLET, .data.ptr = NULL };
 
 	loop->wakefd = -1;
 	loop->epfd = epoll_create1(EPOLL_CLOEXEC);
@@ -58,8 +61,10 @@ static int loop_init_one(struct ulnet_loop *loop)
 
 int ulnet__loop_init(struct ulnet_node *node)
 {
-	for (unsigned i = 0; i < ULNET_LOOPS_MAX; i++)
+	for (unsigned i = 0; i < ULNET_LOOPS_MAX; i++) {
 		node->loops[i].epfd = node->loops[i].wakefd = -1;
+		ulnet_list_init(&node->loops[i].submit_q);
+	}
 	for (unsigned i = 0; i < node->n_loops; i++) {
 		struct ulnet_loop *loop = &node->loops[i];
 		int rc;
@@ -232,17 +237,14 @@ static void loop_wake_one(struct ulnet_loop *loop)
 		ULNET_LOG(CORE, WARN, "loop wake: %s", strerror(errno));
 }
 
-void ulnet__loop_wake(struct ulnet_node *node)
-{
-	loop_wake_one(&node->loops[0]);
-}
-
 void ulnet__loop_wake_if_sleeping(struct ulnet_loop *loop)
 {
 	atomic_store_explicit(&loop->poked, true, memory_order_relaxed); /* a busy-polling loop looks */
 	/* the loop sets the flag under the lock before it computes its timeout: if it is clear, the
-	 * loop has not decided to sleep yet and will see the work when it takes the lock again */
-	if (atomic_load_explicit(&loop->sleeping, memory_order_relaxed))
+	 * loop has not decided to sleep yet and will see the work when it takes the lock again. The
+	 * first waker clears it: one eventfd write wakes the loop, the calls that queue more work before
+	 * it is back need none (a burst of API calls costs one write, not one each). */
+	if (atomic_exchange_explicit(&loop->sleeping, false, memory_order_relaxed))
 		loop_wake_one(loop);
 }
 
@@ -252,19 +254,28 @@ void ulnet__loop_wake_if_sleeping(struct ulnet_loop *loop)
  * handler calling the API) leaves both to the end of its turn. */
 void ulnet__unlock(struct ulnet_node *node)
 {
-	struct ulnet_loop *loop0 = &node->loops[0];
-	bool off_loop = !ulnet__on_loop(node), wake = false;
+	uint64_t wake = 0, subs = node->submit_wake;
 
-	if (off_loop) {
+	node->submit_wake = 0;
+	if (!ulnet__on_loop(node)) {
 		ulnet__completions_run(node, ULNET_COMPLETION_BUDGET);
-		wake = node->n_cbs > 0 || !ulnet_list_empty(&node->done_q) || !ulnet_list_empty(&node->submit_q);
+		if (node->n_cbs > 0 || !ulnet_list_empty(&node->done_q))
+			subs |= 1; /* loop 0 */
+		/* each loop that has work: poke it (busy polling) and take its eventfd write if it sleeps */
+		for (unsigned i = 0; subs; i++, subs >>= 1) {
+			struct ulnet_loop *loop = &node->loops[i];
+
+			if (!(subs & 1))
+				continue;
+			atomic_store_explicit(&loop->poked, true, memory_order_relaxed);
+			if (atomic_exchange_explicit(&loop->sleeping, false, memory_order_relaxed))
+				wake |= 1ull << i;
+		}
 	}
-	if (wake)
-		atomic_store_explicit(&loop0->poked, true, memory_order_relaxed);
-	wake = wake && atomic_load_explicit(&loop0->sleeping, memory_order_relaxed);
 	ulnet__lock_release(node);
-	if (wake)
-		loop_wake_one(loop0);
+	for (unsigned i = 0; wake; i++, wake >>= 1)
+		if (wake & 1)
+			loop_wake_one(&node->loops[i]);
 }
 
 void ulnet__queue_cb(struct ulnet_node *node, ulnet_event_handler h, const struct ulnet_event *ev)
@@ -350,7 +361,7 @@ static bool loop_has_work(const struct ulnet_loop *loop)
 {
 	const struct ulnet_node *node = loop->node;
 
-	return loop->kicked || !ulnet_list_empty(&node->done_q) || !ulnet_list_empty(&node->submit_q) ||
+	return loop->kicked || !ulnet_list_empty(&node->done_q) || !ulnet_list_empty(&loop->submit_q) ||
 	       (loop->idx == 0 && node->n_cbs);
 }
 
@@ -362,16 +373,26 @@ static void *loop_main(void *arg)
 	struct ulnet_node *node = loop->node;
 	struct epoll_event evs[LOOP_MAX_EVENTS];
 	uint64_t busy_until = 0;
-	bool first = loop->idx == 0;
+	bool first = loop->idx == 0, skip_wait = false;
 
 	cur_loop = loop;
 	ulnet__lock(node);
 	while (!node->stopping) {
-		int n, timeout = loop_has_work(loop) ? 0
-				 : first ? ulnet__timers_next_ms(node, ulnet__node_now(node), LOOP_MAX_WAIT_MS)
-				 : LOOP_MAX_WAIT_MS;
-		bool spin = timeout != 0 && node->busy_poll_ns && ulnet__now_ns() < busy_until;
+		int n, timeout;
+		bool spin;
 
+		if (skip_wait) {
+			/* the last turn left work (a handler sent: its output is kicked; a send completed):
+			 * do it now rather than after an epoll_wait(0); the next turn polls, so sockets never
+			 * starve */
+			skip_wait = false;
+			n = -1; /* no batch: the next turn polls */
+			goto turn;
+		}
+		timeout = loop_has_work(loop) ? 0
+			  : first ? ulnet__timers_next_ms(node, ulnet__node_now(node), LOOP_MAX_WAIT_MS)
+			  : LOOP_MAX_WAIT_MS;
+		spin = timeout != 0 && node->busy_poll_ns && ulnet__now_ns() < busy_until;
 		atomic_store_explicit(&loop->poked, false, memory_order_relaxed);
 		/* a spinning loop needs no eventfd write: a poke ends its spin */
 		if (timeout && !spin)
@@ -386,6 +407,7 @@ static void *loop_main(void *arg)
 		}
 		if (node->busy_poll_ns && (n > 0 || atomic_load_explicit(&loop->poked, memory_order_relaxed)))
 			busy_until = ulnet__now_ns() + node->busy_poll_ns;
+turn:
 		loop->turns++;
 		loop->cur_evs = evs;
 		loop->cur_nevs = n > 0 ? n : 0;
@@ -394,19 +416,13 @@ static void *loop_main(void *arg)
 
 			if (!evs[i].events)
 				continue;
-			if (!io) {
-				uint64_t v;
-
-				if (read(loop->wakefd, &v, sizeof(v)) < 0 && errno != EAGAIN)
-					ULNET_LOG(CORE, WARN, "loop wake read: %s", strerror(errno));
-				continue;
-			}
-			io->cb(io, evs[i].events);
+			if (io)
+				io->cb(io, evs[i].events);
 		}
 		loop->cur_nevs = 0;
 		loop->cur_evs = NULL;
 		run_kicked(loop);
-		ulnet__submitted_run(node);
+		ulnet__submitted_run(loop);
 		if (first)
 			ulnet__timers_run(node, ulnet__node_now(node));
 		/* bounded: a flood of completions cannot starve the sockets; the rest wait one turn */
@@ -417,6 +433,7 @@ static void *loop_main(void *arg)
 			run_callbacks(node);
 		else if (node->n_cbs)
 			ulnet__loop_wake_if_sleeping(&node->loops[0]);
+		skip_wait = n >= 0 && loop_has_work(loop);
 	}
 	if (first)
 		run_callbacks(node);
@@ -435,10 +452,15 @@ int ulnet__loop_start(struct ulnet_node *node)
 	if (rc)
 		return rc;
 	for (unsigned i = 0; i < node->n_loops; i++) {
+		char name[16];
+
 		rc = pthread_create(&node->loops[i].thread, NULL, loop_main, &node->loops[i]);
 		if (rc)
 			return -rc;
 		node->n_started++;
+		/* top -H, perf --sort comm and gdb tell the loops apart */
+		snprintf(name, sizeof(name), "ulnet-loop%u", i);
+		pthread_setname_np(node->loops[i].thread, name);
 	}
 	return 0;
 }

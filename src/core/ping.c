@@ -95,6 +95,8 @@ int ulnet_ping(ulnet_node *node, const struct ulnet_process_id *target, int time
 		free(buf);
 		return rc;
 	}
+	/* one wake-up per ping: the REPLY's (or a failure's), not also the SEND's */
+	ulnet__eq_quiet_send(eq);
 	umd.start = buf;
 	umd.length = ULNET_PING_BUFFER_MAX;
 	umd.threshold = 2; /* SEND + REPLY */

@@ -144,7 +144,10 @@ void tcplnd_conn_update_io(struct tcplnd_conn *conn)
 	case TCPLND_CONN_UP:
 		if (conn->rx->state != TCPLND_RX_PARSE_WAIT)
 			ev |= EPOLLIN;
-		if (!ulnet_list_empty(&conn->txq))
+		/* output kicked for this turn needs no EPOLLOUT (two epoll_ctl a message when a reply is
+		 * queued inside the rx callback): the flush asks for it if the socket is full */
+		if (!ulnet_list_empty(&conn->txq) &&
+		    (!(conn->io.kicked && (conn->io.kick_events & EPOLLOUT)) || (conn->io.events & EPOLLOUT)))
 			ev |= EPOLLOUT;
 		break;
 	case TCPLND_CONN_CLOSING:
