@@ -9,7 +9,11 @@
 #      keeps CONC 1 MiB buffers in flight), for the memory brw moves (ulnet_mem_alloc: the shm
 #      provider's memfd) (goal >= 0.9); the raw figure for ordinary memory (process_vm) is printed too.
 # The measurements are interleaved over ROUNDS rounds, each brw figure between two raw ones, and the
-# medians compared (this VM is noisy: run it when `uptime` is low; the load is printed).
+# medians compared (this VM is noisy: run it when `uptime` is low; the load is printed). Each figure
+# also gets its CPU ms per GiB (brw: both nodes, every thread, busy polling included; raw: the
+# writer's process), which the load hardly moves: the ratios of those are the trustworthy ones on a
+# shared machine. ULNET_SHM_COPY_THREAD=1 in the environment gives the nodes and the raw bench alike
+# the shm provider's copy thread (src/fabric/shm/shm_engine.c).
 # Usage: bench/o2ib_bench.sh [SECONDS]   (BUILD=build dir, default ./build; ROUNDS=5; CONC=8 RPCs in
 #        flight, and WRs in flight for the raw figure). Nodes on 127.140.0.{1,2,3}@o2ib.
 set -euo pipefail
@@ -34,12 +38,20 @@ ul_o2ib_node n2 140 2 65536 10
 ul_o2ib_node n3 140 3 4096 10
 nid() { echo "$(ul_addr 140 "$1")@o2ib"; }
 mbps() { "$UL_PYTHON" -c 'import json,sys; j=json.load(open(sys.argv[1])); assert j["ok"], j; print(j["MBps"])' "$1"; }
+# CPU ms (user + system, every thread) ulnetd NAME has used so far
+cpu_ms() { awk -v hz="$(getconf CLK_TCK)" '{ printf "%d", ($14 + $15) * 1000 / hz }' "/proc/$(ul_pid "$1")/stat"; }
 median() { printf '%s\n' "$@" | sort -g | awk '{v[NR]=$1} END {print v[int((NR+1)/2)]}'; }
-# brw DIR FROM TO: MB/s of SECS seconds of 1 MiB brw, CONC in flight
+# brw DIR FROM TO: MB/s of SECS seconds of 1 MiB brw, CONC in flight; the CPU ms per GiB both nodes
+# used meanwhile goes to cpu_ARRAY (a cost the load of this shared machine hardly moves)
 brw() {
+	local c0 c1
+	c0=$(( $(cpu_ms "n$2") + $(cpu_ms "n$3") ))
 	"$SST" --node "$(ul_sock "n$2")" --json brw "$1" --from "$(nid "$2")" --to "$(nid "$3")" --size 1M --check none \
 		--concurrency "$CONC" --duration "$SECS" >"$UL_TMP/brw.json" 2>"$UL_TMP/brw.err" ||
 		ul_fail "brw $1 n$2 -> n$3: $(cat "$UL_TMP/brw.json" "$UL_TMP/brw.err")"
+	c1=$(( $(cpu_ms "n$2") + $(cpu_ms "n$3") ))
+	"$UL_PYTHON" -c 'import json,sys; j=json.load(open(sys.argv[1])); print("%.1f" % ((int(sys.argv[2]) - int(sys.argv[3])) / (j["bytes"] / 2**30)))' \
+		"$UL_TMP/brw.json" "$c1" "$c0" >"$UL_TMP/brw.cpu"
 	mbps "$UL_TMP/brw.json"
 }
 
@@ -49,20 +61,22 @@ raw() {
 	"$UL_TMP/shm_rdma_bench" "$SECS" "$CONC" "$CONC" >"$UL_TMP/raw.txt"
 	raw_mfd+=("$(awk '$1 == "write" { printf "%.1f", $2 * 1.048576 }' "$UL_TMP/raw.txt")")
 	raw_pvm+=("$(awk '$1 == "write_pvm" { printf "%.1f", $2 * 1.048576 }' "$UL_TMP/raw.txt")")
+	cpu_raw+=("$(awk '$1 == "write" { print $3 }' "$UL_TMP/raw.txt")")
 }
 
 # Per round: raw, Put (same, mixed), raw, Get (same, mixed), raw: each brw figure is compared with the
 # raw ones taken just before and after it, so a change of load between them (this VM is shared) moves
 # both sides of a ratio alike; mixed and same are taken back to back.
 put_same=() get_same=() put_mixed=() get_mixed=() raw_mfd=() raw_pvm=()
+cpu_put_same=() cpu_get_same=() cpu_put_mixed=() cpu_get_mixed=() cpu_raw=()
 for r in $(seq "$ROUNDS"); do
 	ul_step "round $r/$ROUNDS: raw RDMA WRITE, brw read 4K<->4K and 4K<->64K, raw, brw write, raw (${SECS} s each; load $(cut -d' ' -f1 /proc/loadavg))"
 	raw
-	put_same+=("$(brw read 1 3)")
-	put_mixed+=("$(brw read 1 2)")
+	put_same+=("$(brw read 1 3)") && cpu_put_same+=("$(cat "$UL_TMP/brw.cpu")")
+	put_mixed+=("$(brw read 1 2)") && cpu_put_mixed+=("$(cat "$UL_TMP/brw.cpu")")
 	raw
-	get_same+=("$(brw write 1 3)")
-	get_mixed+=("$(brw write 1 2)")
+	get_same+=("$(brw write 1 3)") && cpu_get_same+=("$(cat "$UL_TMP/brw.cpu")")
+	get_mixed+=("$(brw write 1 2)") && cpu_get_mixed+=("$(cat "$UL_TMP/brw.cpu")")
 	raw
 done
 # what each 1 MiB transfer cost on the wire, as the LND counts it (n2 and n3 PUT to n1 in brw read,
@@ -87,13 +101,17 @@ PY
 done
 echo "runs (MB/s): put 4K-4K ${put_same[*]} | put 4K-64K ${put_mixed[*]} | get 4K-4K ${get_same[*]} |" \
 	"get 4K-64K ${get_mixed[*]} | raw write memfd ${raw_mfd[*]} | raw write process_vm ${raw_pvm[*]}"
+echo "CPU ms per GiB (both nodes; raw: the writer, the target only waits): put 4K-4K ${cpu_put_same[*]} |" \
+	"put 4K-64K ${cpu_put_mixed[*]} | get 4K-4K ${cpu_get_same[*]} | get 4K-64K ${cpu_get_mixed[*]} | raw write memfd ${cpu_raw[*]}"
 # what the o2ib data path moved through: the provider's counters are per process; the LND's
 # registrations tell which memory it was
 "$UL_PYTHON" - "${BRW_MEM:-memfd}" "$CONC" "${put_same[*]}" "${put_mixed[*]}" "${get_same[*]}" "${get_mixed[*]}" \
-	"${raw_mfd[*]}" "${raw_pvm[*]}" "$(cut -d' ' -f1-3 /proc/loadavg)" "$UL_BUSY_POLL_US" <<'PY'
-import statistics, sys
+	"${raw_mfd[*]}" "${raw_pvm[*]}" "$(cut -d' ' -f1-3 /proc/loadavg)" "$UL_BUSY_POLL_US" \
+	"${cpu_put_same[*]}" "${cpu_put_mixed[*]}" "${cpu_get_same[*]}" "${cpu_get_mixed[*]}" "${cpu_raw[*]}" <<'PY'
+import os, statistics, sys
 kind, conc = sys.argv[1], sys.argv[2]
 ps, pm, gs, gm, rm, rp = [list(map(float, a.split())) for a in sys.argv[3:9]]
+cps, cpm, cgs, cgm, cr = [list(map(float, a.split())) for a in sys.argv[11:16]]
 med = statistics.median
 raw = rm if kind == "memfd" else rp
 other = rp if kind == "memfd" else rm
@@ -110,5 +128,9 @@ print(f"  brw Put 4K-4K / raw WRITE ({kind}, the memory brw moves) {med(ps) / me
 print(f"  median of per-round ratios (raw: the runs before and after): Put mixed/same "
       f"{med(m / s for m, s in zip(pm, ps)):.3f}   Get mixed/same {med(m / s for m, s in zip(gm, gs)):.3f}   "
       f"brw Put/raw {med(vs_raw(ps, 0, raw)):.2f}   brw Get/raw {med(vs_raw(gs, 1, raw)):.2f}")
-print(f"  nodes' busy_poll_us {sys.argv[10]}; load average at the end (1, 5, 15 min): {sys.argv[9]}")
+print(f"  CPU ms per GiB (medians; brw: both nodes, raw: the writer): Put 4K-4K {med(cps):.1f}  4K-64K {med(cpm):.1f}   "
+      f"Get 4K-4K {med(cgs):.1f}  4K-64K {med(cgm):.1f}   raw WRITE {med(cr):.1f}")
+print(f"  by CPU (cost ratios, higher is better): same/mixed Put {med(cps) / med(cpm):.3f}  Get {med(cgs) / med(cgm):.3f}   "
+      f"raw/brw Put {med(cr) / med(cps):.2f}  Get {med(cr) / med(cgs):.2f}")
+print(f"  shm copy thread {'on' if os.environ.get('ULNET_SHM_COPY_THREAD') == '1' else 'off'}; nodes' busy_poll_us {sys.argv[10]}; load average at the end (1, 5, 15 min): {sys.argv[9]}")
 PY

@@ -7,6 +7,7 @@
 #ifndef ULNET_FABRIC_SHM_H
 #define ULNET_FABRIC_SHM_H
 
+#include <pthread.h>
 #include <stdatomic.h>
 #include <sys/types.h>
 #include "fabric.h"
@@ -82,6 +83,13 @@ struct fab_qp {
 	struct fab_sge *sge_pool;
 	bool connected;       /* sends may run */
 	bool error;           /* everything posted from now on is flushed */
+	/* the copy engine (shm_engine.c; these and sq_exec/sq_post under dev->lock while it runs) */
+	struct ulnet_list eng_link; /* dev->eng.runq while eng_queued */
+	bool eng_queued;
+	bool eng_busy;        /* the engine executes the WR at sq_exec, outside the lock */
+	bool eng_stalled;     /* a SEND found the socket full: the owner waits for EPOLLOUT */
+	bool eng_failed;      /* a WR failed: the owner tears the connection down */
+	bool eng_stopped;     /* being destroyed: never executed again */
 };
 
 /* A peer memfd this connection has mapped (map NULL: it could not be, process_vm_* copies). */
@@ -123,8 +131,25 @@ struct fab_cm_id {
 	uint64_t map_clock;
 };
 
+/* The copy engine: one thread per device that executes send queues in post order, as an HCA does,
+ * so a post returns at once and a 1 MiB RDMA never stalls the owner's loop (credits, control
+ * messages go on meanwhile). On with ULNET_SHM_COPY_THREAD=1 in the environment; off by default (the
+ * posting thread executes): on this 2-core VM each WR's hand-off (a wake-up each way) cost more CPU
+ * per GiB than the overlap gave back (bench/o2ib_bench.sh, docs/fabric.md). */
+struct shm_engine {
+	pthread_t thread;
+	pthread_cond_t work;    /* runq not empty, or stop */
+	pthread_cond_t idle;    /* a QP's eng_busy dropped */
+	struct ulnet_list runq; /* QPs with WRs waiting, round robin */
+	bool on, started, stop;
+	bool attn;              /* a QP is eng_stalled or eng_failed: the owner's progress looks */
+};
+
 struct fab_dev {
 	struct fab_limits lim;
+	/* guards the CQ and event rings, ev_signaled, stats and the engine's state */
+	pthread_mutex_t lock;
+	struct shm_engine eng;
 	struct sockaddr_in addr;
 	int epfd, evfd, timerfd;
 	bool ev_signaled;
@@ -147,8 +172,11 @@ struct fab_dev {
 	char ptrace_note[160];
 };
 
-/* shm_dev.c */
+/* shm_dev.c (shm_cq_push, shm_ev_push, shm_dev_signal take dev->lock; the _locked forms expect it) */
 uint64_t shm_now_ns(void);
+int shm_cq_push_locked(struct fab_dev *dev, struct fab_qp *qp, uint64_t wr_id, enum fab_wc_opcode op,
+		       enum fab_wc_status st, uint32_t len, bool is_send, uint64_t sq_seq);
+void shm_dev_signal_locked(struct fab_dev *dev);
 int shm_cq_push(struct fab_dev *dev, struct fab_qp *qp, uint64_t wr_id, enum fab_wc_opcode op,
 		enum fab_wc_status st, uint32_t len, bool is_send, uint64_t sq_seq);
 int shm_ev_push(struct fab_dev *dev, const struct fab_cm_event *ev);
@@ -207,6 +235,8 @@ void shm_id_teardown(struct fab_cm_id *id, int status);
 /* shm_qp.c */
 int shm_create_qp(struct fab_cm_id *id, const struct fab_qp_attr *attr, void *context, struct fab_qp **out);
 void shm_qp_query(const struct fab_qp *qp, struct fab_qp_attr *attr);
+/* No WR of @qp runs any more when this returns (before its completions are purged). */
+void shm_qp_stop(struct fab_qp *qp);
 void shm_qp_free(struct fab_qp *qp);
 int shm_post_recv(struct fab_qp *qp, const struct fab_recv_wr *wr, const struct fab_recv_wr **bad);
 int shm_post_send(struct fab_qp *qp, const struct fab_send_wr *wr, const struct fab_send_wr **bad);
@@ -218,5 +248,22 @@ void shm_qp_rx(struct fab_qp *qp);
 void shm_qp_set_error(struct fab_qp *qp);
 uint32_t shm_qp_ep_events(const struct fab_qp *qp);
 void shm_qp_sq_release(struct fab_qp *qp, uint64_t upto_seq);
+/* Execute the send WR at sq_exec (reads only the WR, the QP's connection and the tables): 1 = the
+ * socket is full (nothing done), 0 = done with *@st and *@len; *@via_map: an RDMA went through the
+ * peer's mapped memfd (else process_vm). */
+int shm_qp_exec(struct fab_qp *qp, const struct shm_swr *s, enum fab_wc_status *st, uint32_t *len, int *via);
+enum fab_wc_opcode shm_wc_opcode(enum fab_wr_opcode op);
+
+/* shm_engine.c */
+void shm_engine_init(struct fab_dev *dev);
+/* Start the thread if the engine is on and not started (at the first QP); false: run synchronously. */
+bool shm_engine_start(struct fab_dev *dev);
+void shm_engine_stop(struct fab_dev *dev);
+/* With dev->lock held: the engine runs @qp's waiting WRs (true), or is off (false: run them here). */
+bool shm_engine_kick_locked(struct fab_qp *qp);
+/* With dev->lock held: @qp leaves the run queue and no WR of it executes when this returns. */
+void shm_engine_quiesce_locked(struct fab_qp *qp);
+/* Owner side (progress): arm EPOLLOUT for stalled QPs, tear down failed ones. */
+void shm_engine_attend(struct fab_dev *dev);
 
 #endif

@@ -231,6 +231,7 @@ void shm_destroy_id(struct fab_cm_id *id)
 		}
 	}
 	if (id->qp) {
+		shm_qp_stop(id->qp); /* the engine done with it: no completion comes after the purge */
 		shm_dev_purge(dev, NULL, id->qp);
 		shm_qp_free(id->qp);
 		id->qp = NULL;

@@ -77,6 +77,8 @@ static int shm_dev_open(const struct sockaddr_in *addr, const struct fab_limits 
 	dev->addr.sin_port = 0;
 	dev->tbl_fd = dev->evfd = dev->timerfd = -1;
 	ulnet_list_init(&dev->ids);
+	pthread_mutex_init(&dev->lock, NULL);
+	shm_engine_init(dev);
 	dev->epfd = epoll_create1(EPOLL_CLOEXEC);
 	dev->evfd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
 	dev->timerfd = timerfd_create(CLOCK_MONOTONIC, TFD_NONBLOCK | TFD_CLOEXEC);
@@ -106,6 +108,7 @@ fail:
 		close(dev->evfd);
 	if (dev->timerfd >= 0)
 		close(dev->timerfd);
+	pthread_mutex_destroy(&dev->lock);
 	free(dev);
 	return rc;
 }
@@ -117,12 +120,14 @@ static void shm_dev_close(struct fab_dev *dev)
 	/* one at a time: destroying a listener also destroys its unannounced children */
 	while (!ulnet_list_empty(&dev->ids))
 		shm_destroy_id(ulnet_list_first(&dev->ids, struct fab_cm_id, link));
+	shm_engine_stop(dev);
 	shm_mr_table_close(dev);
 	close(dev->epfd);
 	close(dev->evfd);
 	close(dev->timerfd);
 	free(dev->cq);
 	free(dev->evq);
+	pthread_mutex_destroy(&dev->lock);
 	free(dev);
 }
 
@@ -148,6 +153,17 @@ static int ring_grow(void **buf, size_t *cap, size_t head, size_t len, size_t el
 int shm_cq_push(struct fab_dev *dev, struct fab_qp *qp, uint64_t wr_id, enum fab_wc_opcode op,
 		enum fab_wc_status st, uint32_t len, bool is_send, uint64_t sq_seq)
 {
+	int rc;
+
+	pthread_mutex_lock(&dev->lock);
+	rc = shm_cq_push_locked(dev, qp, wr_id, op, st, len, is_send, sq_seq);
+	pthread_mutex_unlock(&dev->lock);
+	return rc;
+}
+
+int shm_cq_push_locked(struct fab_dev *dev, struct fab_qp *qp, uint64_t wr_id, enum fab_wc_opcode op,
+		       enum fab_wc_status st, uint32_t len, bool is_send, uint64_t sq_seq)
+{
 	struct fab_shm_faults *f = &dev->faults;
 	struct shm_cqe *c;
 
@@ -171,17 +187,19 @@ int shm_cq_push(struct fab_dev *dev, struct fab_qp *qp, uint64_t wr_id, enum fab
 		.is_send = is_send,
 		.ready_ns = f->delay_completion_ms ? shm_now_ns() + f->delay_completion_ms * 1000000ull : 0,
 	};
-	shm_dev_signal(dev);
+	shm_dev_signal_locked(dev);
 	return 0;
 }
 
 int shm_ev_push(struct fab_dev *dev, const struct fab_cm_event *ev)
 {
+	pthread_mutex_lock(&dev->lock);
 	if (dev->ev_len == dev->ev_cap) {
 		void *b = dev->evq;
 		int rc = ring_grow(&b, &dev->ev_cap, dev->ev_head, dev->ev_len, sizeof(*dev->evq));
 
 		if (rc) {
+			pthread_mutex_unlock(&dev->lock);
 			ULNET_LOG(FABRIC, ERR, "shm: no memory for a CM event (%s); lost", fab_cm_event_str(ev->type));
 			return rc;
 		}
@@ -189,7 +207,8 @@ int shm_ev_push(struct fab_dev *dev, const struct fab_cm_event *ev)
 		dev->ev_head = 0;
 	}
 	dev->evq[(dev->ev_head + dev->ev_len++) % dev->ev_cap] = *ev;
-	shm_dev_signal(dev);
+	shm_dev_signal_locked(dev);
+	pthread_mutex_unlock(&dev->lock);
 	return 0;
 }
 
@@ -198,6 +217,7 @@ void shm_dev_purge(struct fab_dev *dev, const struct fab_cm_id *id, const struct
 {
 	size_t j = 0;
 
+	pthread_mutex_lock(&dev->lock);
 	for (size_t i = 0; i < dev->cq_len; i++) {
 		struct shm_cqe c = dev->cq[(dev->cq_head + i) % dev->cq_cap];
 
@@ -213,7 +233,8 @@ void shm_dev_purge(struct fab_dev *dev, const struct fab_cm_id *id, const struct
 			dev->evq[(dev->ev_head + j++) % dev->ev_cap] = e;
 	}
 	dev->ev_len = j;
-	shm_dev_signal(dev);
+	shm_dev_signal_locked(dev);
+	pthread_mutex_unlock(&dev->lock);
 }
 
 static bool cq_ready(const struct fab_dev *dev, uint64_t now)
@@ -222,11 +243,19 @@ static bool cq_ready(const struct fab_dev *dev, uint64_t now)
 }
 
 /* Keep the eventfd readable exactly while something waits for the owner. */
-void shm_dev_signal(struct fab_dev *dev)
+void shm_dev_signal_locked(struct fab_dev *dev)
 {
-	bool want = dev->ev_len || (dev->cq_len && (!dev->cq[dev->cq_head].ready_ns || cq_ready(dev, shm_now_ns())));
+	bool want = dev->ev_len || dev->eng.attn ||
+		    (dev->cq_len && (!dev->cq[dev->cq_head].ready_ns || cq_ready(dev, shm_now_ns())));
 
 	fab_evfd_level(dev->evfd, &dev->ev_signaled, want);
+}
+
+void shm_dev_signal(struct fab_dev *dev)
+{
+	pthread_mutex_lock(&dev->lock);
+	shm_dev_signal_locked(dev);
+	pthread_mutex_unlock(&dev->lock);
 }
 
 int shm_ep_set(struct fab_cm_id *id, uint32_t events)
@@ -275,12 +304,15 @@ static int shm_progress(struct fab_dev *dev)
 			}
 		}
 	} while (n == 64);
+	shm_engine_attend(dev);
 	now = shm_now_ns();
 	shm_id_timeouts(dev, now, &next);
+	pthread_mutex_lock(&dev->lock);
 	if (dev->cq_len && dev->cq[dev->cq_head].ready_ns > now && dev->cq[dev->cq_head].ready_ns < next)
 		next = dev->cq[dev->cq_head].ready_ns;
+	shm_dev_signal_locked(dev);
+	pthread_mutex_unlock(&dev->lock);
 	arm_timer(dev, next);
-	shm_dev_signal(dev);
 	return 0;
 }
 
@@ -289,6 +321,7 @@ static int shm_poll_cq(struct fab_dev *dev, struct fab_wc *wc, int n)
 	uint64_t now = 0;
 	int got = 0;
 
+	pthread_mutex_lock(&dev->lock);
 	while (got < n && dev->cq_len) {
 		struct shm_cqe *c = &dev->cq[dev->cq_head];
 
@@ -300,18 +333,23 @@ static int shm_poll_cq(struct fab_dev *dev, struct fab_wc *wc, int n)
 		dev->cq_head = (dev->cq_head + 1) % dev->cq_cap;
 		dev->cq_len--;
 	}
-	shm_dev_signal(dev);
+	shm_dev_signal_locked(dev);
+	pthread_mutex_unlock(&dev->lock);
 	return got;
 }
 
 static int shm_get_event(struct fab_dev *dev, struct fab_cm_event *ev)
 {
-	if (!dev->ev_len)
+	pthread_mutex_lock(&dev->lock);
+	if (!dev->ev_len) {
+		pthread_mutex_unlock(&dev->lock);
 		return -EAGAIN;
+	}
 	*ev = dev->evq[dev->ev_head];
 	dev->ev_head = (dev->ev_head + 1) % dev->ev_cap;
 	dev->ev_len--;
-	shm_dev_signal(dev);
+	shm_dev_signal_locked(dev);
+	pthread_mutex_unlock(&dev->lock);
 	return 0;
 }
 

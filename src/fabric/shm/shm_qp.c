@@ -44,6 +44,7 @@ int shm_create_qp(struct fab_cm_id *id, const struct fab_qp_attr *attr, void *co
 			  lim->max_qp);
 		return -ENOSPC;
 	}
+	shm_engine_start(id->dev); /* at the first QP: a process may fork before it makes any */
 	if (!(qp = calloc(1, sizeof(*qp))))
 		return -ENOMEM;
 	qp->id = id;
@@ -68,10 +69,21 @@ int shm_create_qp(struct fab_cm_id *id, const struct fab_qp_attr *attr, void *co
 	return 0;
 }
 
+void shm_qp_stop(struct fab_qp *qp)
+{
+	struct fab_dev *dev = qp->id->dev;
+
+	pthread_mutex_lock(&dev->lock);
+	qp->eng_stopped = true;
+	shm_engine_quiesce_locked(qp);
+	pthread_mutex_unlock(&dev->lock);
+}
+
 void shm_qp_free(struct fab_qp *qp)
 {
 	if (!qp)
 		return;
+	shm_qp_stop(qp);
 	if (qp->id && qp->id->qp == qp)
 		qp->id->dev->n_qp--;
 	free(qp->sq);
@@ -82,12 +94,16 @@ void shm_qp_free(struct fab_qp *qp)
 
 uint32_t shm_qp_ep_events(const struct fab_qp *qp)
 {
+	struct fab_dev *dev = qp->id->dev;
 	uint32_t ev = EPOLLRDHUP;
 
+	pthread_mutex_lock(&dev->lock);
 	if (!qp->error && qp->rq_head != qp->rq_post)
 		ev |= EPOLLIN;
-	if (!qp->error && qp->sq_exec != qp->sq_post)
-		ev |= EPOLLOUT; /* only left waiting when the socket was full */
+	/* only left waiting when the socket was full (the engine's WRs wait for the engine) */
+	if (!qp->error && (dev->eng.started ? qp->eng_stalled : qp->sq_exec != qp->sq_post))
+		ev |= EPOLLOUT;
+	pthread_mutex_unlock(&dev->lock);
 	return ev;
 }
 
@@ -103,23 +119,33 @@ void shm_qp_sq_release(struct fab_qp *qp, uint64_t upto_seq)
 		qp->sq_tail = upto_seq;
 }
 
+enum fab_wc_opcode shm_wc_opcode(enum fab_wr_opcode op)
+{
+	return op == FAB_WR_SEND ? FAB_WC_SEND : op == FAB_WR_RDMA_WRITE ? FAB_WC_RDMA_WRITE : FAB_WC_RDMA_READ;
+}
+
 void shm_qp_set_error(struct fab_qp *qp)
 {
 	struct fab_dev *dev = qp->id->dev;
 
-	if (qp->error)
+	pthread_mutex_lock(&dev->lock);
+	if (qp->error) {
+		pthread_mutex_unlock(&dev->lock);
 		return;
+	}
+	/* the WR the engine runs finishes first: what it moved completes, the rest is flushed */
+	shm_engine_quiesce_locked(qp);
 	qp->error = true;
 	for (; qp->sq_exec < qp->sq_post; qp->sq_exec++) {
 		const struct shm_swr *s = &qp->sq[qp->sq_exec % qp->sq_depth];
 
-		shm_cq_push(dev, qp, s->wr.wr_id, s->wr.opcode == FAB_WR_SEND ? FAB_WC_SEND :
-			    s->wr.opcode == FAB_WR_RDMA_WRITE ? FAB_WC_RDMA_WRITE : FAB_WC_RDMA_READ,
-			    FAB_WC_WR_FLUSH_ERR, 0, true, qp->sq_exec);
+		shm_cq_push_locked(dev, qp, s->wr.wr_id, shm_wc_opcode(s->wr.opcode), FAB_WC_WR_FLUSH_ERR, 0, true,
+				   qp->sq_exec);
 	}
 	for (; qp->rq_head < qp->rq_post; qp->rq_head++)
-		shm_cq_push(dev, qp, qp->rq[qp->rq_head % qp->rq_depth].wr_id, FAB_WC_RECV, FAB_WC_WR_FLUSH_ERR, 0,
-			    false, 0);
+		shm_cq_push_locked(dev, qp, qp->rq[qp->rq_head % qp->rq_depth].wr_id, FAB_WC_RECV, FAB_WC_WR_FLUSH_ERR,
+				   0, false, 0);
+	pthread_mutex_unlock(&dev->lock);
 	qp_ep_update(qp);
 }
 
@@ -211,7 +237,7 @@ static enum fab_wc_status rdma_mapped(struct fab_qp *qp, bool write, const struc
 	return shm_peer_alive(qp->id) ? FAB_WC_SUCCESS : FAB_WC_RETRY_EXC_ERR;
 }
 
-static enum fab_wc_status exec_rdma(struct fab_qp *qp, const struct shm_swr *s, uint32_t *len)
+static enum fab_wc_status exec_rdma(struct fab_qp *qp, const struct shm_swr *s, uint32_t *len, int *via)
 {
 	struct fab_dev *dev = qp->id->dev;
 	bool write = s->wr.opcode == FAB_WR_RDMA_WRITE;
@@ -233,12 +259,12 @@ static enum fab_wc_status exec_rdma(struct fab_qp *qp, const struct shm_swr *s, 
 		return rn == -EACCES ? FAB_WC_REM_ACCESS_ERR : vm_errno_status(qp, -rn);
 	/* the entry is held (busy): the checks above stay true until the release */
 	if (shm_peer_translate(qp->id, held, riov, rn)) {
-		dev->stats.rdma_mapped++;
+		*via = 1;
 		st = rdma_mapped(qp, write, liov, ln, riov, rn, total);
 		shm_mr_release(held);
 		return st;
 	}
-	dev->stats.rdma_process_vm++;
+	*via = 0;
 	if (dev->faults.kill_peer_rdma_nth && --dev->faults.kill_peer_rdma_nth == 0) {
 		/* move the first half, then the peer dies: the rest must fail, not hang or crash */
 		int a = shm_iov_slice(liov, ln, 0, total / 2, l2, SHM_IOV_MAX);
@@ -305,24 +331,40 @@ static int exec_send(struct fab_qp *qp, const struct shm_swr *s, enum fab_wc_sta
 	return 0;
 }
 
+int shm_qp_exec(struct fab_qp *qp, const struct shm_swr *s, enum fab_wc_status *st, uint32_t *len, int *via)
+{
+	*len = 0;
+	if (s->wr.opcode == FAB_WR_SEND)
+		return exec_send(qp, s, st, len);
+	*st = exec_rdma(qp, s, len, via);
+	return 0;
+}
+
 void shm_qp_run(struct fab_qp *qp)
 {
 	struct fab_dev *dev = qp->id->dev;
+	bool engine;
 
-	while (qp->connected && !qp->error && qp->sq_exec < qp->sq_post) {
+	pthread_mutex_lock(&dev->lock);
+	qp->eng_stalled = false; /* a post, the connection up, or EPOLLOUT: the socket may take more */
+	engine = shm_engine_kick_locked(qp);
+	pthread_mutex_unlock(&dev->lock);
+	while (!engine && qp->connected && !qp->error && qp->sq_exec < qp->sq_post) {
 		struct shm_swr *s = &qp->sq[qp->sq_exec % qp->sq_depth];
 		enum fab_wc_status st;
-		enum fab_wc_opcode op = s->wr.opcode == FAB_WR_SEND ? FAB_WC_SEND :
-					s->wr.opcode == FAB_WR_RDMA_WRITE ? FAB_WC_RDMA_WRITE : FAB_WC_RDMA_READ;
+		enum fab_wc_opcode op = shm_wc_opcode(s->wr.opcode);
 		uint32_t len = 0;
+		int via = -1;
 
-		if (s->wr.opcode == FAB_WR_SEND) {
-			if (exec_send(qp, s, &st, &len))
-				break;
-		} else {
-			st = exec_rdma(qp, s, &len);
-		}
+		if (shm_qp_exec(qp, s, &st, &len, &via))
+			break;
 		qp->sq_exec++;
+		pthread_mutex_lock(&dev->lock);
+		if (via > 0)
+			dev->stats.rdma_mapped++;
+		else if (via == 0)
+			dev->stats.rdma_process_vm++;
+		pthread_mutex_unlock(&dev->lock);
 		if (st != FAB_WC_SUCCESS) {
 			/* errors always complete; the QP goes to error and the peer learns it (disconnect) */
 			shm_cq_push(dev, qp, s->wr.wr_id, op, st, len, true, qp->sq_exec - 1);
@@ -427,6 +469,7 @@ int shm_post_send(struct fab_qp *qp, const struct fab_send_wr *wr, const struct 
 		*bad = wr;
 		return -EIO;
 	}
+	pthread_mutex_lock(&qp->id->dev->lock); /* the engine reads sq_post and flushes with sq_exec */
 	for (; wr; wr = wr->next) {
 		struct shm_swr *s;
 
@@ -455,12 +498,11 @@ int shm_post_send(struct fab_qp *qp, const struct fab_send_wr *wr, const struct 
 		if (wr->num_sge) /* sg_list may be NULL for an empty SEND */
 			memcpy(s->sge, wr->sg_list, wr->num_sge * sizeof(*s->sge));
 		qp->sq_post++;
-		if (qp->error) {
-			shm_cq_push(qp->id->dev, qp, wr->wr_id, wr->opcode == FAB_WR_SEND ? FAB_WC_SEND :
-				    wr->opcode == FAB_WR_RDMA_WRITE ? FAB_WC_RDMA_WRITE : FAB_WC_RDMA_READ,
-				    FAB_WC_WR_FLUSH_ERR, 0, true, qp->sq_exec++);
-		}
+		if (qp->error)
+			shm_cq_push_locked(qp->id->dev, qp, wr->wr_id, shm_wc_opcode(wr->opcode), FAB_WC_WR_FLUSH_ERR, 0,
+					   true, qp->sq_exec++);
 	}
+	pthread_mutex_unlock(&qp->id->dev->lock);
 	if (rc)
 		*bad = wr;
 	shm_qp_run(qp);
