@@ -21,78 +21,8 @@ struct ulnet_eq {
 	atomic_uint signalling;
 };
 
-/* Wake-ups a completion phase deferred (ulnet__eq_defer_wakeups): the loop sends them once it has
- * dropped the node lock, so a woken API thread does not find that lock still held by the rest of
- * the phase. This thread's own; each counts in its queue's @signalling until sent. */
-#define EQ_DEFER_MAX 8
-static _Thread_local struct {
-	bool on;
-	unsigned n;
-	ulnet_eq *eq[EQ_DEFER_MAX];
-	unsigned signals[EQ_DEFER_MAX];
-} eq_deferred;
-
-static void eq_signal(ulnet_eq *eq, unsigned n)
-{
-	for (unsigned i = 0; i < n; i++)
-		pthread_cond_signal(&eq->cond);
-	atomic_fetch_sub(&eq->signalling, n);
-}
-
-/* Keep @eq's wake-up for ulnet__eq_flush_wakeups; false when not deferring (or the list is full). */
-static bool eq_defer(ulnet_eq *eq)
-{
-	unsigned i;
-
-	if (!eq_deferred.on)
-		return false;
-	for (i = 0; i < eq_deferred.n && eq_deferred.eq[i] != eq; i++)
-		;
-	if (i == EQ_DEFER_MAX)
-		return false;
-	if (i == eq_deferred.n) {
-		eq_deferred.eq[i] = eq;
-		eq_deferred.signals[i] = 0;
-		eq_deferred.n++;
-	}
-	eq_deferred.signals[i]++;
-	return true;
-}
-
-/* @eq is being freed by this thread: send its deferred wake-ups first (free waits for them). */
-static void eq_undefer(ulnet_eq *eq)
-{
-	for (unsigned i = 0; i < eq_deferred.n; i++)
-		if (eq_deferred.eq[i] == eq) {
-			eq_signal(eq, eq_deferred.signals[i]);
-			eq_deferred.n--;
-			eq_deferred.eq[i] = eq_deferred.eq[eq_deferred.n];
-			eq_deferred.signals[i] = eq_deferred.signals[eq_deferred.n];
-			return;
-		}
-}
-
-void ulnet__eq_defer_wakeups(void)
-{
-	eq_deferred.on = true;
-}
-
-bool ulnet__eq_defer_end(void)
-{
-	eq_deferred.on = false;
-	return eq_deferred.n > 0;
-}
-
-void ulnet__eq_flush_wakeups(void)
-{
-	for (unsigned i = 0; i < eq_deferred.n; i++)
-		eq_signal(eq_deferred.eq[i], eq_deferred.signals[i]);
-	eq_deferred.n = 0;
-}
-
 static void eq_free(ulnet_eq *eq)
 {
-	eq_undefer(eq);
 	/* a pusher signals after it unlocked (so the woken waiter does not block on the lock it
 	 * still holds); it is at most a few instructions from done */
 	while (atomic_load(&eq->signalling))
@@ -200,8 +130,10 @@ out:
 		eq->refs--;
 	gone = eq->doomed && eq->refs == 0;
 	pthread_mutex_unlock(&eq->lock);
-	if (signal && !eq_defer(eq))
-		eq_signal(eq, 1);
+	if (signal) {
+		pthread_cond_signal(&eq->cond);
+		atomic_fetch_sub(&eq->signalling, 1);
+	}
 	if (gone)
 		eq_free(eq);
 }

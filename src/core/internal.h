@@ -345,12 +345,6 @@ void ulnet__md_free_all(struct ulnet_node *node);
 /* ulnet_eq_wait, polling for up to @spin_ns before it sleeps (busy_poll_us). */
 int ulnet__eq_wait_busy(ulnet_eq *eq, uint64_t spin_ns, int timeout_ms, struct ulnet_event *ev);
 void ulnet__eq_push(ulnet_eq *eq, const struct ulnet_event *ev);
-/* A loop's completion phase: keep the wake-ups of waiting threads (ulnet__eq_defer_wakeups) until
- * ulnet__eq_defer_end; if it says some are kept, drop the node lock, ulnet__eq_flush_wakeups, take it
- * back. Nothing between may drop the lock (a queue freed meanwhile by another thread would wait). */
-void ulnet__eq_defer_wakeups(void);
-bool ulnet__eq_defer_end(void);
-void ulnet__eq_flush_wakeups(void);
 /* A waiter on @eq is not woken for a successful SEND that leaves its MD linked: it waits for what
  * follows (ulnet_ping waits for the REPLY; the SEND stays queued, in order). */
 void ulnet__eq_quiet_send(ulnet_eq *eq);

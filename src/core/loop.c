@@ -425,16 +425,8 @@ turn:
 		ulnet__submitted_run(loop);
 		if (first)
 			ulnet__timers_run(node, ulnet__node_now(node));
-		/* bounded: a flood of completions cannot starve the sockets; the rest wait one turn. The
-		 * threads its events wake are woken once the lock is free: woken inside the phase, an API
-		 * thread's next call would find the lock still held */
-		ulnet__eq_defer_wakeups();
+		/* bounded: a flood of completions cannot starve the sockets; the rest wait one turn */
 		ulnet__completions_run(node, ULNET_COMPLETION_BUDGET);
-		if (ulnet__eq_defer_end()) {
-			ulnet__lock_release(node);
-			ulnet__eq_flush_wakeups();
-			ulnet__lock(node);
-		}
 		/* what the sends and completions above queued on the sockets goes out in this turn */
 		run_kicked(loop);
 		if (first)
