@@ -49,6 +49,7 @@ static int loop_init_one(struct ulnet_loop *loop)
 	struct epoll_event ev = { .events = EPOLLIN | EPOLLET, .data.ptr = NULL };
 
 	loop->wakefd = -1;
+	pthread_cond_init(&loop->borrow_cv, NULL);
 	loop->epfd = epoll_create1(EPOLL_CLOEXEC);
 	if (loop->epfd < 0)
 		return -errno;
@@ -84,6 +85,9 @@ void ulnet__loop_free(struct ulnet_node *node)
 			close(node->loops[i].epfd);
 		if (node->loops[i].wakefd >= 0)
 			close(node->loops[i].wakefd);
+		if (node->loops[i].node)
+			pthread_cond_destroy(&node->loops[i].borrow_cv);
+		node->loops[i].node = NULL;
 		node->loops[i].epfd = node->loops[i].wakefd = -1;
 	}
 }
@@ -196,8 +200,9 @@ bool ulnet__io_quiesced(struct ulnet_node *node, const struct ulnet_io *io)
 {
 	const struct ulnet_loop *loop = io_loop(node, io);
 
-	/* a batch fetched before the stop is dispatched at stop_turn + 1 at the latest */
-	return node->n_started == 0 || loop == cur_loop || loop->turns >= io->stop_turn + 2;
+	/* a batch fetched before the stop is dispatched at stop_turn + 1 at the latest (a borrowed
+	 * loop's thread may hold one: loop_borrow) */
+	return node->n_started == 0 || (loop == cur_loop && !loop->borrowed) || loop->turns >= io->stop_turn + 2;
 }
 
 void ulnet__io_bind(struct ulnet_node *node, struct ulnet_io *io, unsigned idx)
@@ -248,6 +253,33 @@ void ulnet__loop_wake_if_sleeping(struct ulnet_loop *loop)
 		loop_wake_one(loop);
 }
 
+/* Leader/follower: an API call that leaves sends submitted while loop 0 sleeps in epoll_wait does the
+ * loop's work for them itself (posts them, writes them with the lock dropped around the socket call,
+ * completes what that finished), instead of a wake-up of the loop thread and a hand-off. Loop 0 is
+ * borrowed meanwhile: if epoll wakes it, it waits for the borrower before its turn, so its watchers
+ * still run on one thread at a time. Handlers and timers stay with the loop thread. Lock held. */
+static bool loop_borrow(struct ulnet_node *node)
+{
+	struct ulnet_loop *loop = &node->loops[0];
+
+	if (cur_loop || loop->borrowed || node->stopping || !node->n_started || ulnet_list_empty(&node->submit_q) ||
+	    !atomic_load_explicit(&loop->sleeping, memory_order_relaxed))
+		return false;
+	loop->borrowed = true;
+	cur_loop = loop; /* kicks of its watchers wait for run_kicked below, no wake-up */
+	run_kicked(loop);
+	ulnet__submitted_run(node);
+	ulnet__completions_run(node, ULNET_COMPLETION_BUDGET);
+	run_kicked(loop);
+	cur_loop = NULL;
+	loop->borrowed = false;
+	if (loop->borrow_waiting) {
+		loop->borrow_waiting = false;
+		pthread_cond_signal(&loop->borrow_cv);
+	}
+	return true;
+}
+
 /* Drop the node lock taken by an API call. Off the loop thread, first run the completion phase for
  * what the call finalized (lo completes inside ulnet_put; at the top of the call, so no recursion),
  * then wake the loop if handlers or completions beyond the budget wait. The loop thread itself (a
@@ -258,8 +290,11 @@ void ulnet__unlock(struct ulnet_node *node)
 	bool off_loop = !ulnet__on_loop(node), wake = false;
 
 	if (off_loop) {
+		loop_borrow(node);
 		ulnet__completions_run(node, ULNET_COMPLETION_BUDGET);
-		wake = node->n_cbs > 0 || !ulnet_list_empty(&node->done_q) || !ulnet_list_empty(&node->submit_q);
+		/* loop0->kicked: what a borrower's callbacks kicked again */
+		wake = node->n_cbs > 0 || !ulnet_list_empty(&node->done_q) || !ulnet_list_empty(&node->submit_q) ||
+		       loop0->kicked;
 	}
 	if (wake)
 		atomic_store_explicit(&loop0->poked, true, memory_order_relaxed);
@@ -392,6 +427,12 @@ static void *loop_main(void *arg)
 		n = loop_wait(loop, evs, timeout, busy_until);
 		atomic_store_explicit(&loop->sleeping, false, memory_order_relaxed);
 		ulnet__lock(node);
+		while (loop->borrowed) { /* an API call does our work: our batch waits for it (loop_borrow) */
+			loop->borrow_waiting = true;
+			ulnet__lock_hold_end(node);
+			pthread_cond_wait(&loop->borrow_cv, &node->lock);
+			node->lock_t0 = ulnet__lock_ticks();
+		}
 		if (n < 0 && errno != EINTR) {
 			ULNET_LOG(CORE, ERR, "epoll_wait: %s", strerror(errno));
 			n = 0;
