@@ -165,9 +165,10 @@ struct ulnet_loop {
 	 * sleeping loop needs the eventfd write (ulnet__loop_wake_if_sleeping) */
 	atomic_bool sleeping;
 	atomic_bool poked;           /* work for a busy-polling loop (busy_poll_us) */
-	/* an API call is doing this sleeping loop's work (leader/follower, loop_borrow); the loop,
-	 * woken meanwhile, waits on borrow_cv before its turn (borrow_waiting). Under the lock. */
-	bool borrowed, borrow_waiting;
+	/* an API call is doing this waiting loop's work (leader/follower, loop_borrow); the loop,
+	 * woken meanwhile, waits on borrow_cv before its turn (borrow_waiting). in_wait: the loop
+	 * dropped the lock to wait for io (sleeping or busy polling). Under the lock. */
+	bool in_wait, borrowed, borrow_waiting;
 	pthread_cond_t borrow_cv;
 	struct epoll_event *cur_evs; /* batch being dispatched (io_stop clears stale entries) */
 	int cur_nevs;

@@ -253,7 +253,7 @@ void ulnet__loop_wake_if_sleeping(struct ulnet_loop *loop)
 		loop_wake_one(loop);
 }
 
-/* Leader/follower: an API call that leaves sends submitted while loop 0 sleeps in epoll_wait does the
+/* Leader/follower: an API call that leaves sends submitted while loop 0 waits for io does the
  * loop's work for them itself (posts them, writes them with the lock dropped around the socket call,
  * completes what that finished), instead of a wake-up of the loop thread and a hand-off. Loop 0 is
  * borrowed meanwhile: if epoll wakes it, it waits for the borrower before its turn, so its watchers
@@ -262,8 +262,8 @@ static bool loop_borrow(struct ulnet_node *node)
 {
 	struct ulnet_loop *loop = &node->loops[0];
 
-	if (cur_loop || loop->borrowed || node->stopping || !node->n_started || ulnet_list_empty(&node->submit_q) ||
-	    !atomic_load_explicit(&loop->sleeping, memory_order_relaxed))
+	if (cur_loop || !loop->in_wait || loop->borrowed || node->stopping || !node->n_started ||
+	    ulnet_list_empty(&node->submit_q))
 		return false;
 	loop->borrowed = true;
 	cur_loop = loop; /* kicks of its watchers wait for run_kicked below, no wake-up */
@@ -423,10 +423,12 @@ static void *loop_main(void *arg)
 		/* a spinning loop needs no eventfd write: a poke ends its spin */
 		if (timeout && !spin)
 			atomic_store_explicit(&loop->sleeping, true, memory_order_relaxed);
+		loop->in_wait = true;
 		ulnet__lock_release(node);
 		n = loop_wait(loop, evs, timeout, busy_until);
 		atomic_store_explicit(&loop->sleeping, false, memory_order_relaxed);
 		ulnet__lock(node);
+		loop->in_wait = false; /* no new borrower: one at most to wait for */
 		while (loop->borrowed) { /* an API call does our work: our batch waits for it (loop_borrow) */
 			loop->borrow_waiting = true;
 			ulnet__lock_hold_end(node);
