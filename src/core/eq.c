@@ -146,23 +146,26 @@ void ulnet__eq_push(ulnet_eq *eq, const struct ulnet_event *ev)
 int ulnet_eq_wait(ulnet_eq *eq, int timeout_ms, struct ulnet_event *ev)
 {
 	struct timespec dl;
+	bool have_dl = false;
 	int rc = 0;
 
 	if (!eq || !ev)
 		return -EINVAL;
-	if (timeout_ms > 0) {
-		clock_gettime(CLOCK_MONOTONIC, &dl);
-		dl.tv_sec += timeout_ms / 1000;
-		dl.tv_nsec += (long)(timeout_ms % 1000) * 1000000L;
-		if (dl.tv_nsec >= 1000000000L) {
-			dl.tv_sec++;
-			dl.tv_nsec -= 1000000000L;
-		}
-	}
 	pthread_mutex_lock(&eq->lock);
 	while (eq->count == 0 && timeout_ms != 0) {
 		int w;
 
+		if (timeout_ms > 0 && !have_dl) {
+			/* the deadline only when we wait: an event already queued costs no clock read */
+			clock_gettime(CLOCK_MONOTONIC, &dl);
+			dl.tv_sec += timeout_ms / 1000;
+			dl.tv_nsec += (long)(timeout_ms % 1000) * 1000000L;
+			if (dl.tv_nsec >= 1000000000L) {
+				dl.tv_sec++;
+				dl.tv_nsec -= 1000000000L;
+			}
+			have_dl = true;
+		}
 		eq->waiters++;
 		if (timeout_ms < 0)
 			w = pthread_cond_wait(&eq->cond, &eq->lock);

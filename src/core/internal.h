@@ -64,6 +64,7 @@ struct ulnet_libmd {
 	struct ulnet_event txn_ev;   /* the last such SEND's event, the template of the timeout event */
 	void *lnd_reg;               /* an LND's registration of this memory (lnd_contract.c) */
 	struct ulnet_ni *lnd_reg_ni; /* the NI whose LND filled lnd_reg */
+	struct iovec frag_store[];   /* frags points here (md.c: one descriptor) */
 };
 
 struct ulnet_me {
@@ -173,6 +174,10 @@ struct ulnet_loop {
 	struct epoll_event *cur_evs; /* batch being dispatched (io_stop clears stale entries) */
 	int cur_nevs;
 	struct ulnet_io *kicked, **kicked_tail; /* ulnet__io_kick, FIFO */
+	/* Sends API calls made off the loop threads to remote NIDs whose peer this loop owns
+	 * (ulnet__nid_loop): this loop posts them, and the peer's connections poll here too, so the
+	 * loop that posts a send also writes it (move.c) */
+	struct ulnet_list submit_q;
 	uint64_t turns;              /* batches dispatched (ulnet__io_quiesced) */
 	unsigned n_watchers;         /* registered watchers (stats loop_watchers) */
 };
@@ -225,9 +230,9 @@ struct ulnet_node {
 	 * launch others (credits) and they may finalize at once: they join the tail, never the stack. */
 	struct ulnet_list done_q;
 	unsigned n_done;
-	/* Sends an API call made off the loop thread to a remote NID: the loop posts them (its LND does
-	 * the socket I/O), so no API call holds the node lock across a system call (move.c). */
-	struct ulnet_list submit_q;             /* its length, for ulnet__node_backlogged */
+	/* Loops (bit i: loops[i]) an API call queued a submission on (loop->submit_q): its
+	 * ulnet__unlock wakes them. */
+	uint64_t submit_wake;
 	bool completing;             /* inside the completion phase (ulnet__node_completing) */
 	struct ulnet_pending_cb *cbs;
 	size_t n_cbs, cap_cbs;
@@ -332,6 +337,9 @@ void ulnet__md_use(struct ulnet_libmd *md);
 bool ulnet__md_active(const struct ulnet_libmd *md);
 /* Drop a reference; frees the MD when it is finished. Returns true if it was unlinked now. */
 bool ulnet__md_release(struct ulnet_node *node, struct ulnet_libmd *md);
+/* The same, but an MD freed here passes its EQ reference to the caller, who delivers the last event
+ * with ulnet__event_deliver_unref (or drops the reference): no reference taken just to be dropped. */
+bool ulnet__md_release_keep_eq(struct ulnet_node *node, struct ulnet_libmd *md);
 void ulnet__md_unlink_locked(struct ulnet_node *node, struct ulnet_libmd *md);
 /* Fill @out with the iovecs covering [offset, offset+len) of @md; returns the count. */
 unsigned ulnet__md_slice(const struct ulnet_libmd *md, uint32_t offset, uint32_t len, struct iovec *out);
@@ -371,8 +379,8 @@ void ulnet__msg_free(struct ulnet_msg *msg);
 bool ulnet__completions_run(struct ulnet_node *node, unsigned budget);
 
 /* move.c */
-/* Post the sends API calls submitted (loop thread, lock held). */
-void ulnet__submitted_run(struct ulnet_node *node);
+/* Post the sends API calls submitted to @loop (its thread, lock held). */
+void ulnet__submitted_run(struct ulnet_loop *loop);
 /* Wait until the loop posted every send submitted so far (tests that script an LND). Not locked. */
 void ulnet__node_sync(struct ulnet_node *node);
 /* Node teardown: fail what was submitted and never posted with -ESHUTDOWN. */
@@ -429,9 +437,8 @@ int ulnet__loop_init(struct ulnet_node *node);
 int ulnet__loop_start(struct ulnet_node *node);
 void ulnet__loop_stop(struct ulnet_node *node);
 void ulnet__loop_free(struct ulnet_node *node);
-/* Wake loop 0 (node-wide work: submissions, completions, handlers, timers). */
-void ulnet__loop_wake(struct ulnet_node *node);
-/* Lock held: wake @loop only if it sleeps (otherwise it sees the new work before it sleeps). */
+/* Wake @loop only if it sleeps (otherwise it sees the new work before it sleeps): lock held, or the
+ * work was queued under the lock before. */
 void ulnet__loop_wake_if_sleeping(struct ulnet_loop *loop);
 /* True on one of @node's loop threads. */
 bool ulnet__on_loop(const struct ulnet_node *node);
@@ -440,6 +447,9 @@ void ulnet__queue_cb(struct ulnet_node *node, ulnet_event_handler h, const struc
 
 /* timer.c */
 uint64_t ulnet__node_now(const struct ulnet_node *node);
+/* The same at clock-tick resolution (a few ms; never ahead of ulnet__node_now), a fifth of the cost:
+ * for what counts in seconds on a per-message path (a peer's idle clock). */
+uint64_t ulnet__node_now_coarse(const struct ulnet_node *node);
 void ulnet__node_set_clock(struct ulnet_node *node, uint64_t (*clock)(void *arg), void *arg);
 /* Arm (or move) @t to @deadline. -ENOMEM only when the heap cannot grow (logged). */
 int ulnet__timer_arm(struct ulnet_node *node, struct ulnet_timer *t, uint64_t deadline);

@@ -10,6 +10,7 @@
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
 #include <sched.h>
+#include <stdio.h>
 #include <time.h>
 #include <unistd.h>
 #include "internal.h"
@@ -61,8 +62,10 @@ static int loop_init_one(struct ulnet_loop *loop)
 
 int ulnet__loop_init(struct ulnet_node *node)
 {
-	for (unsigned i = 0; i < ULNET_LOOPS_MAX; i++)
+	for (unsigned i = 0; i < ULNET_LOOPS_MAX; i++) {
 		node->loops[i].epfd = node->loops[i].wakefd = -1;
+		ulnet_list_init(&node->loops[i].submit_q);
+	}
 	for (unsigned i = 0; i < node->n_loops; i++) {
 		struct ulnet_loop *loop = &node->loops[i];
 		int rc;
@@ -239,36 +242,33 @@ static void loop_wake_one(struct ulnet_loop *loop)
 		ULNET_LOG(CORE, WARN, "loop wake: %s", strerror(errno));
 }
 
-void ulnet__loop_wake(struct ulnet_node *node)
-{
-	loop_wake_one(&node->loops[0]);
-}
-
 void ulnet__loop_wake_if_sleeping(struct ulnet_loop *loop)
 {
 	atomic_store_explicit(&loop->poked, true, memory_order_relaxed); /* a busy-polling loop looks */
 	/* the loop sets the flag under the lock before it computes its timeout: if it is clear, the
-	 * loop has not decided to sleep yet and will see the work when it takes the lock again */
-	if (atomic_load_explicit(&loop->sleeping, memory_order_relaxed))
+	 * loop has not decided to sleep yet and will see the work when it takes the lock again. The
+	 * first waker clears it: one eventfd write wakes the loop, the calls that queue more work before
+	 * it is back need none (a burst of API calls costs one write, not one each). */
+	if (atomic_exchange_explicit(&loop->sleeping, false, memory_order_relaxed))
 		loop_wake_one(loop);
 }
 
-/* Leader/follower: an API call that leaves sends submitted while loop 0 waits for io does the
- * loop's work for them itself (posts them, writes them with the lock dropped around the socket call,
- * completes what that finished), instead of a wake-up of the loop thread and a hand-off. Loop 0 is
+/* Leader/follower: an API call that leaves sends submitted to a loop waiting for io does that loop's
+ * work for them itself (posts them, writes them with the lock dropped around the socket call,
+ * completes what that finished), instead of a wake-up of the loop thread and a hand-off. The loop is
  * borrowed meanwhile: if epoll wakes it, it waits for the borrower before its turn, so its watchers
- * still run on one thread at a time. Handlers and timers stay with the loop thread. Lock held. */
-static bool loop_borrow(struct ulnet_node *node)
+ * still run on one thread at a time. Handlers and timers stay with loop 0's thread. Lock held. */
+static bool loop_borrow(struct ulnet_loop *loop)
 {
-	struct ulnet_loop *loop = &node->loops[0];
+	struct ulnet_node *node = loop->node;
 
 	if (cur_loop || !loop->in_wait || loop->borrowed || node->stopping || !node->n_started ||
-	    ulnet_list_empty(&node->submit_q))
+	    ulnet_list_empty(&loop->submit_q))
 		return false;
 	loop->borrowed = true;
 	cur_loop = loop; /* kicks of its watchers wait for run_kicked below, no wake-up */
 	run_kicked(loop);
-	ulnet__submitted_run(node);
+	ulnet__submitted_run(loop);
 	ulnet__completions_run(node, ULNET_COMPLETION_BUDGET);
 	run_kicked(loop);
 	cur_loop = NULL;
@@ -286,22 +286,40 @@ static bool loop_borrow(struct ulnet_node *node)
  * handler calling the API) leaves both to the end of its turn. */
 void ulnet__unlock(struct ulnet_node *node)
 {
-	struct ulnet_loop *loop0 = &node->loops[0];
-	bool off_loop = !ulnet__on_loop(node), wake = false;
+	uint64_t wake = 0, subs = node->submit_wake;
 
-	if (off_loop) {
-		loop_borrow(node);
+	node->submit_wake = 0;
+	if (!ulnet__on_loop(node)) {
+		uint64_t borrowed = 0;
+
+		/* leader/follower: what this call submitted to a loop waiting for io goes out from here */
+		for (unsigned i = 0; i < node->n_loops; i++)
+			if ((subs >> i & 1) && loop_borrow(&node->loops[i]))
+				borrowed |= 1ull << i;
+		subs &= ~borrowed;
 		ulnet__completions_run(node, ULNET_COMPLETION_BUDGET);
-		/* loop0->kicked: what a borrower's callbacks kicked again */
-		wake = node->n_cbs > 0 || !ulnet_list_empty(&node->done_q) || !ulnet_list_empty(&node->submit_q) ||
-		       loop0->kicked;
+		if (node->n_cbs > 0 || !ulnet_list_empty(&node->done_q))
+			subs |= 1; /* loop 0 */
+		/* a borrowed loop gets back what the borrower left: callbacks kicked again, submissions past
+		 * the budget */
+		for (unsigned i = 0; i < node->n_loops; i++)
+			if ((borrowed >> i & 1) && (node->loops[i].kicked || !ulnet_list_empty(&node->loops[i].submit_q)))
+				subs |= 1ull << i;
+		/* each loop that has work: poke it (busy polling) and take its eventfd write if it sleeps */
+		for (unsigned i = 0; subs; i++, subs >>= 1) {
+			struct ulnet_loop *loop = &node->loops[i];
+
+			if (!(subs & 1))
+				continue;
+			atomic_store_explicit(&loop->poked, true, memory_order_relaxed);
+			if (atomic_exchange_explicit(&loop->sleeping, false, memory_order_relaxed))
+				wake |= 1ull << i;
+		}
 	}
-	if (wake)
-		atomic_store_explicit(&loop0->poked, true, memory_order_relaxed);
-	wake = wake && atomic_load_explicit(&loop0->sleeping, memory_order_relaxed);
 	ulnet__lock_release(node);
-	if (wake)
-		loop_wake_one(loop0);
+	for (unsigned i = 0; wake; i++, wake >>= 1)
+		if (wake & 1)
+			loop_wake_one(&node->loops[i]);
 }
 
 void ulnet__queue_cb(struct ulnet_node *node, ulnet_event_handler h, const struct ulnet_event *ev)
@@ -387,7 +405,7 @@ static bool loop_has_work(const struct ulnet_loop *loop)
 {
 	const struct ulnet_node *node = loop->node;
 
-	return loop->kicked || !ulnet_list_empty(&node->done_q) || !ulnet_list_empty(&node->submit_q) ||
+	return loop->kicked || !ulnet_list_empty(&node->done_q) || !ulnet_list_empty(&loop->submit_q) ||
 	       (loop->idx == 0 && node->n_cbs);
 }
 
@@ -456,7 +474,7 @@ turn:
 		loop->cur_nevs = 0;
 		loop->cur_evs = NULL;
 		run_kicked(loop);
-		ulnet__submitted_run(node);
+		ulnet__submitted_run(loop);
 		if (first)
 			ulnet__timers_run(node, ulnet__node_now(node));
 		/* bounded: a flood of completions cannot starve the sockets; the rest wait one turn */
@@ -486,10 +504,15 @@ int ulnet__loop_start(struct ulnet_node *node)
 	if (rc)
 		return rc;
 	for (unsigned i = 0; i < node->n_loops; i++) {
+		char name[16];
+
 		rc = pthread_create(&node->loops[i].thread, NULL, loop_main, &node->loops[i]);
 		if (rc)
 			return -rc;
 		node->n_started++;
+		/* top -H, perf --sort comm and gdb tell the loops apart */
+		snprintf(name, sizeof(name), "ulnet-loop%u", i);
+		pthread_setname_np(node->loops[i].thread, name);
 	}
 	return 0;
 }

@@ -37,27 +37,34 @@ void *ulnet__handle_lookup(struct ulnet_node *node, uint64_t cookie, enum ulnet_
 	return NULL;
 }
 
+/* How many fragments @umd has (its form checked); -EINVAL after a log line. */
+static int md_frag_count(const struct ulnet_md *umd)
+{
+	if (!(umd->options & (ULNET_MD_IOVEC | ULNET_MD_KIOV)))
+		return 1;
+	if ((umd->options & ULNET_MD_IOVEC) && (umd->options & ULNET_MD_KIOV)) {
+		ULNET_LOG(CORE, ERR, "md: IOVEC and KIOV options together");
+		return -EINVAL;
+	}
+	if (umd->length > ULNET_MD_MAX_FRAGS || (umd->length && !umd->start)) {
+		ULNET_LOG(CORE, ERR, "md: %u fragments > ULNET_MD_MAX_FRAGS %u", umd->length, ULNET_MD_MAX_FRAGS);
+		return -EINVAL;
+	}
+	return (int)umd->length;
+}
+
+/* An MD and its fragment array are one descriptor from the node's free lists (desc_cache.c): a
+ * Put from a fresh MD, the common case, allocates nothing in steady state. */
+static size_t md_size(unsigned nfrags)
+{
+	return sizeof(struct ulnet_libmd) + (size_t)(nfrags ? nfrags : 1) * sizeof(struct iovec);
+}
+
 static int md_build_frags(struct ulnet_node *node, const struct ulnet_md *umd, struct ulnet_libmd *md)
 {
 	uint64_t total = 0;
-	unsigned n = 1;
+	unsigned n = md->nfrags;
 
-	if (umd->options & (ULNET_MD_IOVEC | ULNET_MD_KIOV)) {
-		if ((umd->options & ULNET_MD_IOVEC) && (umd->options & ULNET_MD_KIOV)) {
-			ULNET_LOG(CORE, ERR, "md: IOVEC and KIOV options together");
-			return -EINVAL;
-		}
-		if (umd->length > ULNET_MD_MAX_FRAGS || (umd->length && !umd->start)) {
-			ULNET_LOG(CORE, ERR, "md: %u fragments > ULNET_MD_MAX_FRAGS %u", umd->length,
-				  ULNET_MD_MAX_FRAGS);
-			return -EINVAL;
-		}
-		n = umd->length;
-	}
-	md->frags = calloc(n ? n : 1, sizeof(*md->frags));
-	if (!md->frags)
-		return -ENOMEM;
-	md->nfrags = n;
 	if (umd->options & ULNET_MD_KIOV) {
 		const struct ulnet_kiov *k = umd->start;
 		uint64_t pmask = node->page_size - 1;
@@ -105,13 +112,17 @@ int ulnet__md_create(struct ulnet_node *node, const struct ulnet_md *umd, struct
 
 	if (!umd || umd->threshold < ULNET_MD_THRESH_INF)
 		return -EINVAL;
-	md = calloc(1, sizeof(*md));
+	rc = md_frag_count(umd);
+	if (rc < 0)
+		return rc;
+	md = ulnet__desc_get(node, md_size((unsigned)rc));
 	if (!md)
 		return -ENOMEM;
+	md->nfrags = (unsigned)rc;
+	md->frags = md->frag_store;
 	rc = md_build_frags(node, umd, md);
 	if (rc) {
-		free(md->frags);
-		free(md);
+		ulnet__desc_put(node, md, md_size(md->nfrags));
 		return rc;
 	}
 	md->umd = *umd;
@@ -153,7 +164,9 @@ static bool md_exhausted(const struct ulnet_libmd *md)
 	return false;
 }
 
-static void md_free(struct ulnet_node *node, struct ulnet_libmd *md)
+/* Free @md but keep its EQ reference: the caller delivers the MD's last event with
+ * ulnet__event_deliver_unref (the push and the drop are one step for the queue), or drops it. */
+static void md_free_keep_eq(struct ulnet_node *node, struct ulnet_libmd *md)
 {
 	ulnet__md_lnd_release(md); /* no LND registration outlives the memory */
 	if (md->me) {
@@ -169,21 +182,37 @@ static void md_free(struct ulnet_node *node, struct ulnet_libmd *md)
 	}
 	ulnet_list_del(&md->hash_link);
 	ulnet__timer_cancel(node, &md->txn_timer);
-	if (md->umd.eq)
-		ulnet__eq_ref(md->umd.eq, -1);
 	free(md->free_on_unlink);
-	free(md->frags);
-	free(md);
+	ulnet__desc_put(node, md, md_size(md->nfrags));
+}
+
+static void md_free(struct ulnet_node *node, struct ulnet_libmd *md)
+{
+	ulnet_eq *eq = md->umd.eq;
+
+	md_free_keep_eq(node, md);
+	if (eq)
+		ulnet__eq_ref(eq, -1);
+}
+
+bool ulnet__md_release_keep_eq(struct ulnet_node *node, struct ulnet_libmd *md)
+{
+	md->refcount--;
+	if (md->refcount == 0 && md_exhausted(md)) {
+		md_free_keep_eq(node, md);
+		return true;
+	}
+	return false;
 }
 
 bool ulnet__md_release(struct ulnet_node *node, struct ulnet_libmd *md)
 {
-	md->refcount--;
-	if (md->refcount == 0 && md_exhausted(md)) {
-		md_free(node, md);
-		return true;
-	}
-	return false;
+	ulnet_eq *eq = md->umd.eq;
+	bool freed = ulnet__md_release_keep_eq(node, md);
+
+	if (freed && eq)
+		ulnet__eq_ref(eq, -1);
+	return freed;
 }
 
 void ulnet__md_unlink_locked(struct ulnet_node *node, struct ulnet_libmd *md)
@@ -194,9 +223,7 @@ void ulnet__md_unlink_locked(struct ulnet_node *node, struct ulnet_libmd *md)
 		struct ulnet_md umd = md->umd;
 
 		ulnet__md_event_init(md, &ev);
-		if (umd.eq)
-			ulnet__eq_ref(umd.eq, 1); /* outlive md_free until the event is queued */
-		md_free(node, md);
+		md_free_keep_eq(node, md); /* the EQ outlives the MD until the event is queued */
 		ulnet__event_deliver_unref(node, &umd, &ev);
 	}
 }
@@ -237,10 +264,8 @@ static void md_txn_expired(struct ulnet_node *node, struct ulnet_timer *t, uint6
 		return;
 	}
 	/* idle: it goes now and this event is its last */
-	if (umd.eq)
-		ulnet__eq_ref(umd.eq, 1);
 	md->zombie = true;
-	md_free(node, md);
+	md_free_keep_eq(node, md);
 	ev.unlinked = true;
 	ulnet__event_deliver_unref(node, &umd, &ev);
 }

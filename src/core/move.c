@@ -106,10 +106,14 @@ static int launch_op(struct ulnet_node *node, struct ulnet_msg *msg, struct ulne
 	}
 	if (!node->stopping && !ulnet__on_loop(node) &&
 	    !ulnet__nid_is_local(node, &target->nid)) {
-		/* off the loop, to a remote NID: the loop posts it, so this call never holds the lock
-		 * across the LND's socket I/O; ulnet__unlock wakes (or pokes) the loop */
+		/* off the loop, to a remote NID: the loop that owns the peer posts it (and polls its
+		 * connections: no hand-off to another loop), so this call never holds the lock across
+		 * the LND's socket I/O; ulnet__unlock wakes (or pokes) that loop */
+		unsigned k = ulnet__nid_loop(node, &target->nid);
+
 		msg->v.target = *target;
-		ulnet_list_add_tail(&msg->link, &node->submit_q);
+		ulnet_list_add_tail(&msg->link, &node->loops[k].submit_q);
+		node->submit_wake |= 1ull << k;
 		return 0;
 	}
 	rc = ulnet__send(node, msg, target, NULL);
@@ -118,12 +122,13 @@ static int launch_op(struct ulnet_node *node, struct ulnet_msg *msg, struct ulne
 	return 0;
 }
 
-void ulnet__submitted_run(struct ulnet_node *node)
+void ulnet__submitted_run(struct ulnet_loop *loop)
 {
+	struct ulnet_node *node = loop->node;
 	unsigned budget = ULNET_COMPLETION_BUDGET; /* the rest next turn: the sockets are not starved */
 
-	while (budget-- > 0 && !ulnet_list_empty(&node->submit_q)) {
-		struct ulnet_msg *msg = ulnet_list_first(&node->submit_q, struct ulnet_msg, link);
+	while (budget-- > 0 && !ulnet_list_empty(&loop->submit_q)) {
+		struct ulnet_msg *msg = ulnet_list_first(&loop->submit_q, struct ulnet_msg, link);
 		struct ulnet_process_id target = msg->v.target;
 		int rc;
 
@@ -135,12 +140,21 @@ void ulnet__submitted_run(struct ulnet_node *node)
 	}
 }
 
+static bool submissions_pending(const struct ulnet_node *node)
+{
+	for (unsigned i = 0; i < node->n_loops; i++)
+		if (!ulnet_list_empty(&node->loops[i].submit_q))
+			return true;
+	return false;
+}
+
 void ulnet__node_sync(struct ulnet_node *node)
 {
 	ulnet__lock(node);
-	while (!ulnet_list_empty(&node->submit_q)) {
+	while (submissions_pending(node)) {
 		ulnet__lock_release(node);
-		ulnet__loop_wake(node);
+		for (unsigned i = 0; i < node->n_loops; i++)
+			ulnet__loop_wake_if_sleeping(&node->loops[i]);
 		usleep(100);
 		ulnet__lock(node);
 	}
@@ -149,12 +163,16 @@ void ulnet__node_sync(struct ulnet_node *node)
 
 void ulnet__submitted_fail(struct ulnet_node *node)
 {
-	while (!ulnet_list_empty(&node->submit_q)) {
-		struct ulnet_msg *msg = ulnet_list_first(&node->submit_q, struct ulnet_msg, link);
+	for (unsigned i = 0; i < node->n_loops; i++) {
+		struct ulnet_list *q = &node->loops[i].submit_q;
 
-		ulnet_list_del(&msg->link);
-		ulnet_list_init(&msg->link);
-		ulnet__finalize(msg, -ESHUTDOWN);
+		while (!ulnet_list_empty(q)) {
+			struct ulnet_msg *msg = ulnet_list_first(q, struct ulnet_msg, link);
+
+			ulnet_list_del(&msg->link);
+			ulnet_list_init(&msg->link);
+			ulnet__finalize(msg, -ESHUTDOWN);
+		}
 	}
 }
 

@@ -119,15 +119,16 @@ static void msg_complete(struct ulnet_msg *msg)
 		ulnet__md_txn_end(node, msg->md); /* not sent: no REPLY/ACK to wait for (the SEND event says why) */
 	if (msg->md) {
 		struct ulnet_md umd = msg->md->umd;
+		/* an MD that goes now leaves us its EQ reference: the EQ lives until the event is in it */
+		bool freed = ulnet__md_release_keep_eq(node, msg->md);
 
-		/* the MD may go now and drop its EQ reference: hold the EQ until the event is in it */
-		if (umd.eq)
-			ulnet__eq_ref(umd.eq, 1);
-		msg->ev.unlinked = ulnet__md_release(node, msg->md);
+		msg->ev.unlinked = freed;
 		msg->ev.status = status;
-		if (msg->has_event)
+		if (msg->has_event && freed)
 			ulnet__event_deliver_unref(node, &umd, &msg->ev);
-		else if (umd.eq)
+		else if (msg->has_event)
+			ulnet__event_deliver(node, &umd, &msg->ev);
+		else if (freed && umd.eq)
 			ulnet__eq_ref(umd.eq, -1);
 	}
 	ulnet__msg_free(msg);

@@ -87,7 +87,17 @@ int ulnet_node_open(const struct ulnet_node_opts *opts, ulnet_node **out)
 		return rc;
 	}
 	ulnet__lock_clock_init();
-	pthread_mutex_init(&node->lock, NULL);
+	{
+		/* adaptive: a thread that finds the lock taken spins a little before it sleeps. Holds are
+		 * short (no socket call under it), so an API call racing a loop turn mostly gets it while
+		 * spinning, and the loop's unlock needs no futex wake-up */
+		pthread_mutexattr_t a;
+
+		pthread_mutexattr_init(&a);
+		pthread_mutexattr_settype(&a, PTHREAD_MUTEX_ADAPTIVE_NP);
+		pthread_mutex_init(&node->lock, &a);
+		pthread_mutexattr_destroy(&a);
+	}
 	/* the interface cookie names this incarnation in wire MD handles: a restarted node must not
 	 * accept ACKs and REPLYs meant for its previous life */
 	node->iface_cookie = ulnet__now_ns() ^ ((uint64_t)getpid() << 32);
@@ -101,7 +111,6 @@ int ulnet_node_open(const struct ulnet_node_opts *opts, ulnet_node **out)
 		ulnet_list_init(&node->peers[i]);
 	ulnet_list_init(&node->nis);
 	ulnet_list_init(&node->done_q);
-	ulnet_list_init(&node->submit_q);
 	ulnet_list_init(&node->idle_peers);
 	node->max_peers = opts && opts->max_peers ? opts->max_peers : ULNET_MAX_PEERS_DEFAULT;
 	rc = ulnet__loop_init(node);

@@ -41,8 +41,8 @@ struct ulnet_peer *ulnet__peer_find(struct ulnet_node *node, struct ulnet_ni *ni
 	for (p = h->next; p != h; p = p->next) {
 		lp = ulnet_container_of(p, struct ulnet_peer, hash_link);
 		if (lp->ni == ni && ulnet_nid_equal(&lp->nid, nid)) {
-			if (!lp->refs) { /* used again: the idle clock restarts */
-				lp->idle_since = ulnet__node_now(node);
+			if (!lp->refs) { /* used again: the idle clock restarts (seconds: coarse will do) */
+				lp->idle_since = ulnet__node_now_coarse(node);
 				ulnet_list_del(&lp->idle_link);
 				ulnet_list_add_tail(&lp->idle_link, &node->idle_peers);
 			}
@@ -75,7 +75,7 @@ struct ulnet_peer *ulnet__peer_find(struct ulnet_node *node, struct ulnet_ni *ni
 	ulnet_list_init(&lp->txq);
 	ulnet_list_add_tail(&lp->hash_link, h);
 	/* idle until a message names it (the caller's, at once) */
-	lp->idle_since = ulnet__node_now(node);
+	lp->idle_since = ulnet__node_now_coarse(node);
 	ulnet_list_add_tail(&lp->idle_link, &node->idle_peers);
 	node->n_peers++;
 	return lp;
@@ -121,7 +121,7 @@ void ulnet__peer_put(struct ulnet_node *node, struct ulnet_peer *lp)
 {
 	if (--lp->refs > 0)
 		return;
-	lp->idle_since = ulnet__node_now(node);
+	lp->idle_since = ulnet__node_now_coarse(node);
 	ulnet_list_add_tail(&lp->idle_link, &node->idle_peers);
 	if (!node->peer_sweep.idx) {
 		node->peer_sweep.fn = peer_sweep;

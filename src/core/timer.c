@@ -4,6 +4,7 @@
  * intrusive (no allocation to arm one, except growing the heap array) and run under the node lock. */
 #include <errno.h>
 #include <stdlib.h>
+#include <time.h>
 #include "internal.h"
 
 static uint64_t real_clock(void *arg)
@@ -15,6 +16,16 @@ static uint64_t real_clock(void *arg)
 uint64_t ulnet__node_now(const struct ulnet_node *node)
 {
 	return node->clock ? node->clock(node->clock_arg) : real_clock(NULL);
+}
+
+uint64_t ulnet__node_now_coarse(const struct ulnet_node *node)
+{
+	struct timespec ts;
+
+	if (node->clock)
+		return node->clock(node->clock_arg);
+	clock_gettime(CLOCK_MONOTONIC_COARSE, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 
 void ulnet__node_set_clock(struct ulnet_node *node, uint64_t (*clock)(void *arg), void *arg)
