@@ -166,6 +166,11 @@ struct ulnet_loop {
 	 * sleeping loop needs the eventfd write (ulnet__loop_wake_if_sleeping) */
 	atomic_bool sleeping;
 	atomic_bool poked;           /* work for a busy-polling loop (busy_poll_us) */
+	/* an API call is doing this waiting loop's work (leader/follower, loop_borrow); the loop,
+	 * woken meanwhile, waits on borrow_cv before its turn (borrow_waiting). in_wait: the loop
+	 * dropped the lock to wait for io (sleeping or busy polling). Under the lock. */
+	bool in_wait, borrowed, borrow_waiting;
+	pthread_cond_t borrow_cv;
 	struct epoll_event *cur_evs; /* batch being dispatched (io_stop clears stale entries) */
 	int cur_nevs;
 	struct ulnet_io *kicked, **kicked_tail; /* ulnet__io_kick, FIFO */
@@ -270,7 +275,8 @@ static inline void ulnet__lock(struct ulnet_node *node)
 	node->lock_t0 = ulnet__lock_ticks();
 }
 
-static inline void ulnet__lock_release(struct ulnet_node *node)
+/* Account the current hold (the lock stays held: a condition wait on it follows, or the unlock). */
+static inline void ulnet__lock_hold_end(struct ulnet_node *node)
 {
 	if (node->lock_t0) {
 		uint64_t d = ulnet__lock_ticks() - node->lock_t0, step = ulnet__lock_ticks_per_us;
@@ -288,6 +294,11 @@ static inline void ulnet__lock_release(struct ulnet_node *node)
 			node->lock_hold_max_ticks = d;
 		node->lock_t0 = 0;
 	}
+}
+
+static inline void ulnet__lock_release(struct ulnet_node *node)
+{
+	ulnet__lock_hold_end(node);
 	pthread_mutex_unlock(&node->lock);
 }
 

@@ -50,6 +50,7 @@ static int loop_init_one(struct ulnet_loop *loop)
 	struct epoll_event ev = { .events = EPOLLIN | EPOLLET, .data.ptr = NULL };
 
 	loop->wakefd = -1;
+	pthread_cond_init(&loop->borrow_cv, NULL);
 	loop->epfd = epoll_create1(EPOLL_CLOEXEC);
 	if (loop->epfd < 0)
 		return -errno;
@@ -87,6 +88,9 @@ void ulnet__loop_free(struct ulnet_node *node)
 			close(node->loops[i].epfd);
 		if (node->loops[i].wakefd >= 0)
 			close(node->loops[i].wakefd);
+		if (node->loops[i].node)
+			pthread_cond_destroy(&node->loops[i].borrow_cv);
+		node->loops[i].node = NULL;
 		node->loops[i].epfd = node->loops[i].wakefd = -1;
 	}
 }
@@ -199,8 +203,9 @@ bool ulnet__io_quiesced(struct ulnet_node *node, const struct ulnet_io *io)
 {
 	const struct ulnet_loop *loop = io_loop(node, io);
 
-	/* a batch fetched before the stop is dispatched at stop_turn + 1 at the latest */
-	return node->n_started == 0 || loop == cur_loop || loop->turns >= io->stop_turn + 2;
+	/* a batch fetched before the stop is dispatched at stop_turn + 1 at the latest (a borrowed
+	 * loop's thread may hold one: loop_borrow) */
+	return node->n_started == 0 || (loop == cur_loop && !loop->borrowed) || loop->turns >= io->stop_turn + 2;
 }
 
 void ulnet__io_bind(struct ulnet_node *node, struct ulnet_io *io, unsigned idx)
@@ -248,6 +253,33 @@ void ulnet__loop_wake_if_sleeping(struct ulnet_loop *loop)
 		loop_wake_one(loop);
 }
 
+/* Leader/follower: an API call that leaves sends submitted to a loop waiting for io does that loop's
+ * work for them itself (posts them, writes them with the lock dropped around the socket call,
+ * completes what that finished), instead of a wake-up of the loop thread and a hand-off. The loop is
+ * borrowed meanwhile: if epoll wakes it, it waits for the borrower before its turn, so its watchers
+ * still run on one thread at a time. Handlers and timers stay with loop 0's thread. Lock held. */
+static bool loop_borrow(struct ulnet_loop *loop)
+{
+	struct ulnet_node *node = loop->node;
+
+	if (cur_loop || !loop->in_wait || loop->borrowed || node->stopping || !node->n_started ||
+	    ulnet_list_empty(&loop->submit_q))
+		return false;
+	loop->borrowed = true;
+	cur_loop = loop; /* kicks of its watchers wait for run_kicked below, no wake-up */
+	run_kicked(loop);
+	ulnet__submitted_run(loop);
+	ulnet__completions_run(node, ULNET_COMPLETION_BUDGET);
+	run_kicked(loop);
+	cur_loop = NULL;
+	loop->borrowed = false;
+	if (loop->borrow_waiting) {
+		loop->borrow_waiting = false;
+		pthread_cond_signal(&loop->borrow_cv);
+	}
+	return true;
+}
+
 /* Drop the node lock taken by an API call. Off the loop thread, first run the completion phase for
  * what the call finalized (lo completes inside ulnet_put; at the top of the call, so no recursion),
  * then wake the loop if handlers or completions beyond the budget wait. The loop thread itself (a
@@ -258,9 +290,21 @@ void ulnet__unlock(struct ulnet_node *node)
 
 	node->submit_wake = 0;
 	if (!ulnet__on_loop(node)) {
+		uint64_t borrowed = 0;
+
+		/* leader/follower: what this call submitted to a loop waiting for io goes out from here */
+		for (unsigned i = 0; i < node->n_loops; i++)
+			if ((subs >> i & 1) && loop_borrow(&node->loops[i]))
+				borrowed |= 1ull << i;
+		subs &= ~borrowed;
 		ulnet__completions_run(node, ULNET_COMPLETION_BUDGET);
 		if (node->n_cbs > 0 || !ulnet_list_empty(&node->done_q))
 			subs |= 1; /* loop 0 */
+		/* a borrowed loop gets back what the borrower left: callbacks kicked again, submissions past
+		 * the budget */
+		for (unsigned i = 0; i < node->n_loops; i++)
+			if ((borrowed >> i & 1) && (node->loops[i].kicked || !ulnet_list_empty(&node->loops[i].submit_q)))
+				subs |= 1ull << i;
 		/* each loop that has work: poke it (busy polling) and take its eventfd write if it sleeps */
 		for (unsigned i = 0; subs; i++, subs >>= 1) {
 			struct ulnet_loop *loop = &node->loops[i];
@@ -397,10 +441,18 @@ static void *loop_main(void *arg)
 		/* a spinning loop needs no eventfd write: a poke ends its spin */
 		if (timeout && !spin)
 			atomic_store_explicit(&loop->sleeping, true, memory_order_relaxed);
+		loop->in_wait = true;
 		ulnet__lock_release(node);
 		n = loop_wait(loop, evs, timeout, busy_until);
 		atomic_store_explicit(&loop->sleeping, false, memory_order_relaxed);
 		ulnet__lock(node);
+		loop->in_wait = false; /* no new borrower: one at most to wait for */
+		while (loop->borrowed) { /* an API call does our work: our batch waits for it (loop_borrow) */
+			loop->borrow_waiting = true;
+			ulnet__lock_hold_end(node);
+			pthread_cond_wait(&loop->borrow_cv, &node->lock);
+			node->lock_t0 = ulnet__lock_ticks();
+		}
 		if (n < 0 && errno != EINTR) {
 			ULNET_LOG(CORE, ERR, "epoll_wait: %s", strerror(errno));
 			n = 0;

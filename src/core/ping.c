@@ -6,6 +6,11 @@
 #include <string.h>
 #include "internal.h"
 
+/* A blocking ping polls its event queue this long before it sleeps: a loopback or LAN round trip
+ * often ends within it, and then the REPLY costs no wake-up of this thread (busy_poll_us, if longer,
+ * takes over). */
+#define PING_SPIN_NS 30000u
+
 /* Rebuild the ping buffer from the NI list; a reply already in flight keeps the old buffer, which is
  * freed with its MD. */
 int ulnet__ping_service_refresh(struct ulnet_node *node)
@@ -121,7 +126,8 @@ int ulnet_ping(ulnet_node *node, const struct ulnet_process_id *target, int time
 			ulnet_md_unlink(node, mdh);
 			break;
 		}
-		if (ulnet__eq_wait_busy(eq, node->busy_poll_ns, left ? left : 1, &ev) <= 0)
+		if (ulnet__eq_wait_busy(eq, node->busy_poll_ns > PING_SPIN_NS ? node->busy_poll_ns : PING_SPIN_NS,
+					left ? left : 1, &ev) <= 0)
 			continue;
 		unlinked = ev.unlinked;
 		if (ev.type == ULNET_EVENT_SEND && ev.status) {
