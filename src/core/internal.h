@@ -440,6 +440,8 @@ void ulnet__loop_free(struct ulnet_node *node);
 /* Wake @loop only if it sleeps (otherwise it sees the new work before it sleeps): lock held, or the
  * work was queued under the lock before. */
 void ulnet__loop_wake_if_sleeping(struct ulnet_loop *loop);
+/* the calling thread's next API calls may borrow a loop waiting for io (leader/follower) */
+void ulnet__loop_borrow_wanted(bool on);
 /* True on one of @node's loop threads. */
 bool ulnet__on_loop(const struct ulnet_node *node);
 void ulnet__unlock(struct ulnet_node *node);
