@@ -8,7 +8,9 @@
  * Threading and progress: a provider object (device and everything created from it) is used by one
  * thread at a time; it takes no lock of the core and starts no thread. All work that needs waiting
  * (incoming data, connection handshakes, timers) is done by fab_progress(), which the owner calls
- * when fab_fd() is readable (the o2ib LND puts that fd on the node's epoll loop) and after posting.
+ * when fab_fd() is readable (the o2ib LND puts that fd on the node's epoll loop). A post needs no
+ * progress call after it: what it leaves to do (a completion, a full socket to wait on) keeps the fd
+ * readable or armed.
  * Nothing ever calls back into the owner: completions are read with fab_poll_cq() and connection
  * events with fab_get_event(), as with ibv_poll_cq and rdma_get_cm_event. No call blocks, except
  * fab_dereg_mr, which waits (microseconds) for a peer's copy into the region that is under way.

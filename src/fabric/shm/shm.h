@@ -83,6 +83,7 @@ struct fab_qp {
 	struct fab_sge *sge_pool;
 	bool connected;       /* sends may run */
 	bool error;           /* everything posted from now on is flushed */
+	bool rx_more;         /* the last read filled every posted receive: the socket may hold more */
 	/* the copy engine (shm_engine.c; these and sq_exec/sq_post under dev->lock while it runs) */
 	struct ulnet_list eng_link; /* dev->eng.runq while eng_queued */
 	bool eng_queued;

@@ -19,6 +19,7 @@
 #define SHM_IOV_MAX 1024
 #define SHM_SEND_HDR 4 /* in front of every SEND: a zero-length message must not read as EOF */
 #define SHM_SEND_TYPE 0x53
+#define SHM_RX_BATCH 16
 
 void shm_qp_query(const struct fab_qp *qp, struct fab_qp_attr *attr)
 {
@@ -377,40 +378,76 @@ void shm_qp_run(struct fab_qp *qp)
 	qp_ep_update(qp);
 }
 
+/* One receive's iovecs (header first) at @iov, at most @max of them; -1: its SGEs fail the check. */
+static int rx_iov(struct fab_qp *qp, const struct shm_rwr *r, uint8_t *hdr, struct iovec *iov, int max,
+		  uint64_t *total)
+{
+	int k = local_iov(qp, r->sge, r->num_sge, FAB_ACCESS_LOCAL_WRITE, iov + 1, max - 1, total);
+
+	iov[0] = (struct iovec){hdr, SHM_SEND_HDR};
+	return k;
+}
+
+/* Deliver what the socket holds into the posted receives, SHM_RX_BATCH messages per recvmmsg: a
+ * short batch means the socket is empty, so no call ends in EAGAIN unless nothing came. */
 void shm_qp_rx(struct fab_qp *qp)
 {
 	struct fab_dev *dev = qp->id->dev;
 
 	while (qp->id->state == SHM_ID_ESTABLISHED && !qp->error && qp->rq_head < qp->rq_post) {
-		struct shm_rwr *r = &qp->rq[qp->rq_head % qp->rq_depth];
 		struct iovec iov[SHM_IOV_MAX + 1];
-		uint8_t hdr[SHM_SEND_HDR];
-		struct msghdr mh = {.msg_iov = iov};
-		uint64_t total;
-		ssize_t n;
-		int k = local_iov(qp, r->sge, r->num_sge, FAB_ACCESS_LOCAL_WRITE, iov + 1, SHM_IOV_MAX - 1, &total);
+		uint8_t hdr[SHM_RX_BATCH][SHM_SEND_HDR];
+		struct mmsghdr mm[SHM_RX_BATCH];
+		uint64_t total[SHM_RX_BATCH];
+		int bad[SHM_RX_BATCH], used = 0, want = 0, got;
 
-		iov[0] = (struct iovec){hdr, sizeof(hdr)};
-		mh.msg_iovlen = k < 0 ? 1 : (size_t)k + 1;
-		n = recvmsg(qp->id->fd, &mh, MSG_DONTWAIT);
-		if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
+		/* as many receives as are posted, while their iovecs fit (one at least, whatever its size) */
+		while (want < SHM_RX_BATCH && qp->rq_head + (uint64_t)want < qp->rq_post) {
+			const struct shm_rwr *r = &qp->rq[(qp->rq_head + (uint64_t)want) % qp->rq_depth];
+			int k;
+
+			if (want && used + 1 + (int)r->num_sge > SHM_IOV_MAX + 1)
+				break;
+			k = rx_iov(qp, r, hdr[want], iov + used, SHM_IOV_MAX + 1 - used, &total[want]);
+			bad[want] = k < 0;
+			mm[want] = (struct mmsghdr){.msg_hdr = {.msg_iov = iov + used, .msg_iovlen = k < 0 ? 1 : (size_t)k + 1}};
+			used += k < 0 ? 1 : k + 1;
+			want++;
+		}
+		got = recvmmsg(qp->id->fd, mm, (unsigned)want, MSG_DONTWAIT, NULL);
+		qp->rx_more = false;
+		if (got < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
 			break;
-		if (n <= 0) {
+		if (got <= 0) {
 			shm_id_teardown(qp->id, -ECONNRESET);
 			return;
 		}
-		qp->rq_head++;
-		if (k < 0 || (mh.msg_flags & MSG_TRUNC) || n < SHM_SEND_HDR || hdr[0] != SHM_SEND_TYPE) {
-			enum fab_wc_status st = k < 0 ? FAB_WC_LOC_PROT_ERR : FAB_WC_LOC_LEN_ERR;
+		for (int i = 0; i < got; i++) {
+			const struct shm_rwr *r = &qp->rq[qp->rq_head % qp->rq_depth];
+			uint32_t n = mm[i].msg_len;
 
-			if (k >= 0 && (mh.msg_flags & MSG_TRUNC))
-				ULNET_LOG(FABRIC, ERR, "shm: incoming SEND longer than the receive (%llu bytes); QP to error",
-					  (unsigned long long)total);
-			shm_cq_push(dev, qp, r->wr_id, FAB_WC_RECV, st, 0, false, 0);
-			shm_id_teardown(qp->id, -EIO);
-			return;
+			if (n == 0) { /* end of file: the peer closed (a SEND always has its header) */
+				shm_id_teardown(qp->id, -ECONNRESET);
+				return;
+			}
+			qp->rq_head++;
+			if (bad[i] || (mm[i].msg_hdr.msg_flags & MSG_TRUNC) || n < SHM_SEND_HDR ||
+			    hdr[i][0] != SHM_SEND_TYPE) {
+				enum fab_wc_status st = bad[i] ? FAB_WC_LOC_PROT_ERR : FAB_WC_LOC_LEN_ERR;
+
+				if (!bad[i] && (mm[i].msg_hdr.msg_flags & MSG_TRUNC))
+					ULNET_LOG(FABRIC, ERR, "shm: incoming SEND longer than the receive (%llu bytes); QP "
+						  "to error", (unsigned long long)total[i]);
+				shm_cq_push(dev, qp, r->wr_id, FAB_WC_RECV, st, 0, false, 0);
+				shm_id_teardown(qp->id, -EIO);
+				return;
+			}
+			shm_cq_push(dev, qp, r->wr_id, FAB_WC_RECV, FAB_WC_SUCCESS, n - SHM_SEND_HDR, false, 0);
 		}
-		shm_cq_push(dev, qp, r->wr_id, FAB_WC_RECV, FAB_WC_SUCCESS, (uint32_t)(n - SHM_SEND_HDR), false, 0);
+		if (got < want)
+			break; /* the socket is empty */
+		/* every receive of the batch was used: more may wait, for receives posted later */
+		qp->rx_more = true;
 	}
 	qp_ep_update(qp);
 }
@@ -456,7 +493,12 @@ int shm_post_recv(struct fab_qp *qp, const struct fab_recv_wr *wr, const struct 
 	}
 	if (rc)
 		*bad = wr;
-	shm_qp_rx(qp);
+	/* a socket that had more than the receives then posted is not waited on (no EPOLLIN without a
+	 * receive): read it now; otherwise epoll says when something comes */
+	if (qp->rx_more)
+		shm_qp_rx(qp);
+	else
+		qp_ep_update(qp);
 	return rc;
 }
 
