@@ -155,6 +155,7 @@ struct ulnet_ni_fabric {
 	uint64_t max_mr_size;
 	uint32_t max_msg_sz;
 	uint32_t page_size;             /* registration page size */
+	uint32_t copy_thread;           /* shm: 1 = a copy thread per device runs the send queues */
 };
 /* Fill @out for NI @idx. -ENOENT past the last NI; -EOPNOTSUPP its LND runs on no fabric. */
 ULNET_EXPORT int ulnet_ni_fabric_get(ulnet_node *node, unsigned idx, struct ulnet_ni_fabric *out);

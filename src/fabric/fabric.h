@@ -54,12 +54,16 @@ struct fab_limits {
 	uint64_t max_mr_size;    /* bytes per region */
 	uint32_t max_msg_sz;     /* bytes per SEND */
 	uint32_t page_size;      /* registration page size (power of two) */
+	/* Not a limit: shm only, 1 = a thread per device executes the send queues (RDMA copies and
+	 * SENDs), as an HCA's engines do, so a post returns at once; 0 = the posting thread executes
+	 * them inside post_send. verbs refuses 1 (its HCA moves the data). */
+	uint32_t copy_thread;
 };
 
 /* Defaults: an mlx5-like device (max_send_sge 30, max_qp_wr 32768, 4 KiB pages...). */
 void fab_limits_default(struct fab_limits *lim);
 /* Parse the o2ib NI's `lnd tunables: device: {...}` pairs (keys: max_send_sge, max_recv_sge,
- * max_qp_wr, max_qp, max_mr, max_mr_size, max_msg_sz, page_size) over @lim, which holds the
+ * max_qp_wr, max_qp, max_mr, max_mr_size, max_msg_sz, page_size, copy_thread) over @lim, which holds the
  * defaults. A key may carry a "device." prefix. 0, or -EINVAL with one line naming the key, the value
  * and the allowed range (an unknown key names the known ones). Pure: no I/O besides the log line;
  * @lim is unchanged on error. */

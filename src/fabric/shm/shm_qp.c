@@ -74,10 +74,10 @@ void shm_qp_stop(struct fab_qp *qp)
 {
 	struct fab_dev *dev = qp->id->dev;
 
-	pthread_mutex_lock(&dev->lock);
+	shm_lock(dev);
 	qp->eng_stopped = true;
 	shm_engine_quiesce_locked(qp);
-	pthread_mutex_unlock(&dev->lock);
+	shm_unlock(dev);
 }
 
 void shm_qp_free(struct fab_qp *qp)
@@ -98,13 +98,13 @@ uint32_t shm_qp_ep_events(const struct fab_qp *qp)
 	struct fab_dev *dev = qp->id->dev;
 	uint32_t ev = EPOLLRDHUP;
 
-	pthread_mutex_lock(&dev->lock);
+	shm_lock(dev);
 	if (!qp->error && qp->rq_head != qp->rq_post)
 		ev |= EPOLLIN;
 	/* only left waiting when the socket was full (the engine's WRs wait for the engine) */
 	if (!qp->error && (dev->eng.started ? qp->eng_stalled : qp->sq_exec != qp->sq_post))
 		ev |= EPOLLOUT;
-	pthread_mutex_unlock(&dev->lock);
+	shm_unlock(dev);
 	return ev;
 }
 
@@ -129,9 +129,9 @@ void shm_qp_set_error(struct fab_qp *qp)
 {
 	struct fab_dev *dev = qp->id->dev;
 
-	pthread_mutex_lock(&dev->lock);
+	shm_lock(dev);
 	if (qp->error) {
-		pthread_mutex_unlock(&dev->lock);
+		shm_unlock(dev);
 		return;
 	}
 	/* the WR the engine runs finishes first: what it moved completes, the rest is flushed */
@@ -146,7 +146,7 @@ void shm_qp_set_error(struct fab_qp *qp)
 	for (; qp->rq_head < qp->rq_post; qp->rq_head++)
 		shm_cq_push_locked(dev, qp, qp->rq[qp->rq_head % qp->rq_depth].wr_id, FAB_WC_RECV, FAB_WC_WR_FLUSH_ERR,
 				   0, false, 0);
-	pthread_mutex_unlock(&dev->lock);
+	shm_unlock(dev);
 	qp_ep_update(qp);
 }
 
@@ -346,10 +346,10 @@ void shm_qp_run(struct fab_qp *qp)
 	struct fab_dev *dev = qp->id->dev;
 	bool engine;
 
-	pthread_mutex_lock(&dev->lock);
+	shm_lock(dev);
 	qp->eng_stalled = false; /* a post, the connection up, or EPOLLOUT: the socket may take more */
 	engine = shm_engine_kick_locked(qp);
-	pthread_mutex_unlock(&dev->lock);
+	shm_unlock(dev);
 	while (!engine && qp->connected && !qp->error && qp->sq_exec < qp->sq_post) {
 		struct shm_swr *s = &qp->sq[qp->sq_exec % qp->sq_depth];
 		enum fab_wc_status st;
@@ -360,12 +360,12 @@ void shm_qp_run(struct fab_qp *qp)
 		if (shm_qp_exec(qp, s, &st, &len, &via))
 			break;
 		qp->sq_exec++;
-		pthread_mutex_lock(&dev->lock);
+		shm_lock(dev);
 		if (via > 0)
 			dev->stats.rdma_mapped++;
 		else if (via == 0)
 			dev->stats.rdma_process_vm++;
-		pthread_mutex_unlock(&dev->lock);
+		shm_unlock(dev);
 		if (st != FAB_WC_SUCCESS) {
 			/* errors always complete; the QP goes to error and the peer learns it (disconnect) */
 			shm_cq_push(dev, qp, s->wr.wr_id, op, st, len, true, qp->sq_exec - 1);
@@ -511,7 +511,7 @@ int shm_post_send(struct fab_qp *qp, const struct fab_send_wr *wr, const struct 
 		*bad = wr;
 		return -EIO;
 	}
-	pthread_mutex_lock(&qp->id->dev->lock); /* the engine reads sq_post and flushes with sq_exec */
+	shm_lock(qp->id->dev); /* the engine reads sq_post and flushes with sq_exec */
 	for (; wr; wr = wr->next) {
 		struct shm_swr *s;
 
@@ -544,7 +544,7 @@ int shm_post_send(struct fab_qp *qp, const struct fab_send_wr *wr, const struct 
 			shm_cq_push_locked(qp->id->dev, qp, wr->wr_id, shm_wc_opcode(wr->opcode), FAB_WC_WR_FLUSH_ERR, 0,
 					   true, qp->sq_exec++);
 	}
-	pthread_mutex_unlock(&qp->id->dev->lock);
+	shm_unlock(qp->id->dev);
 	if (rc)
 		*bad = wr;
 	shm_qp_run(qp);

@@ -82,6 +82,11 @@ static int vrb_dev_open(const struct sockaddr_in *addr, const struct fab_limits 
 	fab_limits_default(&def);
 	if (!lim)
 		lim = &def;
+	if (lim->copy_thread) {
+		ULNET_LOG(FABRIC, ERR, "verbs: copy_thread is the shm provider's (an RDMA device's HCA moves the "
+			  "data itself): leave lnd tunable device.copy_thread at 0");
+		return -EINVAL;
+	}
 	if (!(dev = calloc(1, sizeof(*dev))))
 		return -ENOMEM;
 	dev->addr = *addr;
