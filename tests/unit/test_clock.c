@@ -102,6 +102,7 @@ static void node_clock(void **state)
 
 	(void)state;
 	assert_int_equal(ulnet_node_open(NULL, &node), 0);
+	ulnet__lock(node); /* the loop reads the node clock under the lock */
 	coarse = ulnet__node_now_coarse(node);
 	fine = ulnet__node_now(node);
 	assert_true(coarse <= fine);
@@ -109,6 +110,7 @@ static void node_clock(void **state)
 	assert_int_equal(ulnet__node_now(node), 42);
 	assert_int_equal(ulnet__node_now_coarse(node), 42);
 	ulnet__node_set_clock(node, NULL, NULL);
+	ulnet__lock_release(node);
 	ulnet_node_close(node);
 }
 
