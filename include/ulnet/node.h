@@ -107,6 +107,9 @@ struct ulnet_ping_result {
 ULNET_EXPORT int ulnet_ping(ulnet_node *node, const struct ulnet_process_id *target, int timeout_ms,
 			    struct ulnet_ping_result *out);
 
+/* The library's clock (CLOCK_MONOTONIC, ns): what ping times and timeouts are measured with. */
+ULNET_EXPORT uint64_t ulnet_clock_ns(void);
+
 /* Counters, as lnetctl stats show. */
 #define ULNET_LOCK_HIST_BUCKETS 16
 struct ulnet_stats {

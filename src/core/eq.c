@@ -36,15 +36,11 @@ static void eq_free(ulnet_eq *eq)
 int ulnet_eq_create(ulnet_eq **out)
 {
 	ulnet_eq *eq = calloc(1, sizeof(*eq));
-	pthread_condattr_t ca;
 
 	if (!eq)
 		return -ENOMEM;
 	pthread_mutex_init(&eq->lock, NULL);
-	pthread_condattr_init(&ca);
-	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
-	pthread_cond_init(&eq->cond, &ca);
-	pthread_condattr_destroy(&ca);
+	ulnet__cond_init(&eq->cond);
 	*out = eq;
 	return 0;
 }
@@ -157,13 +153,7 @@ int ulnet_eq_wait(ulnet_eq *eq, int timeout_ms, struct ulnet_event *ev)
 
 		if (timeout_ms > 0 && !have_dl) {
 			/* the deadline only when we wait: an event already queued costs no clock read */
-			clock_gettime(CLOCK_MONOTONIC, &dl);
-			dl.tv_sec += timeout_ms / 1000;
-			dl.tv_nsec += (long)(timeout_ms % 1000) * 1000000L;
-			if (dl.tv_nsec >= 1000000000L) {
-				dl.tv_sec++;
-				dl.tv_nsec -= 1000000000L;
-			}
+			dl = ulnet__deadline_in((uint64_t)timeout_ms * 1000000u);
 			have_dl = true;
 		}
 		eq->waiters++;

@@ -250,7 +250,7 @@ struct ulnet_node {
 };
 
 /* The node lock, timed: the hold-time histogram and the longest hold in the stats (stats show -v).
- * Two reads of a cheap clock a hold (lock_clock.c: the TSC where it runs at a constant rate, else
+ * Two reads of a cheap clock a hold (clock.c: the TSC where it runs at a constant rate, else
  * CLOCK_MONOTONIC), converted at release with a rate measured once per process. */
 #if defined(__x86_64__) || defined(__i386__)
 #define ULNET_LOCK_TSC 1
@@ -452,12 +452,14 @@ bool ulnet__on_loop(const struct ulnet_node *node);
 void ulnet__unlock(struct ulnet_node *node);
 void ulnet__queue_cb(struct ulnet_node *node, ulnet_event_handler h, const struct ulnet_event *ev);
 
-/* timer.c */
+/* clock.c: the node's clock (ulnet__now_ns unless a test injects its own) */
 uint64_t ulnet__node_now(const struct ulnet_node *node);
 /* The same at clock-tick resolution (a few ms; never ahead of ulnet__node_now), a fifth of the cost:
  * for what counts in seconds on a per-message path (a peer's idle clock). */
 uint64_t ulnet__node_now_coarse(const struct ulnet_node *node);
 void ulnet__node_set_clock(struct ulnet_node *node, uint64_t (*clock)(void *arg), void *arg);
+
+/* timer.c */
 /* Arm (or move) @t to @deadline. -ENOMEM only when the heap cannot grow (logged). */
 int ulnet__timer_arm(struct ulnet_node *node, struct ulnet_timer *t, uint64_t deadline);
 void ulnet__timer_cancel(struct ulnet_node *node, struct ulnet_timer *t);

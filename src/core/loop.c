@@ -19,22 +19,6 @@
 #define LOOP_TICK_NS 100000000ull /* LND ticks: a periodic timer */
 #define LOOP_MAX_WAIT_MS 1000      /* epoll_wait bound: an injected clock may jump without a wake */
 
-uint64_t ulnet__now_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
-
-uint64_t ulnet__wall_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_REALTIME, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
-
 /* The loop whose thread runs this code (NULL on other threads). */
 static _Thread_local struct ulnet_loop *cur_loop;
 bool ulnet__on_loop(const struct ulnet_node *node)
