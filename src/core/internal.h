@@ -233,6 +233,9 @@ struct ulnet_node {
 	/* Loops (bit i: loops[i]) an API call queued a submission on (loop->submit_q): its
 	 * ulnet__unlock wakes them. */
 	uint64_t submit_wake;
+	/* Of those, the loops that a send the caller blocks on next went to (ulnet__get_waited_for):
+	 * that call's ulnet__unlock may borrow them (loop_borrow). */
+	uint64_t submit_borrow;
 	bool completing;             /* inside the completion phase (ulnet__node_completing) */
 	struct ulnet_pending_cb *cbs;
 	size_t n_cbs, cap_cbs;
@@ -440,8 +443,10 @@ void ulnet__loop_free(struct ulnet_node *node);
 /* Wake @loop only if it sleeps (otherwise it sees the new work before it sleeps): lock held, or the
  * work was queued under the lock before. */
 void ulnet__loop_wake_if_sleeping(struct ulnet_loop *loop);
-/* the calling thread's next API calls may borrow a loop waiting for io (leader/follower) */
-void ulnet__loop_borrow_wanted(bool on);
+/* ulnet_get for a caller that blocks on the REPLY next (ulnet_ping): its send may borrow the loop
+ * (leader/follower, loop_borrow) instead of waking it */
+int ulnet__get_waited_for(ulnet_node *node, struct ulnet_handle mdh, const struct ulnet_process_id *target,
+			  uint32_t portal, uint64_t match_bits, uint32_t offset);
 /* True on one of @node's loop threads. */
 bool ulnet__on_loop(const struct ulnet_node *node);
 void ulnet__unlock(struct ulnet_node *node);
