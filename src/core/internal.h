@@ -272,9 +272,13 @@ static inline uint64_t ulnet__lock_ticks(void)
 	return ulnet__now_ns();
 }
 
+/* Taken: poll it briefly before sleeping on it (lock_spin.c). */
+void ulnet__lock_contended(struct ulnet_node *node);
+
 static inline void ulnet__lock(struct ulnet_node *node)
 {
-	pthread_mutex_lock(&node->lock);
+	if (pthread_mutex_trylock(&node->lock))
+		ulnet__lock_contended(node);
 	node->lock_t0 = ulnet__lock_ticks();
 }
 
@@ -359,6 +363,10 @@ void ulnet__md_free_all(struct ulnet_node *node);
 /* ulnet_eq_wait, polling for up to @spin_ns before it sleeps (busy_poll_us). */
 int ulnet__eq_wait_busy(ulnet_eq *eq, uint64_t spin_ns, int timeout_ms, struct ulnet_event *ev);
 void ulnet__eq_push(ulnet_eq *eq, const struct ulnet_event *ev);
+/* Between these (a completion phase, nested or not), a push that would wake a waiter leaves the
+ * signal to the outermost _end: one wake-up per queue per phase. */
+void ulnet__eq_defer_begin(void);
+void ulnet__eq_defer_end(void);
 /* A waiter on @eq is not woken for a successful SEND that leaves its MD linked: it waits for what
  * follows (ulnet_ping waits for the REPLY; the SEND stays queued, in order). */
 void ulnet__eq_quiet_send(ulnet_eq *eq);

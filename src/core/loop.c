@@ -18,6 +18,9 @@
 #define LOOP_MAX_EVENTS 64
 #define LOOP_TICK_NS 100000000ull /* LND ticks: a periodic timer */
 #define LOOP_MAX_WAIT_MS 1000      /* epoll_wait bound: an injected clock may jump without a wake */
+/* turns in a row a loop that keeps leaving itself work runs without epoll_wait: its sockets are polled
+ * every LOOP_SKIP_MAX + 1 turns (a sending loop's epoll_wait(0) mostly finds nothing) */
+#define LOOP_SKIP_MAX 3
 
 /* The loop whose thread runs this code (NULL on other threads). */
 static _Thread_local struct ulnet_loop *cur_loop;
@@ -404,6 +407,7 @@ static void *loop_main(void *arg)
 	struct epoll_event evs[LOOP_MAX_EVENTS];
 	uint64_t busy_until = 0;
 	bool first = loop->idx == 0, skip_wait = false;
+	unsigned skips = 0;
 
 	cur_loop = loop;
 	ulnet__lock(node);
@@ -413,10 +417,10 @@ static void *loop_main(void *arg)
 
 		if (skip_wait) {
 			/* the last turn left work (a handler sent: its output is kicked; a send completed):
-			 * do it now rather than after an epoll_wait(0); the next turn polls, so sockets never
-			 * starve */
+			 * do it now rather than after an epoll_wait(0); every LOOP_SKIP_MAX + 1 turns at
+			 * least polls, so sockets never starve */
 			skip_wait = false;
-			n = -1; /* no batch: the next turn polls */
+			n = -1; /* no batch */
 			goto turn;
 		}
 		timeout = loop_has_work(loop) ? 0
@@ -471,7 +475,10 @@ turn:
 			run_callbacks(node);
 		else if (node->n_cbs)
 			ulnet__loop_wake_if_sleeping(&node->loops[0]);
-		skip_wait = n >= 0 && loop_has_work(loop);
+		if (n >= 0)
+			skips = 0;
+		skip_wait = skips < LOOP_SKIP_MAX && loop_has_work(loop);
+		skips += skip_wait;
 	}
 	if (first)
 		run_callbacks(node);
