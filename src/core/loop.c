@@ -240,10 +240,10 @@ void ulnet__loop_wake_if_sleeping(struct ulnet_loop *loop)
 }
 
 /* Leader/follower: an API call that leaves a send it blocks on next (node->submit_borrow) submitted to
- * a loop waiting for io does that loop's work for it itself (posts them, writes them with the lock dropped around the socket call,
- * completes what that finished), instead of a wake-up of the loop thread and a hand-off. The loop is
- * borrowed meanwhile: if epoll wakes it, it waits for the borrower before its turn, so its watchers
- * still run on one thread at a time. Handlers and timers stay with loop 0's thread. Lock held. */
+ * a loop waiting for io does that loop's work for it itself (posts it, writes it with the lock dropped
+ * around the socket call, completes what that finished), instead of a wake-up of the loop thread and
+ * a hand-off. The loop is borrowed meanwhile: if epoll wakes it, it waits for the borrower before its
+ * turn, so its watchers still run on one thread at a time. Handlers and timers stay with loop 0's thread. Lock held. */
 static bool loop_borrow(struct ulnet_loop *loop)
 {
 	struct ulnet_node *node = loop->node;
