@@ -12,16 +12,17 @@
 # medians compared (this VM is noisy: run it when `uptime` is low; the load is printed). Each figure
 # also gets its CPU ms per GiB (brw: both nodes, every thread, busy polling included; raw: the
 # writer's process), which the load hardly moves: the ratios of those are the trustworthy ones on a
-# shared machine. ULNET_SHM_COPY_THREAD=1 in the environment gives the nodes and the raw bench alike
-# the shm provider's copy thread (src/fabric/shm/shm_engine.c).
+# shared machine. COPY_THREAD=1 gives the nodes (lnd tunable device.copy_thread) and the raw bench
+# alike the shm provider's copy thread (src/fabric/shm/shm_engine.c).
 # Usage: bench/o2ib_bench.sh [SECONDS]   (BUILD=build dir, default ./build; ROUNDS=5; CONC=8 RPCs in
-#        flight, and WRs in flight for the raw figure). Nodes on 127.140.0.{1,2,3}@o2ib.
+#        flight, and WRs in flight for the raw figure; COPY_THREAD=0). Nodes on 127.140.0.{1,2,3}@o2ib.
 set -euo pipefail
 SRC=${SRC:-$(cd "$(dirname "$0")/.." && pwd)}
 BUILD=${BUILD:-$SRC/build}
 SECS=${1:-2}
 ROUNDS=${ROUNDS:-5}
 CONC=${CONC:-8}
+COPY_THREAD=${COPY_THREAD:-0}
 source "$SRC/tests/integration/lib.sh"
 source "$SRC/tests/integration/sst_common.sh"
 ul_init
@@ -33,9 +34,9 @@ ninja -C "$BUILD" bench/shm_rdma_bench >/dev/null && cp "$BUILD/bench/shm_rdma_b
 # between messages, and every message to a sleeping node costs its sender a wake-up in the kernel,
 # about 30 us an RPC on this VM: two wake-ups).
 UL_BUSY_POLL_US=${BUSY_POLL_US:-100}
-ul_o2ib_node n1 140 1 4096 10
-ul_o2ib_node n2 140 2 65536 10
-ul_o2ib_node n3 140 3 4096 10
+ul_o2ib_node n1 140 1 4096 10 "device: {copy_thread: $COPY_THREAD}"
+ul_o2ib_node n2 140 2 65536 10 "device: {copy_thread: $COPY_THREAD}"
+ul_o2ib_node n3 140 3 4096 10 "device: {copy_thread: $COPY_THREAD}"
 nid() { echo "$(ul_addr 140 "$1")@o2ib"; }
 mbps() { "$UL_PYTHON" -c 'import json,sys; j=json.load(open(sys.argv[1])); assert j["ok"], j; print(j["MBps"])' "$1"; }
 # CPU ms (user + system, every thread) ulnetd NAME has used so far
@@ -58,7 +59,7 @@ brw() {
 # raw: the provider's 1 MiB RDMA WRITE between two processes, CONC in flight over CONC MiB on each
 # side, as brw keeps it; MiB/s -> MB/s, as ulnet-selftest prints
 raw() {
-	"$UL_TMP/shm_rdma_bench" "$SECS" "$CONC" "$CONC" >"$UL_TMP/raw.txt"
+	"$UL_TMP/shm_rdma_bench" "$SECS" "$CONC" "$CONC" "$COPY_THREAD" >"$UL_TMP/raw.txt"
 	raw_mfd+=("$(awk '$1 == "write" { printf "%.1f", $2 * 1.048576 }' "$UL_TMP/raw.txt")")
 	raw_pvm+=("$(awk '$1 == "write_pvm" { printf "%.1f", $2 * 1.048576 }' "$UL_TMP/raw.txt")")
 	cpu_raw+=("$(awk '$1 == "write" { print $3 }' "$UL_TMP/raw.txt")")
@@ -107,8 +108,9 @@ echo "CPU ms per GiB (both nodes; raw: the writer, the target only waits): put 4
 # registrations tell which memory it was
 "$UL_PYTHON" - "${BRW_MEM:-memfd}" "$CONC" "${put_same[*]}" "${put_mixed[*]}" "${get_same[*]}" "${get_mixed[*]}" \
 	"${raw_mfd[*]}" "${raw_pvm[*]}" "$(cut -d' ' -f1-3 /proc/loadavg)" "$UL_BUSY_POLL_US" \
-	"${cpu_put_same[*]}" "${cpu_put_mixed[*]}" "${cpu_get_same[*]}" "${cpu_get_mixed[*]}" "${cpu_raw[*]}" <<'PY'
-import os, statistics, sys
+	"${cpu_put_same[*]}" "${cpu_put_mixed[*]}" "${cpu_get_same[*]}" "${cpu_get_mixed[*]}" "${cpu_raw[*]}" \
+	"$COPY_THREAD" <<'PY'
+import statistics, sys
 kind, conc = sys.argv[1], sys.argv[2]
 ps, pm, gs, gm, rm, rp = [list(map(float, a.split())) for a in sys.argv[3:9]]
 cps, cpm, cgs, cgm, cr = [list(map(float, a.split())) for a in sys.argv[11:16]]
@@ -132,5 +134,5 @@ print(f"  CPU ms per GiB (medians; brw: both nodes, raw: the writer): Put 4K-4K 
       f"Get 4K-4K {med(cgs):.1f}  4K-64K {med(cgm):.1f}   raw WRITE {med(cr):.1f}")
 print(f"  by CPU (cost ratios, higher is better): same/mixed Put {med(cps) / med(cpm):.3f}  Get {med(cgs) / med(cgm):.3f}   "
       f"raw/brw Put {med(cr) / med(cps):.2f}  Get {med(cr) / med(cgs):.2f}")
-print(f"  shm copy thread {'on' if os.environ.get('ULNET_SHM_COPY_THREAD') == '1' else 'off'}; nodes' busy_poll_us {sys.argv[10]}; load average at the end (1, 5, 15 min): {sys.argv[9]}")
+print(f"  shm copy thread {'on' if sys.argv[16] == '1' else 'off'} (COPY_THREAD); nodes' busy_poll_us {sys.argv[10]}; load average at the end (1, 5, 15 min): {sys.argv[9]}")
 PY

@@ -7,8 +7,9 @@
  *   write_pvm  - the same into a second working set of ordinary (aligned_alloc) memory, which the
  *   read_pvm     provider reaches with process_vm_writev/readv
  * Prints "<name> <MiB/s> <CPU ms per GiB>" per line (CPU: this process's threads, all of them, so a
- * load-insensitive cost; the target only waits). Usage: shm_rdma_bench SECONDS WORKING_SET_MIB [DEPTH]: DEPTH WRs
- * in flight (default 16; bench/o2ib_bench.sh gives the RPCs brw keeps in flight). */
+ * load-insensitive cost; the target only waits). Usage: shm_rdma_bench SECONDS WORKING_SET_MIB [DEPTH
+ * [COPY_THREAD]]: DEPTH WRs in flight (default 16; bench/o2ib_bench.sh gives the RPCs brw keeps in
+ * flight); COPY_THREAD 1: both devices get the provider's copy thread (fab_limits.copy_thread). */
 #include <arpa/inet.h>
 #include <errno.h>
 #include <poll.h>
@@ -29,6 +30,7 @@
 #define ALL (FAB_ACCESS_LOCAL_WRITE | FAB_ACCESS_REMOTE_WRITE | FAB_ACCESS_REMOTE_READ)
 #define DEPTH_MAX 256
 static unsigned depth = 16;
+static struct fab_limits lim; /* the defaults, and the copy thread asked for */
 
 static double clock_s(clockid_t c)
 {
@@ -100,7 +102,7 @@ static void target(size_t ws, int port, int ready)
 	memset(pbuf, 1, ws);
 	r = (struct iovec){buf, ws};
 	rp = (struct iovec){pbuf, ws};
-	if ((rc = OPS->dev_open(&me, NULL, &d)) || (rc = OPS->create_id(d, NULL, &l)) || (rc = OPS->listen(l, &me, 4)) ||
+	if ((rc = OPS->dev_open(&me, &lim, &d)) || (rc = OPS->create_id(d, NULL, &l)) || (rc = OPS->listen(l, &me, 4)) ||
 	    (rc = OPS->reg_mr(d, &r, 1, ALL, &m)) || (rc = OPS->reg_mr(d, &rp, 1, ALL, &mp)))
 		die("target setup", rc);
 	if (write(ready, "r", 1) != 1)
@@ -215,10 +217,14 @@ int main(int argc, char **argv)
 	pid_t child;
 	int rc;
 
+	fab_limits_default(&lim);
 	if (argc > 3)
 		depth = (unsigned)atoi(argv[3]);
+	if (argc > 4)
+		lim.copy_thread = (uint32_t)atoi(argv[4]);
 	if (secs <= 0 || ws < MSG || depth < 1 || depth > DEPTH_MAX) {
-		fprintf(stderr, "usage: shm_rdma_bench SECONDS WORKING_SET_MIB (>= 1) [DEPTH (1..%u)]\n", DEPTH_MAX);
+		fprintf(stderr, "usage: shm_rdma_bench SECONDS WORKING_SET_MIB (>= 1) [DEPTH (1..%u) [COPY_THREAD (0, 1)]]\n",
+			DEPTH_MAX);
 		return 2;
 	}
 	attr = (struct fab_qp_attr){depth, 4};
@@ -239,7 +245,7 @@ int main(int argc, char **argv)
 	memset(psrc, 4, ws);
 	r = (struct iovec){src, ws};
 	rp = (struct iovec){psrc, ws};
-	if ((rc = OPS->dev_open(&me, NULL, &d)) || (rc = OPS->reg_mr(d, &r, 1, ALL, &m)) ||
+	if ((rc = OPS->dev_open(&me, &lim, &d)) || (rc = OPS->reg_mr(d, &r, 1, ALL, &m)) ||
 	    (rc = OPS->reg_mr(d, &rp, 1, ALL, &mp)) ||
 	    (rc = OPS->create_id(d, NULL, &id)) || (rc = OPS->create_qp(id, &attr, NULL, &qp)) ||
 	    (rc = OPS->connect(id, &peer, NULL, 0, 5000)))

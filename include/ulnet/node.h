@@ -107,6 +107,9 @@ struct ulnet_ping_result {
 ULNET_EXPORT int ulnet_ping(ulnet_node *node, const struct ulnet_process_id *target, int timeout_ms,
 			    struct ulnet_ping_result *out);
 
+/* The library's clock (CLOCK_MONOTONIC, ns): what ping times and timeouts are measured with. */
+ULNET_EXPORT uint64_t ulnet_clock_ns(void);
+
 /* Counters, as lnetctl stats show. */
 #define ULNET_LOCK_HIST_BUCKETS 16
 struct ulnet_stats {
@@ -155,6 +158,7 @@ struct ulnet_ni_fabric {
 	uint64_t max_mr_size;
 	uint32_t max_msg_sz;
 	uint32_t page_size;             /* registration page size */
+	uint32_t copy_thread;           /* shm: 1 = a copy thread per device runs the send queues */
 };
 /* Fill @out for NI @idx. -ENOENT past the last NI; -EOPNOTSUPP its LND runs on no fabric. */
 ULNET_EXPORT int ulnet_ni_fabric_get(ulnet_node *node, unsigned idx, struct ulnet_ni_fabric *out);

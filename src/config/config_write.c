@@ -73,6 +73,7 @@ static void write_fabric(struct ulnet_writer *w, ulnet_node *node, unsigned idx)
 	ulnet_writer_uint(w, "max_mr_size", f.max_mr_size);
 	ulnet_writer_uint(w, "max_msg_sz", f.max_msg_sz);
 	ulnet_writer_uint(w, "page_size", f.page_size);
+	ulnet_writer_uint(w, "copy_thread", f.copy_thread);
 	ulnet_writer_end(w);
 	ulnet_writer_end(w);
 }

@@ -231,13 +231,7 @@ int ulnet_eq_wait(ulnet_eq *eq, int timeout_ms, struct ulnet_event *ev)
 
 		if (timeout_ms > 0 && !have_dl) {
 			/* the deadline only when we wait: an event already queued costs no clock read */
-			clock_gettime(CLOCK_MONOTONIC, &dl);
-			dl.tv_sec += timeout_ms / 1000;
-			dl.tv_nsec += (long)(timeout_ms % 1000) * 1000000L;
-			if (dl.tv_nsec >= 1000000000L) {
-				dl.tv_sec++;
-				dl.tv_nsec -= 1000000000L;
-			}
+			dl = ulnet__deadline_in((uint64_t)timeout_ms * 1000000u);
 			have_dl = true;
 		}
 		/* a push between our unlock and the FUTEX_WAIT changes seq: the wait returns at once */

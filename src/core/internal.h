@@ -233,6 +233,9 @@ struct ulnet_node {
 	/* Loops (bit i: loops[i]) an API call queued a submission on (loop->submit_q): its
 	 * ulnet__unlock wakes them. */
 	uint64_t submit_wake;
+	/* Of those, the loops that a send the caller blocks on next went to (ulnet__get_waited_for):
+	 * that call's ulnet__unlock may borrow them (loop_borrow). */
+	uint64_t submit_borrow;
 	bool completing;             /* inside the completion phase (ulnet__node_completing) */
 	struct ulnet_pending_cb *cbs;
 	size_t n_cbs, cap_cbs;
@@ -247,7 +250,7 @@ struct ulnet_node {
 };
 
 /* The node lock, timed: the hold-time histogram and the longest hold in the stats (stats show -v).
- * Two reads of a cheap clock a hold (lock_clock.c: the TSC where it runs at a constant rate, else
+ * Two reads of a cheap clock a hold (clock.c: the TSC where it runs at a constant rate, else
  * CLOCK_MONOTONIC), converted at release with a rate measured once per process. */
 #if defined(__x86_64__) || defined(__i386__)
 #define ULNET_LOCK_TSC 1
@@ -448,19 +451,23 @@ void ulnet__loop_free(struct ulnet_node *node);
 /* Wake @loop only if it sleeps (otherwise it sees the new work before it sleeps): lock held, or the
  * work was queued under the lock before. */
 void ulnet__loop_wake_if_sleeping(struct ulnet_loop *loop);
-/* the calling thread's next API calls may borrow a loop waiting for io (leader/follower) */
-void ulnet__loop_borrow_wanted(bool on);
+/* ulnet_get for a caller that blocks on the REPLY next (ulnet_ping): its send may borrow the loop
+ * (leader/follower, loop_borrow) instead of waking it */
+int ulnet__get_waited_for(ulnet_node *node, struct ulnet_handle mdh, const struct ulnet_process_id *target,
+			  uint32_t portal, uint64_t match_bits, uint32_t offset);
 /* True on one of @node's loop threads. */
 bool ulnet__on_loop(const struct ulnet_node *node);
 void ulnet__unlock(struct ulnet_node *node);
 void ulnet__queue_cb(struct ulnet_node *node, ulnet_event_handler h, const struct ulnet_event *ev);
 
-/* timer.c */
+/* clock.c: the node's clock (ulnet__now_ns unless a test injects its own) */
 uint64_t ulnet__node_now(const struct ulnet_node *node);
 /* The same at clock-tick resolution (a few ms; never ahead of ulnet__node_now), a fifth of the cost:
  * for what counts in seconds on a per-message path (a peer's idle clock). */
 uint64_t ulnet__node_now_coarse(const struct ulnet_node *node);
 void ulnet__node_set_clock(struct ulnet_node *node, uint64_t (*clock)(void *arg), void *arg);
+
+/* timer.c */
 /* Arm (or move) @t to @deadline. -ENOMEM only when the heap cannot grow (logged). */
 int ulnet__timer_arm(struct ulnet_node *node, struct ulnet_timer *t, uint64_t deadline);
 void ulnet__timer_cancel(struct ulnet_node *node, struct ulnet_timer *t);

@@ -17,10 +17,12 @@
 #ifndef ULNET_LND_H
 #define ULNET_LND_H
 
+#include <pthread.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <sys/socket.h>
 #include <sys/uio.h>
+#include <time.h>
 #include "ulnet/node.h"
 #include "ulnet/tunable.h"
 #include "hdr.h"
@@ -208,6 +210,9 @@ uint32_t ulnet__node_page_size(const struct ulnet_node *node);
  * session compares across restarts (an LND's incarnation, a selftest session id). */
 uint64_t ulnet__now_ns(void);  /* CLOCK_MONOTONIC */
 uint64_t ulnet__wall_ns(void); /* CLOCK_REALTIME */
+/* A condition variable timed on that clock, and the absolute deadline @ns from now to wait for on it. */
+int ulnet__cond_init(pthread_cond_t *cv);
+struct timespec ulnet__deadline_in(uint64_t ns);
 /* @nid (an IPv4 or IPv6 NID) as a socket address with @port. 0, or -EAFNOSUPPORT for other NIDs. */
 int ulnet__nid_sockaddr(const struct ulnet_nid *nid, uint16_t port, struct sockaddr_storage *ss, socklen_t *len);
 /* A well-mixed hash of @nid for an LND's peer table (take it modulo the bucket count). */

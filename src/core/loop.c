@@ -22,34 +22,8 @@
  * every LOOP_SKIP_MAX + 1 turns (a sending loop's epoll_wait(0) mostly finds nothing) */
 #define LOOP_SKIP_MAX 3
 
-uint64_t ulnet__now_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
-
-uint64_t ulnet__wall_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_REALTIME, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
-
 /* The loop whose thread runs this code (NULL on other threads). */
 static _Thread_local struct ulnet_loop *cur_loop;
-/* set by a caller about to block on what it submits (ulnet_ping): only such a call borrows a loop
- * (loop_borrow). A streaming caller must not: its sends would go out one sendmsg each instead of
- * batched by the loop (tcp_msgrate, 2 loops: about 1 M msg/s without borrowing, 260 k with). */
-static _Thread_local bool borrow_wanted;
-
-void ulnet__loop_borrow_wanted(bool on)
-{
-	borrow_wanted = on;
-}
-
 bool ulnet__on_loop(const struct ulnet_node *node)
 {
 	return cur_loop && cur_loop->node == node;
@@ -265,8 +239,8 @@ void ulnet__loop_wake_if_sleeping(struct ulnet_loop *loop)
 		loop_wake_one(loop);
 }
 
-/* Leader/follower: an API call that leaves sends submitted to a loop waiting for io does that loop's
- * work for them itself (posts them, writes them with the lock dropped around the socket call,
+/* Leader/follower: an API call that leaves a send it blocks on next (node->submit_borrow) submitted to
+ * a loop waiting for io does that loop's work for it itself (posts them, writes them with the lock dropped around the socket call,
  * completes what that finished), instead of a wake-up of the loop thread and a hand-off. The loop is
  * borrowed meanwhile: if epoll wakes it, it waits for the borrower before its turn, so its watchers
  * still run on one thread at a time. Handlers and timers stay with loop 0's thread. Lock held. */
@@ -274,7 +248,7 @@ static bool loop_borrow(struct ulnet_loop *loop)
 {
 	struct ulnet_node *node = loop->node;
 
-	if (!borrow_wanted || cur_loop || !loop->in_wait || loop->borrowed || node->stopping || !node->n_started ||
+	if (cur_loop || !loop->in_wait || loop->borrowed || node->stopping || !node->n_started ||
 	    ulnet_list_empty(&loop->submit_q))
 		return false;
 	loop->borrowed = true;
@@ -298,15 +272,18 @@ static bool loop_borrow(struct ulnet_loop *loop)
  * handler calling the API) leaves both to the end of its turn. */
 void ulnet__unlock(struct ulnet_node *node)
 {
-	uint64_t wake = 0, subs = node->submit_wake;
+	uint64_t wake = 0, subs = node->submit_wake, borrow = node->submit_borrow;
 
-	node->submit_wake = 0;
+	node->submit_wake = node->submit_borrow = 0;
 	if (!ulnet__on_loop(node)) {
 		uint64_t borrowed = 0;
 
-		/* leader/follower: what this call submitted to a loop waiting for io goes out from here */
+		/* leader/follower: a send this call's thread blocks on next, submitted to a loop waiting
+		 * for io, goes out from here. Only such a send: a streaming caller's would go out one
+		 * sendmsg each instead of batched by the loop (tcp_msgrate, 2 loops: about 1 M msg/s
+		 * without borrowing, 260 k with). */
 		for (unsigned i = 0; i < node->n_loops; i++)
-			if ((subs >> i & 1) && loop_borrow(&node->loops[i]))
+			if ((borrow >> i & 1) && loop_borrow(&node->loops[i]))
 				borrowed |= 1ull << i;
 		subs &= ~borrowed;
 		ulnet__completions_run(node, ULNET_COMPLETION_BUDGET);

@@ -13,53 +13,52 @@
 #include <stdlib.h>
 #include "internal.h"
 
+/* One live allocation, in a process-wide index sorted by address (mem_ranges.h), so a free finds
+ * it in log time however many there are. */
 struct lnd_mem {
-	void *p;
-	size_t len;
+	struct ulnet_mem_range at;            /* [p, p + len): the index's key */
 	void (*free_fn)(void *p, size_t len); /* NULL: heap memory */
 	struct ulnet_node *node;              /* whose index holds @rec; NULL once the node is closed */
 	struct ulnet_mem_range *rec;
 };
 
 static pthread_mutex_t mem_lock = PTHREAD_MUTEX_INITIALIZER;
-static struct lnd_mem *mems;
-static size_t n_mems, cap_mems;
+static struct ulnet_mem_ranges mems;
 
 /* Remember @p: its allocator, and (when there is room) a record in @node's index. false: the
  * allocator could not be remembered (the caller frees @p); heap memory without a record is fine,
  * free() is the fallback. */
 static bool mem_remember(struct ulnet_node *node, void *p, size_t len, void (*free_fn)(void *, size_t))
 {
-	struct ulnet_mem_range *rec = calloc(1, sizeof(*rec));
-	bool ok = true;
+	struct lnd_mem *m = calloc(1, sizeof(*m));
+	struct ulnet_mem_range *rec = m ? calloc(1, sizeof(*rec)) : NULL;
+	bool kept = false;
 
+	if (!m)
+		return !free_fn;
+	m->at = (struct ulnet_mem_range){ .base = (uintptr_t)p, .len = len };
+	m->free_fn = free_fn;
 	pthread_mutex_lock(&mem_lock);
-	if (n_mems == cap_mems) {
-		size_t cap = cap_mems ? cap_mems * 2 : 32;
-		struct lnd_mem *m = realloc(mems, cap * sizeof(*m));
-
-		if (m) {
-			mems = m;
-			cap_mems = cap;
-		} else {
-			ok = false;
+	if (!ulnet__mem_ranges_add(&mems, &m->at)) {
+		if (rec) {
+			*rec = m->at;
+			ulnet__lock(node);
+			if (!ulnet__mem_ranges_add(&node->mem_ranges, rec)) {
+				m->rec = rec;
+				m->node = node;
+				rec = NULL;
+			}
+			ulnet__lock_release(node);
 		}
+		kept = free_fn || m->node;
+		if (!kept)
+			ulnet__mem_ranges_del(&mems, m->at.base);
 	}
-	if (ok && rec) {
-		*rec = (struct ulnet_mem_range){ .base = (uintptr_t)p, .len = len };
-		ulnet__lock(node);
-		if (ulnet__mem_ranges_add(&node->mem_ranges, rec)) {
-			free(rec);
-			rec = NULL;
-		}
-		ulnet__lock_release(node);
-	}
-	if (ok && (free_fn || rec))
-		mems[n_mems++] = (struct lnd_mem){ p, len, free_fn, rec ? node : NULL, rec };
-	else if (!ok)
-		free(rec);
 	pthread_mutex_unlock(&mem_lock);
-	return ok || !free_fn;
+	free(rec);
+	if (!kept)
+		free(m);
+	return kept || !free_fn;
 }
 
 void *ulnet_mem_alloc(ulnet_node *node, size_t align, size_t len)
@@ -107,17 +106,17 @@ static void rec_release(struct ulnet_mem_range *rec)
 
 void ulnet_mem_free(void *p, size_t len)
 {
+	struct ulnet_mem_range *at;
 	struct lnd_mem m = { 0 };
 
 	if (!p)
 		return;
 	pthread_mutex_lock(&mem_lock);
-	for (size_t i = 0; i < n_mems; i++)
-		if (mems[i].p == p) {
-			m = mems[i];
-			mems[i] = mems[--n_mems];
-			break;
-		}
+	at = ulnet__mem_ranges_del(&mems, (uintptr_t)p);
+	if (at) {
+		m = *ulnet_container_of(at, struct lnd_mem, at);
+		free(ulnet_container_of(at, struct lnd_mem, at));
+	}
 	if (m.node) {
 		ulnet__lock(m.node);
 		ulnet__mem_ranges_del(&m.node->mem_ranges, (uintptr_t)p);
@@ -127,7 +126,7 @@ void ulnet_mem_free(void *p, size_t len)
 	pthread_mutex_unlock(&mem_lock);
 	free(m.rec);
 	if (m.free_fn)
-		m.free_fn(p, m.len);
+		m.free_fn(p, m.at.len);
 	else
 		free(p);
 	(void)len;
@@ -158,18 +157,20 @@ void ulnet__mem_node_closed(struct ulnet_node *node)
 {
 	/* the NIs are gone (their registrations with them): the memory outlives the node as plain memory */
 	pthread_mutex_lock(&mem_lock);
-	for (size_t i = 0; i < n_mems; i++) {
-		if (mems[i].node != node)
-			continue;
-		free(mems[i].rec);
-		mems[i].rec = NULL;
-		mems[i].node = NULL;
-	}
-	for (size_t i = 0; i < n_mems;) {
-		if (!mems[i].free_fn && !mems[i].node)
-			mems[i] = mems[--n_mems]; /* heap memory: free() will do */
-		else
+	for (size_t i = 0; i < mems.n;) {
+		struct lnd_mem *m = ulnet_container_of(mems.v[i], struct lnd_mem, at);
+
+		if (m->node == node) {
+			free(m->rec);
+			m->rec = NULL;
+			m->node = NULL;
+		}
+		if (!m->free_fn && !m->node) { /* heap memory: free() will do */
+			ulnet__mem_ranges_del(&mems, m->at.base);
+			free(m);
+		} else {
 			i++;
+		}
 	}
 	pthread_mutex_unlock(&mem_lock);
 	ulnet__mem_ranges_free(&node->mem_ranges);

@@ -1,38 +1,11 @@
 /* SPDX-License-Identifier: MIT */
 /* Timers: a binary min-heap of deadlines on the node's clock, run by the loop after its io phase.
- * The clock is injectable (ulnet__node_set_clock) so timeouts are tested without waiting. Timers are
+ * The clock is injectable (clock.c: ulnet__node_set_clock) so timeouts are tested without waiting. Timers are
  * intrusive (no allocation to arm one, except growing the heap array) and run under the node lock. */
 #include <errno.h>
 #include <stdlib.h>
 #include <time.h>
 #include "internal.h"
-
-static uint64_t real_clock(void *arg)
-{
-	(void)arg;
-	return ulnet__now_ns();
-}
-
-uint64_t ulnet__node_now(const struct ulnet_node *node)
-{
-	return node->clock ? node->clock(node->clock_arg) : real_clock(NULL);
-}
-
-uint64_t ulnet__node_now_coarse(const struct ulnet_node *node)
-{
-	struct timespec ts;
-
-	if (node->clock)
-		return node->clock(node->clock_arg);
-	clock_gettime(CLOCK_MONOTONIC_COARSE, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
-
-void ulnet__node_set_clock(struct ulnet_node *node, uint64_t (*clock)(void *arg), void *arg)
-{
-	node->clock = clock;
-	node->clock_arg = arg;
-}
 
 static void heap_set(struct ulnet_node *node, unsigned i, struct ulnet_timer *t)
 {

@@ -8,7 +8,9 @@
  * Threading and progress: a provider object (device and everything created from it) is used by one
  * thread at a time; it takes no lock of the core and starts no thread. All work that needs waiting
  * (incoming data, connection handshakes, timers) is done by fab_progress(), which the owner calls
- * when fab_fd() is readable (the o2ib LND puts that fd on the node's epoll loop) and after posting.
+ * when fab_fd() is readable (the o2ib LND puts that fd on the node's epoll loop). A post needs no
+ * progress call after it: what it leaves to do (a completion, a full socket to wait on) keeps the fd
+ * readable or armed.
  * Nothing ever calls back into the owner: completions are read with fab_poll_cq() and connection
  * events with fab_get_event(), as with ibv_poll_cq and rdma_get_cm_event. No call blocks, except
  * fab_dereg_mr, which waits (microseconds) for a peer's copy into the region that is under way.
@@ -52,12 +54,16 @@ struct fab_limits {
 	uint64_t max_mr_size;    /* bytes per region */
 	uint32_t max_msg_sz;     /* bytes per SEND */
 	uint32_t page_size;      /* registration page size (power of two) */
+	/* Not a limit: shm only, 1 = a thread per device executes the send queues (RDMA copies and
+	 * SENDs), as an HCA's engines do, so a post returns at once; 0 = the posting thread executes
+	 * them inside post_send. verbs refuses 1 (its HCA moves the data). */
+	uint32_t copy_thread;
 };
 
 /* Defaults: an mlx5-like device (max_send_sge 30, max_qp_wr 32768, 4 KiB pages...). */
 void fab_limits_default(struct fab_limits *lim);
 /* Parse the o2ib NI's `lnd tunables: device: {...}` pairs (keys: max_send_sge, max_recv_sge,
- * max_qp_wr, max_qp, max_mr, max_mr_size, max_msg_sz, page_size) over @lim, which holds the
+ * max_qp_wr, max_qp, max_mr, max_mr_size, max_msg_sz, page_size, copy_thread) over @lim, which holds the
  * defaults. A key may carry a "device." prefix. 0, or -EINVAL with one line naming the key, the value
  * and the allowed range (an unknown key names the known ones). Pure: no I/O besides the log line;
  * @lim is unchanged on error. */

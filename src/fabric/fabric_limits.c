@@ -42,6 +42,7 @@ static const struct limit_key limit_keys[] = {
 	LK(max_mr_size, 4096, 1ull << 40, false),
 	LK(max_msg_sz, 256, 1u << 20, false),
 	LK(page_size, 4096, 1u << 21, true),
+	LK(copy_thread, 0, 1, false),
 };
 
 int fab_limits_parse(const struct ulnet_kv *kv, size_t n, struct fab_limits *lim)
@@ -61,7 +62,7 @@ int fab_limits_parse(const struct ulnet_kv *kv, size_t n, struct fab_limits *lim
 				lk = &limit_keys[j];
 		if (!lk) {
 			ULNET_LOG(FABRIC, ERR, "device: unknown key '%s' (known: max_send_sge, max_recv_sge, "
-				  "max_qp_wr, max_qp, max_mr, max_mr_size, max_msg_sz, page_size)", key);
+				  "max_qp_wr, max_qp, max_mr, max_mr_size, max_msg_sz, page_size, copy_thread)", key);
 			return -EINVAL;
 		}
 		errno = 0;

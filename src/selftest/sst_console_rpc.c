@@ -72,13 +72,7 @@ int ulnet__sst_fw_call(struct ulnet_sst *sst, const struct ulnet_process_id *pee
 
 	if (service == UINT32_MAX || nids > ULNET_SST_MAX_IDS)
 		return -EINVAL;
-	clock_gettime(CLOCK_REALTIME, &dl);
-	dl.tv_sec += timeout_ms / 1000;
-	dl.tv_nsec += (long)(timeout_ms % 1000) * 1000000;
-	if (dl.tv_nsec >= 1000000000) {
-		dl.tv_sec++;
-		dl.tv_nsec -= 1000000000;
-	}
+	dl = ulnet__deadline_in((uint64_t)timeout_ms * 1000000u);
 	pthread_mutex_lock(&sst->lock);
 	if (sst->stopping) {
 		pthread_mutex_unlock(&sst->lock);

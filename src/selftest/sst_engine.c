@@ -157,12 +157,7 @@ static void *sst_thread(void *arg)
 		tick(sst);
 		if (sst->stopping && engine_idle(sst))
 			break;
-		clock_gettime(CLOCK_MONOTONIC, &dl);
-		dl.tv_nsec += 10000000L;
-		if (dl.tv_nsec >= 1000000000L) {
-			dl.tv_sec++;
-			dl.tv_nsec -= 1000000000L;
-		}
+		dl = ulnet__deadline_in(10000000u);
 		pthread_cond_timedwait(&sst->tick_cv, &sst->lock, &dl);
 	}
 	pthread_mutex_unlock(&sst->lock);
@@ -191,15 +186,8 @@ int ulnet__sst_start(ulnet_node *node, struct ulnet_sst **out)
 	if (getenv("ULNET_SST_SERVER_TIMEOUT_MS")) /* test hook */
 		sst->srv_timeout_ms = (uint32_t)strtoul(getenv("ULNET_SST_SERVER_TIMEOUT_MS"), NULL, 10);
 	pthread_mutex_init(&sst->lock, NULL);
-	pthread_cond_init(&sst->con_cv, NULL);
-	{
-		pthread_condattr_t ca;
-
-		pthread_condattr_init(&ca);
-		pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
-		pthread_cond_init(&sst->tick_cv, &ca);
-		pthread_condattr_destroy(&ca);
-	}
+	ulnet__cond_init(&sst->con_cv);
+	ulnet__cond_init(&sst->tick_cv);
 	rc = engine_register(sst);
 	if (rc) {
 		pthread_cond_destroy(&sst->tick_cv);
@@ -249,14 +237,8 @@ void ulnet__sst_stop(struct ulnet_sst *sst)
 		/* never started: wait for the final events (the loop runs their handlers), giving up
 		 * after 100 ms without one, as the thread's drain did */
 		while (!engine_idle(sst)) {
-			struct timespec dl;
+			struct timespec dl = ulnet__deadline_in(100000000u);
 
-			clock_gettime(CLOCK_MONOTONIC, &dl);
-			dl.tv_nsec += 100000000L;
-			if (dl.tv_nsec >= 1000000000L) {
-				dl.tv_sec++;
-				dl.tv_nsec -= 1000000000L;
-			}
 			if (pthread_cond_timedwait(&sst->tick_cv, &sst->lock, &dl) == ETIMEDOUT)
 				break;
 		}

@@ -380,7 +380,7 @@ void sst__fw_test_add_ids(struct ulnet_sst *sst, struct sst_rpc *r)
 		return;
 	}
 	t = calloc(1, sizeof(*t));
-	if (!t || pthread_cond_init(&t->cv, NULL)) {
+	if (!t || ulnet__cond_init(&t->cv)) {
 		free(t);
 		r->out.body.tes_reply.status = ENOMEM;
 		sst__server_send_reply(sst, r);

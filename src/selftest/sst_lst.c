@@ -171,7 +171,7 @@ void lst_session_init(struct lst_session *ls)
 {
 	memset(ls, 0, sizeof(*ls));
 	pthread_mutex_init(&ls->lock, NULL);
-	pthread_cond_init(&ls->pinger_cv, NULL);
+	ulnet__cond_init(&ls->pinger_cv);
 	lst_health_init(&ls->health);
 }
 
@@ -314,12 +314,7 @@ static void *pinger_main(void *arg)
 		unsigned n = 0, ndue;
 		uint64_t now;
 
-		clock_gettime(CLOCK_REALTIME, &ts);
-		ts.tv_nsec += LST_PINGER_TICK_MS * 1000000L;
-		if (ts.tv_nsec >= 1000000000L) {
-			ts.tv_sec++;
-			ts.tv_nsec -= 1000000000L;
-		}
+		ts = ulnet__deadline_in(LST_PINGER_TICK_MS * 1000000ull);
 		pthread_cond_timedwait(&ls->pinger_cv, &ls->lock, &ts);
 		if (ls->pinger_quit || !ls->active || !ids || !due || !rc || !line)
 			continue;

@@ -73,7 +73,7 @@ int ulnet__sst_run(struct ulnet_sst *sst, const struct ulnet_sst_params *p, stru
 	if (rc)
 		return rc;
 	t = calloc(1, sizeof(*t));
-	if (!t || pthread_cond_init(&t->cv, NULL)) {
+	if (!t || ulnet__cond_init(&t->cv)) {
 		free(t);
 		return -ENOMEM;
 	}
@@ -105,13 +105,8 @@ int ulnet__sst_run(struct ulnet_sst *sst, const struct ulnet_sst_params *p, stru
 		sst__client_launch(sst, t);
 	sst__test_maybe_done(sst, t);
 	while (!t->done && !sst->stopping) {
-		struct timespec ts;
-		clock_gettime(CLOCK_REALTIME, &ts);
-		ts.tv_nsec += 200000000;
-		if (ts.tv_nsec >= 1000000000) {
-			ts.tv_sec++;
-			ts.tv_nsec -= 1000000000;
-		}
+		struct timespec ts = ulnet__deadline_in(200000000u);
+
 		pthread_cond_timedwait(&t->cv, &sst->lock, &ts);
 		if (p->progress && ulnet__now_ns() >= next_progress && !t->done) {
 			struct ulnet_sst_result so_far;

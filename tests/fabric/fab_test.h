@@ -45,6 +45,28 @@ static inline uint64_t ft_now_ms(void)
 	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
 }
 
+/* The shm tests run twice (meson): the devices' copy thread off, and on with the argument
+ * "copy_thread" (fab_limits.copy_thread, the o2ib lnd tunable device.copy_thread). */
+static unsigned ft_copy_thread;
+
+static inline void ft_args(int argc, char **argv)
+{
+	ft_copy_thread = argc > 1 && !strcmp(argv[1], "copy_thread");
+}
+
+/* dev_open with @lim (NULL: the defaults) and the copy thread of this run. */
+static inline int ft_dev_open(const struct sockaddr_in *a, const struct fab_limits *lim, struct fab_dev **out)
+{
+	struct fab_limits l;
+
+	if (lim)
+		l = *lim;
+	else
+		fab_limits_default(&l);
+	l.copy_thread = ft_copy_thread;
+	return OPS->dev_open(a, &l, out);
+}
+
 /* Wait up to @ms for any of @n devices' fds, then progress them all. */
 static inline void ft_pump(struct fab_dev **devs, int n, int ms)
 {

@@ -30,6 +30,8 @@ static const struct limits_case limits_cases[] = {
 	{"hex value", {{"max_mr_size", "0x100000"}}, 1, 0, "max_mr_size", 0x100000},
 	{"64 KiB pages", {{"page_size", "65536"}}, 1, 0, "page_size", 65536},
 	{"max_msg_sz minimum", {{"max_msg_sz", "256"}}, 1, 0, "max_msg_sz", 256},
+	{"copy thread on", {{"device.copy_thread", "1"}}, 1, 0, "copy_thread", 1},
+	{"copy thread 2", {{"copy_thread", "2"}}, 1, -EINVAL, NULL, 0},
 	{"zero sge", {{"max_send_sge", "0"}}, 1, -EINVAL, NULL, 0},
 	{"negative", {{"max_qp_wr", "-1"}}, 1, -EINVAL, NULL, 0},
 	{"over range", {{"max_qp_wr", "65537"}}, 1, -EINVAL, NULL, 0},
@@ -50,6 +52,7 @@ static uint64_t limit_get(const struct fab_limits *l, const char *f)
 	if (!strcmp(f, "max_mr_size")) return l->max_mr_size;
 	if (!strcmp(f, "max_msg_sz")) return l->max_msg_sz;
 	if (!strcmp(f, "page_size")) return l->page_size;
+	if (!strcmp(f, "copy_thread")) return l->copy_thread;
 	fail_msg("unknown field %s", f);
 	return 0;
 }

@@ -70,7 +70,7 @@ static void child_main(int port, int ready_fd, int done_fd)
 
 	memset(src, 0x5a, sizeof(src));
 	limits(&lim);
-	if (OPS->dev_open(&me, &lim, &d) || OPS->create_id(d, NULL, &l) || OPS->listen(l, &me, NQP) ||
+	if (ft_dev_open(&me, &lim, &d) || OPS->create_id(d, NULL, &l) || OPS->listen(l, &me, NQP) ||
 	    OPS->reg_mr(d, &sr, 1, ALL, &sm))
 		_exit(10);
 	if (write(ready_fd, "r", 1) != 1)
@@ -144,7 +144,7 @@ static void test_1000_regions_100_qps(void **state)
 	close(pfd[0]);
 	peer = ft_addr(4, port);
 	limits(&lim);
-	assert_int_equal(OPS->dev_open(&me, &lim, &d), 0);
+	assert_int_equal(ft_dev_open(&me, &lim, &d), 0);
 	for (int i = 0; i < NMR; i++) {
 		struct iovec r = {mem + (size_t)i * 4096, 4096};
 
@@ -192,8 +192,9 @@ static void test_1000_regions_100_qps(void **state)
 	OPS->mem_free(mem, (size_t)NMR * 4096);
 }
 
-int main(void)
+int main(int argc, char **argv)
 {
+	ft_args(argc, argv);
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_1000_regions_100_qps),
 	};

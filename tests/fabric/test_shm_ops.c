@@ -22,8 +22,8 @@ static void pair_up(struct pair *p, const struct fab_limits *lim, uint32_t sq, u
 	struct fab_cm_event ev;
 
 	memset(p, 0, sizeof(*p));
-	assert_int_equal(OPS->dev_open(&aa, lim, &p->a), 0);
-	assert_int_equal(OPS->dev_open(&ba, lim, &p->b), 0);
+	assert_int_equal(ft_dev_open(&aa, lim, &p->a), 0);
+	assert_int_equal(ft_dev_open(&ba, lim, &p->b), 0);
 	p->da[0] = p->db[1] = p->a;
 	p->da[1] = p->db[0] = p->b;
 	assert_int_equal(OPS->create_id(p->b, (void *)0xb, &p->lid), 0);
@@ -391,7 +391,7 @@ static void test_connect_nobody(void **state)
 	char big[FAB_PRIVATE_DATA_MAX + 1] = {0};
 
 	(void)state;
-	assert_int_equal(OPS->dev_open(&aa, NULL, &a), 0);
+	assert_int_equal(ft_dev_open(&aa, NULL, &a), 0);
 	assert_int_equal(OPS->create_id(a, NULL, &id), 0);
 	assert_int_equal(OPS->connect(id, &nobody, NULL, 0, 1000), -EINVAL); /* no QP */
 	assert_int_equal(OPS->create_qp(id, &attr, NULL, &qp), 0);
@@ -418,8 +418,8 @@ static void test_reject(void **state)
 	(void)state;
 	for (size_t i = 0; i < sizeof(rej); i++)
 		rej[i] = (uint8_t)(0xa0 + i);
-	assert_int_equal(OPS->dev_open(&aa, NULL, &d[0]), 0);
-	assert_int_equal(OPS->dev_open(&ba, NULL, &d[1]), 0);
+	assert_int_equal(ft_dev_open(&aa, NULL, &d[0]), 0);
+	assert_int_equal(ft_dev_open(&ba, NULL, &d[1]), 0);
 	assert_int_equal(OPS->create_id(d[1], NULL, &l), 0);
 	assert_int_equal(OPS->listen(l, &ba, 4), 0);
 	assert_int_equal(OPS->create_id(d[0], (void *)7, &id), 0);
@@ -661,8 +661,9 @@ static void test_memfd_mapped(void **state)
 	free(src), free(back), free(plain);
 }
 
-int main(void)
+int main(int argc, char **argv)
 {
+	ft_args(argc, argv);
 	next_port = ft_port_base();
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_send_recv),

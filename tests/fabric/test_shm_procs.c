@@ -37,7 +37,7 @@ static void child_main(int port, int ready_fd)
 	struct fab_sge r, s;
 	struct pollfd p;
 
-	if (!tgt || OPS->dev_open(&me, NULL, &d) || OPS->create_id(d, NULL, &l) || OPS->listen(l, &me, 4))
+	if (!tgt || ft_dev_open(&me, NULL, &d) || OPS->create_id(d, NULL, &l) || OPS->listen(l, &me, 4))
 		_exit(10);
 	memset(tgt, 0x11, TGT_LEN);
 	{
@@ -114,7 +114,7 @@ static void conn_up(struct conn *c)
 	assert_int_equal(read(pfd[0], &b, 1), 1); /* the child listens */
 	close(pfd[0]);
 	peer = ft_addr(2, port);
-	assert_int_equal(OPS->dev_open(&me, NULL, &c->d), 0);
+	assert_int_equal(ft_dev_open(&me, NULL, &c->d), 0);
 	assert_int_equal(OPS->create_id(c->d, NULL, &c->id), 0);
 	assert_int_equal(OPS->create_qp(c->id, &attr, NULL, &c->qp), 0);
 	assert_int_equal(OPS->connect(c->id, &peer, NULL, 0, 5000), 0);
@@ -259,8 +259,9 @@ static int memfd_memory(void **state)
 	return 0;
 }
 
-int main(void)
+int main(int argc, char **argv)
 {
+	ft_args(argc, argv);
 	next_port = ft_port_base();
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_setup(test_write_send_read, plain_memory),

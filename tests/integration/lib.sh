@@ -64,7 +64,8 @@
 #                            start an o2ib node on the shm provider at 127.T.0.N@o2ib with the o2ib
 #                            timeout TIMEOUT; each TUNABLE ("key: value") is one more of its `lnd
 #                            tunables`; UL_BUSY_POLL_US set: the node's busy_poll_us.
-#   ul_o2ib_pair T TIMEOUT   ul_o2ib_node n1 (4 KiB pages) and n2 (64 KiB pages) on 127.T.0.{1,2}.
+#   ul_o2ib_pair T TIMEOUT [TUNABLE...]
+#                            ul_o2ib_node n1 (4 KiB pages) and n2 (64 KiB pages) on 127.T.0.{1,2}.
 #   UL_ATEXIT+=("CMD")      run CMD (eval) at exit after the nodes are stopped: namespaces, links.
 #   ul_step MSG / ul_fail MSG
 #                            progress line on stderr / "FAIL: MSG" and exit 1 (the trap prints logs).
@@ -322,8 +323,10 @@ YAML
 
 ul_o2ib_pair()
 {
-	ul_o2ib_node n1 "$1" 1 4096 "$2"
-	ul_o2ib_node n2 "$1" 2 65536 "$2"
+	local t=$1 timeout=$2
+	shift 2
+	ul_o2ib_node n1 "$t" 1 4096 "$timeout" "$@"
+	ul_o2ib_node n2 "$t" 2 65536 "$timeout" "$@"
 }
 
 # The scenarios' driver (tests/integration/scenarios.sh) for nodes this script started.

@@ -50,7 +50,7 @@ for n in 2 3; do
 	ul_json "$T/net.json" "j['net'][0]['net type'] == 'lo' and 'fabric' not in j['net'][0]['local NI(s)'][0]"
 	ul_json "$T/net.json" "j['net'][1]['local NI(s)'][0]['fabric'] == {'provider': 'shm', 'device': {
 		'max_send_sge': 2, 'max_recv_sge': 30, 'max_qp_wr': 64, 'max_qp': 4096, 'max_mr': 16384,
-		'max_mr_size': 4294967296, 'max_msg_sz': 65536, 'page_size': 4096}}"
+		'max_mr_size': 4294967296, 'max_msg_sz': 65536, 'page_size': 4096, 'copy_thread': 0}}"
 done
 ul_ctl n3 net show -v >"$T/net.yaml"
 grep -q '^ *provider: auto$' "$T/net.yaml" || ul_fail "no 'provider: auto' tunable: $(cat "$T/net.yaml")"

@@ -6,14 +6,20 @@
 # at offsets 0, 1, 4097, 65537 of sizes 1, 4097, 65536, 1 MiB - offset and 1 MiB; 1 s of 1 MiB
 # writes 8 in flight; `peer show -v` shows the RDMA counters by size bucket; selftest ping. Payloads above 3976 bytes take
 # the PUT_REQ/GET_REQ rendezvous (RDMA WRITE); the bulk buffers are the shm provider's memfd memory
-# (ulnet_mem_alloc), which the other node maps (RDMA by memcpy).
+# (ulnet_mem_alloc), which the other node maps (RDMA by memcpy). COPY_THREAD=1: the same with the
+# provider's copy thread on both nodes (lnd tunable device.copy_thread), which net show -v names.
 set -u
 source "${SRC:-$(dirname "$0")/../..}/tests/integration/lib.sh"
 source "$SRC/tests/integration/sst_common.sh"
 ul_init
 [[ -x $SST ]] || ul_fail "no ulnet-selftest at $SST"
 
-ul_o2ib_pair 252 10
+COPY_THREAD=${COPY_THREAD:-0}
+ul_o2ib_pair 252 10 "device: {copy_thread: $COPY_THREAD}"
+for n in n1 n2; do
+	ul_ctl "$n" net show -v --json >"$UL_TMP/net.json"
+	ul_json "$UL_TMP/net.json" "j['net'][-1]['local NI(s)'][0]['fabric']['device']['copy_thread'] == $COPY_THREAD"
+done
 N1=$(ul_addr 252 1)@o2ib
 N2=$(ul_addr 252 2)@o2ib
 

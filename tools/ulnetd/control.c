@@ -49,7 +49,7 @@ struct ulnetd_priv {
 	int lfd;                        /* listener, -1 when closed */
 	bool bound;                     /* we created the socket file: unlink it on close */
 	bool listen_paused;             /* accept ran out of resources: listener not polled until... */
-	struct timespec paused_until;   /* ...this CLOCK_MONOTONIC time */
+	uint64_t paused_until;          /* ...this time (ulnet_clock_ns) */
 	atomic_bool stopping;
 	pthread_mutex_t lock;           /* clients list */
 	struct client *clients;
@@ -201,14 +201,13 @@ static long long slow_cmd_ms(int argc, char **argv)
 static int serve_one(struct ulnetd *d, int fd, int argc, char **argv)
 {
 	struct ulnetd_out out = { .fd = fd };
-	struct timespec t0, t1;
+	uint64_t t0;
 	long long ms;
 	int rc, wr;
 
-	clock_gettime(CLOCK_MONOTONIC, &t0);
+	t0 = ulnet_clock_ns();
 	rc = dispatch(d, argc, argv, &out);
-	clock_gettime(CLOCK_MONOTONIC, &t1);
-	ms = (t1.tv_sec - t0.tv_sec) * 1000LL + (t1.tv_nsec - t0.tv_nsec) / 1000000L;
+	ms = (long long)((ulnet_clock_ns() - t0) / 1000000u);
 	if (ms > slow_cmd_ms(argc, argv)) {
 		char what[128] = "";
 		size_t len = 0;
@@ -318,12 +317,7 @@ static void accept_client(struct ulnetd *d)
 				  "control: accept: %s (RLIMIT_NOFILE %llu, %u control connections open); pausing the "
 				  "listener for %d ms (raise the limit with ulimit -n)",
 				  strerror(err), (unsigned long long)rl.rlim_cur, pv->n_clients, CONTROL_ACCEPT_PAUSE_MS);
-			clock_gettime(CLOCK_MONOTONIC, &pv->paused_until);
-			pv->paused_until.tv_nsec += CONTROL_ACCEPT_PAUSE_MS * 1000000L;
-			if (pv->paused_until.tv_nsec >= 1000000000L) {
-				pv->paused_until.tv_sec++;
-				pv->paused_until.tv_nsec -= 1000000000L;
-			}
+			pv->paused_until = ulnet_clock_ns() + CONTROL_ACCEPT_PAUSE_MS * 1000000ull;
 			pv->listen_paused = true;
 			return;
 		}
@@ -420,15 +414,11 @@ int ulnetd_control_run(struct ulnetd *d, int sigfd)
 		int timeout = 1000;
 
 		if (pv->listen_paused) {
-			struct timespec now;
-			long long left;
+			uint64_t now = ulnet_clock_ns();
 
-			clock_gettime(CLOCK_MONOTONIC, &now);
-			left = (pv->paused_until.tv_sec - now.tv_sec) * 1000LL +
-			       (pv->paused_until.tv_nsec - now.tv_nsec) / 1000000L;
-			if (left > 0) {
+			if (now < pv->paused_until) {
 				p[1].fd = -1; /* poll ignores it */
-				timeout = (int)left;
+				timeout = (int)((pv->paused_until - now + 999999) / 1000000u);
 			} else {
 				pv->listen_paused = false;
 			}

@@ -83,6 +83,7 @@ struct fab_qp {
 	struct fab_sge *sge_pool;
 	bool connected;       /* sends may run */
 	bool error;           /* everything posted from now on is flushed */
+	bool rx_more;         /* the last read filled every posted receive: the socket may hold more */
 	/* the copy engine (shm_engine.c; these and sq_exec/sq_post under dev->lock while it runs) */
 	struct ulnet_list eng_link; /* dev->eng.runq while eng_queued */
 	bool eng_queued;
@@ -133,15 +134,15 @@ struct fab_cm_id {
 
 /* The copy engine: one thread per device that executes send queues in post order, as an HCA does,
  * so a post returns at once and a 1 MiB RDMA never stalls the owner's loop (credits, control
- * messages go on meanwhile). On with ULNET_SHM_COPY_THREAD=1 in the environment; off by default (the
- * posting thread executes): on this 2-core VM each WR's hand-off (a wake-up each way) cost more CPU
- * per GiB than the overlap gave back (bench/o2ib_bench.sh, docs/fabric.md). */
+ * messages go on meanwhile). On with the device's copy_thread (fab_limits; the o2ib NI's lnd tunable
+ * device.copy_thread); off by default, the posting thread executes (docs/fabric.md, Measuring). */
 struct shm_engine {
 	pthread_t thread;
 	pthread_cond_t work;    /* runq not empty, or stop */
 	pthread_cond_t idle;    /* a QP's eng_busy dropped */
 	struct ulnet_list runq; /* QPs with WRs waiting, round robin */
-	bool on, started, stop;
+	bool on, stop;
+	bool started;           /* the thread runs; read and written by the owner's thread only */
 	bool attn;              /* a QP is eng_stalled or eng_failed: the owner's progress looks */
 };
 
@@ -172,7 +173,22 @@ struct fab_dev {
 	char ptrace_note[160];
 };
 
-/* shm_dev.c (shm_cq_push, shm_ev_push, shm_dev_signal take dev->lock; the _locked forms expect it) */
+/* dev->lock guards what the copy engine shares with the owner; without the engine the owner is the
+ * only thread (fabric.h), so there is nothing to guard and the lock is not taken. */
+static inline void shm_lock(struct fab_dev *dev)
+{
+	if (dev->eng.started)
+		pthread_mutex_lock(&dev->lock);
+}
+
+static inline void shm_unlock(struct fab_dev *dev)
+{
+	if (dev->eng.started)
+		pthread_mutex_unlock(&dev->lock);
+}
+
+/* shm_dev.c (shm_cq_push, shm_ev_push, shm_dev_signal take the lock (shm_lock); the _locked forms
+ * expect it) */
 uint64_t shm_now_ns(void);
 int shm_cq_push_locked(struct fab_dev *dev, struct fab_qp *qp, uint64_t wr_id, enum fab_wc_opcode op,
 		       enum fab_wc_status st, uint32_t len, bool is_send, uint64_t sq_seq);

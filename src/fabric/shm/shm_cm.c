@@ -538,7 +538,8 @@ void shm_id_io(struct fab_cm_id *id, uint32_t revents)
 		if (revents & EPOLLOUT)
 			shm_qp_run(id->qp);
 		/* deliver what arrived before the peer left, then tear down */
-		shm_qp_rx(id->qp);
+		if (revents & (EPOLLIN | EPOLLHUP | EPOLLRDHUP | EPOLLERR))
+			shm_qp_rx(id->qp);
 		if (id->state == SHM_ID_ESTABLISHED && (revents & (EPOLLHUP | EPOLLRDHUP | EPOLLERR)))
 			shm_id_teardown(id, -ECONNRESET);
 		return;

@@ -70,6 +70,11 @@ static int shm_dev_open(const struct sockaddr_in *addr, const struct fab_limits 
 	if (!lim->max_send_sge || !lim->max_recv_sge || !lim->max_qp_wr || !lim->max_mr || lim->max_mr > 65535 ||
 	    !lim->max_qp || lim->max_msg_sz < 256 || !lim->page_size)
 		return -EINVAL;
+	if (lim->copy_thread > 1) {
+		ULNET_LOG(FABRIC, ERR, "shm: copy_thread %u: 0 (the posting thread copies) or 1 (a copy thread per "
+			  "device; lnd tunable device.copy_thread)", lim->copy_thread);
+		return -EINVAL;
+	}
 	if (!(dev = calloc(1, sizeof(*dev))))
 		return -ENOMEM;
 	dev->lim = *lim;
@@ -155,9 +160,9 @@ int shm_cq_push(struct fab_dev *dev, struct fab_qp *qp, uint64_t wr_id, enum fab
 {
 	int rc;
 
-	pthread_mutex_lock(&dev->lock);
+	shm_lock(dev);
 	rc = shm_cq_push_locked(dev, qp, wr_id, op, st, len, is_send, sq_seq);
-	pthread_mutex_unlock(&dev->lock);
+	shm_unlock(dev);
 	return rc;
 }
 
@@ -193,13 +198,13 @@ int shm_cq_push_locked(struct fab_dev *dev, struct fab_qp *qp, uint64_t wr_id, e
 
 int shm_ev_push(struct fab_dev *dev, const struct fab_cm_event *ev)
 {
-	pthread_mutex_lock(&dev->lock);
+	shm_lock(dev);
 	if (dev->ev_len == dev->ev_cap) {
 		void *b = dev->evq;
 		int rc = ring_grow(&b, &dev->ev_cap, dev->ev_head, dev->ev_len, sizeof(*dev->evq));
 
 		if (rc) {
-			pthread_mutex_unlock(&dev->lock);
+			shm_unlock(dev);
 			ULNET_LOG(FABRIC, ERR, "shm: no memory for a CM event (%s); lost", fab_cm_event_str(ev->type));
 			return rc;
 		}
@@ -208,7 +213,7 @@ int shm_ev_push(struct fab_dev *dev, const struct fab_cm_event *ev)
 	}
 	dev->evq[(dev->ev_head + dev->ev_len++) % dev->ev_cap] = *ev;
 	shm_dev_signal_locked(dev);
-	pthread_mutex_unlock(&dev->lock);
+	shm_unlock(dev);
 	return 0;
 }
 
@@ -217,7 +222,7 @@ void shm_dev_purge(struct fab_dev *dev, const struct fab_cm_id *id, const struct
 {
 	size_t j = 0;
 
-	pthread_mutex_lock(&dev->lock);
+	shm_lock(dev);
 	for (size_t i = 0; i < dev->cq_len; i++) {
 		struct shm_cqe c = dev->cq[(dev->cq_head + i) % dev->cq_cap];
 
@@ -234,7 +239,7 @@ void shm_dev_purge(struct fab_dev *dev, const struct fab_cm_id *id, const struct
 	}
 	dev->ev_len = j;
 	shm_dev_signal_locked(dev);
-	pthread_mutex_unlock(&dev->lock);
+	shm_unlock(dev);
 }
 
 static bool cq_ready(const struct fab_dev *dev, uint64_t now)
@@ -253,9 +258,9 @@ void shm_dev_signal_locked(struct fab_dev *dev)
 
 void shm_dev_signal(struct fab_dev *dev)
 {
-	pthread_mutex_lock(&dev->lock);
+	shm_lock(dev);
 	shm_dev_signal_locked(dev);
-	pthread_mutex_unlock(&dev->lock);
+	shm_unlock(dev);
 }
 
 int shm_ep_set(struct fab_cm_id *id, uint32_t events)
@@ -307,11 +312,11 @@ static int shm_progress(struct fab_dev *dev)
 	shm_engine_attend(dev);
 	now = shm_now_ns();
 	shm_id_timeouts(dev, now, &next);
-	pthread_mutex_lock(&dev->lock);
+	shm_lock(dev);
 	if (dev->cq_len && dev->cq[dev->cq_head].ready_ns > now && dev->cq[dev->cq_head].ready_ns < next)
 		next = dev->cq[dev->cq_head].ready_ns;
 	shm_dev_signal_locked(dev);
-	pthread_mutex_unlock(&dev->lock);
+	shm_unlock(dev);
 	arm_timer(dev, next);
 	return 0;
 }
@@ -321,7 +326,7 @@ static int shm_poll_cq(struct fab_dev *dev, struct fab_wc *wc, int n)
 	uint64_t now = 0;
 	int got = 0;
 
-	pthread_mutex_lock(&dev->lock);
+	shm_lock(dev);
 	while (got < n && dev->cq_len) {
 		struct shm_cqe *c = &dev->cq[dev->cq_head];
 
@@ -334,22 +339,22 @@ static int shm_poll_cq(struct fab_dev *dev, struct fab_wc *wc, int n)
 		dev->cq_len--;
 	}
 	shm_dev_signal_locked(dev);
-	pthread_mutex_unlock(&dev->lock);
+	shm_unlock(dev);
 	return got;
 }
 
 static int shm_get_event(struct fab_dev *dev, struct fab_cm_event *ev)
 {
-	pthread_mutex_lock(&dev->lock);
+	shm_lock(dev);
 	if (!dev->ev_len) {
-		pthread_mutex_unlock(&dev->lock);
+		shm_unlock(dev);
 		return -EAGAIN;
 	}
 	*ev = dev->evq[dev->ev_head];
 	dev->ev_head = (dev->ev_head + 1) % dev->ev_cap;
 	dev->ev_len--;
 	shm_dev_signal_locked(dev);
-	pthread_mutex_unlock(&dev->lock);
+	shm_unlock(dev);
 	return 0;
 }
 

@@ -13,10 +13,8 @@
 
 void shm_engine_init(struct fab_dev *dev)
 {
-	const char *e = getenv("ULNET_SHM_COPY_THREAD");
-
 	ulnet_list_init(&dev->eng.runq);
-	dev->eng.on = e && !strcmp(e, "1");
+	dev->eng.on = dev->lim.copy_thread != 0;
 }
 
 static bool qp_runnable(const struct fab_qp *qp)

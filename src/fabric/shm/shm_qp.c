@@ -19,6 +19,7 @@
 #define SHM_IOV_MAX 1024
 #define SHM_SEND_HDR 4 /* in front of every SEND: a zero-length message must not read as EOF */
 #define SHM_SEND_TYPE 0x53
+#define SHM_RX_BATCH 16
 
 void shm_qp_query(const struct fab_qp *qp, struct fab_qp_attr *attr)
 {
@@ -73,10 +74,10 @@ void shm_qp_stop(struct fab_qp *qp)
 {
 	struct fab_dev *dev = qp->id->dev;
 
-	pthread_mutex_lock(&dev->lock);
+	shm_lock(dev);
 	qp->eng_stopped = true;
 	shm_engine_quiesce_locked(qp);
-	pthread_mutex_unlock(&dev->lock);
+	shm_unlock(dev);
 }
 
 void shm_qp_free(struct fab_qp *qp)
@@ -97,13 +98,13 @@ uint32_t shm_qp_ep_events(const struct fab_qp *qp)
 	struct fab_dev *dev = qp->id->dev;
 	uint32_t ev = EPOLLRDHUP;
 
-	pthread_mutex_lock(&dev->lock);
+	shm_lock(dev);
 	if (!qp->error && qp->rq_head != qp->rq_post)
 		ev |= EPOLLIN;
 	/* only left waiting when the socket was full (the engine's WRs wait for the engine) */
 	if (!qp->error && (dev->eng.started ? qp->eng_stalled : qp->sq_exec != qp->sq_post))
 		ev |= EPOLLOUT;
-	pthread_mutex_unlock(&dev->lock);
+	shm_unlock(dev);
 	return ev;
 }
 
@@ -128,9 +129,9 @@ void shm_qp_set_error(struct fab_qp *qp)
 {
 	struct fab_dev *dev = qp->id->dev;
 
-	pthread_mutex_lock(&dev->lock);
+	shm_lock(dev);
 	if (qp->error) {
-		pthread_mutex_unlock(&dev->lock);
+		shm_unlock(dev);
 		return;
 	}
 	/* the WR the engine runs finishes first: what it moved completes, the rest is flushed */
@@ -145,7 +146,7 @@ void shm_qp_set_error(struct fab_qp *qp)
 	for (; qp->rq_head < qp->rq_post; qp->rq_head++)
 		shm_cq_push_locked(dev, qp, qp->rq[qp->rq_head % qp->rq_depth].wr_id, FAB_WC_RECV, FAB_WC_WR_FLUSH_ERR,
 				   0, false, 0);
-	pthread_mutex_unlock(&dev->lock);
+	shm_unlock(dev);
 	qp_ep_update(qp);
 }
 
@@ -345,10 +346,10 @@ void shm_qp_run(struct fab_qp *qp)
 	struct fab_dev *dev = qp->id->dev;
 	bool engine;
 
-	pthread_mutex_lock(&dev->lock);
+	shm_lock(dev);
 	qp->eng_stalled = false; /* a post, the connection up, or EPOLLOUT: the socket may take more */
 	engine = shm_engine_kick_locked(qp);
-	pthread_mutex_unlock(&dev->lock);
+	shm_unlock(dev);
 	while (!engine && qp->connected && !qp->error && qp->sq_exec < qp->sq_post) {
 		struct shm_swr *s = &qp->sq[qp->sq_exec % qp->sq_depth];
 		enum fab_wc_status st;
@@ -359,12 +360,12 @@ void shm_qp_run(struct fab_qp *qp)
 		if (shm_qp_exec(qp, s, &st, &len, &via))
 			break;
 		qp->sq_exec++;
-		pthread_mutex_lock(&dev->lock);
+		shm_lock(dev);
 		if (via > 0)
 			dev->stats.rdma_mapped++;
 		else if (via == 0)
 			dev->stats.rdma_process_vm++;
-		pthread_mutex_unlock(&dev->lock);
+		shm_unlock(dev);
 		if (st != FAB_WC_SUCCESS) {
 			/* errors always complete; the QP goes to error and the peer learns it (disconnect) */
 			shm_cq_push(dev, qp, s->wr.wr_id, op, st, len, true, qp->sq_exec - 1);
@@ -377,40 +378,76 @@ void shm_qp_run(struct fab_qp *qp)
 	qp_ep_update(qp);
 }
 
+/* One receive's iovecs (header first) at @iov, at most @max of them; -1: its SGEs fail the check. */
+static int rx_iov(struct fab_qp *qp, const struct shm_rwr *r, uint8_t *hdr, struct iovec *iov, int max,
+		  uint64_t *total)
+{
+	int k = local_iov(qp, r->sge, r->num_sge, FAB_ACCESS_LOCAL_WRITE, iov + 1, max - 1, total);
+
+	iov[0] = (struct iovec){hdr, SHM_SEND_HDR};
+	return k;
+}
+
+/* Deliver what the socket holds into the posted receives, SHM_RX_BATCH messages per recvmmsg: a
+ * short batch means the socket is empty, so no call ends in EAGAIN unless nothing came. */
 void shm_qp_rx(struct fab_qp *qp)
 {
 	struct fab_dev *dev = qp->id->dev;
 
 	while (qp->id->state == SHM_ID_ESTABLISHED && !qp->error && qp->rq_head < qp->rq_post) {
-		struct shm_rwr *r = &qp->rq[qp->rq_head % qp->rq_depth];
 		struct iovec iov[SHM_IOV_MAX + 1];
-		uint8_t hdr[SHM_SEND_HDR];
-		struct msghdr mh = {.msg_iov = iov};
-		uint64_t total;
-		ssize_t n;
-		int k = local_iov(qp, r->sge, r->num_sge, FAB_ACCESS_LOCAL_WRITE, iov + 1, SHM_IOV_MAX - 1, &total);
+		uint8_t hdr[SHM_RX_BATCH][SHM_SEND_HDR];
+		struct mmsghdr mm[SHM_RX_BATCH];
+		uint64_t total[SHM_RX_BATCH];
+		int bad[SHM_RX_BATCH], used = 0, want = 0, got;
 
-		iov[0] = (struct iovec){hdr, sizeof(hdr)};
-		mh.msg_iovlen = k < 0 ? 1 : (size_t)k + 1;
-		n = recvmsg(qp->id->fd, &mh, MSG_DONTWAIT);
-		if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
+		/* as many receives as are posted, while their iovecs fit (one at least, whatever its size) */
+		while (want < SHM_RX_BATCH && qp->rq_head + (uint64_t)want < qp->rq_post) {
+			const struct shm_rwr *r = &qp->rq[(qp->rq_head + (uint64_t)want) % qp->rq_depth];
+			int k;
+
+			if (want && used + 1 + (int)r->num_sge > SHM_IOV_MAX + 1)
+				break;
+			k = rx_iov(qp, r, hdr[want], iov + used, SHM_IOV_MAX + 1 - used, &total[want]);
+			bad[want] = k < 0;
+			mm[want] = (struct mmsghdr){.msg_hdr = {.msg_iov = iov + used, .msg_iovlen = k < 0 ? 1 : (size_t)k + 1}};
+			used += k < 0 ? 1 : k + 1;
+			want++;
+		}
+		got = recvmmsg(qp->id->fd, mm, (unsigned)want, MSG_DONTWAIT, NULL);
+		qp->rx_more = false;
+		if (got < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
 			break;
-		if (n <= 0) {
+		if (got <= 0) {
 			shm_id_teardown(qp->id, -ECONNRESET);
 			return;
 		}
-		qp->rq_head++;
-		if (k < 0 || (mh.msg_flags & MSG_TRUNC) || n < SHM_SEND_HDR || hdr[0] != SHM_SEND_TYPE) {
-			enum fab_wc_status st = k < 0 ? FAB_WC_LOC_PROT_ERR : FAB_WC_LOC_LEN_ERR;
+		for (int i = 0; i < got; i++) {
+			const struct shm_rwr *r = &qp->rq[qp->rq_head % qp->rq_depth];
+			uint32_t n = mm[i].msg_len;
 
-			if (k >= 0 && (mh.msg_flags & MSG_TRUNC))
-				ULNET_LOG(FABRIC, ERR, "shm: incoming SEND longer than the receive (%llu bytes); QP to error",
-					  (unsigned long long)total);
-			shm_cq_push(dev, qp, r->wr_id, FAB_WC_RECV, st, 0, false, 0);
-			shm_id_teardown(qp->id, -EIO);
-			return;
+			if (n == 0) { /* end of file: the peer closed (a SEND always has its header) */
+				shm_id_teardown(qp->id, -ECONNRESET);
+				return;
+			}
+			qp->rq_head++;
+			if (bad[i] || (mm[i].msg_hdr.msg_flags & MSG_TRUNC) || n < SHM_SEND_HDR ||
+			    hdr[i][0] != SHM_SEND_TYPE) {
+				enum fab_wc_status st = bad[i] ? FAB_WC_LOC_PROT_ERR : FAB_WC_LOC_LEN_ERR;
+
+				if (!bad[i] && (mm[i].msg_hdr.msg_flags & MSG_TRUNC))
+					ULNET_LOG(FABRIC, ERR, "shm: incoming SEND longer than the receive (%llu bytes); QP "
+						  "to error", (unsigned long long)total[i]);
+				shm_cq_push(dev, qp, r->wr_id, FAB_WC_RECV, st, 0, false, 0);
+				shm_id_teardown(qp->id, -EIO);
+				return;
+			}
+			shm_cq_push(dev, qp, r->wr_id, FAB_WC_RECV, FAB_WC_SUCCESS, n - SHM_SEND_HDR, false, 0);
 		}
-		shm_cq_push(dev, qp, r->wr_id, FAB_WC_RECV, FAB_WC_SUCCESS, (uint32_t)(n - SHM_SEND_HDR), false, 0);
+		if (got < want)
+			break; /* the socket is empty */
+		/* every receive of the batch was used: more may wait, for receives posted later */
+		qp->rx_more = true;
 	}
 	qp_ep_update(qp);
 }
@@ -456,7 +493,12 @@ int shm_post_recv(struct fab_qp *qp, const struct fab_recv_wr *wr, const struct 
 	}
 	if (rc)
 		*bad = wr;
-	shm_qp_rx(qp);
+	/* a socket that had more than the receives then posted is not waited on (no EPOLLIN without a
+	 * receive): read it now; otherwise epoll says when something comes */
+	if (qp->rx_more)
+		shm_qp_rx(qp);
+	else
+		qp_ep_update(qp);
 	return rc;
 }
 
@@ -469,7 +511,7 @@ int shm_post_send(struct fab_qp *qp, const struct fab_send_wr *wr, const struct 
 		*bad = wr;
 		return -EIO;
 	}
-	pthread_mutex_lock(&qp->id->dev->lock); /* the engine reads sq_post and flushes with sq_exec */
+	shm_lock(qp->id->dev); /* the engine reads sq_post and flushes with sq_exec */
 	for (; wr; wr = wr->next) {
 		struct shm_swr *s;
 
@@ -502,7 +544,7 @@ int shm_post_send(struct fab_qp *qp, const struct fab_send_wr *wr, const struct 
 			shm_cq_push_locked(qp->id->dev, qp, wr->wr_id, shm_wc_opcode(wr->opcode), FAB_WC_WR_FLUSH_ERR, 0,
 					   true, qp->sq_exec++);
 	}
-	pthread_mutex_unlock(&qp->id->dev->lock);
+	shm_unlock(qp->id->dev);
 	if (rc)
 		*bad = wr;
 	shm_qp_run(qp);

@@ -10,6 +10,7 @@
 #include <rdma/rdma_cma.h>
 #include "fabric.h"
 #include "list.h"
+#include "lnd.h" /* ulnet__now_ns: the core's one clock */
 
 #define VRB_RECV_BIT (1ull << 63) /* ibv wr_id: receive sequence numbers carry it */
 #define VRB_MR_BUCKETS 1024u
@@ -92,7 +93,6 @@ enum fab_wc_status vrb_wc_status(enum ibv_wc_status st);
 bool vrb_ranges_span(const struct iovec *r, unsigned n, uint64_t *base, uint64_t *len);
 
 /* verbs_dev.c */
-uint64_t vrb_now_ns(void);
 void vrb_dev_signal(struct fab_dev *dev);
 /* Check the connect deadlines: mark the expired ids and arm the timer for the next one. */
 void vrb_deadlines(struct fab_dev *dev);

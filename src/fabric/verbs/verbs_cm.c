@@ -118,7 +118,7 @@ int vrb_connect(struct fab_cm_id *id, const struct sockaddr_in *dst, const void 
 	if (rdma_resolve_addr(id->cm, NULL, (struct sockaddr *)&d, id->timeout_ms))
 		return -errno;
 	id->connecting = true;
-	id->deadline_ns = vrb_now_ns() + (uint64_t)id->timeout_ms * 1000000ull;
+	id->deadline_ns = ulnet__now_ns() + (uint64_t)id->timeout_ms * 1000000ull;
 	vrb_deadlines(id->dev);
 	return 0;
 }

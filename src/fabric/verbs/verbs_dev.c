@@ -82,6 +82,11 @@ static int vrb_dev_open(const struct sockaddr_in *addr, const struct fab_limits 
 	fab_limits_default(&def);
 	if (!lim)
 		lim = &def;
+	if (lim->copy_thread) {
+		ULNET_LOG(FABRIC, ERR, "verbs: copy_thread is the shm provider's (an RDMA device's HCA moves the "
+			  "data itself): leave lnd tunable device.copy_thread at 0");
+		return -EINVAL;
+	}
 	if (!(dev = calloc(1, sizeof(*dev))))
 		return -ENOMEM;
 	dev->addr = *addr;
@@ -161,18 +166,10 @@ static void vrb_dev_close(struct fab_dev *dev)
 static const struct fab_limits *vrb_dev_limits(const struct fab_dev *dev) { return &dev->lim; }
 static int vrb_dev_fd(const struct fab_dev *dev) { return dev->epfd; }
 
-uint64_t vrb_now_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
-
 void vrb_deadlines(struct fab_dev *dev)
 {
 	struct itimerspec its = {0};
-	uint64_t now = vrb_now_ns(), next = UINT64_MAX, junk;
+	uint64_t now = ulnet__now_ns(), next = UINT64_MAX, junk;
 
 	if (read(dev->timerfd, &junk, sizeof(junk)) < 0 && errno != EAGAIN)
 		ULNET_LOG(FABRIC, WARN, "verbs: timerfd: %s", strerror(errno));

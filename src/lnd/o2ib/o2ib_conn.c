@@ -414,7 +414,6 @@ static int post_window(struct o2ib_conn *conn, struct o2ib_tx *tx, uint32_t s, i
 		if (observe)
 			observe(conn, tx, first);
 	}
-	fab_of(conn)->progress(net->dev); /* fabric.h: after posting (handled when the fd wakes the loop) */
 	if (tx->xfer)
 		o2ib_xfer_posted(tx->xfer, nw);
 	if (tx->slot < 0) {
@@ -548,7 +547,6 @@ void o2ib_rx_repost(struct o2ib_rx *rx, bool credit)
 		o2ib_conn_close(conn, rc, "cannot repost a receive");
 		return;
 	}
-	fab_of(conn)->progress(conn->net->dev); /* fabric.h: after posting */
 	if (credit)
 		conn->outstanding_credits++;
 	o2ib_conn_check_sends(conn);
@@ -960,8 +958,11 @@ static void on_event(struct o2ib_net *net, const struct fab_cm_event *ev)
 	}
 }
 
-/* Run the provider and handle what it produced, until nothing is left. A call nested in one under
- * way only asks the running one to go round again. */
+/* Run the provider once, then handle what it produced and what handling it produces (completions
+ * of sends posted meanwhile), until nothing is left. Data that arrives meanwhile keeps the device's
+ * fd readable: the loop comes back for it, so the provider's progress (an epoll_wait of the shm
+ * provider) runs once a call, not once more per round. A call nested in one under way only asks the
+ * running one to go round again. */
 void o2ib_progress(struct o2ib_net *net)
 {
 	const struct fab_provider_ops *f = net->fab;
@@ -974,10 +975,10 @@ void o2ib_progress(struct o2ib_net *net)
 		return;
 	}
 	net->in_progress = true;
+	if ((rc = f->progress(net->dev)))
+		ULNET_LOG(O2IB, ERR, "%s provider: progress failed: %s", f->name, strerror(-rc));
 	do {
 		net->progress_again = false;
-		if ((rc = f->progress(net->dev)))
-			ULNET_LOG(O2IB, ERR, "%s provider: progress failed: %s", f->name, strerror(-rc));
 		while (f->get_event(net->dev, &ev) == 0) {
 			on_event(net, &ev);
 			net->progress_again = true;

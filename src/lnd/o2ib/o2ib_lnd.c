@@ -49,6 +49,8 @@ static const struct ulnet_tunable o2ib_tunables[] = {
 	  "require_privileged_port; needs CAP_NET_BIND_SERVICE)"),
 	DEV("max_send_sge"), DEV("max_recv_sge"), DEV("max_qp_wr"), DEV("max_qp"), DEV("max_mr"),
 	DEV("max_mr_size"), DEV("max_msg_sz"), DEV("page_size"),
+	I("device.copy_thread", 0, 1, 0, "shm provider: 1 = a copy thread per device runs the send queues (RDMA "
+	  "copies, SENDs) as an HCA would, so the loop goes on meanwhile; 0 = the loop copies (verbs: 0 only)"),
 };
 #undef DEV
 #undef I
@@ -480,6 +482,7 @@ static void o2iblnd_fabric_info(struct ulnet_ni *ni, struct ulnet_ni_fabric *out
 	out->max_mr_size = lim->max_mr_size;
 	out->max_msg_sz = lim->max_msg_sz;
 	out->page_size = lim->page_size;
+	out->copy_thread = lim->copy_thread;
 }
 
 /* Memory the provider moves fastest (shm: memfd the peer maps); the provider's allocator is global,

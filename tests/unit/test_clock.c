@@ -1,0 +1,128 @@
+/* SPDX-License-Identifier: MIT */
+/* The one clock (clock.c). The public clock, the monotonic deadline of a timed condition wait, and
+ * the node lock's hold-time ticks: a hold lands in the histogram bucket of its length and
+ * the longest hold reads back in nanoseconds of CLOCK_MONOTONIC, whichever clock (TSC or not) timed it.
+ * The hold is bracketed by CLOCK_MONOTONIC reads inside and outside it, so the check does not depend on
+ * how fast the machine is or whether the thread is preempted. */
+#include <errno.h>
+#include <pthread.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+#include "internal.h"
+
+static void hold_reads_back(void **state)
+{
+	struct ulnet_stats before, after;
+	uint64_t outer0, inner0, inner1, outer1, got;
+	unsigned b = 0;
+	ulnet_node *node;
+
+	(void)state;
+	assert_int_equal(ulnet_node_open(NULL, &node), 0);
+	ulnet_stats_get(node, &before);
+	outer0 = ulnet__now_ns();
+	ulnet__lock(node);
+	inner0 = ulnet__now_ns();
+	do
+		inner1 = ulnet__now_ns();
+	while (inner1 - inner0 < 3000000); /* 3 ms: bucket [2048, 4096) us unless preempted for long */
+	ulnet__lock_release(node);
+	outer1 = ulnet__now_ns();
+	ulnet_stats_get(node, &after);
+	got = after.lock_hold_max_ns;
+	/* 1% for the rate measured against CLOCK_MONOTONIC (it is within 0.1%) */
+	assert_true(got >= (inner1 - inner0) / 100 * 99);
+	assert_true(got <= (outer1 - outer0) / 100 * 101);
+	/* the hold is counted in the bucket of its length: [2^(b-1), 2^b) us for b >= 1 */
+	for (uint64_t us = got / 1000; us; us >>= 1)
+		b++;
+	assert_true(b < ULNET_LOCK_HIST_BUCKETS);
+	assert_true(after.lock_hold_hist[b] > before.lock_hold_hist[b]);
+	ulnet_node_close(node);
+}
+
+static void ticks_to_ns(void **state)
+{
+	uint64_t tpu = ulnet__lock_ticks_per_us;
+
+	(void)state;
+	assert_true(tpu > 0);
+	assert_int_equal(ulnet__lock_ticks_ns(0), 0);
+	assert_int_equal(ulnet__lock_ticks_ns(tpu), 1000);
+	assert_int_equal(ulnet__lock_ticks_ns(tpu * 3600000000ull), 3600000000000ull); /* an hour: no overflow */
+}
+
+/* ulnet_clock_ns is the library's monotonic clock, the one ping times and timeouts use. */
+static void public_clock_is_the_core_clock(void **state)
+{
+	uint64_t a = ulnet__now_ns(), b = ulnet_clock_ns(), c = ulnet__now_ns();
+
+	(void)state;
+	assert_true(a <= b && b <= c);
+}
+
+/* A wait on a condition made by ulnet__cond_init ends at a ulnet__deadline_in deadline, on the
+ * monotonic clock: not before it, whatever the wall clock says. */
+static void cond_deadline_on_the_same_clock(void **state)
+{
+	pthread_mutex_t m = PTHREAD_MUTEX_INITIALIZER;
+	pthread_cond_t cv;
+	uint64_t t0, t1;
+	struct timespec dl;
+	int rc;
+
+	(void)state;
+	assert_int_equal(ulnet__cond_init(&cv), 0);
+	pthread_mutex_lock(&m);
+	t0 = ulnet__now_ns();
+	dl = ulnet__deadline_in(20000000u); /* 20 ms */
+	do
+		rc = pthread_cond_timedwait(&cv, &m, &dl);
+	while (rc == 0); /* a spurious wake-up */
+	t1 = ulnet__now_ns();
+	pthread_mutex_unlock(&m);
+	assert_int_equal(rc, ETIMEDOUT);
+	assert_true(t1 - t0 >= 20000000u);
+	pthread_cond_destroy(&cv);
+}
+
+/* The node clock is the core clock unless a test injects one; the coarse read never runs ahead. */
+static uint64_t fixed_clock(void *arg)
+{
+	return *(uint64_t *)arg;
+}
+
+static void node_clock(void **state)
+{
+	uint64_t fixed = 42, coarse, fine;
+	ulnet_node *node;
+
+	(void)state;
+	assert_int_equal(ulnet_node_open(NULL, &node), 0);
+	ulnet__lock(node); /* the loop reads the node clock under the lock */
+	coarse = ulnet__node_now_coarse(node);
+	fine = ulnet__node_now(node);
+	assert_true(coarse <= fine);
+	ulnet__node_set_clock(node, fixed_clock, &fixed);
+	assert_int_equal(ulnet__node_now(node), 42);
+	assert_int_equal(ulnet__node_now_coarse(node), 42);
+	ulnet__node_set_clock(node, NULL, NULL);
+	ulnet__lock_release(node);
+	ulnet_node_close(node);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(public_clock_is_the_core_clock),
+		cmocka_unit_test(cond_deadline_on_the_same_clock),
+		cmocka_unit_test(node_clock),
+		cmocka_unit_test(hold_reads_back),
+		cmocka_unit_test(ticks_to_ns),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
