@@ -1,33 +1,101 @@
 /* SPDX-License-Identifier: MIT */
 /* Event queues: unbounded FIFO of events with their own lock, so the core can push while holding the
- * node lock and applications can wait without it. */
+ * node lock and applications can wait without it. A waiter sleeps on a futex word the pushers bump,
+ * not on a condition variable: glibc's condition wait takes the mutex back marked contended, so the
+ * woken thread's next unlock makes a futex call whether anyone waits or not, and a signal may cost
+ * two. Here a wake-up costs the pusher's one FUTEX_WAKE and the waiter's one FUTEX_WAIT. */
 #include <errno.h>
+#include <limits.h>
+#include <linux/futex.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sched.h>
+#include <sys/syscall.h>
 #include <time.h>
+#include <unistd.h>
 #include "internal.h"
 
 struct ulnet_eq {
 	pthread_mutex_t lock;
-	pthread_cond_t cond;
+	_Atomic uint32_t seq; /* the futex word: bumped by every push, under the lock */
 	struct ulnet_event *ring;
 	size_t cap, head, count;
 	int refs; /* MDs pointing at it */
 	bool doomed; /* free when refs reaches 0 */
 	unsigned waiters; /* threads inside ulnet_eq_wait's wait */
+	/* wake-ups sent and not yet taken by a returning waiter: a waiter woken once is not woken again
+	 * by every push (every completion phase) before it gets a core */
+	unsigned woken;
 	bool quiet_send; /* a successful SEND that does not end its MD wakes nobody (ulnet_ping) */
 	/* pushers between their unlock and their signal: the queue is not freed under them */
 	atomic_uint signalling;
+	bool signal_deferred; /* on a pusher's deferred list (eq_defer): one signal for its batch */
 };
+
+/* The queues this thread pushed to inside a completion phase (ulnet__eq_defer_begin/_end) and owes a
+ * signal: a batch of events (a sendmsg's worth of SENDs) wakes a waiter once, at the end of the
+ * phase, instead of at its first event, where the woken thread would contend for the queue's lock
+ * with the pushes that follow and take the events one wake-up at a time. Each entry holds the
+ * queue's `signalling` count, so the queue is not freed before the signal. */
+#define EQ_DEFER_MAX 8
+static _Thread_local struct {
+	ulnet_eq *eq[EQ_DEFER_MAX];
+	unsigned n;
+	unsigned depth; /* nested completion phases: the outermost signals */
+} eq_defer;
+
+/* Wake up to @n threads sleeping in ulnet_eq_wait (the lock not held). */
+static void eq_wake(ulnet_eq *eq, int n)
+{
+	syscall(SYS_futex, &eq->seq, FUTEX_WAKE_PRIVATE, n, NULL, NULL, 0);
+}
+
+static void eq_signal_deferred(ulnet_eq *eq)
+{
+	size_t wake;
+
+	pthread_mutex_lock(&eq->lock);
+	eq->signal_deferred = false;
+	wake = eq->waiters - eq->woken < eq->count ? eq->waiters - eq->woken : eq->count;
+	eq->woken += (unsigned)wake;
+	pthread_mutex_unlock(&eq->lock);
+	if (wake) /* several waiters, several events: each would have had its signal */
+		eq_wake(eq, wake > INT_MAX ? INT_MAX : (int)wake);
+	atomic_fetch_sub(&eq->signalling, 1);
+}
+
+/* Signal now what this thread deferred for @eq (it is about to be freed by this thread). */
+static void eq_defer_drop(ulnet_eq *eq)
+{
+	for (unsigned i = 0; i < eq_defer.n; i++)
+		if (eq_defer.eq[i] == eq) {
+			eq_defer.eq[i] = eq_defer.eq[--eq_defer.n];
+			eq_signal_deferred(eq);
+			return;
+		}
+}
+
+void ulnet__eq_defer_begin(void)
+{
+	eq_defer.depth++;
+}
+
+void ulnet__eq_defer_end(void)
+{
+	if (--eq_defer.depth)
+		return;
+	while (eq_defer.n)
+		eq_signal_deferred(eq_defer.eq[--eq_defer.n]);
+}
 
 static void eq_free(ulnet_eq *eq)
 {
 	/* a pusher signals after it unlocked (so the woken waiter does not block on the lock it
-	 * still holds); it is at most a few instructions from done */
+	 * still holds); it is at most a few instructions from done, or the end of its completion
+	 * phase (which waits for nobody: only this queue's lock, a leaf); ours we send now */
+	eq_defer_drop(eq);
 	while (atomic_load(&eq->signalling))
 		sched_yield();
-	pthread_cond_destroy(&eq->cond);
 	pthread_mutex_destroy(&eq->lock);
 	free(eq->ring);
 	free(eq);
@@ -40,7 +108,6 @@ int ulnet_eq_create(ulnet_eq **out)
 	if (!eq)
 		return -ENOMEM;
 	pthread_mutex_init(&eq->lock, NULL);
-	ulnet__cond_init(&eq->cond);
 	*out = eq;
 	return 0;
 }
@@ -116,18 +183,28 @@ static void eq_push(ulnet_eq *eq, const struct ulnet_event *ev, bool unref)
 	}
 	eq->ring[(eq->head + eq->count) % eq->cap] = *ev;
 	eq->count++;
+	atomic_fetch_add_explicit(&eq->seq, 1, memory_order_relaxed);
 	/* one wake-up per delivery: signal only a thread that waits, after the unlock */
-	signal = eq->waiters > 0 &&
+	signal = eq->waiters > eq->woken &&
 		 !(eq->quiet_send && ev->type == ULNET_EVENT_SEND && ev->status == 0 && !ev->unlinked);
-	if (signal)
+	if (signal && eq->signal_deferred) {
+		signal = false; /* this thread's completion phase signals it at its end */
+	} else if (signal && eq_defer.depth && eq_defer.n < EQ_DEFER_MAX) {
+		eq->signal_deferred = true;
+		eq_defer.eq[eq_defer.n++] = eq;
 		atomic_fetch_add(&eq->signalling, 1);
+		signal = false;
+	} else if (signal) {
+		eq->woken++;
+		atomic_fetch_add(&eq->signalling, 1);
+	}
 out:
 	if (unref)
 		eq->refs--;
 	gone = eq->doomed && eq->refs == 0;
 	pthread_mutex_unlock(&eq->lock);
 	if (signal) {
-		pthread_cond_signal(&eq->cond);
+		eq_wake(eq, 1);
 		atomic_fetch_sub(&eq->signalling, 1);
 	}
 	if (gone)
@@ -149,6 +226,7 @@ int ulnet_eq_wait(ulnet_eq *eq, int timeout_ms, struct ulnet_event *ev)
 		return -EINVAL;
 	pthread_mutex_lock(&eq->lock);
 	while (eq->count == 0 && timeout_ms != 0) {
+		uint32_t seq;
 		int w;
 
 		if (timeout_ms > 0 && !have_dl) {
@@ -156,12 +234,16 @@ int ulnet_eq_wait(ulnet_eq *eq, int timeout_ms, struct ulnet_event *ev)
 			dl = ulnet__deadline_in((uint64_t)timeout_ms * 1000000u);
 			have_dl = true;
 		}
+		/* a push between our unlock and the FUTEX_WAIT changes seq: the wait returns at once */
+		seq = atomic_load_explicit(&eq->seq, memory_order_relaxed);
 		eq->waiters++;
-		if (timeout_ms < 0)
-			w = pthread_cond_wait(&eq->cond, &eq->lock);
-		else
-			w = pthread_cond_timedwait(&eq->cond, &eq->lock, &dl);
+		pthread_mutex_unlock(&eq->lock);
+		w = syscall(SYS_futex, &eq->seq, FUTEX_WAIT_BITSET_PRIVATE, seq, have_dl ? &dl : NULL, NULL,
+			    FUTEX_BITSET_MATCH_ANY) < 0 ? errno : 0;
+		pthread_mutex_lock(&eq->lock);
 		eq->waiters--;
+		if (eq->woken) /* ours, or one a waiter that left by itself leaves unused (harmless) */
+			eq->woken--;
 		if (w == ETIMEDOUT)
 			break;
 	}

@@ -233,6 +233,9 @@ struct ulnet_node {
 	/* Loops (bit i: loops[i]) an API call queued a submission on (loop->submit_q): its
 	 * ulnet__unlock wakes them. */
 	uint64_t submit_wake;
+	/* Of those, the loops that a send the caller blocks on next went to (ulnet__get_waited_for):
+	 * that call's ulnet__unlock may borrow them (loop_borrow). */
+	uint64_t submit_borrow;
 	bool completing;             /* inside the completion phase (ulnet__node_completing) */
 	struct ulnet_pending_cb *cbs;
 	size_t n_cbs, cap_cbs;
@@ -269,9 +272,13 @@ static inline uint64_t ulnet__lock_ticks(void)
 	return ulnet__now_ns();
 }
 
+/* Taken: poll it briefly before sleeping on it (lock_spin.c). */
+void ulnet__lock_contended(struct ulnet_node *node);
+
 static inline void ulnet__lock(struct ulnet_node *node)
 {
-	pthread_mutex_lock(&node->lock);
+	if (pthread_mutex_trylock(&node->lock))
+		ulnet__lock_contended(node);
 	node->lock_t0 = ulnet__lock_ticks();
 }
 
@@ -356,6 +363,10 @@ void ulnet__md_free_all(struct ulnet_node *node);
 /* ulnet_eq_wait, polling for up to @spin_ns before it sleeps (busy_poll_us). */
 int ulnet__eq_wait_busy(ulnet_eq *eq, uint64_t spin_ns, int timeout_ms, struct ulnet_event *ev);
 void ulnet__eq_push(ulnet_eq *eq, const struct ulnet_event *ev);
+/* Between these (a completion phase, nested or not), a push that would wake a waiter leaves the
+ * signal to the outermost _end: one wake-up per queue per phase. */
+void ulnet__eq_defer_begin(void);
+void ulnet__eq_defer_end(void);
 /* A waiter on @eq is not woken for a successful SEND that leaves its MD linked: it waits for what
  * follows (ulnet_ping waits for the REPLY; the SEND stays queued, in order). */
 void ulnet__eq_quiet_send(ulnet_eq *eq);
@@ -440,8 +451,10 @@ void ulnet__loop_free(struct ulnet_node *node);
 /* Wake @loop only if it sleeps (otherwise it sees the new work before it sleeps): lock held, or the
  * work was queued under the lock before. */
 void ulnet__loop_wake_if_sleeping(struct ulnet_loop *loop);
-/* the calling thread's next API calls may borrow a loop waiting for io (leader/follower) */
-void ulnet__loop_borrow_wanted(bool on);
+/* ulnet_get for a caller that blocks on the REPLY next (ulnet_ping): its send may borrow the loop
+ * (leader/follower, loop_borrow) instead of waking it */
+int ulnet__get_waited_for(ulnet_node *node, struct ulnet_handle mdh, const struct ulnet_process_id *target,
+			  uint32_t portal, uint64_t match_bits, uint32_t offset);
 /* True on one of @node's loop threads. */
 bool ulnet__on_loop(const struct ulnet_node *node);
 void ulnet__unlock(struct ulnet_node *node);

@@ -88,7 +88,7 @@ static int start_op(ulnet_node *node, struct ulnet_handle mdh, const struct ulne
  * a target no NI reaches gets a SEND event with -EHOSTUNREACH, not a silent return code that a
  * caller waiting for events would never see. */
 static int launch_op(struct ulnet_node *node, struct ulnet_msg *msg, struct ulnet_libmd *md,
-		     const struct ulnet_process_id *target, uint64_t hdr_data)
+		     const struct ulnet_process_id *target, uint64_t hdr_data, bool waited_for)
 {
 	const struct ulnet_hdr *h = &msg->v.hdr;
 	bool put = h->type == ULNET_MSG_PUT;
@@ -114,6 +114,8 @@ static int launch_op(struct ulnet_node *node, struct ulnet_msg *msg, struct ulne
 		msg->v.target = *target;
 		ulnet_list_add_tail(&msg->link, &node->loops[k].submit_q);
 		node->submit_wake |= 1ull << k;
+		if (waited_for)
+			node->submit_borrow |= 1ull << k;
 		return 0;
 	}
 	rc = ulnet__send(node, msg, target, NULL);
@@ -209,14 +211,16 @@ int ulnet_put(ulnet_node *node, struct ulnet_handle mdh, enum ulnet_ack_req ack,
 	msg->v.rdma_iov = msg->v.iov;
 	msg->v.rdma_niov = msg->v.niov;
 	msg->v.rdma_len = md->total;
-	rc = launch_op(node, msg, md, target, hdr_data);
+	rc = launch_op(node, msg, md, target, hdr_data, false);
 out:
 	ulnet__unlock(node);
 	return rc;
 }
 
-int ulnet_get(ulnet_node *node, struct ulnet_handle mdh, const struct ulnet_process_id *target, uint32_t portal,
-	      uint64_t match_bits, uint32_t offset)
+/* @waited_for: the caller blocks on the REPLY next (ulnet_ping), so its ulnet__unlock may do the
+ * loop's work for this send itself (loop_borrow) */
+static int get_op(ulnet_node *node, struct ulnet_handle mdh, const struct ulnet_process_id *target, uint32_t portal,
+		  uint64_t match_bits, uint32_t offset, bool waited_for)
 {
 	struct ulnet_libmd *md;
 	struct ulnet_msg *msg;
@@ -243,10 +247,22 @@ int ulnet_get(ulnet_node *node, struct ulnet_handle mdh, const struct ulnet_proc
 	msg->v.rdma_niov = ulnet__md_slice(md, 0, md->total, msg->iov_store);
 	msg->v.rdma_iov = msg->iov_store;
 	msg->v.rdma_len = md->total;
-	rc = launch_op(node, msg, md, target, 0);
+	rc = launch_op(node, msg, md, target, 0, waited_for);
 out:
 	ulnet__unlock(node);
 	return rc;
+}
+
+int ulnet_get(ulnet_node *node, struct ulnet_handle mdh, const struct ulnet_process_id *target, uint32_t portal,
+	      uint64_t match_bits, uint32_t offset)
+{
+	return get_op(node, mdh, target, portal, match_bits, offset, false);
+}
+
+int ulnet__get_waited_for(ulnet_node *node, struct ulnet_handle mdh, const struct ulnet_process_id *target,
+			  uint32_t portal, uint64_t match_bits, uint32_t offset)
+{
+	return get_op(node, mdh, target, portal, match_bits, offset, true);
 }
 
 /* ---- receive side ---- */

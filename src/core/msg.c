@@ -139,6 +139,7 @@ bool ulnet__completions_run(struct ulnet_node *node, unsigned budget)
 	bool was = node->completing;
 
 	node->completing = true;
+	ulnet__eq_defer_begin();
 	while (budget-- > 0 && !ulnet_list_empty(&node->done_q)) {
 		struct ulnet_msg *msg = ulnet_list_first(&node->done_q, struct ulnet_msg, done_link);
 
@@ -146,6 +147,7 @@ bool ulnet__completions_run(struct ulnet_node *node, unsigned budget)
 		node->n_done--;
 		msg_complete(msg);
 	}
+	ulnet__eq_defer_end();
 	node->completing = was;
 	return !ulnet_list_empty(&node->done_q);
 }

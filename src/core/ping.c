@@ -112,9 +112,8 @@ int ulnet_ping(ulnet_node *node, const struct ulnet_process_id *target, int time
 		goto out_eq;
 	t0 = ulnet__now_ns();
 	deadline = t0 + (uint64_t)timeout_ms * 1000000ull;
-	ulnet__loop_borrow_wanted(true); /* we wait for the REPLY: post and write the GET ourselves */
-	rc = ulnet_get(node, mdh, &tgt, ULNET_RESERVED_PORTAL, ULNET_PING_MATCHBITS, 0);
-	ulnet__loop_borrow_wanted(false);
+	/* we wait for the REPLY: post and write the GET ourselves */
+	rc = ulnet__get_waited_for(node, mdh, &tgt, ULNET_RESERVED_PORTAL, ULNET_PING_MATCHBITS, 0);
 	if (rc) {
 		ulnet_md_unlink(node, mdh);
 		goto out_eq;

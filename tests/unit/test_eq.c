@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /* Event queues and handlers: unbounded queue (nothing dropped), wait timeouts, -EBUSY while MDs use
- * a queue, and handlers that run on the loop thread and may call the API themselves. */
+ * a queue, several waiters woken by one batch, and handlers that run on the loop thread and may call the API themselves. */
 #include <errno.h>
 #include <pthread.h>
 #include <setjmp.h>
@@ -58,6 +58,66 @@ static void eq_never_drops(void **state)
 	assert_int_equal(ev.type, ULNET_EVENT_UNLINK);
 	assert_int_equal(ulnet_eq_destroy(eq), 0);
 	ulnet_node_close(node);
+}
+
+/* Several threads asleep on one queue: a completion phase that queues several events wakes as many of
+ * them (its wake-ups wait for the phase's end, one call for the batch). Each lo Put's completion
+ * phase queues two events (the target's PUT, the initiator's SEND). */
+#define WAITERS 4
+static ulnet_eq *wait_eq;
+static pthread_barrier_t wait_bar;
+
+static void *one_waiter(void *arg)
+{
+	struct ulnet_event ev;
+	struct timespec t0, t1;
+
+	pthread_barrier_wait(&wait_bar);
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	*(int *)arg = ulnet_eq_wait(wait_eq, 20000, &ev);
+	clock_gettime(CLOCK_MONOTONIC, &t1);
+	/* woken, not timed out (a timed-out wait still takes an event left queued) */
+	if (t1.tv_sec - t0.tv_sec >= 10)
+		*(int *)arg = -ETIMEDOUT;
+	return NULL;
+}
+
+static void eq_batch_wakes_each_waiter(void **state)
+{
+	struct ulnet_process_id self = { .pid = ULNET_PID_LUSTRE }, any = { .pid = ULNET_PID_ANY };
+	static uint8_t buf[8];
+	struct ulnet_md tmd = { .start = buf, .length = 8, .threshold = ULNET_MD_THRESH_INF,
+				.options = ULNET_MD_OP_PUT | ULNET_MD_MANAGE_REMOTE };
+	struct ulnet_md imd = { .start = buf, .length = 8, .threshold = ULNET_MD_THRESH_INF };
+	struct ulnet_handle me, th, ih;
+	pthread_t t[WAITERS];
+	int got[WAITERS];
+	ulnet_node *node;
+
+	(void)state;
+	any.nid = ulnet_nid_any();
+	assert_int_equal(ulnet_node_open(NULL, &node), 0);
+	assert_int_equal(ulnet_nid_parse("0@lo", &self.nid, NULL), 0);
+	assert_int_equal(ulnet_eq_create(&wait_eq), 0);
+	tmd.eq = imd.eq = wait_eq;
+	assert_int_equal(ulnet_me_attach(node, 2, &any, 0, 0, ULNET_UNLINK, ULNET_INS_AFTER, &me), 0);
+	assert_int_equal(ulnet_md_attach(node, me, &tmd, ULNET_UNLINK, &th), 0);
+	assert_int_equal(ulnet_md_bind(node, &imd, ULNET_RETAIN, &ih), 0);
+	pthread_barrier_init(&wait_bar, NULL, WAITERS + 1);
+	for (int i = 0; i < WAITERS; i++)
+		assert_int_equal(pthread_create(&t[i], NULL, one_waiter, &got[i]), 0);
+	pthread_barrier_wait(&wait_bar);
+	for (int i = 0; i < WAITERS / 2; i++)
+		assert_int_equal(ulnet_put(node, ih, ULNET_NOACK_REQ, &self, 2, 0, 0, 0), 0);
+	for (int i = 0; i < WAITERS; i++) {
+		pthread_join(t[i], NULL);
+		assert_int_equal(got[i], 1); /* an event each, none left waiting for its timeout */
+	}
+	pthread_barrier_destroy(&wait_bar);
+	assert_int_equal(ulnet_md_unlink(node, ih), 0);
+	assert_int_equal(ulnet_md_unlink(node, th), 0);
+	ulnet_node_close(node);
+	assert_int_equal(ulnet_eq_destroy(wait_eq), 0);
 }
 
 /* A handler chain: each PUT event's handler sends the next PUT until the count is reached. */
@@ -124,6 +184,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(eq_never_drops),
+		cmocka_unit_test(eq_batch_wakes_each_waiter),
 		cmocka_unit_test(handlers_run_on_loop_thread),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
