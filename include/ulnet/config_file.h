@@ -6,6 +6,7 @@
  *
  * Accepted layout (every key optional unless marked):
  *   node:     pid, page_size, transaction_timeout, max_peers, busy_poll_us, loops, control
+ *   selftest: server_rpc_timeout_ms, kernel_stats (struct ulnet_selftest_opts; for ulnet_selftest_start)
  *   net:      list of { net type (required), local NI(s): list of { nid | interfaces, status, tunables,
  *             lnd tunables, CPT, dev cpt } }; `net type: lo` entries are checked and then ignored
  *   global:   lnetctl's global keys (integers), accepted and ignored
@@ -16,6 +17,7 @@
 
 #include <stddef.h>
 #include "node.h"
+#include "selftest.h"
 #include "writer.h"
 
 #ifdef __cplusplus
@@ -40,6 +42,7 @@ struct ulnet_config {
 	struct ulnet_node_opts opts;   /* 0 fields = core defaults */
 	char *control;                 /* node: control, the application's control socket path (ulnetd);
 					* NULL when the file has none. Only its length is checked. */
+	struct ulnet_selftest_opts selftest; /* selftest: section; 0 fields = defaults */
 	struct ulnet_config_ni *nis;   /* non-lo NIs in file order */
 	size_t n_nis;
 	struct ulnet_config_global *globals;

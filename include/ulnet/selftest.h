@@ -25,8 +25,24 @@ extern "C" {
 
 typedef struct ulnet_selftest ulnet_selftest;
 
-/* Start the services on @node. 0, -ENOMEM, or the first ME/MD error. */
-ULNET_EXPORT int ulnet_selftest_start(ulnet_node *node, ulnet_selftest **out);
+/* Options of a node's selftest services (config file section `selftest:`); 0/false = the default. */
+struct ulnet_selftest_opts {
+	/* How long an RPC this node serves may wait for its bulk, its reply or bulk memory before it is
+	 * aborted (rpcs_expired + 1), in ms. 0 = ULNET_SELFTEST_SERVER_TIMEOUT_DEFAULT_MS, as
+	 * lnet_selftest; within [ULNET_SELFTEST_SERVER_TIMEOUT_MIN_MS, ..._MAX_MS]. */
+	uint32_t server_rpc_timeout_ms;
+	/* Answer STAT requests with lnet_selftest's counters only, without ulnet's extension: a ulnet
+	 * console then sees this node as it sees a kernel node (interoperability tests). */
+	bool kernel_stats;
+};
+#define ULNET_SELFTEST_SERVER_TIMEOUT_DEFAULT_MS 64000u
+#define ULNET_SELFTEST_SERVER_TIMEOUT_MIN_MS 100u
+#define ULNET_SELFTEST_SERVER_TIMEOUT_MAX_MS 3600000u
+
+/* Start the services on @node with @opts (NULL: defaults). 0, -EINVAL (an option out of range, with
+ * one log line), -ENOMEM, or the first ME/MD error. */
+ULNET_EXPORT int ulnet_selftest_start(ulnet_node *node, const struct ulnet_selftest_opts *opts,
+				      ulnet_selftest **out);
 /* End the console's session on its nodes (1 s per node), abort running tests, free. NULL: no-op. */
 ULNET_EXPORT void ulnet_selftest_stop(ulnet_selftest *st);
 /* Test hook (server side): corrupt the next @count brw transfers this node serves at byte @at. */

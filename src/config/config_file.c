@@ -161,6 +161,17 @@ static int get_str(struct cfgp *p, const yaml_node_t *v, const char *key, const 
 	return 0;
 }
 
+/* A plain scalar in the core's boolean words (as a BOOL tunable takes them). */
+static int get_bool(struct cfgp *p, const yaml_node_t *v, const char *key, bool *out)
+{
+	const char *s = scalar(v);
+
+	if (!s || is_null(v) || v->data.scalar.style != YAML_PLAIN_SCALAR_STYLE || ulnet__bool_parse(s, out))
+		return fail(p, v, "expected 0 or 1 (true/false, yes/no, on/off) for '%s', got %s", key,
+			    !s ? node_kind(v) : is_null(v) ? "an empty value" : s);
+	return 0;
+}
+
 #define FOREACH_PAIR(p, n, k, ks, v)                                                               \
 	for (yaml_node_pair_t *pair_ = (n)->data.mapping.pairs.start;                              \
 	     pair_ < (n)->data.mapping.pairs.top && ((k) = get_node((p), pair_->key)) &&           \
@@ -221,6 +232,34 @@ static int parse_node(struct cfgp *p, const yaml_node_t *n)
 				return oom(p);
 		} else {
 			return fail(p, k, "unknown key '%s' in node", ks);
+		}
+	}
+	return 0;
+}
+
+/* ---- selftest: ---- */
+
+static int parse_selftest(struct cfgp *p, const yaml_node_t *n)
+{
+	yaml_node_t *k, *v;
+	const char *ks;
+	bool empty;
+	int rc;
+
+	if ((rc = want_map(p, n, "selftest", &empty)) || empty)
+		return rc;
+	FOREACH_PAIR(p, n, k, ks, v) {
+		long long x;
+
+		if (!strcmp(ks, "server_rpc_timeout_ms")) {
+			if ((rc = get_int(p, v, ks, ULNET_SELFTEST_SERVER_TIMEOUT_MIN_MS, ULNET_SELFTEST_SERVER_TIMEOUT_MAX_MS, &x)))
+				return rc;
+			p->cfg->selftest.server_rpc_timeout_ms = (uint32_t)x;
+		} else if (!strcmp(ks, "kernel_stats")) {
+			if ((rc = get_bool(p, v, ks, &p->cfg->selftest.kernel_stats)))
+				return rc;
+		} else {
+			return fail(p, k, "unknown key '%s' in selftest", ks);
 		}
 	}
 	return 0;
@@ -630,6 +669,8 @@ static int parse_root(struct cfgp *p, const yaml_node_t *root)
 			rc = parse_net(p, v);
 		else if (!strcmp(ks, "global"))
 			rc = parse_global(p, v);
+		else if (!strcmp(ks, "selftest"))
+			rc = parse_selftest(p, v);
 		else
 			rc = fail(p, k, "unknown key '%s' at top level", ks);
 		if (rc)

@@ -313,6 +313,8 @@ static inline void ulnet__lock_release(struct ulnet_node *node)
 /* Rules the configuration file reader (config_file.c) shares with the core, each written once: 0 or
  * -EINVAL with the reason in @why. */
 int ulnet__page_size_check(uint32_t ps, char *why, size_t whylen);
+/* A boolean word: 1/true/yes/on or 0/false/no/off, any case (tunables and the config file). */
+int ulnet__bool_parse(const char *s, bool *out);
 /* Parse NID @s of an NI on @net (named @net_name in the message). */
 int ulnet__ni_nid_parse(const char *s, uint32_t net, const char *net_name, struct ulnet_nid *out, char *why,
 			size_t whylen);

@@ -66,17 +66,17 @@ void ulnet_tunable_keys(const struct ulnet_tunable *table, size_t n, char *buf, 
 		off += (size_t)snprintf(buf + off, len - off, "%s%s", k ? ", " : "", table[k].key);
 }
 
-static int parse_bool(const char *s, long *out)
+int ulnet__bool_parse(const char *s, bool *out)
 {
 	static const char *const yes[] = { "1", "true", "yes", "on" }, *const no[] = { "0", "false", "no", "off" };
 
 	for (size_t i = 0; i < 4; i++) {
 		if (!strcasecmp(s, yes[i])) {
-			*out = 1;
+			*out = true;
 			return 0;
 		}
 		if (!strcasecmp(s, no[i])) {
-			*out = 0;
+			*out = false;
 			return 0;
 		}
 	}
@@ -122,12 +122,16 @@ int ulnet_tunable_parse(const struct ulnet_tunable *t, const char *text, long *o
 	if (!text)
 		text = "";
 	switch (t->type) {
-	case ULNET_TUNABLE_BOOL:
-		if (parse_bool(text, out)) {
+	case ULNET_TUNABLE_BOOL: {
+		bool b;
+
+		if (ulnet__bool_parse(text, &b)) {
 			snprintf(why, whylen, "expected 0 or 1 (true/false, yes/no, on/off)");
 			return -EINVAL;
 		}
+		*out = b;
 		return 0;
+	}
 	case ULNET_TUNABLE_ENUM: {
 		size_t off = 0;
 

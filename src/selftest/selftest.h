@@ -12,6 +12,7 @@
 
 #include <stdbool.h>
 #include <stdint.h>
+#include <ulnet/selftest.h>
 #include <ulnet/ulnet.h>
 
 #include "sst.h"
@@ -19,8 +20,9 @@
 struct ulnet_sst;
 struct ulnet_sst_result;
 
-/* Start the services on @node. 0, -ENOMEM, or the first ME/MD error. */
-int ulnet__sst_start(ulnet_node *node, struct ulnet_sst **out);
+/* Start the services on @node (@opts: include/ulnet/selftest.h, NULL = defaults). 0, -EINVAL (an
+ * option out of range, one log line), -ENOMEM, or the first ME/MD error. */
+int ulnet__sst_start(ulnet_node *node, const struct ulnet_selftest_opts *opts, struct ulnet_sst **out);
 /* Stop: abort running tests, unlink every MD, join the thread, free. Blocking. NULL is a no-op. */
 void ulnet__sst_stop(struct ulnet_sst *sst);
 

@@ -14,14 +14,14 @@
 #define RUN_POLL_US 100000      /* one-shot on another node: how often the console asks it */
 #define RUN_TIMEOUT_DEFAULT_MS 10000
 
-int ulnet_selftest_start(ulnet_node *node, ulnet_selftest **out)
+int ulnet_selftest_start(ulnet_node *node, const struct ulnet_selftest_opts *opts, ulnet_selftest **out)
 {
 	ulnet_selftest *st = calloc(1, sizeof(*st));
 	int rc;
 
 	if (!st)
 		return -ENOMEM;
-	if ((rc = ulnet__sst_start(node, &st->sst))) {
+	if ((rc = ulnet__sst_start(node, opts, &st->sst))) {
 		free(st);
 		return rc;
 	}

@@ -3,6 +3,7 @@
  * node's loop thread; the engine thread, which expires RPCs and sessions every 10 ms; start and
  * stop; and the inject and stats entry points. */
 #include "sst_internal.h"
+#include "log.h"
 
 #include <errno.h>
 #include <pthread.h>
@@ -164,27 +165,34 @@ static void *sst_thread(void *arg)
 	return NULL;
 }
 
-int ulnet__sst_start(ulnet_node *node, struct ulnet_sst **out)
+int ulnet__sst_start(ulnet_node *node, const struct ulnet_selftest_opts *opts, struct ulnet_sst **out)
 {
 	static const uint32_t services[] = { ULNET_SST_SVC_DEBUG, ULNET_SST_SVC_MAKE_SESSION, ULNET_SST_SVC_REMOVE_SESSION,
 		ULNET_SST_SVC_BATCH, ULNET_SST_SVC_TEST, ULNET_SST_SVC_QUERY_STAT, ULNET_SST_SVC_BRW, ULNET_SST_SVC_PING };
-	struct ulnet_sst *sst = calloc(1, sizeof(*sst));
+	static const struct ulnet_selftest_opts defaults = { 0 };
+	uint32_t timeout_ms;
+	struct ulnet_sst *sst;
 	int rc;
 
-	if (!sst)
+	if (!opts)
+		opts = &defaults;
+	timeout_ms = opts->server_rpc_timeout_ms ? opts->server_rpc_timeout_ms : ULNET_SELFTEST_SERVER_TIMEOUT_DEFAULT_MS;
+	if (timeout_ms < ULNET_SELFTEST_SERVER_TIMEOUT_MIN_MS || timeout_ms > ULNET_SELFTEST_SERVER_TIMEOUT_MAX_MS) {
+		ULNET_LOG(SST, ERR, "selftest server_rpc_timeout_ms %u out of range [%u, %u] (selftest: server_rpc_timeout_ms)",
+			  timeout_ms, ULNET_SELFTEST_SERVER_TIMEOUT_MIN_MS, ULNET_SELFTEST_SERVER_TIMEOUT_MAX_MS);
+		return -EINVAL;
+	}
+	if (!(sst = calloc(1, sizeof(*sst))))
 		return -ENOMEM;
 	sst->node = node;
 	sst->page = ulnet_node_page_size(node);
-	/* test hook: make this node look like a kernel lnet_selftest node to a ulnet console */
-	sst->plain_stats = getenv("ULNET_SST_PLAIN_STATS") != NULL;
+	sst->kernel_stats = opts->kernel_stats;
 	sst->next_bits = (uint64_t)time(NULL) << 48;
 	ulnet_list_init(&sst->srv_rpcs);
 	ulnet_list_init(&sst->running);
 	ulnet_list_init(&sst->srv_waiting);
 	sst->srv_bulk_max = SST_SERVER_BULK_MAX;
-	sst->srv_timeout_ms = SST_SERVER_TIMEOUT_MS;
-	if (getenv("ULNET_SST_SERVER_TIMEOUT_MS")) /* test hook */
-		sst->srv_timeout_ms = (uint32_t)strtoul(getenv("ULNET_SST_SERVER_TIMEOUT_MS"), NULL, 10);
+	sst->srv_timeout_ms = timeout_ms;
 	pthread_mutex_init(&sst->lock, NULL);
 	ulnet__cond_init(&sst->con_cv);
 	ulnet__cond_init(&sst->tick_cv);

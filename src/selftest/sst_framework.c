@@ -251,7 +251,7 @@ void sst__fw_handle(struct ulnet_sst *sst, struct sst_rpc *r)
 			p->status = ESRCH;
 			break;
 		}
-		if (q->type == ULNET_SST_STAT_TYPE_EXT && !sst->plain_stats) {
+		if (q->type == ULNET_SST_STAT_TYPE_EXT && !sst->kernel_stats) {
 			/* ulnet console: per-batch results of this node's client tests */
 			stat_ext_fill(sst, q->ext_bid, &r->ext);
 			r->ext.sid = sst->sid;

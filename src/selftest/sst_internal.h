@@ -45,10 +45,9 @@ enum sst_err { ERR_NONE = 0, ERR_TIMEOUT, ERR_MISMATCH, ERR_REFUSED, ERR_PEER_GO
 #define SST_EXT_MAGIC ULNET_SST_EXT_MAGIC
 /* Server RPCs: at most one per posted request buffer (a buffer is reposted when its RPC is freed, as
  * lnet_selftest does), their brw bulk memory node-wide at most SST_SERVER_BULK_MAX (requests beyond
- * wait, holding only their buffer), and each ends within SST_SERVER_TIMEOUT_MS (env
- * ULNET_SST_SERVER_TIMEOUT_MS overrides: test hook). */
+ * wait, holding only their buffer), and each ends within the node's server RPC timeout
+ * (ulnet_selftest_opts.server_rpc_timeout_ms). */
 #define SST_SERVER_BULK_MAX (32u << 20)
-#define SST_SERVER_TIMEOUT_MS 64000u
 #define SST_SVC_SLOTS (ULNET_SST_SVC_MAX + 1)
 
 struct sst_test;
@@ -170,7 +169,7 @@ struct ulnet_sst {
 	unsigned reqbuf_owed[SST_SVC_SLOTS]; /* request buffers to repost (their RPC ended) */
 	bool reqbuf_warned;               /* a repost failed; logged once until one succeeds */
 	unsigned srv_nrpcs, srv_nwaiting;
-	bool plain_stats;                 /* test hook: answer stats as lnet_selftest (no extension) */
+	bool kernel_stats;                /* answer stats as lnet_selftest (no extension) */
 };
 
 static inline int sst__cmp_u32(const void *a, const void *b)

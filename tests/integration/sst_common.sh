@@ -51,14 +51,15 @@ YAML
 	N2=$(ul_addr "$t" 2)@tcp
 }
 
-# sst_node NAME T N PAGE_SIZE: one more tcp node at 127.T.0.N (env such as ULNET_SST_PLAIN_STATS=1
-# may prefix the call: the daemon inherits it).
+# sst_node NAME T N PAGE_SIZE [SELFTEST]: one more tcp node at 127.T.0.N; SELFTEST is the flow mapping
+# of its config file's selftest: section, e.g. "{kernel_stats: true}".
 sst_node()
 {
-	local name=$1 t=$2 n=$3 ps=$4
+	local name=$1 t=$2 n=$3 ps=$4 st=${5:-"{}"}
 	ul_start_node "$name" <<YAML
 node:
     page_size: $ps
+selftest: $st
 net:
     - net type: tcp
       local NI(s):

@@ -18,9 +18,9 @@ sst_node srv 43 3 4096
 S3=$(ul_addr 43 3)@tcp
 BE=$(ul_addr 43 2)@tcp
 XPID=
-start_x() # start_x [ENV=VALUE]: the big-endian node at $BE
+start_x() # start_x [kernel-stats]: the big-endian node at $BE
 {
-	env "$@" "$QEMU_BE" -p 65536 "$X" "$BE" 65536 >"$UL_TMP/xnode.log" 2>&1 &
+	"$QEMU_BE" -p 65536 "$X" "$BE" 65536 "$@" >"$UL_TMP/xnode.log" 2>&1 &
 	XPID=$!
 	for _ in $(seq 100); do grep -q "xnode ready" "$UL_TMP/xnode.log" && return 0; sleep 0.1; done
 	ul_fail "xnode did not start: $(cat "$UL_TMP/xnode.log")"
@@ -47,7 +47,7 @@ ul_json "$UL_TMP/s.json" "j['ok'] and j['rpcs'] == 4"
 stop_x
 
 ul_step "big-endian client that gives only lnet_selftest counters"
-start_x ULNET_SST_PLAIN_STATS=1
+start_x kernel-stats
 # the console may still hold the first xnode's peer in its reconnect back-off (a send to it fails at
 # once with EHOSTUNREACH until the back-off ends): wait until the new node answers
 for i in $(seq 50); do

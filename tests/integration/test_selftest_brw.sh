@@ -65,7 +65,7 @@ sst_run "$UL_TMP/rs.json" n3 --json brw read --from "$N2" --to "$N3" --size 6553
 ul_json "$UL_TMP/rs.json" "j['ok'] and j['rpcs'] == 4"
 
 ul_step "remote client that gives only lnet_selftest counters (kernel stand-in): no made-up latency"
-ULNET_SST_PLAIN_STATS=1 sst_node k4 40 4 4096
+sst_node k4 40 4 4096 "{kernel_stats: true}"
 K4=$(ul_addr 40 4)@tcp
 sst_run "$UL_TMP/k.txt" n3 brw write --from "$K4" --to "$N2" --size 1M --offset 8 --concurrency 2 --duration 1
 [[ $UL_STATUS == 0 ]] || ul_fail "counter-only client: $(cat "$UL_TMP/k.txt" "$UL_TMP/k.txt.err")"

@@ -4,8 +4,8 @@
 # WRITE requests and 400 brw READ requests (1 MiB each) and never reads a byte. The node serves at most
 # one RPC per posted request buffer and at most 32 MiB of server bulk at once (the rest wait, holding
 # only their buffer): its peak RSS is printed and must stay under 64 MiB, and it keeps answering
-# another peer. Server RPCs that make no progress end at their deadline (4 s here, test hook
-# ULNET_SST_SERVER_TIMEOUT_MS) with one log line; once the peer is gone the waiting requests are gone
+# another peer. Server RPCs that make no progress end at their deadline (4 s here: the config
+# file's selftest: server_rpc_timeout_ms) with one log line; once the peer is gone the waiting requests are gone
 # and the READ bulk is freed.
 set -u
 source "${SRC:-$(dirname "$0")/../..}/tests/integration/lib.sh"
@@ -13,7 +13,7 @@ source "${SRC:-$(dirname "$0")/../..}/tests/integration/sst_common.sh"
 ul_init
 [[ -x $SST ]] || ul_fail "no ulnet-selftest at $SST"
 sst_require_tcp 203
-ULNET_SST_SERVER_TIMEOUT_MS=4000 sst_node n1 203 1 4096
+sst_node n1 203 1 4096 "{server_rpc_timeout_ms: 4000}"
 sst_node n2 203 2 4096
 N1=$(ul_addr 203 1)@tcp
 N2=$(ul_addr 203 2)@tcp

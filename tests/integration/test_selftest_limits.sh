@@ -11,7 +11,7 @@ source "${SRC:-$(dirname "$0")/../..}/tests/integration/sst_common.sh"
 ul_init
 [[ -x $SST ]] || ul_fail "no ulnet-selftest at $SST"
 sst_require_tcp 204
-ULNET_SST_SERVER_TIMEOUT_MS=3000 sst_node n1 204 1 4096
+sst_node n1 204 1 4096 "{server_rpc_timeout_ms: 3000}"
 sst_node n2 204 2 65536
 N1=$(ul_addr 204 1)@tcp
 N2=$(ul_addr 204 2)@tcp

@@ -173,6 +173,43 @@ static void test_loops(void **state)
 	ulnet_config_free(cfg);
 }
 
+static void test_selftest_section(void **state)
+{
+	struct ulnet_config *cfg = parse_ok("selftest:\n    server_rpc_timeout_ms: 3000\n    kernel_stats: yes\n");
+
+	(void)state;
+	assert_int_equal(cfg->selftest.server_rpc_timeout_ms, 3000);
+	assert_true(cfg->selftest.kernel_stats);
+	ulnet_config_free(cfg);
+	cfg = parse_ok("selftest: {kernel_stats: false}\n");
+	assert_int_equal(cfg->selftest.server_rpc_timeout_ms, 0); /* the engine's default (64 s) */
+	assert_false(cfg->selftest.kernel_stats);
+	ulnet_config_free(cfg);
+}
+
+/* The engine applies the same range to options that do not come from a file. */
+static void test_selftest_opts_checked(void **state)
+{
+	struct ulnet_node_opts no = { 0 };
+	struct ulnet_selftest_opts bad = { .server_rpc_timeout_ms = ULNET_SELFTEST_SERVER_TIMEOUT_MIN_MS - 1 };
+	struct ulnet_selftest_opts good = { .server_rpc_timeout_ms = 3000, .kernel_stats = true };
+	ulnet_selftest *st = NULL;
+	ulnet_node *node;
+
+	(void)state;
+	assert_int_equal(ulnet_node_open(&no, &node), 0);
+	assert_int_equal(ulnet_selftest_start(node, &bad, &st), -EINVAL);
+	assert_null(st);
+	bad.server_rpc_timeout_ms = ULNET_SELFTEST_SERVER_TIMEOUT_MAX_MS + 1;
+	assert_int_equal(ulnet_selftest_start(node, &bad, &st), -EINVAL);
+	assert_int_equal(ulnet_selftest_start(node, &good, &st), 0);
+	assert_non_null(st);
+	ulnet_selftest_stop(st);
+	assert_int_equal(ulnet_selftest_start(node, NULL, &st), 0);
+	ulnet_selftest_stop(st);
+	ulnet_node_close(node);
+}
+
 static void test_page_sizes(void **state)
 {
 	(void)state;
@@ -273,6 +310,14 @@ static const struct bad_case bad_cases[] = {
 	{ "type: pid too big", "node:\n  pid: 4294967296\n", 2, "'pid' out of range" },
 	{ "range: busy_poll_us", "node:\n  busy_poll_us: 1000001\n", 2, "'busy_poll_us' out of range" },
 	{ "range: loops 0", "node:\n  loops: 0\n", 2, "'loops' out of range [1, 64]: 0" },
+	{ "range: selftest server_rpc_timeout_ms", "selftest:\n  server_rpc_timeout_ms: 99\n", 2,
+	  "'server_rpc_timeout_ms' out of range [100, 3600000]: 99" },
+	{ "type: selftest kernel_stats", "selftest:\n  kernel_stats: maybe\n", 2,
+	  "expected 0 or 1 (true/false, yes/no, on/off) for 'kernel_stats', got maybe" },
+	{ "type: selftest kernel_stats quoted", "selftest:\n  kernel_stats: \"true\"\n", 2,
+	  "expected 0 or 1 (true/false, yes/no, on/off) for 'kernel_stats'" },
+	{ "unknown: selftest", "selftest:\n  server_timeout: 5\n", 2, "unknown key 'server_timeout' in selftest" },
+	{ "type: selftest is a list", "selftest:\n  - kernel_stats: true\n", 2, "expected a mapping for 'selftest', got a list" },
 	{ "range: loops 65", "node:\n  loops: 65\n", 2, "'loops' out of range [1, 64]: 65" },
 	{ "type: pid octal-looking", "node:\n  pid: 0123\n", 2, "expected an integer for 'pid'" },
 	{ "type: control is a list", "node:\n  control: [a]\n", 2, "expected a string for 'control', got a list" },
@@ -407,6 +452,8 @@ int main(void)
 		cmocka_unit_test(test_minimal),
 		cmocka_unit_test(test_busy_poll),
 		cmocka_unit_test(test_loops),
+		cmocka_unit_test(test_selftest_section),
+		cmocka_unit_test(test_selftest_opts_checked),
 		cmocka_unit_test(test_page_sizes),
 		cmocka_unit_test(test_flow_and_anchors),
 		cmocka_unit_test(test_load_file),

@@ -213,7 +213,7 @@ static void sst_on_close(struct ulnetd *d, void *arg)
 int ulnetd_selftest_register(struct ulnetd *d)
 {
 	ulnet_selftest *st = NULL;
-	int rc = ulnet_selftest_start(d->node, &st);
+	int rc = ulnet_selftest_start(d->node, &d->cfg->selftest, &st);
 
 	if (rc) {
 		fprintf(stderr, "ulnetd: selftest services not started: %s\n", ulnet_strerror(rc));
