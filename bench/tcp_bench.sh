@@ -18,8 +18,9 @@
 #   3. the node lock's hold-time histogram of the server node over the whole run (stats show -v);
 #   4. 0-byte Put message rate (bench/tcp_msgrate.c, two nodes in one process, one API thread, 64 Puts
 #      in flight, default tunables: peer_credits 8), with 1 and with 2 loop threads per node (node
-#      option loops), and the load average it ran under. One peer: its conns and its submissions are
-#      on one loop, so a second loop only runs the timers (no hand-off, no gain either).
+#      option loops), the process's CPU time and context switches per Put beside it, and the load
+#      average it ran under. One peer: its conns and its submissions are on one loop, so a second
+#      loop only runs the timers (no hand-off, no gain either).
 # Usage: bench/tcp_bench.sh [SECONDS]   (BUILD=build dir, default ./build; ROUNDS=3 medians;
 #        BENCH_T=T uses the 127.T.0.0/16 block, default 38; BUSY_US=50 the busy-poll window)
 set -euo pipefail
@@ -176,6 +177,8 @@ print(f"  busy polling       : ulnet_ping {pb:6.1f} us vs raw TCP ping-pong {rb:
 r1, r2 = float(rate['put0_rate']), float(rate2['put0_rate'])
 print(f"0-byte Put rate     : {r1:9.0f} msg/s (1 loop per node) | {r2:9.0f} msg/s (2 loops per node)  ratio {r2 / r1:.2f} "
       f"(goal >= 1 M msg/s with 2 loops; one peer, so one loop does the work; load average {load})")
+print(f"  per Put (process CPU time, context switches): {float(rate['put0_cpu_us']):.2f} us, {float(rate['put0_csw']):.3f} (1 loop) | "
+      f"{float(rate2['put0_cpu_us']):.2f} us, {float(rate2['put0_csw']):.3f} (2 loops); it swings less than the rate on shared cores")
 h = st["lock_hold_us"]
 tot = sum(h.values())
 print(f"node lock hold times (server node, whole run; {tot} holds, longest {st['lock_hold_max_ns'] / 1000:.1f} us):")

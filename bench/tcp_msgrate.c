@@ -2,7 +2,10 @@
 /* bench helper for tcp_bench.sh: two nodes in one process over the tcp LND (loopback, addresses from
  * argv). Prints "put0_rate <msgs/s>" for 0-byte Puts without ACK (a window of 64 in flight, one API
  * thread binding an MD per Put, default tunables: peer_credits 8, so at most 8 in the LND; one peer,
- * so with several loops its own loop posts and writes them and the others mostly idle), then
+ * so with several loops its own loop posts and writes them and the others mostly idle) and, for the
+ * same interval, "put0_cpu_us <CPU time of the process per Put>" and "put0_csw <context switches per
+ * Put>" (getrusage: every thread of both nodes; what a Put costs, which swings less than the rate when
+ * the VM's cores are shared with other work), then
  * "ping_rtt_us <mean>" over ulnet_ping, then "tcp_rtt_us <mean>" for a raw TCP 8-byte ping-pong
  * between the same two addresses (TCP_NODELAY). Usage: tcp_msgrate ADDR_A ADDR_B SECONDS [LOOPS [put0]]:
  * LOOPS loop threads per node (node option loops; default 1); "put0" stops after the first rate. */
@@ -12,6 +15,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <time.h>
 #include <unistd.h>
@@ -23,6 +27,17 @@ static double now_s(void)
 
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+/* CPU time (us) and context switches of the whole process so far */
+static void usage_now(double *cpu_us, double *csw)
+{
+	struct rusage ru;
+
+	getrusage(RUSAGE_SELF, &ru);
+	*cpu_us = (double)(ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) * 1e6 +
+		  (double)(ru.ru_utime.tv_usec + ru.ru_stime.tv_usec);
+	*csw = (double)(ru.ru_nvcsw + ru.ru_nivcsw);
 }
 
 static ulnet_node *open_node(const char *addr, unsigned loops)
@@ -91,7 +106,7 @@ int main(int argc, char **argv)
 	struct ulnet_event ev;
 	struct ulnet_ping_result r;
 	static char sink[1];
-	double secs, t0, el;
+	double secs, t0, el, cpu0, csw0, cpu1, csw1;
 	long sent = 0, done = 0;
 	char nidb[64];
 	unsigned loops;
@@ -118,6 +133,7 @@ int main(int argc, char **argv)
 		return 1;
 	}
 	/* 0-byte Puts, no ACK: completion = SEND event on the initiator */
+	usage_now(&cpu0, &csw0);
 	t0 = now_s();
 	/* the clock every 64 events, not per event: the sending thread spends its time on Puts */
 	for (el = 0; el < secs; el = done % 64 ? el : now_s() - t0) {
@@ -137,7 +153,10 @@ int main(int argc, char **argv)
 			el = now_s() - t0; /* no event for 100 ms: still check the time */
 	}
 	el = now_s() - t0;
+	usage_now(&cpu1, &csw1);
 	printf("put0_rate %.0f\n", done / el);
+	printf("put0_cpu_us %.2f\nput0_csw %.3f\n", (cpu1 - cpu0) / (double)(done ? done : 1),
+	       (csw1 - csw0) / (double)(done ? done : 1));
 	fflush(stdout);
 	if (argc > 5 && !strcmp(argv[5], "put0")) {
 		ulnet_node_close(na);

@@ -239,6 +239,32 @@ void ulnet__loop_wake_if_sleeping(struct ulnet_loop *loop)
 		loop_wake_one(loop);
 }
 
+/* The io callbacks of a batch epoll_wait fetched (@n < 0: none). Lock held. */
+static void dispatch(struct ulnet_loop *loop, struct epoll_event *evs, int n)
+{
+	loop->cur_evs = evs;
+	loop->cur_nevs = n > 0 ? n : 0;
+	for (int i = 0; i < loop->cur_nevs; i++) {
+		struct ulnet_io *io = evs[i].data.ptr;
+
+		if (evs[i].events && io)
+			io->cb(io, evs[i].events);
+	}
+	loop->cur_nevs = 0;
+	loop->cur_evs = NULL;
+}
+
+/* Hand a borrowed loop back to its thread. Lock held. */
+static void loop_unborrow(struct ulnet_loop *loop)
+{
+	cur_loop = NULL;
+	loop->borrowed = false;
+	if (loop->borrow_waiting) {
+		loop->borrow_waiting = false;
+		pthread_cond_signal(&loop->borrow_cv);
+	}
+}
+
 /* Leader/follower: an API call that leaves a send it blocks on next (node->submit_borrow) submitted to
  * a loop waiting for io does that loop's work for it itself (posts it, writes it with the lock dropped
  * around the socket call, completes what that finished), instead of a wake-up of the loop thread and
@@ -257,12 +283,7 @@ static bool loop_borrow(struct ulnet_loop *loop)
 	ulnet__submitted_run(loop);
 	ulnet__completions_run(node, ULNET_COMPLETION_BUDGET);
 	run_kicked(loop);
-	cur_loop = NULL;
-	loop->borrowed = false;
-	if (loop->borrow_waiting) {
-		loop->borrow_waiting = false;
-		pthread_cond_signal(&loop->borrow_cv);
-	}
+	loop_unborrow(loop);
 	return true;
 }
 
@@ -367,18 +388,19 @@ static void lnd_tick(struct ulnet_node *node, struct ulnet_timer *t, uint64_t no
 	ulnet__timer_arm(node, t, now + LOOP_TICK_NS);
 }
 
-/* Wait for io: sleep in epoll_wait until @timeout, or with busy polling spin on epoll_wait(0) until
- * @busy_until (node clock of ulnet__now_ns), an API call pokes us, or the timeout. Lock not held. */
-static int loop_wait(struct ulnet_loop *loop, struct epoll_event *evs, int timeout, uint64_t busy_until)
+/* Wait for io: sleep in epoll_wait until @timeout, or with @spin_until (busy polling, decided under the
+ * lock with loop->spinning, so a borrower knows which) spin on epoll_wait(0) until then
+ * (ulnet__now_ns), an API call pokes us, or the timeout. Lock not held. */
+static int loop_wait(struct ulnet_loop *loop, struct epoll_event *evs, int timeout, uint64_t spin_until)
 {
-	uint64_t now, end, busy_poll_ns = loop->node->busy_poll_ns;
+	uint64_t end;
 	int n;
 
-	if (timeout == 0 || !busy_poll_ns || (now = ulnet__now_ns()) >= busy_until)
+	if (timeout == 0 || !spin_until)
 		return epoll_wait(loop->epfd, evs, LOOP_MAX_EVENTS, timeout);
-	end = timeout < 0 ? busy_until : now + (uint64_t)timeout * 1000000u;
-	if (end > busy_until)
-		end = busy_until;
+	end = timeout < 0 ? spin_until : ulnet__now_ns() + (uint64_t)timeout * 1000000u;
+	if (end > spin_until)
+		end = spin_until;
 	do {
 		n = epoll_wait(loop->epfd, evs, LOOP_MAX_EVENTS, 0);
 		if (n != 0 || atomic_load_explicit(&loop->poked, memory_order_relaxed))
@@ -386,6 +408,52 @@ static int loop_wait(struct ulnet_loop *loop, struct epoll_event *evs, int timeo
 		sched_yield(); /* a core shared with the threads we wait for: let them run */
 	} while (ulnet__now_ns() < end);
 	return 0;
+}
+
+/* Leader/follower on the receive side: a thread about to spin for an event (ulnet_ping waiting for its
+ * REPLY) on a node whose loop @idx busy polls takes that loop's place instead of spinning beside it:
+ * the poke ends the loop thread's spin and it parks on borrow_cv (as for loop_borrow), and this thread
+ * polls the loop's epoll set and runs its turns (io callbacks, kicked watchers, submissions,
+ * completions; the turn count stays the loop thread's, so ulnet__io_quiesced waits for it) until the
+ * event is queued or @end. So one thread per node spins, and the REPLY is read, matched and delivered
+ * on the thread that waits for it: no hand-off (the parked loop thread's wake-up comes after). Loop 0's
+ * handlers and timers stay on its thread: queued handlers or a due timer end the lead. Lock not held. */
+int ulnet__loop_lead(struct ulnet_node *node, unsigned idx, ulnet_eq *eq, uint64_t end, struct ulnet_event *ev)
+{
+	struct ulnet_loop *loop = &node->loops[idx < node->n_loops ? idx : 0];
+	struct epoll_event evs[LOOP_MAX_EVENTS];
+	int rc;
+
+	if (cur_loop)
+		return -EAGAIN;
+	ulnet__lock(node);
+	if (!loop->in_wait || !loop->spinning || loop->borrowed || node->stopping || !node->n_started) {
+		ulnet__lock_release(node);
+		return -EAGAIN;
+	}
+	loop->borrowed = true;
+	atomic_store_explicit(&loop->poked, true, memory_order_relaxed); /* its thread stops spinning */
+	cur_loop = loop;
+	while (!(rc = ulnet_eq_wait(eq, 0, ev)) && !node->stopping && ulnet__now_ns() < end &&
+	       !(loop->idx == 0 && (node->n_cbs || !ulnet__timers_next_ms(node, ulnet__node_now(node), 1)))) {
+		int n;
+
+		ulnet__lock_release(node);
+		n = epoll_wait(loop->epfd, evs, LOOP_MAX_EVENTS, 0);
+		if (n == 0)
+			sched_yield(); /* as a spinning loop does */
+		ulnet__lock(node);
+		dispatch(loop, evs, n);
+		run_kicked(loop);
+		ulnet__submitted_run(loop);
+		ulnet__completions_run(node, ULNET_COMPLETION_BUDGET);
+		run_kicked(loop);
+		if (loop->idx != 0 && node->n_cbs)
+			ulnet__loop_wake_if_sleeping(&node->loops[0]);
+	}
+	loop_unborrow(loop);
+	ulnet__lock_release(node);
+	return rc;
 }
 
 /* Work for @loop right now (so it does not sleep): its kicked watchers, the node's submissions and
@@ -432,11 +500,12 @@ static void *loop_main(void *arg)
 		if (timeout && !spin)
 			atomic_store_explicit(&loop->sleeping, true, memory_order_relaxed);
 		loop->in_wait = true;
+		loop->spinning = spin;
 		ulnet__lock_release(node);
-		n = loop_wait(loop, evs, timeout, busy_until);
+		n = loop_wait(loop, evs, timeout, spin ? busy_until : 0);
 		atomic_store_explicit(&loop->sleeping, false, memory_order_relaxed);
 		ulnet__lock(node);
-		loop->in_wait = false; /* no new borrower: one at most to wait for */
+		loop->in_wait = loop->spinning = false; /* no new borrower: one at most to wait for */
 		while (loop->borrowed) { /* an API call does our work: our batch waits for it (loop_borrow) */
 			loop->borrow_waiting = true;
 			ulnet__lock_hold_end(node);
@@ -451,18 +520,7 @@ static void *loop_main(void *arg)
 			busy_until = ulnet__now_ns() + node->busy_poll_ns;
 turn:
 		loop->turns++;
-		loop->cur_evs = evs;
-		loop->cur_nevs = n > 0 ? n : 0;
-		for (int i = 0; i < loop->cur_nevs; i++) {
-			struct ulnet_io *io = evs[i].data.ptr;
-
-			if (!evs[i].events)
-				continue;
-			if (io)
-				io->cb(io, evs[i].events);
-		}
-		loop->cur_nevs = 0;
-		loop->cur_evs = NULL;
+		dispatch(loop, evs, n);
 		run_kicked(loop);
 		ulnet__submitted_run(loop);
 		if (first)

@@ -2,7 +2,8 @@
 /* Two nodes in one process joined by the tcp LND over loopback (127.31.P.1 and 127.31.P.2, port 988):
  * ping both ways at node page sizes 4 KiB and 64 KiB, then what is tcp's own: protocol variants
  * (forced V1 and V2 with checksums, untyped conns), a peer restart (new incarnation), an unknown
- * tunable, an unreachable peer. The Put/Get matrix every LND must pass is test_lnd_conformance's. */
+ * tunable, an unreachable peer, busy polling. The Put/Get matrix every LND must pass is
+ * test_lnd_conformance's. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -16,9 +17,11 @@
 #include "md_buf.h"
 #include "xfer.h"
 
+static unsigned busy_poll_us; /* of the nodes node_start opens (test_busy_poll) */
+
 static int node_start(ulnet_node **out, uint32_t page, const char *nid, const struct ulnet_kv *lt, size_t nlt)
 {
-	struct ulnet_node_opts opts = { .page_size = page };
+	struct ulnet_node_opts opts = { .page_size = page, .busy_poll_us = busy_poll_us };
 	struct ulnet_ni_conf conf = { .net = "tcp", .nid = nid, .lnd_tunables = lt, .n_lnd_tunables = nlt };
 	int rc = ulnet_node_open(&opts, out);
 
@@ -169,6 +172,29 @@ static void test_unreachable(void **state)
 	pair_close(p);
 }
 
+/* Both nodes busy polling: ulnet_ping's caller does its loop's receive work while it waits
+ * (ulnet__loop_lead) whenever it finds the loop spinning, beside Puts and Gets the loops carry. */
+static void test_busy_poll(void **state)
+{
+	const struct xcase put = { "put", 70000, FORM_IOVEC, FORM_KIOV, 3, 5, 11, false };
+	const struct xcase get = { "get", 4097, FORM_CONTIG, FORM_IOVEC, 1, 2, 3, true };
+	struct pair *p;
+
+	(void)state;
+	busy_poll_us = 200;
+	p = pair_open(4096, "127.31.8.1@tcp", "127.31.8.2@tcp", NULL, 0, NULL, 0);
+	busy_poll_us = 0;
+	for (int i = 0; i < 200; i++) {
+		ping_ok(p->a, &p->idb);
+		ping_ok(p->b, &p->ida);
+		if (i % 50 == 0) {
+			xfer(p, &put, 6, 1);
+			xfer(p, &get, 6, 2);
+		}
+	}
+	pair_close(p);
+}
+
 int main(void)
 {
 	const struct CMUnitTest pings[] = { cmocka_unit_test(test_ping_both_ways) };
@@ -179,6 +205,7 @@ int main(void)
 		cmocka_unit_test(test_peer_restart),
 		cmocka_unit_test(test_unknown_tunable),
 		cmocka_unit_test(test_unreachable),
+		cmocka_unit_test(test_busy_poll),
 	};
 	int rc = 0;
 
