@@ -756,6 +756,40 @@ static void test_ring_scribble(void **state)
 	pair_down(&p);
 }
 
+/* A producer may take the consumer's sleep flag late (for a record the consumer found on its own
+ * since) and ring: the consumer, woken with nothing new, must say again that it sleeps, or the
+ * next SEND would wait for ever. Played here: the flag cleared by hand while that doorbell waits. */
+static void test_ring_stolen_sleep(void **state)
+{
+	struct pair p;
+	uint8_t buf[256] = "ring", *map;
+	struct fab_mr ma, mb;
+	struct fab_sge s, r;
+	struct fab_wc wc;
+	bool sending;
+
+	(void)state;
+	if (ft_copy_thread)
+		skip(); /* SENDs go over the socket */
+	pair_up(&p, NULL, 4, 4);
+	map = fab_shm_qp_rings(p.qa, &sending);
+	reg(p.a, buf, 128, ALL, &ma);
+	reg(p.b, buf + 128, 128, ALL, &mb);
+	r = (struct fab_sge){(uintptr_t)buf + 128, 64, mb.lkey};
+	assert_int_equal(ft_post_recv1(p.qb, 1, &r, 1), 0);
+	assert_int_equal(ft_post_recv1(p.qb, 2, &r, 1), 0);
+	s = (struct fab_sge){(uintptr_t)buf, 16, ma.lkey};
+	assert_int_equal(ft_post_send1(p.qa, 3, FAB_WR_SEND, true, &s, 1, 0, 0), 0); /* rings b */
+	assert_int_equal(ft_post_recv1(p.qb, 4, &r, 1), 0); /* b finds the record itself, sleeps again */
+	assert_int_equal(OPS->poll_cq(p.b, &wc, 1), 1);
+	assert_int_equal(wc.wr_id, 1);
+	atomic_store(&((struct shm_ring_ctl *)map)[0].sleeping, 0); /* the late taker */
+	ft_pump(p.db, 2, 0); /* b wakes on the doorbell, nothing new */
+	assert_int_equal(ft_post_send1(p.qa, 5, FAB_WR_SEND, true, &s, 1, 0, 0), 0);
+	ft_expect_wc(p.db, 2, 2, FAB_WC_SUCCESS, &wc);
+	pair_down(&p);
+}
+
 int main(int argc, char **argv)
 {
 	ft_args(argc, argv);
@@ -781,6 +815,7 @@ int main(int argc, char **argv)
 		cmocka_unit_test(test_limits),
 		cmocka_unit_test(test_ring_flow),
 		cmocka_unit_test(test_ring_scribble),
+		cmocka_unit_test(test_ring_stolen_sleep),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

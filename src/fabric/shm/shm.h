@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* The shm provider's internals: nodes on one host, connected over unix-domain SEQPACKET sockets (one
- * per QP, named by IPv4 address and port in the abstract namespace), SENDs over that socket, RDMA
+ * per QP, named by IPv4 address and port in the abstract namespace), SENDs through a shared ring per
+ * direction (shm_ring.h; else over that socket), RDMA
  * checked against the peer's registration table (a memfd the peer passes at connect time): a memcpy
  * through the peer's mapped memfd for memory from mem_alloc, else process_vm_readv/writev. Trust
  * model and contract: docs/fabric.md. */

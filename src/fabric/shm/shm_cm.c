@@ -2,7 +2,9 @@
 /* shm connection manager: rdma_cm's handshake over unix-domain SEQPACKET sockets named
  * "ulnet-shm/<IPv4>:<port>" in the abstract namespace (one namespace per network namespace, like
  * IP addresses). Active: CONNREQ (+ our registration table memfd) -> CONNACK (+ theirs) or REJECT;
- * then RTU. Once established the socket carries the QP's SENDs; a shutdown or EOF is a disconnect. */
+ * then RTU. The CONNREQ also carries the connector's doorbell eventfd and the SEND rings' memfd
+ * (shm_ring.h), the CONNACK the acceptor's doorbell and whether it reads the rings. Once
+ * established the rings (or the socket) carry the QP's SENDs; a shutdown or EOF is a disconnect. */
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -201,6 +203,13 @@ static bool ring_map_peer(struct fab_cm_id *id, int fd)
 	shm_ring_attach(&id->ring_tx, p, 1);
 	shm_ring_attach(&id->ring_rx, p, 0);
 	return true;
+}
+
+/* Our SENDs may go through a ring: every SEND fits it, and only the owner's thread sends (no copy
+ * thread: a ring has one producer). */
+static bool ring_sends(const struct fab_dev *dev)
+{
+	return !dev->eng.on && shm_ring_need(dev->lim.max_msg_sz) <= SHM_RING_BYTES;
 }
 
 static void sock_tune(struct fab_dev *dev, int fd)
@@ -433,7 +442,7 @@ int shm_accept(struct fab_cm_id *id, const void *pdata, size_t len)
 		memcpy(m.pdata, pdata, len);
 	if (id->peer_db >= 0 && ring_map_peer(id, id->ring_fd)) {
 		m.flags |= SHM_CM_RING_OK;
-		id->ring_send = !id->dev->eng.on;
+		id->ring_send = ring_sends(id->dev);
 	} else if (id->ring_fd >= 0) {
 		close(id->ring_fd);
 	}
@@ -588,7 +597,7 @@ static void req_sent_io(struct fab_cm_id *id)
 	if (!rc && m.type == SHM_CM_CONNACK) { /* the doorbell is ours to close from now on */
 		id->peer_db = fds[1];
 		fds[1] = -1;
-		id->ring_send = (m.flags & SHM_CM_RING_OK) && id->ring_map && id->peer_db >= 0 && !id->dev->eng.on;
+		id->ring_send = (m.flags & SHM_CM_RING_OK) && id->ring_map && id->peer_db >= 0 && ring_sends(id->dev);
 	}
 	close_fds(fds + 1, 1);
 	if (rc || m.type != SHM_CM_CONNACK || (rc = map_peer_table(id, tfd, m.tbl_n)) || (rc = cm_send(id, &rtu, NULL, 0))) {

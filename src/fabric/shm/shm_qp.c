@@ -221,8 +221,8 @@ bool shm_qp_send_follows(const struct fab_qp *qp)
 	const struct shm_swr *s = &qp->sq[qp->sq_exec % qp->sq_depth];
 
 	/* (a SEND into the ring succeeds whatever became of the peer: it proves nothing) */
-	return !qp->id->ring_send && s->wr.opcode == FAB_WR_RDMA_WRITE && !s->wr.signaled && qp->sq_exec + 1 < qp->sq_post &&
-	       qp->sq[(qp->sq_exec + 1) % qp->sq_depth].wr.opcode == FAB_WR_SEND;
+	return !qp->id->ring_send && s->wr.opcode == FAB_WR_RDMA_WRITE && !s->wr.signaled &&
+	       qp->sq_exec + 1 < qp->sq_post && qp->sq[(qp->sq_exec + 1) % qp->sq_depth].wr.opcode == FAB_WR_SEND;
 }
 
 /* The peer's region is mapped here (a memfd region): memcpy, then check that the peer still holds
@@ -318,7 +318,8 @@ static void ring_bell(int fd)
 {
 	uint64_t one = 1;
 
-	if (fd >= 0 && write(fd, &one, sizeof(one)) < 0 && errno != EAGAIN) /* (EAGAIN: the counter is rung already) */
+	/* (EAGAIN: the counter is full, the peer has plenty to wake it) */
+	if (fd >= 0 && write(fd, &one, sizeof(one)) < 0 && errno != EAGAIN)
 		ULNET_LOG(FABRIC, WARN, "shm: doorbell write failed: %s", strerror(errno));
 }
 
@@ -484,8 +485,11 @@ void shm_qp_ring_poll(struct fab_qp *qp)
 {
 	if (qp->id->state != SHM_ID_ESTABLISHED)
 		return;
-	if (qp->id->ring_map && shm_ring_nonempty(&qp->id->ring_rx) && !ring_rx(qp))
-		return; /* (the socket is read on EPOLLIN: a recvmmsg here would find it empty) */
+	/* ring_rx even when the ring looks empty: a doorbell means our sleep flag was taken (possibly
+	 * by a producer that saw it late, for a record we consumed since): say again that we sleep.
+	 * (The socket is read on EPOLLIN: a recvmmsg here would find it empty.) */
+	if (qp->id->ring_map && !ring_rx(qp))
+		return;
 	if (qp->id->ring_send && qp->sq_exec < qp->sq_post)
 		shm_qp_run(qp);
 }

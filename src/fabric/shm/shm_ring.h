@@ -6,7 +6,9 @@
  * scribble on, so it is loaded once, bounded and checked (a bad ring is -EPROTO, never an overrun).
  * Doorbells: a consumer that drained the ring says it sleeps (a flag), a producer that found no room
  * says it waits for space; the other side writes the peer's eventfd only then. Both flags follow a
- * store; fence; load pattern on each side (seq_cst fences), so no wake-up is lost. */
+ * store; fence; load pattern on each side (seq_cst fences), so no wake-up is lost. A flag may be
+ * taken late (for a record the consumer found on its own since): whoever is rung looks again and,
+ * with nothing to do, says again that it sleeps (or waits). */
 #ifndef ULNET_FABRIC_SHM_RING_H
 #define ULNET_FABRIC_SHM_RING_H
 
@@ -15,7 +17,8 @@
 #include <stdint.h>
 #include <sys/uio.h>
 
-#define SHM_RING_BYTES (128u << 10)   /* per direction: a SEND of max_msg_sz + 8 must fit */
+/* per direction; a device whose max_msg_sz + 8 exceeds it sends over the socket */
+#define SHM_RING_BYTES (128u << 10)
 #define SHM_RING_HDR 8u
 #define SHM_RING_CTL_LEN 4096u        /* both directions' control blocks */
 #define SHM_RING_MAP_LEN (SHM_RING_CTL_LEN + 2u * SHM_RING_BYTES)
