@@ -712,6 +712,24 @@ static void test_ring_flow(void **state)
 	pair_down(&p);
 }
 
+/* A pair whose SENDs go through the rings (skipped with a copy thread: they go over the socket),
+ * buf[0, 128) registered on a, buf[128, 256) on b. The connection's ring mapping. */
+static uint8_t *ring_pair_up(struct pair *p, uint8_t *buf, struct fab_mr *ma, struct fab_mr *mb)
+{
+	bool sending;
+	uint8_t *map;
+
+	if (ft_copy_thread)
+		skip();
+	pair_up(p, NULL, 4, 4);
+	map = fab_shm_qp_rings(p->qa, &sending);
+	assert_non_null(map);
+	assert_true(sending);
+	reg(p->a, buf, 128, ALL, ma);
+	reg(p->b, buf + 128, 128, ALL, mb);
+	return map;
+}
+
 /* A peer that scribbles on the ring: a record header it rewrote, or the consumer index of a ring it
  * reads, closes that QP (one log line, DISCONNECTED on both sides), never an overrun. */
 static void test_ring_scribble(void **state)
@@ -722,15 +740,9 @@ static void test_ring_scribble(void **state)
 	struct fab_sge s;
 	struct fab_wc wc;
 	struct fab_cm_event ev;
-	bool sending;
 
 	(void)state;
-	if (ft_copy_thread)
-		skip(); /* SENDs go over the socket */
-	pair_up(&p, NULL, 4, 4);
-	map = fab_shm_qp_rings(p.qa, &sending);
-	reg(p.a, buf, sizeof(buf), ALL, &ma);
-	reg(p.b, buf + 128, 128, ALL, &mb);
+	map = ring_pair_up(&p, buf, &ma, &mb);
 	s = (struct fab_sge){(uintptr_t)buf, 16, ma.lkey};
 	assert_int_equal(ft_post_send1(p.qa, 1, FAB_WR_SEND, true, &s, 1, 0, 0), 0);
 	ft_expect_wc(p.da, 2, 1, FAB_WC_SUCCESS, &wc);
@@ -743,12 +755,10 @@ static void test_ring_scribble(void **state)
 	ft_expect_event(p.da, 2, FAB_CM_DISCONNECTED, &ev);
 	pair_down(&p);
 
-	pair_up(&p, NULL, 4, 4);
-	map = fab_shm_qp_rings(p.qb, &sending);
-	reg(p.b, buf, sizeof(buf), ALL, &mb);
+	map = ring_pair_up(&p, buf, &ma, &mb);
 	/* acceptor -> connector: the consumer's tail moved past the head */
 	atomic_store(&((struct shm_ring_ctl *)map)[1].tail, 4096);
-	s = (struct fab_sge){(uintptr_t)buf, 16, mb.lkey};
+	s = (struct fab_sge){(uintptr_t)buf + 128, 16, mb.lkey};
 	assert_int_equal(ft_post_send1(p.qb, 3, FAB_WR_SEND, true, &s, 1, 0, 0), 0);
 	ft_expect_wc(p.db, 2, 3, FAB_WC_RETRY_EXC_ERR, &wc);
 	ft_expect_event(p.db, 2, FAB_CM_DISCONNECTED, &ev);
@@ -766,15 +776,9 @@ static void test_ring_stolen_sleep(void **state)
 	struct fab_mr ma, mb;
 	struct fab_sge s, r;
 	struct fab_wc wc;
-	bool sending;
 
 	(void)state;
-	if (ft_copy_thread)
-		skip(); /* SENDs go over the socket */
-	pair_up(&p, NULL, 4, 4);
-	map = fab_shm_qp_rings(p.qa, &sending);
-	reg(p.a, buf, 128, ALL, &ma);
-	reg(p.b, buf + 128, 128, ALL, &mb);
+	map = ring_pair_up(&p, buf, &ma, &mb);
 	r = (struct fab_sge){(uintptr_t)buf + 128, 64, mb.lkey};
 	assert_int_equal(ft_post_recv1(p.qb, 1, &r, 1), 0);
 	assert_int_equal(ft_post_recv1(p.qb, 2, &r, 1), 0);
