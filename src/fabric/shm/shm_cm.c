@@ -165,9 +165,8 @@ static int ring_create(struct fab_cm_id *id)
 	if (fd < 0)
 		return -errno;
 	if (ftruncate(fd, SHM_RING_MAP_LEN) < 0 ||
-	    fcntl(fd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL) < 0 ||
-	    (p = mmap(NULL, SHM_RING_MAP_LEN, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0)) == MAP_FAILED) {
-		rc = -errno;
+	    fcntl(fd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL) < 0 || !(p = shm_ring_map(fd))) {
+		rc = errno ? -errno : -ENOMEM;
 		close(fd);
 		return rc;
 	}
@@ -184,15 +183,13 @@ static int ring_create(struct fab_cm_id *id)
  * not to move under us (the connection then goes on over the socket alone). */
 static bool ring_map_peer(struct fab_cm_id *id, int fd)
 {
-	struct stat st;
 	void *p;
 	int seals;
 
 	if (fd < 0)
 		return false;
 	seals = fcntl(fd, F_GET_SEALS);
-	if (fstat(fd, &st) < 0 || st.st_size != SHM_RING_MAP_LEN || seals < 0 || !(seals & F_SEAL_SHRINK) ||
-	    (p = mmap(NULL, SHM_RING_MAP_LEN, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0)) == MAP_FAILED) {
+	if (seals < 0 || !(seals & F_SEAL_SHRINK) || !(p = shm_ring_map(fd))) {
 		ULNET_LOG(FABRIC, WARN, "shm: the SEND rings from pid %d are not a sealed memfd of %u bytes; SENDs "
 			  "go over the socket", (int)id->peer_pid, SHM_RING_MAP_LEN);
 		close(fd);
@@ -326,7 +323,7 @@ void shm_destroy_id(struct fab_cm_id *id)
 	if (id->peer_tbl_fd >= 0)
 		close(id->peer_tbl_fd);
 	if (id->ring_map)
-		munmap(id->ring_map, SHM_RING_MAP_LEN);
+		shm_ring_unmap(id->ring_map);
 	if (id->ring_fd >= 0)
 		close(id->ring_fd);
 	if (id->peer_db >= 0)

@@ -1,11 +1,75 @@
 /* SPDX-License-Identifier: MIT */
 /* SEND rings in shared memory (shm_ring.h): the copies, the bounds and the doorbell flags. */
 #include <errno.h>
+#include <pthread.h>
+#include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
 #include "shm_ring.h"
 #include "wire.h"
 
 #define SHM_RING_MAGIC 0x5352u /* "RS" */
+
+/* Two nodes of one process (the in-process tests) map a connection's rings once, at one address:
+ * one mapping fewer, and ThreadSanitizer, which keys synchronization by address, sees the
+ * producer's release and the consumer's acquire on the same word. */
+struct ring_mapping {
+	struct ring_mapping *next;
+	dev_t dev;
+	ino_t ino;
+	void *map;
+	unsigned refs;
+};
+static struct ring_mapping *ring_maps;
+static pthread_mutex_t ring_maps_lock = PTHREAD_MUTEX_INITIALIZER;
+
+void *shm_ring_map(int fd)
+{
+	struct ring_mapping *m;
+	struct stat st;
+	void *p = NULL;
+
+	if (fstat(fd, &st) < 0 || st.st_size != SHM_RING_MAP_LEN)
+		return NULL;
+	pthread_mutex_lock(&ring_maps_lock);
+	for (m = ring_maps; m; m = m->next)
+		if (m->dev == st.st_dev && m->ino == st.st_ino) {
+			m->refs++;
+			p = m->map;
+			goto out;
+		}
+	if (!(m = calloc(1, sizeof(*m))))
+		goto out;
+	p = mmap(NULL, SHM_RING_MAP_LEN, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	if (p == MAP_FAILED) {
+		free(m);
+		p = NULL;
+		goto out;
+	}
+	*m = (struct ring_mapping){ring_maps, st.st_dev, st.st_ino, p, 1};
+	ring_maps = m;
+out:
+	pthread_mutex_unlock(&ring_maps_lock);
+	return p;
+}
+
+void shm_ring_unmap(void *map)
+{
+	struct ring_mapping **pm, *m;
+
+	pthread_mutex_lock(&ring_maps_lock);
+	for (pm = &ring_maps; (m = *pm); pm = &m->next)
+		if (m->map == map) {
+			if (--m->refs == 0) {
+				*pm = m->next;
+				munmap(m->map, SHM_RING_MAP_LEN);
+				free(m);
+			}
+			break;
+		}
+	pthread_mutex_unlock(&ring_maps_lock);
+}
 
 void shm_ring_attach(struct shm_ring *r, void *map, int dir)
 {

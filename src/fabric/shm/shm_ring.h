@@ -41,6 +41,9 @@ struct shm_ring {
 	uint64_t pos; /* producer: our head; consumer: our tail */
 };
 
+/* Map the rings' memfd @fd (SHM_RING_MAP_LEN bytes; else NULL): once per process, counted. */
+void *shm_ring_map(int fd);
+void shm_ring_unmap(void *map);
 /* @map: SHM_RING_MAP_LEN bytes; @dir 0: connector -> acceptor, 1: acceptor -> connector. */
 void shm_ring_attach(struct shm_ring *r, void *map, int dir);
 /* Producer: bytes a SEND of @len takes. */
