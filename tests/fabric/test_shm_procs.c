@@ -233,6 +233,38 @@ static void peer_death(enum fab_wr_opcode op)
 	free(buf);
 }
 
+/* The peer dies while both sides sleep on their SEND rings (a receive posted, nothing coming): the
+ * socket's hang-up still reports DISCONNECTED and flushes the receive; a SEND after it flushes. */
+static void test_peer_death_asleep(void **state)
+{
+	struct conn c;
+	uint8_t buf[64];
+	struct fab_mr m;
+	struct fab_sge s;
+	struct fab_wc wc;
+	struct fab_cm_event ev;
+	bool sending;
+	int st;
+
+	(void)state;
+	conn_up(&c);
+	assert_non_null(fab_shm_qp_rings(c.qp, &sending));
+	{
+		struct iovec a = {buf, sizeof(buf)};
+		assert_int_equal(OPS->reg_mr(c.d, &a, 1, ALL, &m), 0);
+	}
+	s = (struct fab_sge){(uintptr_t)buf, sizeof(buf), m.lkey};
+	assert_int_equal(ft_post_recv1(c.qp, 1, &s, 1), 0);
+	ft_pump(&c.d, 1, 0);
+	assert_int_equal(kill(c.child, SIGKILL), 0);
+	ft_expect_event(&c.d, 1, FAB_CM_DISCONNECTED, &ev);
+	ft_expect_wc(&c.d, 1, 1, FAB_WC_WR_FLUSH_ERR, &wc);
+	assert_int_equal(ft_post_send1(c.qp, 2, FAB_WR_SEND, true, &s, 1, 0, 0), 0);
+	ft_expect_wc(&c.d, 1, 2, FAB_WC_WR_FLUSH_ERR, &wc);
+	st = conn_reap(&c);
+	assert_true(WIFSIGNALED(st));
+}
+
 static void test_peer_death_write(void **state)
 {
 	(void)state;
@@ -266,6 +298,7 @@ int main(int argc, char **argv)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_setup(test_write_send_read, plain_memory),
 		cmocka_unit_test_setup(test_peer_death_write, plain_memory),
+		cmocka_unit_test_setup(test_peer_death_asleep, plain_memory),
 		cmocka_unit_test_setup(test_peer_death_read, plain_memory),
 		{"test_write_send_read_memfd", test_write_send_read, memfd_memory, NULL, NULL},
 		{"test_peer_death_write_memfd", test_peer_death_write, memfd_memory, NULL, NULL},

@@ -25,6 +25,9 @@ struct fab_shm_stats {
 	uint64_t rdma_process_vm; /* process_vm_writev/readv (any other memory) */
 };
 const struct fab_shm_stats *fab_shm_stats(const struct fab_dev *dev);
+/* The shared mapping of @qp's SEND rings (layout: shm_ring.h), for tests that play a peer who
+ * scribbles on it; NULL: none. Whether our SENDs go through it (else the socket). */
+void *fab_shm_qp_rings(struct fab_qp *qp, bool *sending);
 /* Move @qp to the error state now, flushing every posted WR (as a link failure would). */
 void fab_shm_flush_qp(struct fab_qp *qp);
 /* Pure: the log line for a refused process_vm_{read,write}v (EPERM). @scope: the contents of

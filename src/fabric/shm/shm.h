@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* The shm provider's internals: nodes on one host, connected over unix-domain SEQPACKET sockets (one
- * per QP, named by IPv4 address and port in the abstract namespace), SENDs over that socket, RDMA
+ * per QP, named by IPv4 address and port in the abstract namespace), SENDs through a shared ring per
+ * direction (shm_ring.h; else over that socket), RDMA
  * checked against the peer's registration table (a memfd the peer passes at connect time): a memcpy
  * through the peer's mapped memfd for memory from mem_alloc, else process_vm_readv/writev. Trust
  * model and contract: docs/fabric.md. */
@@ -13,6 +14,7 @@
 #include "fabric.h"
 #include "list.h"
 #include "fabric_shm.h"
+#include "shm_ring.h"
 
 /* One registration table entry, in the memfd both sides map. The owner writes the plain fields
  * only while the entry is invalid and no peer holds it (busy == 0), then publishes with a release
@@ -130,6 +132,13 @@ struct fab_cm_id {
 	bool disconnect_reported;
 	struct shm_peer_map maps[SHM_PEER_MAPS]; /* LRU */
 	uint64_t map_clock;
+	/* SEND rings (shm_ring.h; NULL: none, the socket carries every SEND): made by the connector,
+	 * passed with the CONNREQ, mapped by the acceptor on accept */
+	void *ring_map;
+	int ring_fd;              /* passive: received with CONNREQ until accept */
+	int peer_db;              /* the peer device's doorbell eventfd (-1: none) */
+	struct shm_ring ring_tx, ring_rx;
+	bool ring_send;           /* our SENDs go through ring_tx (the peer reads it, no copy thread here) */
 };
 
 /* The copy engine: one thread per device that executes send queues in post order, as an HCA does,
@@ -153,6 +162,7 @@ struct fab_dev {
 	struct shm_engine eng;
 	struct sockaddr_in addr;
 	int epfd, evfd, timerfd;
+	int dbfd;                 /* our doorbell: peers write it when they put into a ring we sleep on */
 	bool ev_signaled;
 	uint64_t timer_armed_ns;
 	/* registration table */
@@ -260,14 +270,21 @@ int shm_post_send(struct fab_qp *qp, const struct fab_send_wr *wr, const struct 
 void shm_qp_run(struct fab_qp *qp);
 /* Deliver incoming SENDs into posted receives. */
 void shm_qp_rx(struct fab_qp *qp);
+/* After our doorbell: deliver what the rings hold, run SENDs that waited for ring space. */
+void shm_qp_ring_poll(struct fab_qp *qp);
 /* Move the QP to the error state and flush every WR not yet done. */
 void shm_qp_set_error(struct fab_qp *qp);
 uint32_t shm_qp_ep_events(const struct fab_qp *qp);
 void shm_qp_sq_release(struct fab_qp *qp, uint64_t upto_seq);
 /* Execute the send WR at sq_exec (reads only the WR, the QP's connection and the tables): 1 = the
  * socket is full (nothing done), 0 = done with *@st and *@len; *@via_map: an RDMA went through the
- * peer's mapped memfd (else process_vm). */
-int shm_qp_exec(struct fab_qp *qp, const struct shm_swr *s, enum fab_wc_status *st, uint32_t *len, int *via);
+ * peer's mapped memfd (else process_vm). @vouched: shm_qp_send_follows, read under dev->lock. */
+int shm_qp_exec(struct fab_qp *qp, const struct shm_swr *s, enum fab_wc_status *st, uint32_t *len, int *via,
+		bool vouched);
+/* The WR at sq_exec is an unsignalled RDMA WRITE and a SEND is posted right after it that goes
+ * through the socket: its sendmsg's success shows the peer held the connection after the copy (no
+ * peer-alive poll needed). */
+bool shm_qp_send_follows(const struct fab_qp *qp);
 enum fab_wc_opcode shm_wc_opcode(enum fab_wr_opcode op);
 
 /* shm_engine.c */

@@ -2,8 +2,11 @@
 /* shm connection manager: rdma_cm's handshake over unix-domain SEQPACKET sockets named
  * "ulnet-shm/<IPv4>:<port>" in the abstract namespace (one namespace per network namespace, like
  * IP addresses). Active: CONNREQ (+ our registration table memfd) -> CONNACK (+ theirs) or REJECT;
- * then RTU. Once established the socket carries the QP's SENDs; a shutdown or EOF is a disconnect. */
+ * then RTU. The CONNREQ also carries the connector's doorbell eventfd and the SEND rings' memfd
+ * (shm_ring.h), the CONNACK the acceptor's doorbell and whether it reads the rings. Once
+ * established the rings (or the socket) carry the QP's SENDs; a shutdown or EOF is a disconnect. */
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -22,6 +25,8 @@
 #define SHM_CM_SIZE 80
 #define SHM_REQ_WAIT_NS 10000000000ull /* an accepted socket must send its CONNREQ within 10 s */
 #define SHM_RTU_WAIT_NS 10000000000ull
+#define SHM_CM_FDS 3           /* CONNREQ: table, doorbell, rings; CONNACK: table, doorbell */
+#define SHM_CM_RING_OK 0x01    /* CONNACK flags: the acceptor mapped the rings and reads them */
 
 enum shm_cm_type { SHM_CM_CONNREQ = 1, SHM_CM_CONNACK, SHM_CM_REJECT, SHM_CM_RTU };
 
@@ -29,6 +34,7 @@ struct shm_cm_msg {
 	uint8_t type;
 	int32_t status;     /* REJECT: -errno from the provider, 0 from the consumer */
 	uint32_t tbl_n;     /* CONNREQ/CONNACK: entries of the attached table */
+	uint8_t flags;      /* CONNACK: SHM_CM_RING_OK */
 	struct sockaddr_in src;
 	uint8_t pdata_len;
 	uint8_t pdata[FAB_PRIVATE_DATA_MAX];
@@ -40,6 +46,7 @@ static void cm_pack(const struct shm_cm_msg *m, uint8_t b[SHM_CM_SIZE])
 	ulnet_put_le32(b, SHM_CM_MAGIC);
 	b[4] = m->type;
 	b[5] = m->pdata_len;
+	b[6] = m->flags;
 	ulnet_put_le32(b + 8, (uint32_t)m->status);
 	ulnet_put_le32(b + 12, m->tbl_n);
 	memcpy(b + 16, &m->src.sin_addr.s_addr, 4); /* network order as is */
@@ -52,7 +59,7 @@ static int cm_unpack(const uint8_t *b, size_t len, struct shm_cm_msg *m)
 	if (len != SHM_CM_SIZE || ulnet_get_le32(b) != SHM_CM_MAGIC || b[4] < SHM_CM_CONNREQ ||
 	    b[4] > SHM_CM_RTU || b[5] > FAB_PRIVATE_DATA_MAX)
 		return -EPROTO;
-	*m = (struct shm_cm_msg){.type = b[4], .pdata_len = b[5]};
+	*m = (struct shm_cm_msg){.type = b[4], .pdata_len = b[5], .flags = b[6]};
 	m->status = (int32_t)ulnet_get_le32(b + 8);
 	m->tbl_n = ulnet_get_le32(b + 12);
 	m->src.sin_family = AF_INET;
@@ -74,60 +81,132 @@ static socklen_t cm_name(const struct sockaddr_in *a, struct sockaddr_un *un)
 	return (socklen_t)(offsetof(struct sockaddr_un, sun_path) + 1 + (size_t)n);
 }
 
-static int cm_send(struct fab_cm_id *id, const struct shm_cm_msg *m, int pass_fd)
+/* @fds[0..nfd) go along (SCM_RIGHTS). */
+static int cm_send(struct fab_cm_id *id, const struct shm_cm_msg *m, const int *fds, int nfd)
 {
 	uint8_t b[SHM_CM_SIZE];
 	union {
 		struct cmsghdr h;
-		char buf[CMSG_SPACE(sizeof(int))];
+		char buf[CMSG_SPACE(SHM_CM_FDS * sizeof(int))];
 	} ctl;
 	struct iovec iov = {b, sizeof(b)};
 	struct msghdr mh = {.msg_iov = &iov, .msg_iovlen = 1};
 
 	cm_pack(m, b);
-	if (pass_fd >= 0) {
+	if (nfd > 0) {
 		memset(&ctl, 0, sizeof(ctl));
 		mh.msg_control = ctl.buf;
-		mh.msg_controllen = sizeof(ctl.buf);
+		mh.msg_controllen = CMSG_SPACE((size_t)nfd * sizeof(int));
 		CMSG_FIRSTHDR(&mh)->cmsg_level = SOL_SOCKET;
 		CMSG_FIRSTHDR(&mh)->cmsg_type = SCM_RIGHTS;
-		CMSG_FIRSTHDR(&mh)->cmsg_len = CMSG_LEN(sizeof(int));
-		memcpy(CMSG_DATA(CMSG_FIRSTHDR(&mh)), &pass_fd, sizeof(int));
+		CMSG_FIRSTHDR(&mh)->cmsg_len = CMSG_LEN((size_t)nfd * sizeof(int));
+		memcpy(CMSG_DATA(CMSG_FIRSTHDR(&mh)), fds, (size_t)nfd * sizeof(int));
 	}
 	return sendmsg(id->fd, &mh, MSG_NOSIGNAL | MSG_DONTWAIT) == (ssize_t)sizeof(b) ? 0 : -errno;
 }
 
-/* 0 and @m (and *@fd_out, or -1); -EAGAIN; -ECONNRESET on EOF; -EPROTO. */
-static int cm_recv(struct fab_cm_id *id, struct shm_cm_msg *m, int *fd_out)
+static void close_fds(int *fds, int n)
+{
+	for (int i = 0; i < n; i++) {
+		if (fds[i] >= 0)
+			close(fds[i]);
+		fds[i] = -1;
+	}
+}
+
+/* 0 and @m (and @fds[0..SHM_CM_FDS), -1 where none came); -EAGAIN; -ECONNRESET on EOF; -EPROTO. */
+static int cm_recv(struct fab_cm_id *id, struct shm_cm_msg *m, int fds[SHM_CM_FDS])
 {
 	uint8_t b[SHM_CM_SIZE + 1];
 	union {
 		struct cmsghdr h;
-		char buf[CMSG_SPACE(sizeof(int))];
+		char buf[CMSG_SPACE(SHM_CM_FDS * sizeof(int))];
 	} ctl;
 	struct iovec iov = {b, sizeof(b)};
 	struct msghdr mh = {.msg_iov = &iov, .msg_iovlen = 1, .msg_control = ctl.buf, .msg_controllen = sizeof(ctl.buf)};
 	struct cmsghdr *c;
 	ssize_t n = recvmsg(id->fd, &mh, MSG_DONTWAIT | MSG_CMSG_CLOEXEC);
+	int k = 0;
 
-	*fd_out = -1;
+	for (int i = 0; i < SHM_CM_FDS; i++)
+		fds[i] = -1;
 	if (n < 0)
 		return errno == EAGAIN || errno == EWOULDBLOCK ? -EAGAIN : -ECONNRESET;
 	if (n == 0)
 		return -ECONNRESET;
-	for (c = CMSG_FIRSTHDR(&mh); c; c = CMSG_NXTHDR(&mh, c))
-		if (c->cmsg_level == SOL_SOCKET && c->cmsg_type == SCM_RIGHTS && c->cmsg_len >= CMSG_LEN(sizeof(int))) {
-			if (*fd_out >= 0)
-				close(*fd_out);
-			memcpy(fd_out, CMSG_DATA(c), sizeof(int));
+	for (c = CMSG_FIRSTHDR(&mh); c; c = CMSG_NXTHDR(&mh, c)) {
+		if (c->cmsg_level != SOL_SOCKET || c->cmsg_type != SCM_RIGHTS || c->cmsg_len < CMSG_LEN(0))
+			continue;
+		for (size_t i = 0; i < (c->cmsg_len - CMSG_LEN(0)) / sizeof(int); i++) {
+			int fd;
+
+			memcpy(&fd, CMSG_DATA(c) + i * sizeof(int), sizeof(int));
+			if (k < SHM_CM_FDS)
+				fds[k++] = fd;
+			else
+				close(fd);
 		}
+	}
 	if ((mh.msg_flags & (MSG_TRUNC | MSG_CTRUNC)) || cm_unpack(b, (size_t)n, m)) {
-		if (*fd_out >= 0)
-			close(*fd_out);
-		*fd_out = -1;
+		close_fds(fds, SHM_CM_FDS);
 		return -EPROTO;
 	}
 	return 0;
+}
+
+/* The connector's rings: a sealed memfd (a peer cannot shrink it under our mapping), both
+ * directions' consumers asleep until they first look. -errno (the connection goes on over the
+ * socket alone). */
+static int ring_create(struct fab_cm_id *id)
+{
+	int fd = memfd_create("ulnet-shm-ring", MFD_CLOEXEC | MFD_ALLOW_SEALING), rc;
+	void *p;
+
+	if (fd < 0)
+		return -errno;
+	if (ftruncate(fd, SHM_RING_MAP_LEN) < 0 ||
+	    fcntl(fd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL) < 0 || !(p = shm_ring_map(fd))) {
+		rc = errno ? -errno : -ENOMEM;
+		close(fd);
+		return rc;
+	}
+	id->ring_map = p;
+	id->ring_fd = fd;
+	shm_ring_attach(&id->ring_tx, p, 0);
+	shm_ring_attach(&id->ring_rx, p, 1);
+	atomic_store(&id->ring_tx.ctl->sleeping, 1);
+	atomic_store(&id->ring_rx.ctl->sleeping, 1);
+	return 0;
+}
+
+/* The acceptor maps the connector's rings (takes @fd): false, logged, if they cannot be trusted
+ * not to move under us (the connection then goes on over the socket alone). */
+static bool ring_map_peer(struct fab_cm_id *id, int fd)
+{
+	void *p;
+	int seals;
+
+	if (fd < 0)
+		return false;
+	seals = fcntl(fd, F_GET_SEALS);
+	if (seals < 0 || !(seals & F_SEAL_SHRINK) || !(p = shm_ring_map(fd))) {
+		ULNET_LOG(FABRIC, WARN, "shm: the SEND rings from pid %d are not a sealed memfd of %u bytes; SENDs "
+			  "go over the socket", (int)id->peer_pid, SHM_RING_MAP_LEN);
+		close(fd);
+		return false;
+	}
+	close(fd);
+	id->ring_map = p;
+	shm_ring_attach(&id->ring_tx, p, 1);
+	shm_ring_attach(&id->ring_rx, p, 0);
+	return true;
+}
+
+/* Our SENDs may go through a ring: every SEND fits it, and only the owner's thread sends (no copy
+ * thread: a ring has one producer). */
+static bool ring_sends(const struct fab_dev *dev)
+{
+	return !dev->eng.on && shm_ring_need(dev->lim.max_msg_sz) <= SHM_RING_BYTES;
 }
 
 static void sock_tune(struct fab_dev *dev, int fd)
@@ -199,7 +278,7 @@ int shm_create_id(struct fab_dev *dev, void *context, struct fab_cm_id **out)
 		return -ENOMEM;
 	id->dev = dev;
 	id->context = context;
-	id->fd = id->peer_tbl_fd = -1;
+	id->fd = id->peer_tbl_fd = id->ring_fd = id->peer_db = -1;
 	id->local = dev->addr;
 	ulnet_list_add_tail(&id->link, &dev->ids);
 	*out = id;
@@ -243,6 +322,12 @@ void shm_destroy_id(struct fab_cm_id *id)
 		munmap(id->peer_tbl, (size_t)id->peer_tbl_n * sizeof(struct shm_mr_entry));
 	if (id->peer_tbl_fd >= 0)
 		close(id->peer_tbl_fd);
+	if (id->ring_map)
+		shm_ring_unmap(id->ring_map);
+	if (id->ring_fd >= 0)
+		close(id->ring_fd);
+	if (id->peer_db >= 0)
+		close(id->peer_db);
 	ulnet_list_del(&id->link);
 	free(id);
 }
@@ -307,7 +392,17 @@ int shm_connect(struct fab_cm_id *id, const struct sockaddr_in *dst, const void 
 	m.tbl_n = id->dev->lim.max_mr;
 	if (len) /* pdata may be NULL when empty */
 		memcpy(m.pdata, pdata, len);
-	if ((rc = cm_send(id, &m, id->dev->tbl_fd)) || (rc = shm_ep_set(id, EPOLLIN | EPOLLRDHUP))) {
+	{
+		int fds[SHM_CM_FDS] = {id->dev->tbl_fd, id->dev->dbfd, -1};
+
+		if (!id->ring_map && ring_create(id) == 0)
+			fds[2] = id->ring_fd;
+		rc = cm_send(id, &m, fds, fds[2] >= 0 ? 3 : 2);
+		if (id->ring_fd >= 0) /* the mapping stays */
+			close(id->ring_fd);
+		id->ring_fd = -1;
+	}
+	if (rc || (rc = shm_ep_set(id, EPOLLIN | EPOLLRDHUP))) {
 		id_close_fd(id);
 		return rc;
 	}
@@ -342,7 +437,14 @@ int shm_accept(struct fab_cm_id *id, const void *pdata, size_t len)
 	m.tbl_n = id->dev->lim.max_mr;
 	if (len)
 		memcpy(m.pdata, pdata, len);
-	if ((rc = cm_send(id, &m, id->dev->tbl_fd))) {
+	if (id->peer_db >= 0 && ring_map_peer(id, id->ring_fd)) {
+		m.flags |= SHM_CM_RING_OK;
+		id->ring_send = ring_sends(id->dev);
+	} else if (id->ring_fd >= 0) {
+		close(id->ring_fd);
+	}
+	id->ring_fd = -1;
+	if ((rc = cm_send(id, &m, (int[]){id->dev->tbl_fd, id->dev->dbfd}, 2))) {
 		shm_id_teardown(id, rc);
 		return 0;
 	}
@@ -363,7 +465,7 @@ int shm_reject(struct fab_cm_id *id, const void *pdata, size_t len)
 		return -EINVAL;
 	if (len)
 		memcpy(m.pdata, pdata, len);
-	cm_send(id, &m, -1); /* a peer that is gone already needs no answer */
+	cm_send(id, &m, NULL, 0); /* a peer that is gone already needs no answer */
 	id_close_fd(id);
 	id->state = SHM_ID_CLOSED;
 	return 0;
@@ -431,18 +533,18 @@ static void req_wait_io(struct fab_cm_id *id)
 	struct fab_shm_faults *f = &id->dev->faults;
 	struct fab_cm_event ev = {.type = FAB_CM_CONNECT_REQUEST, .id = id};
 	struct shm_cm_msg m;
-	int tfd, rc = cm_recv(id, &m, &tfd);
+	int fds[SHM_CM_FDS], rc = cm_recv(id, &m, fds), tfd = fds[0];
 
 	if (rc == -EAGAIN)
 		return;
 	if (rc || m.type != SHM_CM_CONNREQ || tfd < 0 || !id->listener) {
 		if (rc == -EPROTO || (!rc && m.type != SHM_CM_CONNREQ))
 			ULNET_LOG(FABRIC, WARN, "shm: bad CONNREQ from pid %d; dropping the connection", (int)id->peer_pid);
-		if (tfd >= 0)
-			close(tfd);
+		close_fds(fds, SHM_CM_FDS);
 		shm_destroy_id(id);
 		return;
 	}
+	close_fds(fds + 1, f->timeout_connect || f->refuse_connect ? 2 : 0);
 	if (f->timeout_connect) { /* swallow it: the active side times out */
 		close(tfd);
 		shm_ep_set(id, EPOLLRDHUP);
@@ -453,11 +555,13 @@ static void req_wait_io(struct fab_cm_id *id)
 		struct shm_cm_msg r = {.type = SHM_CM_REJECT, .status = -ECONNREFUSED};
 
 		close(tfd);
-		cm_send(id, &r, -1);
+		cm_send(id, &r, NULL, 0);
 		shm_destroy_id(id);
 		return;
 	}
 	id->peer = m.src;
+	id->peer_db = fds[1];
+	id->ring_fd = fds[2];
 	id->peer_tbl_fd = tfd;
 	id->peer_tbl_n = m.tbl_n;
 	id->state = SHM_ID_REQ_RCVD;
@@ -475,19 +579,25 @@ static void req_sent_io(struct fab_cm_id *id)
 {
 	struct shm_cm_msg m;
 	struct shm_cm_msg rtu = {.type = SHM_CM_RTU};
-	int tfd, rc = cm_recv(id, &m, &tfd);
+	int fds[SHM_CM_FDS], rc = cm_recv(id, &m, fds), tfd = fds[0];
 
 	if (rc == -EAGAIN)
 		return;
+	close_fds(fds + 2, 1);
 	if (!rc && m.type == SHM_CM_REJECT) {
-		if (tfd >= 0)
-			close(tfd);
+		close_fds(fds, 2);
 		id_close_fd(id);
 		id->state = SHM_ID_CLOSED;
 		raise_ev(id, FAB_CM_REJECTED, m.status ? m.status : -ECONNREFUSED, &m);
 		return;
 	}
-	if (rc || m.type != SHM_CM_CONNACK || (rc = map_peer_table(id, tfd, m.tbl_n)) || (rc = cm_send(id, &rtu, -1))) {
+	if (!rc && m.type == SHM_CM_CONNACK) { /* the doorbell is ours to close from now on */
+		id->peer_db = fds[1];
+		fds[1] = -1;
+		id->ring_send = (m.flags & SHM_CM_RING_OK) && id->ring_map && id->peer_db >= 0 && ring_sends(id->dev);
+	}
+	close_fds(fds + 1, 1);
+	if (rc || m.type != SHM_CM_CONNACK || (rc = map_peer_table(id, tfd, m.tbl_n)) || (rc = cm_send(id, &rtu, NULL, 0))) {
 		if (!rc && tfd >= 0)
 			close(tfd);
 		id_close_fd(id);
@@ -505,7 +615,7 @@ static void req_sent_io(struct fab_cm_id *id)
 void shm_id_io(struct fab_cm_id *id, uint32_t revents)
 {
 	struct shm_cm_msg m;
-	int tfd, rc;
+	int fds[SHM_CM_FDS], rc;
 
 	switch (id->state) {
 	case SHM_ID_LISTEN:
@@ -522,9 +632,8 @@ void shm_id_io(struct fab_cm_id *id, uint32_t revents)
 			shm_id_teardown(id, -ECONNRESET);
 		return;
 	case SHM_ID_ACCEPTED:
-		rc = cm_recv(id, &m, &tfd);
-		if (tfd >= 0)
-			close(tfd);
+		rc = cm_recv(id, &m, fds);
+		close_fds(fds, SHM_CM_FDS);
 		if (rc == -EAGAIN)
 			return;
 		if (rc || m.type != SHM_CM_RTU) {

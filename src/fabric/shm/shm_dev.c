@@ -80,14 +80,15 @@ static int shm_dev_open(const struct sockaddr_in *addr, const struct fab_limits 
 	dev->lim = *lim;
 	dev->addr = *addr;
 	dev->addr.sin_port = 0;
-	dev->tbl_fd = dev->evfd = dev->timerfd = -1;
+	dev->tbl_fd = dev->evfd = dev->timerfd = dev->dbfd = -1;
 	ulnet_list_init(&dev->ids);
 	pthread_mutex_init(&dev->lock, NULL);
 	shm_engine_init(dev);
 	dev->epfd = epoll_create1(EPOLL_CLOEXEC);
 	dev->evfd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
 	dev->timerfd = timerfd_create(CLOCK_MONOTONIC, TFD_NONBLOCK | TFD_CLOEXEC);
-	if (dev->epfd < 0 || dev->evfd < 0 || dev->timerfd < 0) {
+	dev->dbfd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+	if (dev->epfd < 0 || dev->evfd < 0 || dev->timerfd < 0 || dev->dbfd < 0) {
 		rc = -errno;
 		goto fail;
 	}
@@ -98,6 +99,11 @@ static int shm_dev_open(const struct sockaddr_in *addr, const struct fab_limits 
 	}
 	ev.data.ptr = dev; /* the timerfd */
 	if (epoll_ctl(dev->epfd, EPOLL_CTL_ADD, dev->timerfd, &ev) < 0) {
+		rc = -errno;
+		goto fail;
+	}
+	ev.data.ptr = &dev->dbfd; /* the doorbell */
+	if (epoll_ctl(dev->epfd, EPOLL_CTL_ADD, dev->dbfd, &ev) < 0) {
 		rc = -errno;
 		goto fail;
 	}
@@ -113,6 +119,8 @@ fail:
 		close(dev->evfd);
 	if (dev->timerfd >= 0)
 		close(dev->timerfd);
+	if (dev->dbfd >= 0)
+		close(dev->dbfd);
 	pthread_mutex_destroy(&dev->lock);
 	free(dev);
 	return rc;
@@ -130,6 +138,7 @@ static void shm_dev_close(struct fab_dev *dev)
 	close(dev->epfd);
 	close(dev->evfd);
 	close(dev->timerfd);
+	close(dev->dbfd);
 	free(dev->cq);
 	free(dev->evq);
 	pthread_mutex_destroy(&dev->lock);
@@ -294,6 +303,7 @@ static int shm_progress(struct fab_dev *dev)
 {
 	struct epoll_event evs[64];
 	uint64_t now, next = UINT64_MAX, junk;
+	bool bell = false;
 	int n;
 
 	do {
@@ -304,11 +314,23 @@ static int shm_progress(struct fab_dev *dev)
 			if (evs[i].data.ptr == dev) {
 				if (read(dev->timerfd, &junk, sizeof(junk)) == sizeof(junk))
 					dev->timer_armed_ns = 0;
+			} else if (evs[i].data.ptr == &dev->dbfd) {
+				bell = read(dev->dbfd, &junk, sizeof(junk)) == sizeof(junk) || bell;
 			} else if (evs[i].data.ptr) {
 				shm_id_io(evs[i].data.ptr, evs[i].events);
 			}
 		}
 	} while (n == 64);
+	if (bell) { /* a peer put into a ring we slept on, or made room in one we wait on: look at all */
+		struct ulnet_list *pos, *tmp;
+
+		ulnet_list_for_each_safe(pos, tmp, &dev->ids) {
+			struct fab_cm_id *id = ulnet_container_of(pos, struct fab_cm_id, link);
+
+			if (id->qp)
+				shm_qp_ring_poll(id->qp);
+		}
+	}
 	shm_engine_attend(dev);
 	now = shm_now_ns();
 	shm_id_timeouts(dev, now, &next);
@@ -361,6 +383,12 @@ static int shm_get_event(struct fab_dev *dev, struct fab_cm_event *ev)
 struct fab_shm_faults *fab_shm_faults(struct fab_dev *dev) { return &dev->faults; }
 const struct fab_shm_stats *fab_shm_stats(const struct fab_dev *dev) { return &dev->stats; }
 void fab_shm_flush_qp(struct fab_qp *qp) { shm_qp_set_error(qp); }
+
+void *fab_shm_qp_rings(struct fab_qp *qp, bool *sending)
+{
+	*sending = qp->id->ring_send;
+	return qp->id->ring_map;
+}
 
 const struct fab_provider_ops fab_shm_ops = {
 	.name = "shm",

@@ -29,15 +29,16 @@ static void run_one(struct fab_dev *dev, struct fab_qp *qp)
 	enum fab_wc_status st = FAB_WC_SUCCESS;
 	uint32_t len = 0;
 	int via = -1, full;
+	bool vouched = shm_qp_send_follows(qp); /* read under the lock: the owner posts under it */
 
 	if (s->wr.opcode == FAB_WR_SEND) {
 		/* a SEND (one non-blocking sendmsg) runs under the lock: its completion is queued before the
 		 * owner can see the peer's answer, as when the poster sent it itself */
-		full = shm_qp_exec(qp, s, &st, &len, &via);
+		full = shm_qp_exec(qp, s, &st, &len, &via, vouched);
 	} else {
 		qp->eng_busy = true;
 		pthread_mutex_unlock(&dev->lock);
-		full = shm_qp_exec(qp, s, &st, &len, &via);
+		full = shm_qp_exec(qp, s, &st, &len, &via, vouched);
 		pthread_mutex_lock(&dev->lock);
 		qp->eng_busy = false;
 		pthread_cond_broadcast(&dev->eng.idle);

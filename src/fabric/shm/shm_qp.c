@@ -101,8 +101,9 @@ uint32_t shm_qp_ep_events(const struct fab_qp *qp)
 	shm_lock(dev);
 	if (!qp->error && qp->rq_head != qp->rq_post)
 		ev |= EPOLLIN;
-	/* only left waiting when the socket was full (the engine's WRs wait for the engine) */
-	if (!qp->error && (dev->eng.started ? qp->eng_stalled : qp->sq_exec != qp->sq_post))
+	/* only left waiting when the socket was full (the engine's WRs wait for the engine; a full ring
+	 * for the peer's doorbell) */
+	if (!qp->error && !qp->id->ring_send && (dev->eng.started ? qp->eng_stalled : qp->sq_exec != qp->sq_post))
 		ev |= EPOLLOUT;
 	shm_unlock(dev);
 	return ev;
@@ -215,10 +216,22 @@ static enum fab_wc_status vm_errno_status(struct fab_qp *qp, int err)
 	}
 }
 
+bool shm_qp_send_follows(const struct fab_qp *qp)
+{
+	const struct shm_swr *s = &qp->sq[qp->sq_exec % qp->sq_depth];
+
+	/* (a SEND into the ring succeeds whatever became of the peer: it proves nothing) */
+	return !qp->id->ring_send && s->wr.opcode == FAB_WR_RDMA_WRITE && !s->wr.signaled &&
+	       qp->sq_exec + 1 < qp->sq_post && qp->sq[(qp->sq_exec + 1) % qp->sq_depth].wr.opcode == FAB_WR_SEND;
+}
+
 /* The peer's region is mapped here (a memfd region): memcpy, then check that the peer still holds
- * the connection, as an HCA waits for the responder's ACK. */
+ * the connection, as an HCA waits for the responder's ACK. @vouched (shm_qp_send_follows): the SEND
+ * right after this unsignalled WRITE makes the check, a poll() per RDMA saved: its sendmsg fails
+ * (EPIPE) once the peer's end is closed, as the poll would, and the WR's failure is then reported
+ * by that SEND (and the teardown it causes). */
 static enum fab_wc_status rdma_mapped(struct fab_qp *qp, bool write, const struct iovec *liov, int ln,
-				      const struct iovec *riov, int rn, uint64_t total)
+				      const struct iovec *riov, int rn, uint64_t total, bool vouched)
 {
 	struct fab_dev *dev = qp->id->dev;
 
@@ -229,16 +242,18 @@ static enum fab_wc_status rdma_mapped(struct fab_qp *qp, bool write, const struc
 		else
 			shm_iov_copy(liov, ln, riov, rn, total / 2);
 		kill_peer_and_wait(qp->id->peer_pid);
+		vouched = false;
 	} else if (write) {
 		shm_iov_copy(riov, rn, liov, ln, total);
 	} else {
 		shm_iov_copy(liov, ln, riov, rn, total);
 	}
 	/* (a copy into the mapping of a peer that died is harmless: the pages are ours until unmapped) */
-	return shm_peer_alive(qp->id) ? FAB_WC_SUCCESS : FAB_WC_RETRY_EXC_ERR;
+	return vouched || shm_peer_alive(qp->id) ? FAB_WC_SUCCESS : FAB_WC_RETRY_EXC_ERR;
 }
 
-static enum fab_wc_status exec_rdma(struct fab_qp *qp, const struct shm_swr *s, uint32_t *len, int *via)
+static enum fab_wc_status exec_rdma(struct fab_qp *qp, const struct shm_swr *s, uint32_t *len, int *via,
+				    bool vouched)
 {
 	struct fab_dev *dev = qp->id->dev;
 	bool write = s->wr.opcode == FAB_WR_RDMA_WRITE;
@@ -261,7 +276,7 @@ static enum fab_wc_status exec_rdma(struct fab_qp *qp, const struct shm_swr *s, 
 	/* the entry is held (busy): the checks above stay true until the release */
 	if (shm_peer_translate(qp->id, held, riov, rn)) {
 		*via = 1;
-		st = rdma_mapped(qp, write, liov, ln, riov, rn, total);
+		st = rdma_mapped(qp, write, liov, ln, riov, rn, total, vouched);
 		shm_mr_release(held);
 		return st;
 	}
@@ -299,6 +314,37 @@ static enum fab_wc_status exec_rdma(struct fab_qp *qp, const struct shm_swr *s, 
 	return st;
 }
 
+static void ring_bell(int fd)
+{
+	uint64_t one = 1;
+
+	/* (EAGAIN: the counter is full, the peer has plenty to wake it) */
+	if (fd >= 0 && write(fd, &one, sizeof(one)) < 0 && errno != EAGAIN)
+		ULNET_LOG(FABRIC, WARN, "shm: doorbell write failed: %s", strerror(errno));
+}
+
+/* A SEND through the shared ring: 1 = no room (the peer rings our doorbell when it makes some). */
+static int ring_send(struct fab_qp *qp, const struct iovec *iov, int n, uint32_t total, enum fab_wc_status *st,
+		     uint32_t *len)
+{
+	bool bell;
+	int rc = shm_ring_put(&qp->id->ring_tx, iov, n, total, &bell);
+
+	if (rc == 1)
+		return 1;
+	if (rc < 0) {
+		ULNET_LOG(FABRIC, ERR, "shm: the SEND ring to pid %d is corrupt (its consumer index is out of "
+			  "bounds); QP to error", (int)qp->id->peer_pid);
+		*st = FAB_WC_RETRY_EXC_ERR;
+		return 0;
+	}
+	if (bell)
+		ring_bell(qp->id->peer_db);
+	*len = total;
+	*st = FAB_WC_SUCCESS;
+	return 0;
+}
+
 /* 1 = the socket is full (try again on EPOLLOUT), 0 = done with *@st. */
 static int exec_send(struct fab_qp *qp, const struct shm_swr *s, enum fab_wc_status *st, uint32_t *len)
 {
@@ -319,6 +365,8 @@ static int exec_send(struct fab_qp *qp, const struct shm_swr *s, enum fab_wc_sta
 		*st = FAB_WC_LOC_LEN_ERR;
 		return 0;
 	}
+	if (qp->id->ring_send)
+		return ring_send(qp, iov + 1, n, (uint32_t)total, st, len);
 	iov[0] = (struct iovec){hdr, sizeof(hdr)};
 	mh.msg_iovlen = (size_t)n + 1;
 	if (sendmsg(qp->id->fd, &mh, MSG_DONTWAIT | MSG_NOSIGNAL) < 0) {
@@ -332,12 +380,13 @@ static int exec_send(struct fab_qp *qp, const struct shm_swr *s, enum fab_wc_sta
 	return 0;
 }
 
-int shm_qp_exec(struct fab_qp *qp, const struct shm_swr *s, enum fab_wc_status *st, uint32_t *len, int *via)
+int shm_qp_exec(struct fab_qp *qp, const struct shm_swr *s, enum fab_wc_status *st, uint32_t *len, int *via,
+		bool vouched)
 {
 	*len = 0;
 	if (s->wr.opcode == FAB_WR_SEND)
 		return exec_send(qp, s, st, len);
-	*st = exec_rdma(qp, s, len, via);
+	*st = exec_rdma(qp, s, len, via, vouched);
 	return 0;
 }
 
@@ -357,7 +406,7 @@ void shm_qp_run(struct fab_qp *qp)
 		uint32_t len = 0;
 		int via = -1;
 
-		if (shm_qp_exec(qp, s, &st, &len, &via))
+		if (shm_qp_exec(qp, s, &st, &len, &via, shm_qp_send_follows(qp)))
 			break;
 		qp->sq_exec++;
 		shm_lock(dev);
@@ -388,11 +437,72 @@ static int rx_iov(struct fab_qp *qp, const struct shm_rwr *r, uint8_t *hdr, stru
 	return k;
 }
 
-/* Deliver what the socket holds into the posted receives, SHM_RX_BATCH messages per recvmmsg: a
- * short batch means the socket is empty, so no call ends in EAGAIN unless nothing came. */
+/* Deliver what the ring from the peer holds into the posted receives; once it is empty (and a
+ * receive waits), say we sleep. false: the QP went to error (logged). */
+static bool ring_rx(struct fab_qp *qp)
+{
+	struct fab_cm_id *id = qp->id;
+	struct fab_dev *dev = id->dev;
+
+	while (id->state == SHM_ID_ESTABLISHED && !qp->error && qp->rq_head < qp->rq_post) {
+		struct iovec iov[SHM_IOV_MAX];
+		const struct shm_rwr *r;
+		uint64_t total;
+		uint32_t n;
+		int k, rc = shm_ring_peek(&id->ring_rx, &n);
+
+		if (rc == 0) {
+			if (shm_ring_sleep(&id->ring_rx))
+				break;
+			continue;
+		}
+		if (rc < 0) {
+			ULNET_LOG(FABRIC, ERR, "shm: the SEND ring from pid %d is corrupt (an index or record length out "
+				  "of bounds); QP to error", (int)id->peer_pid);
+			shm_id_teardown(id, -EPROTO);
+			return false;
+		}
+		r = &qp->rq[qp->rq_head++ % qp->rq_depth];
+		k = local_iov(qp, r->sge, r->num_sge, FAB_ACCESS_LOCAL_WRITE, iov, SHM_IOV_MAX, &total);
+		if (k < 0 || n > total) {
+			if (k >= 0)
+				ULNET_LOG(FABRIC, ERR, "shm: incoming SEND longer than the receive (%u bytes, %llu posted); "
+					  "QP to error", n, (unsigned long long)total);
+			shm_cq_push(dev, qp, r->wr_id, FAB_WC_RECV, k < 0 ? FAB_WC_LOC_PROT_ERR : FAB_WC_LOC_LEN_ERR, 0,
+				    false, 0);
+			shm_id_teardown(id, -EIO);
+			return false;
+		}
+		shm_ring_read(&id->ring_rx, n, iov, k);
+		if (shm_ring_pop(&id->ring_rx, n))
+			ring_bell(id->peer_db);
+		shm_cq_push(dev, qp, r->wr_id, FAB_WC_RECV, FAB_WC_SUCCESS, n, false, 0);
+	}
+	return true;
+}
+
+void shm_qp_ring_poll(struct fab_qp *qp)
+{
+	if (qp->id->state != SHM_ID_ESTABLISHED)
+		return;
+	/* ring_rx even when the ring looks empty: a doorbell means our sleep flag was taken (possibly
+	 * by a producer that saw it late, for a record we consumed since): say again that we sleep.
+	 * (The socket is read on EPOLLIN: a recvmmsg here would find it empty.) */
+	if (qp->id->ring_map && !ring_rx(qp))
+		return;
+	if (qp->id->ring_send && qp->sq_exec < qp->sq_post)
+		shm_qp_run(qp);
+}
+
+/* Deliver what the ring and the socket hold into the posted receives, SHM_RX_BATCH messages per
+ * recvmmsg: a short batch means the socket is empty, so no call ends in EAGAIN unless nothing came.
+ * (A peer sends through one of them only: through the socket when it runs a copy thread.) */
 void shm_qp_rx(struct fab_qp *qp)
 {
 	struct fab_dev *dev = qp->id->dev;
+
+	if (qp->id->ring_map && !ring_rx(qp))
+		return;
 
 	while (qp->id->state == SHM_ID_ESTABLISHED && !qp->error && qp->rq_head < qp->rq_post) {
 		struct iovec iov[SHM_IOV_MAX + 1];
@@ -495,6 +605,8 @@ int shm_post_recv(struct fab_qp *qp, const struct fab_recv_wr *wr, const struct 
 		*bad = wr;
 	/* a socket that had more than the receives then posted is not waited on (no EPOLLIN without a
 	 * receive): read it now; otherwise epoll says when something comes */
+	if (qp->id->ring_map && !ring_rx(qp)) /* delivers what waits, or says we sleep on the ring */
+		return rc;
 	if (qp->rx_more)
 		shm_qp_rx(qp);
 	else
