@@ -8,6 +8,7 @@
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 #include "fab_test.h"
@@ -16,6 +17,17 @@
 #define NQP 100
 #define NMR 1000
 #define RSS_LIMIT_KB (64 * 1024)
+/* ThreadSanitizer's shadow memory alone is past the limit: the bound is not checked under it. */
+#if defined(__SANITIZE_THREAD__)
+#define RSS_CHECKED 0
+#elif defined(__has_feature)
+#if __has_feature(thread_sanitizer)
+#define RSS_CHECKED 0
+#endif
+#endif
+#ifndef RSS_CHECKED
+#define RSS_CHECKED 1
+#endif
 #define ALL (FAB_ACCESS_LOCAL_WRITE | FAB_ACCESS_REMOTE_WRITE | FAB_ACCESS_REMOTE_READ)
 
 static const struct fab_qp_attr o2ib_attr = {(1 + 257 + 2) * 8, 2 * 8 + 2};
@@ -134,6 +146,7 @@ static void test_1000_regions_100_qps(void **state)
 	child = fork();
 	assert_true(child >= 0);
 	if (child == 0) {
+		prctl(PR_SET_PDEATHSIG, SIGKILL); /* a failing parent must not leave it behind (and meson waiting) */
 		close(pfd[0]);
 		close(dfd[0]);
 		child_main(port, pfd[1], dfd[1]);
@@ -183,10 +196,15 @@ static void test_1000_regions_100_qps(void **state)
 	child_kb = rss_kb(child);
 	print_message("RSS with %d regions and %d QPs (the peer mapping the regions' memfd over each): node %ld kB, "
 		      "peer %ld kB (limit %d kB)\n", NMR, NQP, kb, child_kb, RSS_LIMIT_KB);
-	assert_true(kb > 0 && kb < RSS_LIMIT_KB);
-	assert_true(child_kb > 0 && child_kb < RSS_LIMIT_KB);
 	kill(child, SIGKILL);
 	assert_int_equal(waitpid(child, &st, 0), child);
+	assert_true(kb > 0 && child_kb > 0);
+	if (RSS_CHECKED) {
+		assert_true(kb < RSS_LIMIT_KB);
+		assert_true(child_kb < RSS_LIMIT_KB);
+	} else {
+		print_message("RSS limit not checked under ThreadSanitizer (its shadow memory)\n");
+	}
 	OPS->dev_close(d);
 	close(dfd[0]);
 	OPS->mem_free(mem, (size_t)NMR * 4096);

@@ -7,6 +7,7 @@
 #include <errno.h>
 #include <signal.h>
 #include <stdlib.h>
+#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 #include "fab_test.h"
@@ -107,6 +108,7 @@ static void conn_up(struct conn *c)
 	c->child = fork();
 	assert_true(c->child >= 0);
 	if (c->child == 0) {
+		prctl(PR_SET_PDEATHSIG, SIGKILL); /* a failing parent must not leave it behind (and meson waiting) */
 		close(pfd[0]);
 		child_main(port, pfd[1]);
 	}
