@@ -75,9 +75,11 @@ enum ulnet_net_detail {
  * @only: one net's name, or NULL. 0 or -ENOMEM. */
 ULNET_EXPORT int ulnet_nets_write(ulnet_node *node, const char *only, enum ulnet_net_detail detail,
 				  struct ulnet_writer *w);
-/* The node as a whole configuration file (a document: `node:` with pid, page_size and, when non-NULL,
- * @control; then `net:`), which ulnet_config_parse reads back into the same node. 0 or -ENOMEM. */
-ULNET_EXPORT int ulnet_config_export(ulnet_node *node, const char *control, struct ulnet_writer *w);
+/* The node as a whole configuration file (a document: `node:` with every option the node runs with
+ * and, when non-NULL, @control; then `net:`; then, when @selftest is non-NULL, `selftest:`), which
+ * ulnet_config_parse reads back into the same options. 0 or -ENOMEM. */
+ULNET_EXPORT int ulnet_config_export(ulnet_node *node, const char *control, const struct ulnet_selftest_opts *selftest,
+				     struct ulnet_writer *w);
 
 #ifdef __cplusplus
 }

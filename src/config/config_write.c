@@ -143,19 +143,33 @@ int ulnet_nets_write(ulnet_node *node, const char *only, enum ulnet_net_detail d
 	return 0;
 }
 
-int ulnet_config_export(ulnet_node *node, const char *control, struct ulnet_writer *w)
+int ulnet_config_export(ulnet_node *node, const char *control, const struct ulnet_selftest_opts *selftest,
+			struct ulnet_writer *w)
 {
+	struct ulnet_node_opts o;
 	int rc;
 
+	ulnet_node_opts_get(node, &o);
 	ulnet_writer_map(w, NULL);
 	ulnet_writer_map(w, "node");
-	ulnet_writer_uint(w, "pid", ulnet_node_pid(node));
-	ulnet_writer_uint(w, "page_size", ulnet_node_page_size(node));
-	ulnet_writer_uint(w, "loops", ulnet_node_loops(node));
+	ulnet_writer_uint(w, "pid", o.pid);
+	ulnet_writer_uint(w, "page_size", o.page_size);
+	ulnet_writer_uint(w, "transaction_timeout", o.transaction_timeout);
+	ulnet_writer_uint(w, "max_peers", o.max_peers);
+	ulnet_writer_uint(w, "busy_poll_us", o.busy_poll_us);
+	ulnet_writer_uint(w, "loops", o.loops);
 	if (control)
 		ulnet_writer_str(w, "control", control);
 	ulnet_writer_end(w);
 	rc = ulnet_nets_write(node, NULL, ULNET_NET_EXPORT, w);
+	if (selftest) {
+		ulnet_writer_map(w, "selftest");
+		ulnet_writer_uint(w, "server_rpc_timeout_ms", selftest->server_rpc_timeout_ms
+								       ? selftest->server_rpc_timeout_ms
+								       : ULNET_SELFTEST_SERVER_TIMEOUT_DEFAULT_MS);
+		ulnet_writer_bool(w, "kernel_stats", selftest->kernel_stats);
+		ulnet_writer_end(w);
+	}
 	ulnet_writer_end(w);
 	return rc;
 }

@@ -217,6 +217,18 @@ uint32_t ulnet_node_loops(const ulnet_node *node)
 	return node->n_loops;
 }
 
+void ulnet_node_opts_get(const ulnet_node *node, struct ulnet_node_opts *out)
+{
+	*out = (struct ulnet_node_opts){
+		.pid = node->pid,
+		.page_size = node->page_size,
+		.transaction_timeout = (uint32_t)(node->txn_timeout_ns / 1000000000ull),
+		.max_peers = node->max_peers,
+		.busy_poll_us = (uint32_t)(node->busy_poll_ns / 1000u),
+		.loops = node->n_loops,
+	};
+}
+
 void ulnet_stats_get(ulnet_node *node, struct ulnet_stats *out)
 {
 	ulnet__lock(node);

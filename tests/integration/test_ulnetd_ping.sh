@@ -79,6 +79,9 @@ cat >"$T/export.want" <<EOF
 node:
     pid: 12345
     page_size: 65536
+    transaction_timeout: 50
+    max_peers: 16384
+    busy_poll_us: 0
     loops: ${ULNET_LOOPS:-1}
     control: $(ul_sock n1)
 net:
@@ -93,6 +96,9 @@ net:
               credits: 0
           lnd tunables:
           CPT: "[0]"
+selftest:
+    server_rpc_timeout_ms: 64000
+    kernel_stats: False
 EOF
 ul_diff "$T/export.want" "$T/export.out" "export"
 

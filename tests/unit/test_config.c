@@ -409,7 +409,9 @@ static void run_bad_case(void **state)
  * in JSON (a JSON document is YAML too). */
 static void test_export_round_trip(void **state)
 {
-	struct ulnet_node_opts opts = { .pid = 4242, .page_size = 65536 };
+	struct ulnet_node_opts opts = { .pid = 4242, .page_size = 65536, .transaction_timeout = 7, .max_peers = 99,
+					.busy_poll_us = 25, .loops = 2 };
+	struct ulnet_selftest_opts sst = { .server_rpc_timeout_ms = 5000, .kernel_stats = true };
 	ulnet_node *node;
 	(void)state;
 
@@ -421,10 +423,11 @@ static void test_export_round_trip(void **state)
 		char err[256] = "";
 
 		ulnet_writer_init(&w, text_sink_write, &t, json);
-		assert_int_equal(ulnet_config_export(node, "/tmp/x.sock", &w), 0);
+		assert_int_equal(ulnet_config_export(node, "/tmp/x.sock", json ? NULL : &sst, &w), 0);
 		assert_int_equal(ulnet_config_parse("export", t.s, t.len, &cfg, err, sizeof(err)), 0);
-		assert_int_equal(cfg->opts.pid, 4242);
-		assert_int_equal(cfg->opts.page_size, 65536);
+		assert_memory_equal(&cfg->opts, &opts, sizeof(opts));
+		assert_int_equal(cfg->selftest.server_rpc_timeout_ms, json ? 0 : 5000); /* NULL: no section */
+		assert_int_equal(cfg->selftest.kernel_stats, !json);
 		assert_string_equal(cfg->control, "/tmp/x.sock");
 		assert_int_equal(cfg->n_nis, 0); /* lo only: its entry is checked and not kept */
 		ulnet_config_free(cfg);
