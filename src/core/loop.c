@@ -389,8 +389,9 @@ static void lnd_tick(struct ulnet_node *node, struct ulnet_timer *t, uint64_t no
 }
 
 /* Wait for io: sleep in epoll_wait until @timeout, or with @spin_until (busy polling, decided under the
- * lock with loop->spinning, so a borrower knows which) spin on epoll_wait(0) until then
- * (ulnet__now_ns), an API call pokes us, or the timeout. Lock not held. */
+ * lock together with the sleeping flag: a loop that decided to spin never sleeps unflagged, where a
+ * poke could not wake it) spin on epoll_wait(0) until then (ulnet__now_ns), an API call pokes us, or
+ * the timeout. Lock not held. */
 static int loop_wait(struct ulnet_loop *loop, struct epoll_event *evs, int timeout, uint64_t spin_until)
 {
 	uint64_t end;
@@ -408,52 +409,6 @@ static int loop_wait(struct ulnet_loop *loop, struct epoll_event *evs, int timeo
 		sched_yield(); /* a core shared with the threads we wait for: let them run */
 	} while (ulnet__now_ns() < end);
 	return 0;
-}
-
-/* Leader/follower on the receive side: a thread about to spin for an event (ulnet_ping waiting for its
- * REPLY) on a node whose loop @idx busy polls takes that loop's place instead of spinning beside it:
- * the poke ends the loop thread's spin and it parks on borrow_cv (as for loop_borrow), and this thread
- * polls the loop's epoll set and runs its turns (io callbacks, kicked watchers, submissions,
- * completions; the turn count stays the loop thread's, so ulnet__io_quiesced waits for it) until the
- * event is queued or @end. So one thread per node spins, and the REPLY is read, matched and delivered
- * on the thread that waits for it: no hand-off (the parked loop thread's wake-up comes after). Loop 0's
- * handlers and timers stay on its thread: queued handlers or a due timer end the lead. Lock not held. */
-int ulnet__loop_lead(struct ulnet_node *node, unsigned idx, ulnet_eq *eq, uint64_t end, struct ulnet_event *ev)
-{
-	struct ulnet_loop *loop = &node->loops[idx < node->n_loops ? idx : 0];
-	struct epoll_event evs[LOOP_MAX_EVENTS];
-	int rc;
-
-	if (cur_loop)
-		return -EAGAIN;
-	ulnet__lock(node);
-	if (!loop->in_wait || !loop->spinning || loop->borrowed || node->stopping || !node->n_started) {
-		ulnet__lock_release(node);
-		return -EAGAIN;
-	}
-	loop->borrowed = true;
-	atomic_store_explicit(&loop->poked, true, memory_order_relaxed); /* its thread stops spinning */
-	cur_loop = loop;
-	while (!(rc = ulnet_eq_wait(eq, 0, ev)) && !node->stopping && ulnet__now_ns() < end &&
-	       !(loop->idx == 0 && (node->n_cbs || !ulnet__timers_next_ms(node, ulnet__node_now(node), 1)))) {
-		int n;
-
-		ulnet__lock_release(node);
-		n = epoll_wait(loop->epfd, evs, LOOP_MAX_EVENTS, 0);
-		if (n == 0)
-			sched_yield(); /* as a spinning loop does */
-		ulnet__lock(node);
-		dispatch(loop, evs, n);
-		run_kicked(loop);
-		ulnet__submitted_run(loop);
-		ulnet__completions_run(node, ULNET_COMPLETION_BUDGET);
-		run_kicked(loop);
-		if (loop->idx != 0 && node->n_cbs)
-			ulnet__loop_wake_if_sleeping(&node->loops[0]);
-	}
-	loop_unborrow(loop);
-	ulnet__lock_release(node);
-	return rc;
 }
 
 /* Work for @loop right now (so it does not sleep): its kicked watchers, the node's submissions and
@@ -500,12 +455,11 @@ static void *loop_main(void *arg)
 		if (timeout && !spin)
 			atomic_store_explicit(&loop->sleeping, true, memory_order_relaxed);
 		loop->in_wait = true;
-		loop->spinning = spin;
 		ulnet__lock_release(node);
 		n = loop_wait(loop, evs, timeout, spin ? busy_until : 0);
 		atomic_store_explicit(&loop->sleeping, false, memory_order_relaxed);
 		ulnet__lock(node);
-		loop->in_wait = loop->spinning = false; /* no new borrower: one at most to wait for */
+		loop->in_wait = false; /* no new borrower: one at most to wait for */
 		while (loop->borrowed) { /* an API call does our work: our batch waits for it (loop_borrow) */
 			loop->borrow_waiting = true;
 			ulnet__lock_hold_end(node);

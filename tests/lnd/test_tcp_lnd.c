@@ -172,8 +172,8 @@ static void test_unreachable(void **state)
 	pair_close(p);
 }
 
-/* Both nodes busy polling: ulnet_ping's caller does its loop's receive work while it waits
- * (ulnet__loop_lead) whenever it finds the loop spinning, beside Puts and Gets the loops carry. */
+/* Both nodes busy polling: pings (the caller spinning on its event queue beside the spinning loops)
+ * among Puts and Gets the loops carry. */
 static void test_busy_poll(void **state)
 {
 	const struct xcase put = { "put", 70000, FORM_IOVEC, FORM_KIOV, 3, 5, 11, false };
