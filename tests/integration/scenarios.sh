@@ -192,7 +192,8 @@ sc__sent() { sc_ctl "$1" stats show --json | tr -d ' \n' | sed -n 's/.*"send_len
 # 2 in flight, for SECONDS, RPC timeout TIMEOUT: the NIs' o2ib timeout); once data flows B is
 # killed (sc_kill). Cases (sc_peer_killed_count):
 #  - peer down: A's `peer show` says B is down within TIMEOUT + SC_DOWN_GRACE s (the LND tick, this
-#    loop's polling, a message posted just after the kill) and stays down; watched on its own
+#    loop's polling, a message posted just after the kill, or a keepalive NOOP when nothing was
+#    posted to B: the caller sets keepalive well under TIMEOUT where a kill says no goodbye) and stays down; watched on its own
 #    deadline whatever the brw does (the close that marks B down is also what ends the brw); the
 #    line quotes A's log line of the close;
 #  - the brw fails with classified errors only (peer gone or timeout; no mismatch, nothing

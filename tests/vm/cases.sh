@@ -173,7 +173,7 @@ vm_cases_lu5718()
 
 # The peer dies mid-transfer (run by the first node, after both turns): sc_peer_killed of
 # scenarios.sh (test_o2ib_peer_killed.sh runs it on shm): a 20 s 1 MiB brw write over o2ib (RPC
-# timeout 20 s, the NI's o2ib timeout 20 s) while the host SIGKILLs the peer's VM (asked by
+# timeout 20 s, the NI's o2ib timeout 20 s, keepalive 2 s: init.sh says why) while the host SIGKILLs the peer's VM (asked by
 # "VMLANE KILL-PEER": no goodbye on the link); the peer must show down within the timeout + 5 s,
 # the brw fail classified; then the host boots the peer again ("VMLANE PEER-RESTART"): ping, peer
 # show up, 1 MiB again. Then the peer, booted with only the back group, takes the turn and runs its

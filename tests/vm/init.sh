@@ -61,10 +61,15 @@ ulimit -l unlimited
 			echo "          interfaces: {0: eth0}"
 			;;
 		o2ib)
+			# keepalive 2: the kill case's peer VM dies with no goodbye; when this node has nothing
+			# posted to it then (it waits for the peer's next GET_REQ), only a keepalive NOOP that
+			# fails finds it, as with kernel o2iblnd (whose keepalive is 100 s): 2 s + the send's
+			# timeout stays within the case's limit of timeout + 5 s
 			echo "        - nid: $ME@o2ib"
 			echo "          lnd tunables:"
 			echo "              provider: verbs"
 			echo "              timeout: 20"
+			echo "              keepalive: 2"
 			;;
 		o2ib1)
 			# LU-5718's limits: 16 RDMA fragments, one SGE per work request
