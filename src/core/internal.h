@@ -180,6 +180,7 @@ struct ulnet_loop {
 	struct ulnet_list submit_q;
 	uint64_t turns;              /* batches dispatched (ulnet__io_quiesced) */
 	unsigned n_watchers;         /* registered watchers (stats loop_watchers) */
+	struct ulnet_io *hooks;      /* registered watchers with a poll/arm hook (struct ulnet_io) */
 };
 
 struct ulnet_pending_cb {

@@ -245,7 +245,19 @@ struct ulnet_io {
 	bool kicked;
 	unsigned loop;              /* the loop that runs the callback (ulnet__io_bind; 0 by default) */
 	uint64_t stop_turn;         /* core: its loop's turn when it was last stopped */
+	/* Optional loop hook (set both or neither, before ulnet__io_start), for a source that can be
+	 * looked at in user space (a provider's completion queue and shared-memory rings). Lock held.
+	 * poll: does the source have work for the callback? Called at every turn and on every spin of
+	 * a busy-polling loop; never a system call; true: the callback runs with ULNET_IO_POLLED this
+	 * turn. arm: the loop is about to sleep in epoll_wait: make the fd readable for anything that
+	 * comes from now on (doorbells, an eventfd level); true: something came meanwhile (the callback
+	 * runs with ULNET_IO_POLLED, the loop does not sleep). */
+	bool (*poll)(struct ulnet_io *io);
+	bool (*arm)(struct ulnet_io *io);
+	struct ulnet_io *hook_next; /* core: its loop's hooked watchers */
 };
+/* In the callback's revents: the watcher's poll or arm hook found work (not an epoll event). */
+#define ULNET_IO_POLLED (1u << 26)
 int ulnet__io_start(struct ulnet_node *node, struct ulnet_io *io, uint32_t events);
 void ulnet__io_stop(struct ulnet_node *node, struct ulnet_io *io);
 /* The LND holds input it read ahead of the socket (epoll will not report it): call @io's callback

@@ -100,8 +100,15 @@ int ulnet__io_start(struct ulnet_node *node, struct ulnet_io *io, uint32_t event
 		return 0;
 	if (epoll_ctl(io_loop(node, io)->epfd, op, io->fd, &ev) < 0)
 		return -errno;
-	if (!io->events && events)
-		io_loop(node, io)->n_watchers++;
+	if (!io->events && events) {
+		struct ulnet_loop *loop = io_loop(node, io);
+
+		loop->n_watchers++;
+		if (io->poll) {
+			io->hook_next = loop->hooks;
+			loop->hooks = io;
+		}
+	}
 	io->events = events ? events : io->events;
 	return 0;
 }
@@ -170,6 +177,11 @@ static void io_detach(struct ulnet_loop *loop, struct ulnet_io *io)
 	if (io->events) {
 		epoll_ctl(loop->epfd, EPOLL_CTL_DEL, io->fd, NULL);
 		loop->n_watchers--;
+		for (struct ulnet_io **pp = &loop->hooks; *pp; pp = &(*pp)->hook_next)
+			if (*pp == io) {
+				*pp = io->hook_next;
+				break;
+			}
 	}
 	for (int i = 0; i < loop->cur_nevs; i++)
 		if (loop->cur_evs[i].data.ptr == io)
@@ -388,12 +400,47 @@ static void lnd_tick(struct ulnet_node *node, struct ulnet_timer *t, uint64_t no
 	ulnet__timer_arm(node, t, now + LOOP_TICK_NS);
 }
 
+/* The hooked watchers' poll (@arm false) or arm: each that has work is kicked with ULNET_IO_POLLED
+ * (runs this turn). true: one had. Lock held, on @loop's thread. */
+static bool hooks_run(struct ulnet_loop *loop, bool arm)
+{
+	bool found = false;
+
+	for (struct ulnet_io *io = loop->hooks, *next; io; io = next) {
+		next = io->hook_next;
+		if (arm ? io->arm(io) : io->poll(io)) {
+			ulnet__io_kick_events(loop->node, io, ULNET_IO_POLLED);
+			found = true;
+		}
+	}
+	return found;
+}
+
+/* A spin of a busy-polling loop with hooked watchers: their poll under the lock, if it is free (a
+ * holder is doing work; we look again at the next spin). Lock not held. */
+static bool hooks_spin(struct ulnet_loop *loop)
+{
+	struct ulnet_node *node = loop->node;
+	bool found;
+
+	if (pthread_mutex_trylock(&node->lock))
+		return false;
+	node->lock_t0 = ulnet__lock_ticks();
+	found = hooks_run(loop, false);
+	ulnet__lock_release(node);
+	return found;
+}
+
 /* Wait for io: sleep in epoll_wait until @timeout, or with @spin_until (busy polling, decided under the
  * lock together with the sleeping flag: a loop that decided to spin never sleeps unflagged, where a
  * poke could not wake it) spin on epoll_wait(0) until then (ulnet__now_ns), an API call pokes us, or
- * the timeout. Lock not held. */
-static int loop_wait(struct ulnet_loop *loop, struct epoll_event *evs, int timeout, uint64_t spin_until)
+ * the timeout. @hooked: the loop has hooked watchers, whose poll each spin runs (a find returns 0 with
+ * the watcher kicked); their fds are then polled every 4th spin only (what they wait for mostly comes
+ * through the hook, and epoll_wait is a system call). Lock not held. */
+static int loop_wait(struct ulnet_loop *loop, struct epoll_event *evs, int timeout, uint64_t spin_until,
+		     bool hooked)
 {
+	unsigned spins = 0;
 	uint64_t end;
 	int n;
 
@@ -403,9 +450,13 @@ static int loop_wait(struct ulnet_loop *loop, struct epoll_event *evs, int timeo
 	if (end > spin_until)
 		end = spin_until;
 	do {
-		n = epoll_wait(loop->epfd, evs, LOOP_MAX_EVENTS, 0);
-		if (n != 0 || atomic_load_explicit(&loop->poked, memory_order_relaxed))
-			return n;
+		if (!hooked || spins++ % 4 == 3) {
+			n = epoll_wait(loop->epfd, evs, LOOP_MAX_EVENTS, 0);
+			if (n != 0)
+				return n;
+		}
+		if (atomic_load_explicit(&loop->poked, memory_order_relaxed) || (hooked && hooks_spin(loop)))
+			return 0;
 		sched_yield(); /* a core shared with the threads we wait for: let them run */
 	} while (ulnet__now_ns() < end);
 	return 0;
@@ -436,7 +487,7 @@ static void *loop_main(void *arg)
 	ulnet__lock(node);
 	while (!node->stopping) {
 		int n, timeout;
-		bool spin;
+		bool spin, hooked;
 
 		if (skip_wait) {
 			/* the last turn left work (a handler sent: its output is kicked; a send completed):
@@ -450,13 +501,18 @@ static void *loop_main(void *arg)
 			  : first ? ulnet__timers_next_ms(node, ulnet__node_now(node), LOOP_MAX_WAIT_MS)
 			  : LOOP_MAX_WAIT_MS;
 		spin = timeout != 0 && node->busy_poll_ns && ulnet__now_ns() < busy_until;
+		/* about to sleep: the hooked sources make their fds readable from now on, or say that
+		 * something came meanwhile */
+		if (timeout && !spin && loop->hooks && hooks_run(loop, true))
+			timeout = 0;
+		hooked = loop->hooks != NULL;
 		atomic_store_explicit(&loop->poked, false, memory_order_relaxed);
 		/* a spinning loop needs no eventfd write: a poke ends its spin */
 		if (timeout && !spin)
 			atomic_store_explicit(&loop->sleeping, true, memory_order_relaxed);
 		loop->in_wait = true;
 		ulnet__lock_release(node);
-		n = loop_wait(loop, evs, timeout, spin ? busy_until : 0);
+		n = loop_wait(loop, evs, timeout, spin ? busy_until : 0, hooked);
 		atomic_store_explicit(&loop->sleeping, false, memory_order_relaxed);
 		ulnet__lock(node);
 		loop->in_wait = false; /* no new borrower: one at most to wait for */
@@ -470,7 +526,7 @@ static void *loop_main(void *arg)
 			ULNET_LOG(CORE, ERR, "epoll_wait: %s", strerror(errno));
 			n = 0;
 		}
-		if (node->busy_poll_ns && (n > 0 || atomic_load_explicit(&loop->poked, memory_order_relaxed)))
+		if (node->busy_poll_ns && (n > 0 || loop->kicked || atomic_load_explicit(&loop->poked, memory_order_relaxed)))
 			busy_until = ulnet__now_ns() + node->busy_poll_ns;
 turn:
 		loop->turns++;
@@ -489,6 +545,9 @@ turn:
 			ulnet__loop_wake_if_sleeping(&node->loops[0]);
 		if (n >= 0)
 			skips = 0;
+		/* user space only: what the hooked sources hold runs in the next turn without epoll_wait */
+		if (loop->hooks)
+			hooks_run(loop, false);
 		skip_wait = skips < LOOP_SKIP_MAX && loop_has_work(loop);
 		skips += skip_wait;
 	}

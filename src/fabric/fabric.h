@@ -173,7 +173,7 @@ struct fab_cm_event {
 
 struct fab_dev;
 
-/* One ops table per provider. Every member is mandatory. */
+/* One ops table per provider. Every member is mandatory unless it says optional. */
 struct fab_provider_ops {
 	const char *name; /* "shm", "verbs" */
 
@@ -244,6 +244,18 @@ struct fab_provider_ops {
 	 * connections are made with o2iblnd's responder_resources = initiator_depth = 0). */
 	int (*post_recv)(struct fab_qp *qp, const struct fab_recv_wr *wr, const struct fab_recv_wr **bad);
 	int (*post_send)(struct fab_qp *qp, const struct fab_send_wr *wr, const struct fab_send_wr **bad);
+
+	/* Optional pair (both NULL: the owner waits on dev_fd alone; verbs), for an owner that busy
+	 * polls: between two busy owners, completions and SENDs then cost no system call.
+	 * poll: do the work that needs no system call (shm: deliver what the SEND rings hold into the
+	 * posted receives) and say whether the owner has something to take (a completion, a CM event):
+	 * true = call poll_cq / get_event. It also tells the device that its owner is awake, so from
+	 * now on dev_fd is not kept readable for completions and peers do not ring its doorbells. Never
+	 * a system call. arm: the owner is about to sleep on dev_fd: from now on every arrival makes it
+	 * readable again (as before the first poll). true = something waits already: poll instead of
+	 * sleeping. An owner that never calls poll has the fd armed all the time. */
+	bool (*poll)(struct fab_dev *dev);
+	bool (*arm)(struct fab_dev *dev);
 
 	/* Optional (NULL: ordinary memory is as good): @len bytes of zeroed memory aligned to @align (a
 	 * power of two up to 2 MiB; at least the host page) that this provider moves fastest once

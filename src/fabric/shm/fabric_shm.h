@@ -23,6 +23,8 @@ struct fab_shm_faults *fab_shm_faults(struct fab_dev *dev);
 struct fab_shm_stats {
 	uint64_t rdma_mapped;     /* memcpy through the peer's mapped memfd (memory from mem_alloc) */
 	uint64_t rdma_process_vm; /* process_vm_writev/readv (any other memory) */
+	uint64_t doorbells;       /* doorbells written to peers (their consumer slept, or we made room) */
+	uint64_t evfd_raises;     /* times dev_fd was made readable for a completion or an event */
 };
 const struct fab_shm_stats *fab_shm_stats(const struct fab_dev *dev);
 /* The shared mapping of @qp's SEND rings (layout: shm_ring.h), for tests that play a peer who

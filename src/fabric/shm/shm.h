@@ -164,6 +164,11 @@ struct fab_dev {
 	int epfd, evfd, timerfd;
 	int dbfd;                 /* our doorbell: peers write it when they put into a ring we sleep on */
 	bool ev_signaled;
+	/* the owner may sleep on dev_fd (true until its first poll, again from each arm): completions
+	 * raise the eventfd and the rings' consumers say they sleep. false: it busy polls (fab poll),
+	 * so neither is needed. Always true with the copy thread (it pushes completions from its own
+	 * thread). */
+	bool armed;
 	uint64_t timer_armed_ns;
 	/* registration table */
 	int tbl_fd;
@@ -272,6 +277,13 @@ void shm_qp_run(struct fab_qp *qp);
 void shm_qp_rx(struct fab_qp *qp);
 /* After our doorbell: deliver what the rings hold, run SENDs that waited for ring space. */
 void shm_qp_ring_poll(struct fab_qp *qp);
+/* Busy polling (fab poll): deliver what the ring from the peer holds if it looks non-empty (one
+ * load when it is empty). */
+void shm_qp_ring_peek_rx(struct fab_qp *qp);
+/* Before the owner sleeps (fab arm): say we sleep on the ring from the peer. false: a record waits. */
+bool shm_qp_ring_arm(struct fab_qp *qp);
+/* The owner is awake (fab poll): producers need not ring our doorbell. */
+void shm_qp_ring_disarm(struct fab_qp *qp);
 /* Move the QP to the error state and flush every WR not yet done. */
 void shm_qp_set_error(struct fab_qp *qp);
 uint32_t shm_qp_ep_events(const struct fab_qp *qp);

@@ -81,6 +81,7 @@ static int shm_dev_open(const struct sockaddr_in *addr, const struct fab_limits 
 	dev->addr = *addr;
 	dev->addr.sin_port = 0;
 	dev->tbl_fd = dev->evfd = dev->timerfd = dev->dbfd = -1;
+	dev->armed = true;
 	ulnet_list_init(&dev->ids);
 	pthread_mutex_init(&dev->lock, NULL);
 	shm_engine_init(dev);
@@ -256,13 +257,23 @@ static bool cq_ready(const struct fab_dev *dev, uint64_t now)
 	return dev->cq_len && dev->cq[dev->cq_head].ready_ns <= now;
 }
 
-/* Keep the eventfd readable exactly while something waits for the owner. */
+/* Something waits for the owner (a delayed completion only once it is due). */
+static bool owner_work_locked(const struct fab_dev *dev)
+{
+	return dev->ev_len || dev->eng.attn ||
+	       (dev->cq_len && (!dev->cq[dev->cq_head].ready_ns || cq_ready(dev, shm_now_ns())));
+}
+
+/* Keep the eventfd readable exactly while something waits for an owner that may sleep on it (a
+ * busy-polling owner, disarmed, finds its work with poll: no eventfd write and read per completion;
+ * a level left raised from before is lowered here, once). */
 void shm_dev_signal_locked(struct fab_dev *dev)
 {
-	bool want = dev->ev_len || dev->eng.attn ||
-		    (dev->cq_len && (!dev->cq[dev->cq_head].ready_ns || cq_ready(dev, shm_now_ns())));
+	bool was = dev->ev_signaled;
 
-	fab_evfd_level(dev->evfd, &dev->ev_signaled, want);
+	fab_evfd_level(dev->evfd, &dev->ev_signaled, (dev->armed || dev->eng.started) && owner_work_locked(dev));
+	if (dev->ev_signaled && !was)
+		dev->stats.evfd_raises++;
 }
 
 void shm_dev_signal(struct fab_dev *dev)
@@ -380,6 +391,65 @@ static int shm_get_event(struct fab_dev *dev, struct fab_cm_event *ev)
 	return 0;
 }
 
+/* The owner busy polls: no eventfd level for completions, no doorbell from a ring's producer. */
+static void dev_disarm(struct fab_dev *dev)
+{
+	struct ulnet_list *pos, *tmp;
+
+	if (!dev->armed || dev->eng.started)
+		return;
+	dev->armed = false;
+	ulnet_list_for_each_safe(pos, tmp, &dev->ids) {
+		struct fab_cm_id *id = ulnet_container_of(pos, struct fab_cm_id, link);
+
+		if (id->qp)
+			shm_qp_ring_disarm(id->qp);
+	}
+}
+
+/* Busy polling (fab poll): the owner is awake; what the rings hold goes into the posted receives. */
+static bool shm_poll(struct fab_dev *dev)
+{
+	struct ulnet_list *pos, *tmp;
+	bool work;
+
+	dev_disarm(dev);
+	ulnet_list_for_each_safe(pos, tmp, &dev->ids) { /* (a bad ring tears its id down, not others) */
+		struct fab_cm_id *id = ulnet_container_of(pos, struct fab_cm_id, link);
+
+		if (id->qp)
+			shm_qp_ring_peek_rx(id->qp);
+	}
+	shm_lock(dev);
+	work = owner_work_locked(dev);
+	shm_unlock(dev);
+	return work;
+}
+
+/* The owner is about to sleep on dev_fd: completions raise it, and we sleep on every ring a peer
+ * may put into (its producer rings our doorbell). true: something waits already (not armed). */
+static bool shm_arm(struct fab_dev *dev)
+{
+	struct ulnet_list *pos, *tmp;
+	bool work;
+
+	shm_lock(dev);
+	work = owner_work_locked(dev);
+	shm_unlock(dev);
+	if (work)
+		return true;
+	dev->armed = true;
+	ulnet_list_for_each_safe(pos, tmp, &dev->ids) {
+		struct fab_cm_id *id = ulnet_container_of(pos, struct fab_cm_id, link);
+
+		if (id->qp && !shm_qp_ring_arm(id->qp))
+			work = true;
+	}
+	if (work)
+		dev_disarm(dev); /* a record came: the owner polls on */
+	return work;
+}
+
 struct fab_shm_faults *fab_shm_faults(struct fab_dev *dev) { return &dev->faults; }
 const struct fab_shm_stats *fab_shm_stats(const struct fab_dev *dev) { return &dev->stats; }
 void fab_shm_flush_qp(struct fab_qp *qp) { shm_qp_set_error(qp); }
@@ -414,6 +484,8 @@ const struct fab_provider_ops fab_shm_ops = {
 	.disconnect = shm_disconnect,
 	.post_recv = shm_post_recv,
 	.post_send = shm_post_send,
+	.poll = shm_poll,
+	.arm = shm_arm,
 	.mem_alloc = shm_mem_alloc,
 	.mem_free = shm_mem_free,
 };

@@ -314,12 +314,15 @@ static enum fab_wc_status exec_rdma(struct fab_qp *qp, const struct shm_swr *s, 
 	return st;
 }
 
-static void ring_bell(int fd)
+static void ring_bell(struct fab_cm_id *id)
 {
 	uint64_t one = 1;
 
+	if (id->peer_db < 0)
+		return;
+	id->dev->stats.doorbells++;
 	/* (EAGAIN: the counter is full, the peer has plenty to wake it) */
-	if (fd >= 0 && write(fd, &one, sizeof(one)) < 0 && errno != EAGAIN)
+	if (write(id->peer_db, &one, sizeof(one)) < 0 && errno != EAGAIN)
 		ULNET_LOG(FABRIC, WARN, "shm: doorbell write failed: %s", strerror(errno));
 }
 
@@ -339,7 +342,7 @@ static int ring_send(struct fab_qp *qp, const struct iovec *iov, int n, uint32_t
 		return 0;
 	}
 	if (bell)
-		ring_bell(qp->id->peer_db);
+		ring_bell(qp->id);
 	*len = total;
 	*st = FAB_WC_SUCCESS;
 	return 0;
@@ -438,7 +441,8 @@ static int rx_iov(struct fab_qp *qp, const struct shm_rwr *r, uint8_t *hdr, stru
 }
 
 /* Deliver what the ring from the peer holds into the posted receives; once it is empty (and a
- * receive waits), say we sleep. false: the QP went to error (logged). */
+ * receive waits), say we sleep if the owner may sleep (armed; a busy-polling owner looks at the
+ * ring itself). false: the QP went to error (logged). */
 static bool ring_rx(struct fab_qp *qp)
 {
 	struct fab_cm_id *id = qp->id;
@@ -452,7 +456,7 @@ static bool ring_rx(struct fab_qp *qp)
 		int k, rc = shm_ring_peek(&id->ring_rx, &n);
 
 		if (rc == 0) {
-			if (shm_ring_sleep(&id->ring_rx))
+			if (!dev->armed || shm_ring_sleep(&id->ring_rx))
 				break;
 			continue;
 		}
@@ -475,7 +479,7 @@ static bool ring_rx(struct fab_qp *qp)
 		}
 		shm_ring_read(&id->ring_rx, n, iov, k);
 		if (shm_ring_pop(&id->ring_rx, n))
-			ring_bell(id->peer_db);
+			ring_bell(id);
 		shm_cq_push(dev, qp, r->wr_id, FAB_WC_RECV, FAB_WC_SUCCESS, n, false, 0);
 	}
 	return true;
@@ -492,6 +496,32 @@ void shm_qp_ring_poll(struct fab_qp *qp)
 		return;
 	if (qp->id->ring_send && qp->sq_exec < qp->sq_post)
 		shm_qp_run(qp);
+}
+
+void shm_qp_ring_peek_rx(struct fab_qp *qp)
+{
+	struct fab_cm_id *id = qp->id;
+
+	if (id->ring_map && id->state == SHM_ID_ESTABLISHED && !qp->error && qp->rq_head < qp->rq_post &&
+	    shm_ring_nonempty(&id->ring_rx))
+		ring_rx(qp);
+}
+
+bool shm_qp_ring_arm(struct fab_qp *qp)
+{
+	struct fab_cm_id *id = qp->id;
+
+	/* (no receive posted: nothing could be delivered; post_recv looks at the ring and says we
+	 * sleep then) */
+	if (!id->ring_map || id->state != SHM_ID_ESTABLISHED || qp->error || qp->rq_head == qp->rq_post)
+		return true;
+	return shm_ring_sleep(&id->ring_rx);
+}
+
+void shm_qp_ring_disarm(struct fab_qp *qp)
+{
+	if (qp->id->ring_map && qp->id->state == SHM_ID_ESTABLISHED)
+		shm_ring_wake(&qp->id->ring_rx);
 }
 
 /* Deliver what the ring and the socket hold into the posted receives, SHM_RX_BATCH messages per

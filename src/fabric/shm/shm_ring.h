@@ -62,6 +62,9 @@ void shm_ring_read(const struct shm_ring *r, uint32_t len, const struct iovec *i
 bool shm_ring_pop(struct shm_ring *r, uint32_t len);
 /* Say we sleep. false: a record came meanwhile (not asleep: consume it). */
 bool shm_ring_sleep(struct shm_ring *r);
+/* Consumer: we are awake after all (busy polling): the producer need not ring. A producer that took
+ * the flag already rings once, harmlessly. */
+void shm_ring_wake(struct shm_ring *r);
 /* Consumer: a record may wait (one load; no check). */
 bool shm_ring_nonempty(const struct shm_ring *r);
 

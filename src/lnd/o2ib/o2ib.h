@@ -218,7 +218,9 @@ void o2ib_conn_close(struct o2ib_conn *conn, int status, const char *why);
 void o2ib_conn_queue(struct o2ib_conn *conn, struct o2ib_tx *tx);
 void o2ib_conn_check_sends(struct o2ib_conn *conn);
 void o2ib_rx_repost(struct o2ib_rx *rx, bool credit);
-void o2ib_progress(struct o2ib_net *net);
+/* @provider: call the provider's progress first (the device fd was readable); false: the loop hook's
+ * poll found completions or events (the provider's poll did the rest). */
+void o2ib_progress(struct o2ib_net *net, bool provider);
 void o2ib_conn_tick(struct o2ib_conn *conn, uint64_t now_ns);
 void o2ib_reap_zombies(struct o2ib_net *net);
 const char *o2ib_nid_str(const struct ulnet_nid *nid, char *buf, size_t len);

@@ -963,7 +963,7 @@ static void on_event(struct o2ib_net *net, const struct fab_cm_event *ev)
  * fd readable: the loop comes back for it, so the provider's progress (an epoll_wait of the shm
  * provider) runs once a call, not once more per round. A call nested in one under way only asks the
  * running one to go round again. */
-void o2ib_progress(struct o2ib_net *net)
+void o2ib_progress(struct o2ib_net *net, bool provider)
 {
 	const struct fab_provider_ops *f = net->fab;
 	struct fab_cm_event ev;
@@ -975,7 +975,7 @@ void o2ib_progress(struct o2ib_net *net)
 		return;
 	}
 	net->in_progress = true;
-	if ((rc = f->progress(net->dev)))
+	if (provider && (rc = f->progress(net->dev)))
 		ULNET_LOG(O2IB, ERR, "%s provider: progress failed: %s", f->name, strerror(-rc));
 	do {
 		net->progress_again = false;

@@ -221,8 +221,24 @@ static int addr_is_local(const struct sockaddr_in *addr)
 
 static void o2ib_io_cb(struct ulnet_io *io, uint32_t revents)
 {
-	(void)revents;
-	o2ib_progress(io->data);
+	/* only the loop hook (no epoll event): the completions and events it found, no system call */
+	o2ib_progress(io->data, (revents & ~ULNET_IO_POLLED) != 0);
+}
+
+/* The loop hook (the provider's poll/arm, shm): a busy-polling loop finds completions and ring
+ * SENDs in user space, and the device fd is armed only when the loop is about to sleep. */
+static bool o2ib_io_poll(struct ulnet_io *io)
+{
+	struct o2ib_net *net = io->data;
+
+	return net->fab->poll(net->dev);
+}
+
+static bool o2ib_io_arm(struct ulnet_io *io)
+{
+	struct o2ib_net *net = io->data;
+
+	return net->fab->arm(net->dev);
 }
 
 static int o2iblnd_startup(struct ulnet_ni *ni)
@@ -272,6 +288,10 @@ static int o2iblnd_startup(struct ulnet_ni *ni)
 	net->io.fd = net->fab->dev_fd(net->dev);
 	net->io.cb = o2ib_io_cb;
 	net->io.data = net;
+	if (net->fab->poll && net->fab->arm) {
+		net->io.poll = o2ib_io_poll;
+		net->io.arm = o2ib_io_arm;
+	}
 	if ((rc = ulnet__io_start(ulnet__ni_node(ni), &net->io, EPOLLIN)))
 		goto fail;
 	net->me.nid = ulnet_nid_to_nid4(nid);
