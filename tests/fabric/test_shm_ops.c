@@ -794,6 +794,76 @@ static void test_ring_stolen_sleep(void **state)
 	pair_down(&p);
 }
 
+/* Busy polling (fab poll/arm): while the receiver polls, a ring SEND reaches it and the sender's
+ * completion reaches the sender with no doorbell written and no eventfd raised (both polled); once
+ * the receiver arms (about to sleep), the next SEND rings its doorbell and its fd is readable. arm
+ * says so when something waits already. */
+static void test_busy_poll_arm(void **state)
+{
+	struct pair p;
+	uint8_t buf[256] = "busy", *map;
+	struct fab_mr ma, mb;
+	struct fab_sge s, r;
+	struct fab_wc wc;
+	struct pollfd pf;
+	uint64_t bells, raises_a, raises_b;
+
+	(void)state;
+	map = ring_pair_up(&p, buf, &ma, &mb);
+	(void)map;
+	assert_non_null(OPS->poll);
+	assert_non_null(OPS->arm);
+	r = (struct fab_sge){(uintptr_t)buf + 128, 64, mb.lkey};
+	for (int i = 0; i < 3; i++)
+		assert_int_equal(ft_post_recv1(p.qb, 10 + (uint64_t)i, &r, 1), 0);
+	/* drain what the handshake left, then both owners poll */
+	while (OPS->poll_cq(p.a, &wc, 1) || OPS->poll_cq(p.b, &wc, 1))
+		;
+	assert_false(OPS->poll(p.a));
+	assert_false(OPS->poll(p.b));
+	bells = fab_shm_stats(p.a)->doorbells;
+	raises_a = fab_shm_stats(p.a)->evfd_raises;
+	raises_b = fab_shm_stats(p.b)->evfd_raises;
+	s = (struct fab_sge){(uintptr_t)buf, 16, ma.lkey};
+	assert_int_equal(ft_post_send1(p.qa, 1, FAB_WR_SEND, true, &s, 1, 0, 0), 0);
+	assert_true(OPS->poll(p.a)); /* the SEND's completion */
+	assert_int_equal(OPS->poll_cq(p.a, &wc, 1), 1);
+	assert_int_equal(wc.wr_id, 1);
+	assert_true(OPS->poll(p.b)); /* the ring's record, delivered by poll */
+	assert_int_equal(OPS->poll_cq(p.b, &wc, 1), 1);
+	assert_int_equal(wc.wr_id, 10);
+	assert_int_equal(wc.byte_len, 16);
+	assert_memory_equal(buf + 128, "busy", 5);
+	assert_false(OPS->poll(p.b));
+	assert_int_equal(fab_shm_stats(p.a)->doorbells, bells);
+	assert_int_equal(fab_shm_stats(p.a)->evfd_raises, raises_a);
+	assert_int_equal(fab_shm_stats(p.b)->evfd_raises, raises_b);
+	pf = (struct pollfd){.fd = OPS->dev_fd(p.b), .events = POLLIN};
+	assert_int_equal(poll(&pf, 1, 0), 0);
+
+	/* b about to sleep: the next SEND rings it */
+	assert_false(OPS->arm(p.b));
+	assert_int_equal(ft_post_send1(p.qa, 2, FAB_WR_SEND, true, &s, 1, 0, 0), 0);
+	assert_int_equal(fab_shm_stats(p.a)->doorbells, bells + 1);
+	assert_int_equal(poll(&pf, 1, WAIT_MS), 1);
+	ft_expect_wc(p.db, 2, 11, FAB_WC_SUCCESS, &wc);
+	assert_true(fab_shm_stats(p.b)->evfd_raises > raises_b);
+	assert_int_equal(OPS->poll_cq(p.a, &wc, 1), 1);
+	assert_int_equal(wc.wr_id, 2);
+
+	/* arm with a record already waiting (b polled, so no doorbell): refused, the owner polls */
+	assert_false(OPS->poll(p.b));
+	assert_int_equal(ft_post_send1(p.qa, 3, FAB_WR_SEND, true, &s, 1, 0, 0), 0);
+	assert_int_equal(fab_shm_stats(p.a)->doorbells, bells + 1);
+	assert_true(OPS->arm(p.b));
+	assert_true(OPS->poll(p.b));
+	assert_int_equal(OPS->poll_cq(p.b, &wc, 1), 1);
+	assert_int_equal(wc.wr_id, 12);
+	/* and with a completion waiting */
+	assert_true(OPS->arm(p.a));
+	pair_down(&p);
+}
+
 int main(int argc, char **argv)
 {
 	ft_args(argc, argv);
@@ -820,6 +890,7 @@ int main(int argc, char **argv)
 		cmocka_unit_test(test_ring_flow),
 		cmocka_unit_test(test_ring_scribble),
 		cmocka_unit_test(test_ring_stolen_sleep),
+		cmocka_unit_test(test_busy_poll_arm),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
