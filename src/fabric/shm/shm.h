@@ -15,6 +15,7 @@
 #include "list.h"
 #include "fabric_shm.h"
 #include "shm_ring.h"
+#include "shm_life.h"
 
 /* One registration table entry, in the memfd both sides map. The owner writes the plain fields
  * only while the entry is invalid and no peer holds it (busy == 0), then publishes with a release
@@ -139,6 +140,9 @@ struct fab_cm_id {
 	int peer_db;              /* the peer device's doorbell eventfd (-1: none) */
 	struct shm_ring ring_tx, ring_rx;
 	bool ring_send;           /* our SENDs go through ring_tx (the peer reads it, no copy thread here) */
+	/* the peer process's life word (shm_life.h; NULL: none came, its socket is polled) */
+	const _Atomic uint32_t *peer_life;
+	int peer_life_fd;         /* passive: received with CONNREQ until accept */
 };
 
 /* The copy engine: one thread per device that executes send queues in post order, as an HCA does,
@@ -245,7 +249,8 @@ bool shm_peer_translate(struct fab_cm_id *id, const struct shm_mr_entry *e, stru
 void shm_peer_maps_drop(struct fab_cm_id *id);
 /* Copy up to @max bytes from @src to @dst; the bytes copied. */
 uint64_t shm_iov_copy(const struct iovec *dst, int nd, const struct iovec *src, int ns, uint64_t max);
-/* The peer has not closed the connection (it would have, by exiting). */
+/* The peer has not closed the connection nor died (its life word and the rings' closed flag, or a
+ * poll of the socket when it sent no life page). */
 bool shm_peer_alive(const struct fab_cm_id *id);
 
 /* shm_cm.c */

@@ -3,7 +3,8 @@
  * "ulnet-shm/<IPv4>:<port>" in the abstract namespace (one namespace per network namespace, like
  * IP addresses). Active: CONNREQ (+ our registration table memfd) -> CONNACK (+ theirs) or REJECT;
  * then RTU. The CONNREQ also carries the connector's doorbell eventfd and the SEND rings' memfd
- * (shm_ring.h), the CONNACK the acceptor's doorbell and whether it reads the rings. Once
+ * (shm_ring.h), the CONNACK the acceptor's doorbell and whether it reads the rings; both carry the
+ * sender's life page (shm_life.h) when it has one. Once
  * established the rings (or the socket) carry the QP's SENDs; a shutdown or EOF is a disconnect. */
 #include <errno.h>
 #include <fcntl.h>
@@ -25,8 +26,10 @@
 #define SHM_CM_SIZE 80
 #define SHM_REQ_WAIT_NS 10000000000ull /* an accepted socket must send its CONNREQ within 10 s */
 #define SHM_RTU_WAIT_NS 10000000000ull
-#define SHM_CM_FDS 3           /* CONNREQ: table, doorbell, rings; CONNACK: table, doorbell */
+/* CONNREQ: table, doorbell, [life], [rings]; CONNACK: table, doorbell, [life] */
+#define SHM_CM_FDS 4
 #define SHM_CM_RING_OK 0x01    /* CONNACK flags: the acceptor mapped the rings and reads them */
+#define SHM_CM_LIFE 0x02       /* CONNREQ/CONNACK flags: the sender's life page follows the doorbell */
 
 enum shm_cm_type { SHM_CM_CONNREQ = 1, SHM_CM_CONNACK, SHM_CM_REJECT, SHM_CM_RTU };
 
@@ -229,8 +232,16 @@ static void raise_ev(struct fab_cm_id *id, enum fab_cm_event_type t, int status,
 	shm_ev_push(id->dev, &ev);
 }
 
+/* Our side closes: a peer checking that we are alive after an RDMA (shm_peer_alive) sees it. */
+static void ring_mark_closed(struct fab_cm_id *id)
+{
+	if (id->ring_map)
+		atomic_store_explicit(&id->ring_tx.ctl->closed, 1, memory_order_release);
+}
+
 static void id_close_fd(struct fab_cm_id *id)
 {
+	ring_mark_closed(id);
 	shm_ep_set(id, 0);
 	if (id->fd >= 0)
 		close(id->fd);
@@ -278,7 +289,7 @@ int shm_create_id(struct fab_dev *dev, void *context, struct fab_cm_id **out)
 		return -ENOMEM;
 	id->dev = dev;
 	id->context = context;
-	id->fd = id->peer_tbl_fd = id->ring_fd = id->peer_db = -1;
+	id->fd = id->peer_tbl_fd = id->ring_fd = id->peer_db = id->peer_life_fd = -1;
 	id->local = dev->addr;
 	ulnet_list_add_tail(&id->link, &dev->ids);
 	*out = id;
@@ -328,6 +339,9 @@ void shm_destroy_id(struct fab_cm_id *id)
 		close(id->ring_fd);
 	if (id->peer_db >= 0)
 		close(id->peer_db);
+	if (id->peer_life_fd >= 0)
+		close(id->peer_life_fd);
+	shm_life_unmap(id->peer_life);
 	ulnet_list_del(&id->link);
 	free(id);
 }
@@ -393,11 +407,15 @@ int shm_connect(struct fab_cm_id *id, const struct sockaddr_in *dst, const void 
 	if (len) /* pdata may be NULL when empty */
 		memcpy(m.pdata, pdata, len);
 	{
-		int fds[SHM_CM_FDS] = {id->dev->tbl_fd, id->dev->dbfd, -1};
+		int fds[SHM_CM_FDS] = {id->dev->tbl_fd, id->dev->dbfd}, nfd = 2, life = shm_life_fd();
 
+		if (life >= 0) {
+			fds[nfd++] = life;
+			m.flags |= SHM_CM_LIFE;
+		}
 		if (!id->ring_map && ring_create(id) == 0)
-			fds[2] = id->ring_fd;
-		rc = cm_send(id, &m, fds, fds[2] >= 0 ? 3 : 2);
+			fds[nfd++] = id->ring_fd;
+		rc = cm_send(id, &m, fds, nfd);
 		if (id->ring_fd >= 0) /* the mapping stays */
 			close(id->ring_fd);
 		id->ring_fd = -1;
@@ -444,7 +462,18 @@ int shm_accept(struct fab_cm_id *id, const void *pdata, size_t len)
 		close(id->ring_fd);
 	}
 	id->ring_fd = -1;
-	if ((rc = cm_send(id, &m, (int[]){id->dev->tbl_fd, id->dev->dbfd}, 2))) {
+	id->peer_life = shm_life_map(id->peer_life_fd);
+	if (id->peer_life_fd >= 0)
+		close(id->peer_life_fd);
+	id->peer_life_fd = -1;
+	{
+		int life = shm_life_fd();
+
+		if (life >= 0)
+			m.flags |= SHM_CM_LIFE;
+		rc = cm_send(id, &m, (int[]){id->dev->tbl_fd, id->dev->dbfd, life}, life >= 0 ? 3 : 2);
+	}
+	if (rc) {
 		shm_id_teardown(id, rc);
 		return 0;
 	}
@@ -475,6 +504,7 @@ void shm_id_teardown(struct fab_cm_id *id, int status)
 {
 	if (id->qp)
 		shm_qp_set_error(id->qp);
+	ring_mark_closed(id);
 	if (id->fd >= 0)
 		shutdown(id->fd, SHUT_RDWR);
 	shm_ep_set(id, 0);
@@ -544,7 +574,7 @@ static void req_wait_io(struct fab_cm_id *id)
 		shm_destroy_id(id);
 		return;
 	}
-	close_fds(fds + 1, f->timeout_connect || f->refuse_connect ? 2 : 0);
+	close_fds(fds + 1, f->timeout_connect || f->refuse_connect ? SHM_CM_FDS - 1 : 0);
 	if (f->timeout_connect) { /* swallow it: the active side times out */
 		close(tfd);
 		shm_ep_set(id, EPOLLRDHUP);
@@ -561,7 +591,13 @@ static void req_wait_io(struct fab_cm_id *id)
 	}
 	id->peer = m.src;
 	id->peer_db = fds[1];
-	id->ring_fd = fds[2];
+	if (m.flags & SHM_CM_LIFE) {
+		id->peer_life_fd = fds[2];
+		id->ring_fd = fds[3];
+	} else {
+		id->ring_fd = fds[2];
+		close_fds(fds + 3, 1);
+	}
 	id->peer_tbl_fd = tfd;
 	id->peer_tbl_n = m.tbl_n;
 	id->state = SHM_ID_REQ_RCVD;
@@ -583,7 +619,9 @@ static void req_sent_io(struct fab_cm_id *id)
 
 	if (rc == -EAGAIN)
 		return;
-	close_fds(fds + 2, 1);
+	if (!rc && m.type == SHM_CM_CONNACK && (m.flags & SHM_CM_LIFE) && !id->peer_life)
+		id->peer_life = shm_life_map(fds[2]);
+	close_fds(fds + 2, SHM_CM_FDS - 2);
 	if (!rc && m.type == SHM_CM_REJECT) {
 		close_fds(fds, 2);
 		id_close_fd(id);

@@ -249,6 +249,13 @@ bool shm_peer_alive(const struct fab_cm_id *id)
 {
 	struct pollfd p = {.fd = id->fd, .events = POLLRDHUP};
 
+	if (id->fd < 0)
+		return false;
+	/* no system call: the peer process's life word (the kernel marks it when the process dies)
+	 * and its closed flag in the rings' page (set before it shuts its socket) */
+	if (id->peer_life && id->ring_map)
+		return shm_life_alive(id->peer_life) &&
+		       !atomic_load_explicit(&id->ring_rx.ctl->closed, memory_order_acquire);
 	/* the connection's socket: the peer's end closes when it exits (or disconnects) */
-	return id->fd >= 0 && poll(&p, 1, 0) == 0;
+	return poll(&p, 1, 0) == 0;
 }

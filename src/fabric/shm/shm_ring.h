@@ -30,7 +30,8 @@ struct shm_ring_ctl {
 	uint8_t pad1[56];
 	_Atomic uint32_t sleeping;   /* consumer: drained, ring the doorbell */
 	_Atomic uint32_t want_space; /* producer: waits for room, ring the doorbell when tail moves */
-	uint8_t pad2[56];
+	_Atomic uint32_t closed;     /* producer: its side closed the connection (before its socket) */
+	uint8_t pad2[52];
 };
 _Static_assert(2 * sizeof(struct shm_ring_ctl) <= SHM_RING_CTL_LEN, "control blocks fit their page");
 
