@@ -794,6 +794,41 @@ static void test_ring_stolen_sleep(void **state)
 	pair_down(&p);
 }
 
+/* A peer that closed the connection (alive: its life word says so) is seen at once by an RDMA into
+ * its mapped memory, before our progress reads the socket's end: the rings' closed flag. */
+static void test_peer_closed_rdma(void **state)
+{
+	const size_t len = 4096;
+	struct pair p;
+	char *dst = OPS->mem_alloc(4096, len), *src = malloc(len);
+	struct fab_mr ms, md;
+	struct fab_sge s;
+	struct fab_wc wc;
+	struct fab_cm_event ev;
+
+	(void)state;
+	assert_non_null(dst);
+	pair_up(&p, NULL, 8, 8);
+	reg(p.a, src, len, ALL, &ms);
+	reg(p.b, dst, len, ALL, &md);
+	s = (struct fab_sge){(uintptr_t)src, (uint32_t)len, ms.lkey};
+	assert_int_equal(ft_post_send1(p.qa, 1, FAB_WR_RDMA_WRITE, true, &s, 1, md.addr, md.rkey), 0);
+	ft_expect_wc(p.da, 2, 1, FAB_WC_SUCCESS, &wc);
+	assert_int_equal(OPS->disconnect(p.idb), 0);
+	assert_int_equal(ft_post_send1(p.qa, 2, FAB_WR_RDMA_WRITE, true, &s, 1, md.addr, md.rkey), 0);
+	if (ft_copy_thread) { /* the copy thread may run it after our progress read the socket's end */
+		ft_wc(p.da, 2, &wc);
+		assert_true(wc.status == FAB_WC_RETRY_EXC_ERR || wc.status == FAB_WC_WR_FLUSH_ERR);
+	} else {
+		ft_expect_wc(p.da, 2, 2, FAB_WC_RETRY_EXC_ERR, &wc);
+		assert_int_equal(fab_shm_stats(p.a)->rdma_mapped, 2);
+	}
+	ft_expect_event(p.da, 2, FAB_CM_DISCONNECTED, &ev);
+	pair_down(&p);
+	OPS->mem_free(dst, len);
+	free(src);
+}
+
 /* Busy polling (fab poll/arm): while the receiver polls, a ring SEND reaches it and the sender's
  * completion reaches the sender with no doorbell written and no eventfd raised (both polled); once
  * the receiver arms (about to sleep), the next SEND rings its doorbell and its fd is readable. arm
@@ -891,6 +926,7 @@ int main(int argc, char **argv)
 		cmocka_unit_test(test_ring_scribble),
 		cmocka_unit_test(test_ring_stolen_sleep),
 		cmocka_unit_test(test_busy_poll_arm),
+		cmocka_unit_test(test_peer_closed_rdma),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

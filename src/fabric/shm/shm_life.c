@@ -5,7 +5,8 @@
  * marks the word (FUTEX_OWNER_DIED, the thread id cleared) before it closes the process's files. A
  * peer then checks, with one load, that we are alive after an RDMA into our memory, where it polled
  * the connection's socket (a system call per WRITE). One page and one sleeping thread per process,
- * made at the first connection; a forked child makes its own. */
+ * made at the first connection. A child forked after that has none (its parent's helper thread is
+ * not its own, and a child of a threaded process should start no thread): its peers poll its socket. */
 #include <errno.h>
 #include <fcntl.h>
 #include <linux/futex.h>
@@ -56,18 +57,20 @@ static void *life_main(void *arg)
 	return NULL;
 }
 
-/* A forked child has no helper thread: it makes its own page when it first connects. */
+/* A forked child has not the helper thread: the parent's page says nothing about it. A child of a
+ * process that made none makes its own when it first connects. */
 static void life_prepare(void) { pthread_mutex_lock(&life_lock); }
 static void life_parent(void) { pthread_mutex_unlock(&life_lock); }
 static void life_child(void)
 {
-	if (life_fd >= 0)
+	if (life_fd >= 0) {
 		close(life_fd);
+		life_failed = true; /* (no line: the choice is ours, nothing failed) */
+	}
 	if (life)
 		munmap(life, SHM_LIFE_LEN);
 	life_fd = -1;
 	life = NULL;
-	life_failed = false;
 	pthread_mutex_unlock(&life_lock);
 }
 
