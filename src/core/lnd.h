@@ -247,9 +247,9 @@ struct ulnet_io {
 	uint64_t stop_turn;         /* core: its loop's turn when it was last stopped */
 	/* Optional loop hook (set both or neither, before ulnet__io_start), for a source that can be
 	 * looked at in user space (a provider's completion queue and shared-memory rings). Lock held.
-	 * poll: does the source have work for the callback? Called at every turn and on every spin of
-	 * a busy-polling loop; never a system call; true: the callback runs with ULNET_IO_POLLED this
-	 * turn. arm: the loop is about to sleep in epoll_wait: make the fd readable for anything that
+	 * poll: does the source have work for the callback? Called by a busy-polling loop at every turn
+	 * and on every spin (never by a loop that does not busy poll); never a system call; true: the
+	 * callback runs with ULNET_IO_POLLED in the next turn. arm: the loop is about to sleep in epoll_wait: make the fd readable for anything that
 	 * comes from now on (doorbells, an eventfd level); true: something came meanwhile (the callback
 	 * runs with ULNET_IO_POLLED, the loop does not sleep). */
 	bool (*poll)(struct ulnet_io *io);

@@ -545,8 +545,9 @@ turn:
 			ulnet__loop_wake_if_sleeping(&node->loops[0]);
 		if (n >= 0)
 			skips = 0;
-		/* user space only: what the hooked sources hold runs in the next turn without epoll_wait */
-		if (loop->hooks)
+		/* user space only: what the hooked sources hold runs in the next turn without epoll_wait
+		 * (a loop that never busy polls sleeps next: its sources stay armed) */
+		if (loop->hooks && node->busy_poll_ns)
 			hooks_run(loop, false);
 		skip_wait = skips < LOOP_SKIP_MAX && loop_has_work(loop);
 		skips += skip_wait;

@@ -436,8 +436,8 @@ static bool shm_arm(struct fab_dev *dev)
 	shm_lock(dev);
 	work = owner_work_locked(dev);
 	shm_unlock(dev);
-	if (work)
-		return true;
+	if (work || dev->armed) /* (armed since: ring_rx says we sleep on each ring it drains) */
+		return work;
 	dev->armed = true;
 	ulnet_list_for_each_safe(pos, tmp, &dev->ids) {
 		struct fab_cm_id *id = ulnet_container_of(pos, struct fab_cm_id, link);
