@@ -436,7 +436,8 @@ static bool shm_arm(struct fab_dev *dev)
 	shm_lock(dev);
 	work = owner_work_locked(dev);
 	shm_unlock(dev);
-	if (work || dev->armed) /* (armed since: ring_rx says we sleep on each ring it drains) */
+	/* (armed since: ring_rx says we sleep on each ring it drains; with the copy thread, always) */
+	if (work || dev->armed || dev->eng.started)
 		return work;
 	dev->armed = true;
 	ulnet_list_for_each_safe(pos, tmp, &dev->ids) {

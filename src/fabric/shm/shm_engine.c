@@ -101,6 +101,9 @@ bool shm_engine_start(struct fab_dev *dev)
 
 	if (!dev->eng.on || dev->eng.started)
 		return dev->eng.on;
+	/* the thread pushes completions: the owner's fd is armed from now on (fab poll/arm no longer
+	 * change it, so the thread reads it without a race) */
+	dev->armed = true;
 	pthread_cond_init(&dev->eng.work, NULL);
 	pthread_cond_init(&dev->eng.idle, NULL);
 	if ((rc = pthread_create(&dev->eng.thread, NULL, engine_main, dev))) {
