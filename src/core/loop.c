@@ -21,6 +21,9 @@
 /* turns in a row a loop that keeps leaving itself work runs without epoll_wait: its sockets are polled
  * every LOOP_SKIP_MAX + 1 turns (a sending loop's epoll_wait(0) mostly finds nothing) */
 #define LOOP_SKIP_MAX 3
+/* A lazily handed-back loop (loop_unborrow) stays parked, its sockets polled by nobody, for a
+ * busy-poll window but never longer than this */
+#define LOOP_LINGER_MAX_NS 100000u
 
 /* The loop whose thread runs this code (NULL on other threads). */
 static _Thread_local struct ulnet_loop *cur_loop;
@@ -267,6 +270,11 @@ static void dispatch(struct ulnet_loop *loop, struct epoll_event *evs, int n)
 	loop->cur_evs = NULL;
 }
 
+static uint64_t loop_linger_ns(const struct ulnet_node *node)
+{
+	return node->busy_poll_ns < LOOP_LINGER_MAX_NS ? node->busy_poll_ns : LOOP_LINGER_MAX_NS;
+}
+
 /* Hand a borrowed loop back to its thread; @lazy: leave its thread parked (if it is) until a
  * busy-poll window from now, for the next lead or borrow to find it there with no wake-up, unless
  * work for it comes first (loop_unpark). Lock held. */
@@ -275,7 +283,7 @@ static void loop_unborrow(struct ulnet_loop *loop, bool lazy)
 	cur_loop = NULL;
 	loop->borrowed = false;
 	if (lazy && loop->borrow_waiting) {
-		loop->linger_until = ulnet__now_ns() + loop->node->busy_poll_ns;
+		loop->linger_until = ulnet__now_ns() + loop_linger_ns(loop->node);
 		return;
 	}
 	loop->linger_until = 0;
@@ -491,8 +499,8 @@ int ulnet__loop_lead(struct ulnet_node *node, unsigned idx, ulnet_eq *eq, uint64
 	}
 	loop->borrowed = true;
 	/* the thread parks with a timed wait: a lazy hand-back (loop_unborrow) sends no signal */
-	if (loop->linger_until < end + node->busy_poll_ns)
-		loop->linger_until = end + node->busy_poll_ns;
+	if (loop->linger_until < end + loop_linger_ns(node))
+		loop->linger_until = end + loop_linger_ns(node);
 	atomic_store_explicit(&loop->poked, true, memory_order_relaxed); /* a spinning thread stops */
 	cur_loop = loop;
 	while (!(rc = ulnet_eq_wait(eq, 0, ev)) && !node->stopping && ulnet__now_ns() < end &&
