@@ -22,7 +22,9 @@
 #      average it ran under. One peer: its conns and its submissions are on one loop, so a second
 #      loop only runs the timers (no hand-off, no gain either).
 # Usage: bench/tcp_bench.sh [SECONDS]   (BUILD=build dir, default ./build; ROUNDS=3 medians;
-#        BENCH_T=T uses the 127.T.0.0/16 block, default 38; BUSY_US=50 the busy-poll window)
+#        BENCH_T=T uses the 127.T.0.0/16 block, default 38; BUSY_US=50 the busy-poll window;
+#        LAT_ONLY=1 runs the round trips (2.) alone: no brw, iperf3, lock histogram or message rate;
+#        for A/B runs of two builds, alternate invocations with BUILD=a and BUILD=b)
 set -euo pipefail
 SRC=${SRC:-$(cd "$(dirname "$0")/.." && pwd)}
 BUILD=${BUILD:-$SRC/build}
@@ -37,7 +39,8 @@ PINGS=${PINGS:-1000}
 PING_REQ=96 PING_REP=144 SST_MSG=256
 source "$SRC/tests/integration/lib.sh"
 ul_init
-command -v iperf3 >/dev/null || ul_fail "iperf3 not installed (apt-get install iperf3)"
+LAT_ONLY=${LAT_ONLY:-0}
+[[ $LAT_ONLY == 1 ]] || command -v iperf3 >/dev/null || ul_fail "iperf3 not installed (apt-get install iperf3)"
 SST=$BUILD/tools/ulnet-selftest/ulnet-selftest
 T=${BENCH_T:-38} # the 127.T.0.0/16 block
 A=$(ul_addr "$T" 1) B=$(ul_addr "$T" 2)
@@ -97,11 +100,8 @@ raw_us() { # REQ_BYTES REP_BYTES [busy]
 	awk '{print $2}' "$UL_TMP/pp.out"
 }
 
-# This VM is noisy: every measurement is interleaved over ROUNDS rounds and the medians compared.
-load0=$(cut -d' ' -f1-3 /proc/loadavg)
-put=() get=() ipf=() putc=() getc=() ipfc=() png=() sst=() raw=() raws=() pngb=() sstb=() rawb=() rawsb=()
-start_nodes 0
-for r in $(seq "$ROUNDS"); do
+bw_round() { # ROUND: bandwidth against iperf3 and the CPU per GiB of both
+	local r=$1 c0 srv
 	ul_step "round $r/$ROUNDS: ulnet brw read (Put stream $B -> $A), ${SECS} s"
 	c0=$(nodes_cpu_ns)
 	"$SST" --node "$(ul_sock n1)" --json brw read --from "$A@tcp" --to "$B@tcp" --size 1M --concurrency "$CONC" \
@@ -124,6 +124,14 @@ for r in $(seq "$ROUNDS"); do
 	# iperf3's own CPU figures (getrusage of client and server over the test) per GiB received
 	ipfc+=("$("$UL_PYTHON" -c 'import json,sys; e = json.load(open(sys.argv[1]))["end"]; c = e["cpu_utilization_percent"]
 print((c["host_total"] + c["remote_total"]) / 100 * e["sum_sent"]["seconds"] * 1e3 / (e["sum_received"]["bytes"] / 2**30))' "$UL_TMP/iperf.json")")
+}
+
+# This VM is noisy: every measurement is interleaved over ROUNDS rounds and the medians compared.
+load0=$(cut -d' ' -f1-3 /proc/loadavg)
+put=() get=() ipf=() putc=() getc=() ipfc=() png=() sst=() raw=() raws=() pngb=() sstb=() rawb=() rawsb=()
+start_nodes 0
+for r in $(seq "$ROUNDS"); do
+	[[ $LAT_ONLY == 1 ]] || bw_round "$r"
 	ul_step "round $r/$ROUNDS: round trips (ulnet_ping x$PINGS, selftest ping ${SECS} s, raw TCP x20000)"
 	png+=("$(ping_us)")
 	sst+=("$(sst_ping_us)")
@@ -142,12 +150,22 @@ for r in $(seq "$ROUNDS"); do
 	rawsb+=("$(raw_us $SST_MSG $SST_MSG busy)")
 done
 stop_nodes
-echo "runs (MB/s): put ${put[*]} | get ${get[*]} | iperf3 ${ipf[*]}"
-echo "runs (CPU ms per GiB, both ends): put ${putc[*]} | get ${getc[*]} | iperf3 ${ipfc[*]}"
+[[ $LAT_ONLY == 1 ]] || echo "runs (MB/s): put ${put[*]} | get ${get[*]} | iperf3 ${ipf[*]}"
+[[ $LAT_ONLY == 1 ]] || echo "runs (CPU ms per GiB, both ends): put ${putc[*]} | get ${getc[*]} | iperf3 ${ipfc[*]}"
 echo "runs (us): ulnet_ping ${png[*]} | raw $PING_REQ/$PING_REP B ${raw[*]} | selftest ping ${sst[*]} | raw $SST_MSG/$SST_MSG B ${raws[*]}"
 echo "runs busy (us): ulnet_ping ${pngb[*]} | raw ${rawb[*]} | selftest ping ${sstb[*]} | raw ${rawsb[*]}"
 
 echo "load average (1/5/15 min): $load0 at the start, $(cut -d' ' -f1-3 /proc/loadavg) after the round trips"
+if [[ $LAT_ONLY == 1 ]]; then
+	"$UL_PYTHON" - "$(median "${png[@]}")" "$(median "${sst[@]}")" "$(median "${raw[@]}")" "$(median "${raws[@]}")" \
+		"$(median "${pngb[@]}")" "$(median "${sstb[@]}")" "$(median "${rawb[@]}")" "$(median "${rawsb[@]}")" <<'PY'
+import sys
+p, s, r, rs, pb, sb, rb, rsb = map(float, sys.argv[1:])
+print(f"round trip (medians): ulnet_ping {p:6.1f} us vs raw {r:6.1f} us  ratio {p / r:.2f} | selftest ping {s:6.1f} us vs raw {rs:6.1f} us  ratio {s / rs:.2f}")
+print(f"  busy polling       : ulnet_ping {pb:6.1f} us vs raw {rb:6.1f} us  ratio {pb / rb:.2f} | selftest ping {sb:6.1f} us vs raw {rsb:6.1f} us  ratio {sb / rsb:.2f}")
+PY
+	exit 0
+fi
 ul_step "0-byte Put rate (two nodes in one process)"
 ninja -C "$BUILD" bench/tcp_msgrate >/dev/null && cp "$BUILD/bench/tcp_msgrate" "$UL_TMP/tcp_msgrate"
 "$UL_TMP/tcp_msgrate" "$(ul_addr "$T" 3)" "$(ul_addr "$T" 4)" "$SECS" >"$UL_TMP/rate.txt" 2>"$UL_TMP/rate.err" \

@@ -170,6 +170,12 @@ struct ulnet_loop {
 	 * woken meanwhile, waits on borrow_cv before its turn (borrow_waiting). in_wait: the loop
 	 * dropped the lock to wait for io (sleeping or busy polling). Under the lock. */
 	bool in_wait, borrowed, borrow_waiting;
+	bool spinning;               /* in_wait busy polling, not asleep: a waiter may lead (loop.c) */
+	/* The thread waits on borrow_cv (loop_park): while borrowed, and after a receive-side lead
+	 * until linger_until (ulnet__now_ns; 0: not lingering), so the next lead finds it parked and
+	 * neither wakes it nor pokes it (lazy hand-back). unpark: work for it, leave the park now. */
+	atomic_bool parked, unpark;
+	uint64_t linger_until;
 	pthread_cond_t borrow_cv;
 	struct epoll_event *cur_evs; /* batch being dispatched (io_stop clears stale entries) */
 	int cur_nevs;
@@ -454,6 +460,11 @@ void ulnet__loop_free(struct ulnet_node *node);
 /* Wake @loop only if it sleeps (otherwise it sees the new work before it sleeps): lock held, or the
  * work was queued under the lock before. */
 void ulnet__loop_wake_if_sleeping(struct ulnet_loop *loop);
+/* Leader/follower on the receive side (busy polling): wait for an event on @eq until @end (ulnet__now_ns)
+ * by doing the work of loop @idx, busy polling, in its place; -EAGAIN if that loop is neither busy
+ * polling nor parked after a lead right now (or we are on a loop thread). Else as
+ * ulnet_eq_wait(eq, 0, ev) at the end. */
+int ulnet__loop_lead(struct ulnet_node *node, unsigned idx, ulnet_eq *eq, uint64_t end, struct ulnet_event *ev);
 /* ulnet_get for a caller that blocks on the REPLY next (ulnet_ping): its send may borrow the loop
  * (leader/follower, loop_borrow) instead of waking it */
 int ulnet__get_waited_for(ulnet_node *node, struct ulnet_handle mdh, const struct ulnet_process_id *target,

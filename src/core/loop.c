@@ -21,6 +21,9 @@
 /* turns in a row a loop that keeps leaving itself work runs without epoll_wait: its sockets are polled
  * every LOOP_SKIP_MAX + 1 turns (a sending loop's epoll_wait(0) mostly finds nothing) */
 #define LOOP_SKIP_MAX 3
+/* A lazily handed-back loop (loop_unborrow) stays parked, its sockets polled by nobody, for a
+ * busy-poll window but never longer than this */
+#define LOOP_LINGER_MAX_NS 100000u
 
 /* The loop whose thread runs this code (NULL on other threads). */
 static _Thread_local struct ulnet_loop *cur_loop;
@@ -36,7 +39,8 @@ static int loop_init_one(struct ulnet_loop *loop)
 	struct epoll_event ev = { .events = EPOLLIN | EPOLLET, .data.ptr = NULL };
 
 	loop->wakefd = -1;
-	pthread_cond_init(&loop->borrow_cv, NULL);
+	if (ulnet__cond_init(&loop->borrow_cv))
+		return -ENOMEM;
 	loop->epfd = epoll_create1(EPOLL_CLOEXEC);
 	if (loop->epfd < 0)
 		return -errno;
@@ -240,6 +244,17 @@ static void loop_wake_one(struct ulnet_loop *loop)
 		ULNET_LOG(CORE, WARN, "loop wake: %s", strerror(errno));
 }
 
+/* Work for a loop whose thread is parked after a lead (loop_park): it leaves the park now rather than
+ * at the end of its linger. Without the lock (ulnet__node_sync) a signal may come between its check
+ * and its wait: the linger's timeout bounds that. */
+static void loop_unpark(struct ulnet_loop *loop)
+{
+	if (atomic_load_explicit(&loop->parked, memory_order_relaxed)) {
+		atomic_store_explicit(&loop->unpark, true, memory_order_relaxed);
+		pthread_cond_signal(&loop->borrow_cv);
+	}
+}
+
 void ulnet__loop_wake_if_sleeping(struct ulnet_loop *loop)
 {
 	atomic_store_explicit(&loop->poked, true, memory_order_relaxed); /* a busy-polling loop looks */
@@ -249,6 +264,7 @@ void ulnet__loop_wake_if_sleeping(struct ulnet_loop *loop)
 	 * it is back need none (a burst of API calls costs one write, not one each). */
 	if (atomic_exchange_explicit(&loop->sleeping, false, memory_order_relaxed))
 		loop_wake_one(loop);
+	loop_unpark(loop);
 }
 
 /* The io callbacks of a batch epoll_wait fetched (@n < 0: none). Lock held. */
@@ -266,15 +282,56 @@ static void dispatch(struct ulnet_loop *loop, struct epoll_event *evs, int n)
 	loop->cur_evs = NULL;
 }
 
-/* Hand a borrowed loop back to its thread. Lock held. */
-static void loop_unborrow(struct ulnet_loop *loop)
+static uint64_t loop_linger_ns(const struct ulnet_node *node)
+{
+	return node->busy_poll_ns < LOOP_LINGER_MAX_NS ? node->busy_poll_ns : LOOP_LINGER_MAX_NS;
+}
+
+/* Hand a borrowed loop back to its thread; @lazy: leave its thread parked (if it is) until a
+ * busy-poll window from now, for the next lead or borrow to find it there with no wake-up, unless
+ * work for it comes first (loop_unpark). Lock held. */
+static void loop_unborrow(struct ulnet_loop *loop, bool lazy)
 {
 	cur_loop = NULL;
 	loop->borrowed = false;
+	if (lazy && loop->borrow_waiting) {
+		loop->linger_until = ulnet__now_ns() + loop_linger_ns(loop->node);
+		return;
+	}
+	loop->linger_until = 0;
 	if (loop->borrow_waiting) {
 		loop->borrow_waiting = false;
 		pthread_cond_signal(&loop->borrow_cv);
 	}
+}
+
+/* The loop's thread, back from epoll_wait with the lock, waits while its loop is borrowed and, after a
+ * lead, while it lingers (loop_unborrow): timed, as a lazy hand-back sends no signal. Its batch waits
+ * with it (ulnet__io_quiesced counts its turns, not the borrowers'). Lock held. */
+static void loop_park(struct ulnet_loop *loop)
+{
+	struct ulnet_node *node = loop->node;
+
+	while (loop->borrowed || (loop->linger_until && !node->stopping &&
+				  !atomic_load_explicit(&loop->unpark, memory_order_relaxed) &&
+				  ulnet__now_ns() < loop->linger_until)) {
+		loop->borrow_waiting = true;
+		atomic_store_explicit(&loop->parked, true, memory_order_relaxed);
+		ulnet__lock_hold_end(node);
+		if (loop->linger_until) {
+			struct timespec ts = { .tv_sec = (time_t)(loop->linger_until / 1000000000ull),
+					       .tv_nsec = (long)(loop->linger_until % 1000000000ull) };
+
+			pthread_cond_timedwait(&loop->borrow_cv, &node->lock, &ts);
+		} else {
+			pthread_cond_wait(&loop->borrow_cv, &node->lock);
+		}
+		node->lock_t0 = ulnet__lock_ticks();
+	}
+	loop->borrow_waiting = false;
+	loop->linger_until = 0;
+	atomic_store_explicit(&loop->parked, false, memory_order_relaxed);
+	atomic_store_explicit(&loop->unpark, false, memory_order_relaxed);
 }
 
 /* Leader/follower: an API call that leaves a send it blocks on next (node->submit_borrow) submitted to
@@ -285,8 +342,9 @@ static void loop_unborrow(struct ulnet_loop *loop)
 static bool loop_borrow(struct ulnet_loop *loop)
 {
 	struct ulnet_node *node = loop->node;
+	bool lingering = loop->linger_until != 0;
 
-	if (cur_loop || !loop->in_wait || loop->borrowed || node->stopping || !node->n_started ||
+	if (cur_loop || !(loop->in_wait || lingering) || loop->borrowed || node->stopping || !node->n_started ||
 	    ulnet_list_empty(&loop->submit_q))
 		return false;
 	loop->borrowed = true;
@@ -295,7 +353,7 @@ static bool loop_borrow(struct ulnet_loop *loop)
 	ulnet__submitted_run(loop);
 	ulnet__completions_run(node, ULNET_COMPLETION_BUDGET);
 	run_kicked(loop);
-	loop_unborrow(loop);
+	loop_unborrow(loop, lingering); /* what it left wakes it (ulnet__unlock) */
 	return true;
 }
 
@@ -336,6 +394,7 @@ void ulnet__unlock(struct ulnet_node *node)
 			atomic_store_explicit(&loop->poked, true, memory_order_relaxed);
 			if (atomic_exchange_explicit(&loop->sleeping, false, memory_order_relaxed))
 				wake |= 1ull << i;
+			loop_unpark(loop);
 		}
 	}
 	ulnet__lock_release(node);
@@ -462,6 +521,63 @@ static int loop_wait(struct ulnet_loop *loop, struct epoll_event *evs, int timeo
 	return 0;
 }
 
+static bool loop_has_work(const struct ulnet_loop *loop);
+
+/* Leader/follower on the receive side: a thread about to spin for an event (ulnet_ping waiting for its
+ * REPLY) on a node whose loop @idx busy polls takes that loop's place instead of spinning beside it
+ * (three spinners on two cores): the poke ends the loop thread's spin and it parks (loop_park), and
+ * this thread polls the loop's epoll set and runs its turns (io callbacks, kicked watchers,
+ * submissions, completions) until the event is queued or @end. The REPLY is read, matched and
+ * delivered on the thread that waits for it. The hand-back is lazy: with the event and nothing left
+ * for the loop, its thread stays parked for a busy-poll window, where the next lead (the next ping)
+ * finds it with no wake-up; work for it (loop_unpark) or the window's end resumes it. Loop 0's
+ * handlers and timers stay on its thread: queued handlers or a due timer end the lead and wake it.
+ * Lock not held. */
+int ulnet__loop_lead(struct ulnet_node *node, unsigned idx, ulnet_eq *eq, uint64_t end, struct ulnet_event *ev)
+{
+	struct ulnet_loop *loop = &node->loops[idx < node->n_loops ? idx : 0];
+	struct epoll_event evs[LOOP_MAX_EVENTS];
+	bool lazy;
+	int rc;
+
+	if (cur_loop)
+		return -EAGAIN;
+	ulnet__lock(node);
+	if (!((loop->in_wait && loop->spinning) || loop->linger_until) || loop->borrowed || node->stopping ||
+	    !node->n_started) {
+		ulnet__lock_release(node);
+		return -EAGAIN;
+	}
+	loop->borrowed = true;
+	/* the thread parks with a timed wait: a lazy hand-back (loop_unborrow) sends no signal */
+	if (loop->linger_until < end + loop_linger_ns(node))
+		loop->linger_until = end + loop_linger_ns(node);
+	atomic_store_explicit(&loop->poked, true, memory_order_relaxed); /* a spinning thread stops */
+	cur_loop = loop;
+	while (!(rc = ulnet_eq_wait(eq, 0, ev)) && !node->stopping && ulnet__now_ns() < end &&
+	       !(loop->idx == 0 && (node->n_cbs || !ulnet__timers_next_ms(node, ulnet__node_now(node), 1)))) {
+		int n;
+
+		ulnet__lock_release(node);
+		n = epoll_wait(loop->epfd, evs, LOOP_MAX_EVENTS, 0);
+		if (n == 0)
+			sched_yield(); /* as a spinning loop does */
+		ulnet__lock(node);
+		dispatch(loop, evs, n);
+		run_kicked(loop);
+		ulnet__submitted_run(loop);
+		ulnet__completions_run(node, ULNET_COMPLETION_BUDGET);
+		run_kicked(loop);
+		if (loop->idx != 0 && node->n_cbs)
+			ulnet__loop_wake_if_sleeping(&node->loops[0]);
+	}
+	lazy = rc > 0 && !node->stopping && !loop_has_work(loop) &&
+	       !(loop->idx == 0 && !ulnet__timers_next_ms(node, ulnet__node_now(node), 1));
+	loop_unborrow(loop, lazy);
+	ulnet__lock_release(node);
+	return rc;
+}
+
 /* Work for @loop right now (so it does not sleep): its kicked watchers, the node's submissions and
  * completions (any loop runs them), and on loop 0 the handlers. Lock held. */
 static bool loop_has_work(const struct ulnet_loop *loop)
@@ -511,17 +627,14 @@ static void *loop_main(void *arg)
 		if (timeout && !spin)
 			atomic_store_explicit(&loop->sleeping, true, memory_order_relaxed);
 		loop->in_wait = true;
+		loop->spinning = spin;
 		ulnet__lock_release(node);
 		n = loop_wait(loop, evs, timeout, spin ? busy_until : 0, hooked);
 		atomic_store_explicit(&loop->sleeping, false, memory_order_relaxed);
 		ulnet__lock(node);
-		loop->in_wait = false; /* no new borrower: one at most to wait for */
-		while (loop->borrowed) { /* an API call does our work: our batch waits for it (loop_borrow) */
-			loop->borrow_waiting = true;
-			ulnet__lock_hold_end(node);
-			pthread_cond_wait(&loop->borrow_cv, &node->lock);
-			node->lock_t0 = ulnet__lock_ticks();
-		}
+		loop->in_wait = loop->spinning = false; /* no new borrower: one at most to wait for */
+		/* an API call does our work: our batch waits for it (loop_borrow, ulnet__loop_lead) */
+		loop_park(loop);
 		if (n < 0 && errno != EINTR) {
 			ULNET_LOG(CORE, ERR, "epoll_wait: %s", strerror(errno));
 			n = 0;
@@ -586,8 +699,10 @@ void ulnet__loop_stop(struct ulnet_node *node)
 {
 	ulnet__lock(node);
 	node->stopping = true;
-	for (unsigned i = 0; i < node->n_started; i++)
+	for (unsigned i = 0; i < node->n_started; i++) {
 		loop_wake_one(&node->loops[i]);
+		pthread_cond_signal(&node->loops[i].borrow_cv); /* a lingering park (loop_park) */
+	}
 	ulnet__lock_release(node);
 	for (unsigned i = 0; i < node->n_started; i++)
 		pthread_join(node->loops[i].thread, NULL);

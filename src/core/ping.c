@@ -73,6 +73,25 @@ int ulnet__ping_service_refresh(struct ulnet_node *node)
 	return 0;
 }
 
+/* Wait up to @timeout_ms for @eq's next event. On a busy-polling node, first do the work of the loop
+ * the REPLY comes in on, in its place (ulnet__loop_lead: one spinning thread, not two); else poll the
+ * queue beside the loops, then sleep. */
+static int ping_wait(ulnet_node *node, ulnet_eq *eq, const struct ulnet_process_id *tgt, int timeout_ms,
+		     struct ulnet_event *ev)
+{
+	uint64_t spin = node->busy_poll_ns > PING_SPIN_NS ? node->busy_poll_ns : PING_SPIN_NS;
+	int rc = ulnet_eq_wait(eq, 0, ev);
+
+	if (rc)
+		return rc;
+	if (node->busy_poll_ns) {
+		rc = ulnet__loop_lead(node, ulnet__nid_loop(node, &tgt->nid), eq, ulnet__now_ns() + spin, ev);
+		if (rc != -EAGAIN)
+			return rc ? rc : ulnet_eq_wait(eq, timeout_ms, ev);
+	}
+	return ulnet__eq_wait_busy(eq, spin, timeout_ms, ev);
+}
+
 int ulnet_ping(ulnet_node *node, const struct ulnet_process_id *target, int timeout_ms,
 	       struct ulnet_ping_result *out)
 {
@@ -127,8 +146,7 @@ int ulnet_ping(ulnet_node *node, const struct ulnet_process_id *target, int time
 			ulnet_md_unlink(node, mdh);
 			break;
 		}
-		if (ulnet__eq_wait_busy(eq, node->busy_poll_ns > PING_SPIN_NS ? node->busy_poll_ns : PING_SPIN_NS,
-					left ? left : 1, &ev) <= 0)
+		if (ping_wait(node, eq, &tgt, left ? left : 1, &ev) <= 0)
 			continue;
 		unlinked = ev.unlinked;
 		if (ev.type == ULNET_EVENT_SEND && ev.status) {

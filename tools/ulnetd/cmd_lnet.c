@@ -73,6 +73,8 @@ static int cmd_export(struct ulnetd *d, int argc, char **argv, struct ulnetd_out
 	return ulnet_config_export(d->node, d->control_path, &d->cfg->selftest, &e.w); /* the library's, as it reads it back */
 }
 
+#define PING_FLUSH_NS 100000000ull /* --count: the output so far goes out at most every 100 ms */
+
 static int cmd_ping(struct ulnetd *d, int argc, char **argv, struct ulnetd_out *out)
 {
 	bool json = false;
@@ -89,6 +91,7 @@ static int cmd_ping(struct ulnetd *d, int argc, char **argv, struct ulnetd_out *
 	int npos, rc, first_err = 0;
 	long long failed = 0, i;
 	bool started = false;
+	uint64_t flushed = ulnet_clock_ns();
 
 	if ((rc = ulnetd_parse_args(out, "ping", argc, argv, opts, 3, pos, 1, &npos)))
 		return rc;
@@ -133,8 +136,13 @@ static int cmd_ping(struct ulnetd *d, int argc, char **argv, struct ulnetd_out *
 		}
 		ulnetd_emit_end(&e);
 		ulnetd_emit_end(&e);
-		if (count > 1 && ulnetd_out_flush(out))
-			break; /* the client left */
+		/* lines reach the client every PING_FLUSH_NS at most: a write per ping and the client's
+		 * wake-up (a context switch on a shared core) would come between two pings */
+		if (count > 1 && ulnet_clock_ns() - flushed >= PING_FLUSH_NS) {
+			flushed = ulnet_clock_ns();
+			if (ulnetd_out_flush(out))
+				break; /* the client left */
+		}
 	}
 	free(res);
 	if (started) {
