@@ -203,19 +203,21 @@ struct ulnet_pending_cb {
 };
 
 struct ulnet_node {
-	pthread_mutex_t lock;
+	/* submit.c: what API threads touch without the node lock, on cache lines of their own (the
+	 * lock's line bounces between the loops enough): the cookie count (ulnet_md_bind takes one),
+	 * records queued without the lock (a LIFO; applied in FIFO order by the next ulnet__lock), and
+	 * what the fast path checks */
+	_Alignas(64) atomic_uint_fast64_t next_cookie;
+	uint64_t gen;                /* this node's incarnation (a process-wide count) */
+	atomic_bool fast_ok;         /* loops running, not closing */
+	atomic_uint ni_epoch;        /* bumped when an NI is added (a NID may become local) */
+	_Alignas(64) _Atomic(struct ulnet_pend *) pend;
+	_Alignas(64) pthread_mutex_t lock;
 	uint64_t lock_t0;            /* when ulnet__lock took it, ulnet__lock_ticks (0: not measured) */
 	uint64_t lock_hold_max_ticks; /* the longest hold (stats lock_hold_max_ns) */
 	uint32_t pid;
 	uint32_t page_size;
 	uint64_t iface_cookie;       /* wire MD handle interface cookie: our incarnation */
-	atomic_uint_fast64_t next_cookie; /* atomic: ulnet_md_bind takes one without the node lock */
-	/* submit.c: records API threads queued without the node lock (a LIFO; applied in FIFO order by
-	 * the next ulnet__lock), and what their fast path checks without it */
-	_Atomic(struct ulnet_pend *) pend;
-	uint64_t gen;                /* this node's incarnation (a process-wide count) */
-	atomic_bool fast_ok;         /* loops running, not closing */
-	atomic_uint ni_epoch;        /* bumped when an NI is added (a NID may become local) */
 	struct ulnet_list handles[ULNET_HANDLE_BUCKETS];
 	struct ulnet_list portals[ULNET_MAX_PORTALS];
 	/* match.c: MEs without ignore bits hashed on (portal, match bits); the others per portal */
@@ -262,9 +264,9 @@ struct ulnet_node {
 	size_t n_cbs, cap_cbs;
 	struct ulnet_pending_cb *cbs_spare; /* the other half of the double buffer (run_callbacks) */
 	size_t cap_spare;
-	struct ulnet_desc_cache descs;
+	_Alignas(64) struct ulnet_desc_cache descs; /* its leaf lock: API threads too */
 	/* forwarding (forward.c) */
-	bool forwarding;
+	_Alignas(64) bool forwarding;
 	unsigned fwd_bufs_free;
 	struct ulnet_list fwd_waitq; /* received messages waiting for a buffer or a peer buffer credit */
 	struct ulnet_mem_ranges mem_ranges; /* live ulnet_mem_alloc allocations made for this node (mem.c) */
@@ -301,12 +303,19 @@ void ulnet__lock_contended(struct ulnet_node *node);
 void ulnet__pend_drain(struct ulnet_node *node);
 extern _Thread_local struct ulnet_node *ulnet__fresh_node __attribute__((tls_model("initial-exec")));
 
-static inline void ulnet__lock(struct ulnet_node *node)
+/* The lock without applying node->pend: a loop's io callback taking it back after a socket call
+ * (ulnet__io_relock) leaves the records to its turn's start, so they go out in one batch */
+static inline void ulnet__lock_only(struct ulnet_node *node)
 {
-	ulnet__fresh_node = NULL;
 	if (pthread_mutex_trylock(&node->lock))
 		ulnet__lock_contended(node);
 	node->lock_t0 = ulnet__lock_ticks();
+}
+
+static inline void ulnet__lock(struct ulnet_node *node)
+{
+	ulnet__fresh_node = NULL;
+	ulnet__lock_only(node);
 	if (atomic_load_explicit(&node->pend, memory_order_relaxed))
 		ulnet__pend_drain(node);
 }

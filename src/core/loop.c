@@ -217,7 +217,7 @@ void ulnet__io_unlock(struct ulnet_node *node)
 
 void ulnet__io_relock(struct ulnet_node *node)
 {
-	ulnet__lock(node);
+	ulnet__lock_only(node);
 }
 
 static void loop_wake_one(struct ulnet_loop *loop)

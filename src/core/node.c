@@ -61,7 +61,9 @@ int ulnet_node_open(const struct ulnet_node_opts *opts, ulnet_node **out)
 
 	if (!out)
 		return -EINVAL;
-	node = calloc(1, sizeof(*node));
+	node = aligned_alloc(64, sizeof(*node)); /* cache-line aligned members (internal.h) */
+	if (node)
+		memset(node, 0, sizeof(*node));
 	if (!node)
 		return -ENOMEM;
 	node->pid = opts && opts->pid ? opts->pid : ULNET_PID_LUSTRE;

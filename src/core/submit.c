@@ -95,8 +95,9 @@ int ulnet__put_fast(struct ulnet_node *node, struct ulnet_handle mdh, enum ulnet
 	msg->ev.md_handle.cookie = mdh.cookie;
 	msg->v.target = *target;
 	msg->pend.kind = ULNET_PEND_PUT;
+	/* seq_cst after the push: a loop about to sleep either sees the record or is woken (loop.c).
+	 * Always: the record below may be a BIND, which woke nobody */
 	pend_push(node, &msg->pend);
-	/* seq_cst after the push: a loop about to sleep either sees the record or is woken (loop.c) */
 	ulnet__loop_wake_if_sleeping(&node->loops[ulnet__nid_loop(node, &target->nid)]);
 	*rc = 0;
 	return 1;
