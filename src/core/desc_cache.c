@@ -2,9 +2,7 @@
 /* Free lists of message descriptors (core messages, ACKs, LND tx and NOOP descriptors) in three size
  * classes, so a node in steady state sends and receives without calling malloc. Owned by the node
  * and used under its lock. Each class keeps at most a bounded number of free descriptors; larger
- * requests and a full list go to the heap. The node counts both (stats: desc_gets, desc_heap_allocs).
- * A leaf spin lock guards the lists and those two counters: API threads take descriptors without the
- * node lock (submit.c); a hold is a few loads and stores. */
+ * requests and a full list go to the heap. The node counts both (stats: desc_gets, desc_heap_allocs). */
 #include <stdlib.h>
 #include <string.h>
 #include "internal.h"
@@ -25,38 +23,24 @@ static int size_class(size_t size)
 	return -1;
 }
 
-void ulnet__desc_lock(struct ulnet_node *node)
-{
-	while (atomic_flag_test_and_set_explicit(&node->descs.lock, memory_order_acquire))
-		;
-}
-
-void ulnet__desc_unlock(struct ulnet_node *node)
-{
-	atomic_flag_clear_explicit(&node->descs.lock, memory_order_release);
-}
-
 void *ulnet__desc_get(struct ulnet_node *node, size_t size)
 {
 	struct ulnet_desc_cache *dc = &node->descs;
 	int c = size_class(size);
-	struct desc_free *f = NULL;
+	void *p;
 
-	ulnet__desc_lock(node);
 	node->stats.desc_gets++;
 	if (c >= 0 && dc->free[c]) {
-		f = dc->free[c];
+		struct desc_free *f = dc->free[c];
+
 		dc->free[c] = f->next;
 		dc->nfree[c]--;
-	} else {
-		node->stats.desc_heap_allocs++;
-	}
-	ulnet__desc_unlock(node);
-	if (f) {
 		memset(f, 0, size);
 		return f;
 	}
-	return calloc(1, c >= 0 ? class_size[c] : size);
+	node->stats.desc_heap_allocs++;
+	p = calloc(1, c >= 0 ? class_size[c] : size);
+	return p;
 }
 
 void ulnet__desc_put(struct ulnet_node *node, void *p, size_t size)
@@ -67,16 +51,13 @@ void ulnet__desc_put(struct ulnet_node *node, void *p, size_t size)
 
 	if (!p)
 		return;
-	ulnet__desc_lock(node);
 	if (c < 0 || dc->nfree[c] >= class_keep[c]) {
-		ulnet__desc_unlock(node);
 		free(p);
 		return;
 	}
 	f->next = dc->free[c];
 	dc->free[c] = f;
 	dc->nfree[c]++;
-	ulnet__desc_unlock(node);
 }
 
 void ulnet__desc_cache_free(struct ulnet_node *node)

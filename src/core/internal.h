@@ -43,18 +43,9 @@ struct ulnet_timer {
 	void (*fn)(struct ulnet_node *node, struct ulnet_timer *t, uint64_t now);
 };
 
-/* A record an API thread queued on node->pend without the node lock (submit.c): a bound MD to hash,
- * or a Put to build; whoever takes the lock next applies them, in order. */
-enum ulnet_pend_kind { ULNET_PEND_BIND = 1, ULNET_PEND_PUT = 2 };
-struct ulnet_pend {
-	struct ulnet_pend *next;
-	enum ulnet_pend_kind kind;
-};
-
 /* A live MD. Its fragments are normalised to an iovec array whatever the user's form was. */
 struct ulnet_libmd {
 	uint64_t cookie;
-	struct ulnet_pend pend;      /* ulnet_md_bind off the lock (submit.c) */
 	struct ulnet_list hash_link;
 	struct ulnet_me *me;         /* NULL for a bound MD */
 	struct ulnet_md umd;         /* as the user gave it */
@@ -151,7 +142,6 @@ struct ulnet_msg {
 	uint8_t fwd;                 /* forward.c: 0, or the stage of a message being forwarded */
 	struct ulnet_peer *fwd_from; /* forward.c: the peer charged for the router buffer */
 	struct ulnet_event ev;       /* prepared at match/send time, delivered at finalize */
-	struct ulnet_pend pend;      /* ulnet_put off the lock (submit.c) */
 	unsigned iov_cap;            /* entries of iov_store (the descriptor's size class) */
 	struct iovec iov_store[];    /* v.iov points here */
 };
@@ -159,15 +149,10 @@ struct ulnet_msg {
 /* desc_cache.c: free lists of message descriptors */
 #define ULNET_DESC_CLASSES 3
 struct ulnet_desc_cache {
-	/* a leaf lock: API threads take descriptors without the node lock (submit.c); also guards the
-	 * stats' desc_gets and desc_heap_allocs */
-	atomic_flag lock;
 	void *free[ULNET_DESC_CLASSES];
 	unsigned nfree[ULNET_DESC_CLASSES];
 };
 void ulnet__desc_cache_free(struct ulnet_node *node);
-void ulnet__desc_lock(struct ulnet_node *node);
-void ulnet__desc_unlock(struct ulnet_node *node);
 
 /* One loop thread of a node (loop.c): its epoll set, its wake-up and the watchers bound to it. Loop 0
  * also runs the timers (LND ticks, transaction timeouts) and the user handlers; every loop runs the
@@ -203,21 +188,13 @@ struct ulnet_pending_cb {
 };
 
 struct ulnet_node {
-	/* submit.c: what API threads touch without the node lock, on cache lines of their own (the
-	 * lock's line bounces between the loops enough): the cookie count (ulnet_md_bind takes one),
-	 * records queued without the lock (a LIFO; applied in FIFO order by the next ulnet__lock), and
-	 * what the fast path checks */
-	_Alignas(64) atomic_uint_fast64_t next_cookie;
-	uint64_t gen;                /* this node's incarnation (a process-wide count) */
-	atomic_bool fast_ok;         /* loops running, not closing */
-	atomic_uint ni_epoch;        /* bumped when an NI is added (a NID may become local) */
-	_Alignas(64) _Atomic(struct ulnet_pend *) pend;
-	_Alignas(64) pthread_mutex_t lock;
+	pthread_mutex_t lock;
 	uint64_t lock_t0;            /* when ulnet__lock took it, ulnet__lock_ticks (0: not measured) */
 	uint64_t lock_hold_max_ticks; /* the longest hold (stats lock_hold_max_ns) */
 	uint32_t pid;
 	uint32_t page_size;
 	uint64_t iface_cookie;       /* wire MD handle interface cookie: our incarnation */
+	uint64_t next_cookie;
 	struct ulnet_list handles[ULNET_HANDLE_BUCKETS];
 	struct ulnet_list portals[ULNET_MAX_PORTALS];
 	/* match.c: MEs without ignore bits hashed on (portal, match bits); the others per portal */
@@ -264,9 +241,9 @@ struct ulnet_node {
 	size_t n_cbs, cap_cbs;
 	struct ulnet_pending_cb *cbs_spare; /* the other half of the double buffer (run_callbacks) */
 	size_t cap_spare;
-	_Alignas(64) struct ulnet_desc_cache descs; /* its leaf lock: API threads too */
+	struct ulnet_desc_cache descs;
 	/* forwarding (forward.c) */
-	_Alignas(64) bool forwarding;
+	bool forwarding;
 	unsigned fwd_bufs_free;
 	struct ulnet_list fwd_waitq; /* received messages waiting for a buffer or a peer buffer credit */
 	struct ulnet_mem_ranges mem_ranges; /* live ulnet_mem_alloc allocations made for this node (mem.c) */
@@ -298,26 +275,11 @@ static inline uint64_t ulnet__lock_ticks(void)
 /* Taken: poll it briefly before sleeping on it (lock_spin.c). */
 void ulnet__lock_contended(struct ulnet_node *node);
 
-/* submit.c: apply what API threads queued without the lock; forget this thread's fresh MD (a call
- * under the lock may use it: its next ulnet_put is checked under the lock again) */
-void ulnet__pend_drain(struct ulnet_node *node);
-extern _Thread_local struct ulnet_node *ulnet__fresh_node __attribute__((tls_model("initial-exec")));
-
-/* The lock without applying node->pend: a loop's io callback taking it back after a socket call
- * (ulnet__io_relock) leaves the records to its turn's start, so they go out in one batch */
-static inline void ulnet__lock_only(struct ulnet_node *node)
+static inline void ulnet__lock(struct ulnet_node *node)
 {
 	if (pthread_mutex_trylock(&node->lock))
 		ulnet__lock_contended(node);
 	node->lock_t0 = ulnet__lock_ticks();
-}
-
-static inline void ulnet__lock(struct ulnet_node *node)
-{
-	ulnet__fresh_node = NULL;
-	ulnet__lock_only(node);
-	if (atomic_load_explicit(&node->pend, memory_order_relaxed))
-		ulnet__pend_drain(node);
 }
 
 /* Account the current hold (the lock stays held: a condition wait on it follows, or the unlock). */
@@ -379,10 +341,6 @@ void ulnet__match_init(struct ulnet_node *node);
 void ulnet__me_hook(struct ulnet_node *node, struct ulnet_me *me, enum ulnet_ins_pos pos);
 void ulnet__me_unhook(struct ulnet_me *me);
 int ulnet__md_create(struct ulnet_node *node, const struct ulnet_md *umd, struct ulnet_libmd **out);
-/* ulnet__md_create in two steps: build needs no node lock (submit.c), hash does */
-int ulnet__md_build(struct ulnet_node *node, const struct ulnet_md *umd, struct ulnet_libmd **out);
-void ulnet__md_hash(struct ulnet_node *node, struct ulnet_libmd *md);
-void ulnet__md_discard(struct ulnet_node *node, struct ulnet_libmd *md); /* built, never hashed */
 /* One operation uses @md: take a reference and consume the threshold. */
 void ulnet__md_use(struct ulnet_libmd *md);
 bool ulnet__md_active(const struct ulnet_libmd *md);
@@ -425,10 +383,6 @@ void ulnet__event_deliver_unref(struct ulnet_node *node, const struct ulnet_md *
 
 /* msg.c */
 struct ulnet_msg *ulnet__msg_alloc(struct ulnet_node *node, unsigned niov);
-/* ulnet__msg_alloc in two steps: the descriptor without the node lock (submit.c), then counting it
- * in the stats under the lock */
-struct ulnet_msg *ulnet__msg_alloc_unlocked(struct ulnet_node *node, unsigned niov);
-void ulnet__msg_count(struct ulnet_msg *msg);
 void ulnet__msg_free(struct ulnet_msg *msg);
 /* The completion phase: complete at most @budget finalized messages in FIFO order (credits back,
  * queued sends launched, MD released, event delivered). Returns true if more are waiting. Lock held. */
@@ -440,19 +394,6 @@ bool ulnet__completions_run(struct ulnet_node *node, unsigned budget);
 /* move.c */
 /* Post the sends API calls submitted to @loop (its thread, lock held). */
 void ulnet__submitted_run(struct ulnet_loop *loop);
-/* submit.c: ulnet_md_bind / ulnet_put without the node lock, when they can (1) or not (0) */
-int ulnet__md_bind_fast(struct ulnet_node *node, const struct ulnet_md *umd, struct ulnet_handle *md_out, int *rc);
-int ulnet__put_fast(struct ulnet_node *node, struct ulnet_handle mdh, enum ulnet_ack_req ack,
-		    const struct ulnet_process_id *target, uint32_t portal, uint64_t match_bits, uint32_t offset,
-		    uint64_t hdr_data, int *rc);
-/* a Put ulnet_put remembered as to a remote NID (submit.c's next fast Put to it skips the check) */
-void ulnet__put_remote_seen(struct ulnet_node *node, const struct ulnet_nid *nid);
-/* move.c: build and launch a Put queued by ulnet__put_fast; lock held. Its header is filled, the
- * MD's cookie in msg->ev.md_handle; a remote target goes to its loop's submission queue. */
-void ulnet__put_fast_launch(struct ulnet_node *node, struct ulnet_msg *msg);
-/* a PUT's header: ulnet_put's and the fast path's (no lock needed) */
-void ulnet__put_hdr(struct ulnet_node *node, struct ulnet_hdr *h, uint64_t md_cookie, uint32_t total,
-		    enum ulnet_ack_req ack, uint32_t portal, uint64_t match_bits, uint32_t offset, uint64_t hdr_data);
 /* Wait until the loop posted every send submitted so far (tests that script an LND). Not locked. */
 void ulnet__node_sync(struct ulnet_node *node);
 /* Node teardown: fail what was submitted and never posted with -ESHUTDOWN. */

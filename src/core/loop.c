@@ -217,7 +217,7 @@ void ulnet__io_unlock(struct ulnet_node *node)
 
 void ulnet__io_relock(struct ulnet_node *node)
 {
-	ulnet__lock_only(node);
+	ulnet__lock(node);
 }
 
 static void loop_wake_one(struct ulnet_loop *loop)
@@ -235,7 +235,7 @@ void ulnet__loop_wake_if_sleeping(struct ulnet_loop *loop)
 	 * loop has not decided to sleep yet and will see the work when it takes the lock again. The
 	 * first waker clears it: one eventfd write wakes the loop, the calls that queue more work before
 	 * it is back need none (a burst of API calls costs one write, not one each). */
-	if (atomic_exchange(&loop->sleeping, false)) /* seq_cst: the fast Put's wake-up (submit.c) */
+	if (atomic_exchange_explicit(&loop->sleeping, false, memory_order_relaxed))
 		loop_wake_one(loop);
 }
 
@@ -418,7 +418,7 @@ static bool loop_has_work(const struct ulnet_loop *loop)
 	const struct ulnet_node *node = loop->node;
 
 	return loop->kicked || !ulnet_list_empty(&node->done_q) || !ulnet_list_empty(&loop->submit_q) ||
-	       (loop->idx == 0 && node->n_cbs) || atomic_load_explicit(&node->pend, memory_order_relaxed);
+	       (loop->idx == 0 && node->n_cbs);
 }
 
 /* One loop thread. Loop 0 also runs the timers and the user handlers (in order, one thread); the
@@ -452,15 +452,8 @@ static void *loop_main(void *arg)
 		spin = timeout != 0 && node->busy_poll_ns && ulnet__now_ns() < busy_until;
 		atomic_store_explicit(&loop->poked, false, memory_order_relaxed);
 		/* a spinning loop needs no eventfd write: a poke ends its spin */
-		if (timeout && !spin) {
-			atomic_store(&loop->sleeping, true);
-			/* seq_cst against ulnet__put_fast's push then wake-up: we see its record, or it sees
-			 * us sleeping and writes the eventfd */
-			if (atomic_load(&node->pend)) {
-				atomic_store(&loop->sleeping, false);
-				timeout = 0;
-			}
-		}
+		if (timeout && !spin)
+			atomic_store_explicit(&loop->sleeping, true, memory_order_relaxed);
 		loop->in_wait = true;
 		ulnet__lock_release(node);
 		n = loop_wait(loop, evs, timeout, spin ? busy_until : 0);

@@ -9,8 +9,7 @@
 /* Cookies carry their kind in the low 2 bits so a handle of the wrong kind never resolves. */
 uint64_t ulnet__cookie_new(struct ulnet_node *node, enum ulnet_obj_kind kind)
 {
-	/* atomic: ulnet_md_bind may run without the node lock (submit.c) */
-	return (atomic_fetch_add_explicit(&node->next_cookie, 1, memory_order_relaxed) << 2) | (uint64_t)kind;
+	return (node->next_cookie++ << 2) | (uint64_t)kind;
 }
 
 static struct ulnet_list *bucket(struct ulnet_node *node, uint64_t cookie)
@@ -106,7 +105,7 @@ static int md_build_frags(struct ulnet_node *node, const struct ulnet_md *umd, s
 	return 0;
 }
 
-int ulnet__md_build(struct ulnet_node *node, const struct ulnet_md *umd, struct ulnet_libmd **out)
+int ulnet__md_create(struct ulnet_node *node, const struct ulnet_md *umd, struct ulnet_libmd **out)
 {
 	struct ulnet_libmd *md;
 	int rc;
@@ -129,31 +128,11 @@ int ulnet__md_build(struct ulnet_node *node, const struct ulnet_md *umd, struct 
 	md->umd = *umd;
 	md->threshold = umd->threshold;
 	md->cookie = ulnet__cookie_new(node, ULNET_OBJ_MD);
+	ulnet_list_add_tail(&md->hash_link, bucket(node, md->cookie));
 	if (umd->eq)
 		ulnet__eq_ref(umd->eq, 1);
 	*out = md;
 	return 0;
-}
-
-void ulnet__md_hash(struct ulnet_node *node, struct ulnet_libmd *md)
-{
-	ulnet_list_add_tail(&md->hash_link, bucket(node, md->cookie));
-}
-
-void ulnet__md_discard(struct ulnet_node *node, struct ulnet_libmd *md)
-{
-	if (md->umd.eq)
-		ulnet__eq_ref(md->umd.eq, -1);
-	ulnet__desc_put(node, md, md_size(md->nfrags));
-}
-
-int ulnet__md_create(struct ulnet_node *node, const struct ulnet_md *umd, struct ulnet_libmd **out)
-{
-	int rc = ulnet__md_build(node, umd, out);
-
-	if (rc == 0)
-		ulnet__md_hash(node, *out);
-	return rc;
 }
 
 void ulnet__md_event_init(struct ulnet_libmd *md, struct ulnet_event *ev)
@@ -461,8 +440,6 @@ int ulnet_md_bind(ulnet_node *node, const struct ulnet_md *umd, enum ulnet_unlin
 	(void)unlink; /* a bound MD goes when its threshold is used up, or on ulnet_md_unlink */
 	if (!node || !umd || !md_out)
 		return -EINVAL;
-	if (ulnet__md_bind_fast(node, umd, md_out, &rc))
-		return rc;
 	ulnet__lock(node);
 	rc = ulnet__md_create(node, umd, &md);
 	if (rc == 0)

@@ -88,7 +88,7 @@ static int start_op(ulnet_node *node, struct ulnet_handle mdh, const struct ulne
  * a target no NI reaches gets a SEND event with -EHOSTUNREACH, not a silent return code that a
  * caller waiting for events would never see. */
 static int launch_op(struct ulnet_node *node, struct ulnet_msg *msg, struct ulnet_libmd *md,
-		     const struct ulnet_process_id *target, uint64_t hdr_data, bool waited_for, bool queue)
+		     const struct ulnet_process_id *target, uint64_t hdr_data, bool waited_for)
 {
 	const struct ulnet_hdr *h = &msg->v.hdr;
 	bool put = h->type == ULNET_MSG_PUT;
@@ -104,13 +104,11 @@ static int launch_op(struct ulnet_node *node, struct ulnet_msg *msg, struct ulne
 		msg->txn = true;
 		ulnet__md_txn_start(node, md, &msg->ev);
 	}
-	if (!node->stopping && (queue || !ulnet__on_loop(node)) &&
+	if (!node->stopping && !ulnet__on_loop(node) &&
 	    !ulnet__nid_is_local(node, &target->nid)) {
 		/* off the loop, to a remote NID: the loop that owns the peer posts it (and polls its
 		 * connections: no hand-off to another loop), so this call never holds the lock across
-		 * the LND's socket I/O; ulnet__unlock wakes (or pokes) that loop. @queue: a Put an API
-		 * thread queued without the lock (submit.c), applied by whoever took the lock, maybe a
-		 * loop inside an io callback: it is posted at its loop's turn as well */
+		 * the LND's socket I/O; ulnet__unlock wakes (or pokes) that loop */
 		unsigned k = ulnet__nid_loop(node, &target->nid);
 
 		msg->v.target = *target;
@@ -180,23 +178,27 @@ void ulnet__submitted_fail(struct ulnet_node *node)
 	}
 }
 
-/* a PUT's payload is its whole MD: the LND's view and its RDMA source */
-static void put_payload(struct ulnet_msg *msg, const struct ulnet_libmd *md)
+int ulnet_put(ulnet_node *node, struct ulnet_handle mdh, enum ulnet_ack_req ack,
+	      const struct ulnet_process_id *target, uint32_t portal, uint64_t match_bits, uint32_t offset,
+	      uint64_t hdr_data)
 {
-	msg->v.niov = ulnet__md_slice(md, 0, md->total, msg->iov_store);
-	msg->v.rdma_iov = msg->v.iov;
-	msg->v.rdma_niov = msg->v.niov;
-	msg->v.rdma_len = md->total;
-}
+	struct ulnet_libmd *md;
+	struct ulnet_msg *msg;
+	struct ulnet_hdr *h;
+	int rc;
 
-void ulnet__put_hdr(struct ulnet_node *node, struct ulnet_hdr *h, uint64_t md_cookie, uint32_t total,
-		    enum ulnet_ack_req ack, uint32_t portal, uint64_t match_bits, uint32_t offset, uint64_t hdr_data)
-{
+	if (!node)
+		return -EINVAL;
+	ulnet__lock(node);
+	rc = start_op(node, mdh, target, portal, &md, &msg);
+	if (rc)
+		goto out;
+	h = &msg->v.hdr;
 	h->type = ULNET_MSG_PUT;
-	h->payload_length = total;
+	h->payload_length = md->total;
 	if (ack == ULNET_ACK_REQ) {
 		h->msg.put.ack_wmd.wh_interface_cookie = node->iface_cookie;
-		h->msg.put.ack_wmd.wh_object_cookie = md_cookie;
+		h->msg.put.ack_wmd.wh_object_cookie = md->cookie;
 	} else {
 		h->msg.put.ack_wmd.wh_interface_cookie = ULNET_WIRE_COOKIE_NONE;
 		h->msg.put.ack_wmd.wh_object_cookie = ULNET_WIRE_COOKIE_NONE;
@@ -205,55 +207,14 @@ void ulnet__put_hdr(struct ulnet_node *node, struct ulnet_hdr *h, uint64_t md_co
 	h->msg.put.hdr_data = hdr_data;
 	h->msg.put.ptl_index = portal;
 	h->msg.put.offset = offset;
-}
-
-int ulnet_put(ulnet_node *node, struct ulnet_handle mdh, enum ulnet_ack_req ack,
-	      const struct ulnet_process_id *target, uint32_t portal, uint64_t match_bits, uint32_t offset,
-	      uint64_t hdr_data)
-{
-	struct ulnet_libmd *md;
-	struct ulnet_msg *msg;
-	int rc;
-
-	if (!node)
-		return -EINVAL;
-	if (ulnet__put_fast(node, mdh, ack, target, portal, match_bits, offset, hdr_data, &rc))
-		return rc;
-	ulnet__lock(node);
-	rc = start_op(node, mdh, target, portal, &md, &msg);
-	if (rc)
-		goto out;
-	ulnet__put_hdr(node, &msg->v.hdr, md->cookie, md->total, ack, portal, match_bits, offset, hdr_data);
-	put_payload(msg, md);
-	rc = launch_op(node, msg, md, target, hdr_data, false, false);
-	if (!node->stopping && !ulnet__nid_is_local(node, &target->nid))
-		ulnet__put_remote_seen(node, &target->nid);
+	msg->v.niov = ulnet__md_slice(md, 0, md->total, msg->iov_store);
+	msg->v.rdma_iov = msg->v.iov;
+	msg->v.rdma_niov = msg->v.niov;
+	msg->v.rdma_len = md->total;
+	rc = launch_op(node, msg, md, target, hdr_data, false);
 out:
 	ulnet__unlock(node);
 	return rc;
-}
-
-/* The Put's MD is hashed by now (its BIND record came first), unless another thread unlinked it in
- * between, or used up its threshold: the Put is dropped then, where the locked path would have
- * returned -ENOENT (docs/progress.md: the fast path). */
-void ulnet__put_fast_launch(struct ulnet_node *node, struct ulnet_msg *msg)
-{
-	struct ulnet_libmd *md = ulnet__handle_lookup(node, msg->ev.md_handle.cookie, ULNET_OBJ_MD);
-	struct ulnet_process_id target = msg->v.target;
-
-	ulnet__msg_count(msg);
-	if (!md || !ulnet__md_active(md) || md->nfrags > msg->iov_cap) {
-		char nid[ULNET_NID_STRLEN];
-
-		node->stats.drop_count++;
-		ULNET_LOG(CORE, ERR, "put to %s portal %u: its MD was unlinked (or used up) by another thread "
-			  "before the put was built; put dropped, no event",
-			  ulnet_nid_format(&target.nid, nid, sizeof(nid)), msg->v.hdr.msg.put.ptl_index);
-		ulnet__msg_free(msg);
-		return;
-	}
-	put_payload(msg, md);
-	launch_op(node, msg, md, &target, msg->v.hdr.msg.put.hdr_data, false, true);
 }
 
 /* @waited_for: the caller blocks on the REPLY next (ulnet_ping), so its ulnet__unlock may do the
@@ -286,7 +247,7 @@ static int get_op(ulnet_node *node, struct ulnet_handle mdh, const struct ulnet_
 	msg->v.rdma_niov = ulnet__md_slice(md, 0, md->total, msg->iov_store);
 	msg->v.rdma_iov = msg->iov_store;
 	msg->v.rdma_len = md->total;
-	rc = launch_op(node, msg, md, target, 0, waited_for, false);
+	rc = launch_op(node, msg, md, target, 0, waited_for);
 out:
 	ulnet__unlock(node);
 	return rc;

@@ -13,7 +13,7 @@ static size_t msg_size(unsigned niov)
 	return sizeof(struct ulnet_msg) + (size_t)(niov ? niov : 1) * sizeof(struct iovec);
 }
 
-struct ulnet_msg *ulnet__msg_alloc_unlocked(struct ulnet_node *node, unsigned niov)
+struct ulnet_msg *ulnet__msg_alloc(struct ulnet_node *node, unsigned niov)
 {
 	struct ulnet_msg *msg = ulnet__desc_get(node, msg_size(niov));
 
@@ -24,24 +24,9 @@ struct ulnet_msg *ulnet__msg_alloc_unlocked(struct ulnet_node *node, unsigned ni
 	msg->v.iov = msg->iov_store;
 	ulnet_list_init(&msg->link);
 	ulnet_list_init(&msg->done_link);
-	return msg;
-}
-
-void ulnet__msg_count(struct ulnet_msg *msg)
-{
-	struct ulnet_node *node = msg->node;
-
 	node->stats.msgs_alloc++;
 	if (node->stats.msgs_alloc > node->stats.msgs_max)
 		node->stats.msgs_max = node->stats.msgs_alloc;
-}
-
-struct ulnet_msg *ulnet__msg_alloc(struct ulnet_node *node, unsigned niov)
-{
-	struct ulnet_msg *msg = ulnet__msg_alloc_unlocked(node, niov);
-
-	if (msg)
-		ulnet__msg_count(msg);
 	return msg;
 }
 

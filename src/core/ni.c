@@ -278,7 +278,6 @@ int ulnet_ni_add(ulnet_node *node, const struct ulnet_ni_conf *conf)
 	}
 	ni->started = true;
 	ulnet_list_add_tail(&ni->link, &node->nis);
-	atomic_fetch_add(&node->ni_epoch, 1); /* a NID a fast Put saw as remote may be ours now (submit.c) */
 	rc = ulnet__ping_service_refresh(node);
 out:
 	ulnet__lock_release(node);

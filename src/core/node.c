@@ -61,9 +61,7 @@ int ulnet_node_open(const struct ulnet_node_opts *opts, ulnet_node **out)
 
 	if (!out)
 		return -EINVAL;
-	node = aligned_alloc(64, sizeof(*node)); /* cache-line aligned members (internal.h) */
-	if (node)
-		memset(node, 0, sizeof(*node));
+	node = calloc(1, sizeof(*node));
 	if (!node)
 		return -ENOMEM;
 	node->pid = opts && opts->pid ? opts->pid : ULNET_PID_LUSTRE;
@@ -103,13 +101,7 @@ int ulnet_node_open(const struct ulnet_node_opts *opts, ulnet_node **out)
 	/* the interface cookie names this incarnation in wire MD handles: a restarted node must not
 	 * accept ACKs and REPLYs meant for its previous life */
 	node->iface_cookie = ulnet__now_ns() ^ ((uint64_t)getpid() << 32);
-	atomic_init(&node->next_cookie, 1);
-	atomic_flag_clear(&node->descs.lock);
-	{
-		static atomic_uint_fast64_t gens;
-
-		node->gen = atomic_fetch_add(&gens, 1) + 1;
-	}
+	node->next_cookie = 1;
 	for (unsigned i = 0; i < ULNET_HANDLE_BUCKETS; i++)
 		ulnet_list_init(&node->handles[i]);
 	for (unsigned i = 0; i < ULNET_MAX_PORTALS; i++)
@@ -148,7 +140,6 @@ int ulnet_node_open(const struct ulnet_node_opts *opts, ulnet_node **out)
 		ulnet_node_close(node);
 		return rc;
 	}
-	atomic_store(&node->fast_ok, true); /* submit.c: loops run to apply what API threads queue */
 	*out = node;
 	return 0;
 }
@@ -157,7 +148,6 @@ void ulnet_node_close(ulnet_node *node)
 {
 	if (!node)
 		return;
-	atomic_store(&node->fast_ok, false); /* every call from here takes the lock (submit.c) */
 	if (node->n_started)
 		ulnet__loop_stop(node);
 	ulnet__lock(node);
@@ -242,9 +232,7 @@ void ulnet_node_opts_get(const ulnet_node *node, struct ulnet_node_opts *out)
 void ulnet_stats_get(ulnet_node *node, struct ulnet_stats *out)
 {
 	ulnet__lock(node);
-	ulnet__desc_lock(node); /* desc_gets and desc_heap_allocs move under it alone (desc_cache.c) */
 	*out = node->stats;
-	ulnet__desc_unlock(node);
 	out->lock_hold_max_ns = ulnet__lock_ticks_ns(node->lock_hold_max_ticks);
 	out->loops = node->n_loops;
 	for (unsigned i = 0; i < node->n_loops; i++)
