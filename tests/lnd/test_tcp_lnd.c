@@ -2,8 +2,9 @@
 /* Two nodes in one process joined by the tcp LND over loopback (127.31.P.1 and 127.31.P.2, port 988):
  * ping both ways at node page sizes 4 KiB and 64 KiB, then what is tcp's own: protocol variants
  * (forced V1 and V2 with checksums, untyped conns), a peer restart (new incarnation), an unknown
- * tunable, an unreachable peer, busy polling. The Put/Get matrix every LND must pass is
+ * tunable, an unreachable peer, busy polling, a stream of bind-then-Put. The Put/Get matrix every LND must pass is
  * test_lnd_conformance's. */
+#include <errno.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -195,6 +196,126 @@ static void test_busy_poll(void **state)
 	pair_close(p);
 }
 
+/* A thread streaming bind-then-Put, as bench/tcp_msgrate does (and the contract any submission path
+ * that skips the node lock must keep, docs/progress.md): every Put ends in its SEND (and ACK) event
+ * naming its MD, in order on the wire; an unlink right after the bind finds the idle MD; a second Put
+ * from a threshold-1 MD and a bad portal are return codes; the descriptors come from the free lists.
+ * 127.31.9.{1,2}. */
+static void put_window(struct pair *p, ulnet_eq *eqa, ulnet_eq *eqb, uint64_t base, unsigned n)
+{
+	struct ulnet_event ev;
+
+	for (unsigned i = 0; i < n; i++) {
+		struct ulnet_md umd = { .start = NULL, .length = 0, .threshold = 1, .eq = eqa };
+		struct ulnet_handle h;
+
+		assert_int_equal(ulnet_md_bind(p->a, &umd, ULNET_UNLINK, &h), 0);
+		assert_int_equal(ulnet_put(p->a, h, ULNET_NOACK_REQ, &p->idb, 9, 7, 0, base + i), 0);
+	}
+	for (unsigned i = 0; i < n; i++) {
+		assert_int_equal(ulnet_eq_wait(eqa, 10000, &ev), 1);
+		assert_int_equal(ev.type, ULNET_EVENT_SEND);
+		assert_int_equal(ev.status, 0);
+		assert_true(ev.unlinked);
+		assert_int_equal(ulnet_eq_wait(eqb, 10000, &ev), 1);
+		assert_int_equal(ev.type, ULNET_EVENT_PUT);
+		assert_int_equal(ev.hdr_data, base + i); /* one peer, one conn: in order */
+	}
+}
+
+static void test_bind_put_stream(void **state)
+{
+	struct pair *p = pair_open(4096, "127.31.9.1@tcp", "127.31.9.2@tcp", NULL, 0, NULL, 0);
+	struct ulnet_process_id any = { .pid = ULNET_PID_ANY };
+	static char sink[64], src[64] = "bound";
+	struct ulnet_md t = { .start = sink, .length = sizeof(sink), .threshold = ULNET_MD_THRESH_INF,
+			      .options = ULNET_MD_OP_PUT | ULNET_MD_MANAGE_REMOTE };
+	struct ulnet_handle me, mdt, h;
+	struct ulnet_event ev;
+	struct ulnet_stats s0, s1;
+	ulnet_eq *eqa, *eqb;
+	unsigned kinds;
+
+	(void)state;
+	any.nid = ulnet_nid_any();
+	assert_int_equal(ulnet_eq_create(&eqa), 0);
+	assert_int_equal(ulnet_eq_create(&eqb), 0);
+	t.eq = eqb;
+	assert_int_equal(ulnet_me_attach(p->b, 9, &any, 7, 0, ULNET_RETAIN, ULNET_INS_AFTER, &me), 0);
+	assert_int_equal(ulnet_md_attach(p->b, me, &t, ULNET_RETAIN, &mdt), 0);
+	/* with ACKs (threshold 2: the ACK uses the MD too, as in LNet; with 1 the SEND event unlinks it
+	 * and the ACK finds no MD), payload */
+	for (uint64_t i = 0; i < 50; i++) {
+		struct ulnet_md umd = { .start = src, .length = sizeof(src), .threshold = 2, .eq = eqa };
+
+		assert_int_equal(ulnet_md_bind(p->a, &umd, ULNET_UNLINK, &h), 0);
+		assert_int_equal(ulnet_put(p->a, h, ULNET_ACK_REQ, &p->idb, 9, 7, 0, i), 0);
+		assert_int_equal(ulnet_eq_wait(eqb, 10000, &ev), 1);
+		assert_int_equal(ev.type, ULNET_EVENT_PUT);
+		assert_int_equal(ev.hdr_data, i);
+		assert_int_equal(ev.mlength, sizeof(src));
+		assert_string_equal(sink, "bound");
+		memset(sink, 0, sizeof(sink));
+		/* SEND and ACK, in either order (as in LNet); the second is the MD's last */
+		assert_int_equal(ulnet_eq_wait(eqa, 10000, &ev), 1);
+		kinds = 1u << ev.type;
+		assert_int_equal(ev.md_handle.cookie, h.cookie);
+		assert_false(ev.unlinked);
+		assert_int_equal(ulnet_eq_wait(eqa, 10000, &ev), 1);
+		kinds |= 1u << ev.type;
+		assert_int_equal(kinds, (1u << ULNET_EVENT_SEND) | (1u << ULNET_EVENT_ACK));
+		assert_int_equal(ev.md_handle.cookie, h.cookie);
+		assert_true(ev.unlinked);
+	}
+	/* 64 in flight, three times: the third allocates nothing */
+	put_window(p, eqa, eqb, 100, 64);
+	put_window(p, eqa, eqb, 200, 64);
+	ulnet_stats_get(p->a, &s0);
+	put_window(p, eqa, eqb, 300, 64);
+	ulnet_stats_get(p->a, &s1);
+	assert_true(s1.desc_gets > s0.desc_gets);
+	assert_int_equal(s1.desc_heap_allocs, s0.desc_heap_allocs);
+	{
+		struct ulnet_md umd = { .start = NULL, .length = 0, .threshold = 1, .eq = eqa };
+
+		/* bound, then unlinked: the unlink sees the bind and the idle MD goes at once */
+		assert_int_equal(ulnet_md_bind(p->a, &umd, ULNET_UNLINK, &h), 0);
+		assert_int_equal(ulnet_md_unlink(p->a, h), 0);
+		assert_int_equal(ulnet_eq_wait(eqa, 0, &ev), 1);
+		assert_int_equal(ev.type, ULNET_EVENT_UNLINK);
+		assert_int_equal(ev.md_handle.cookie, h.cookie);
+		assert_int_equal(ulnet_put(p->a, h, ULNET_NOACK_REQ, &p->idb, 9, 7, 0, 0), -ENOENT);
+		/* a second Put from a threshold-1 MD: the first is applied before it is checked */
+		assert_int_equal(ulnet_md_bind(p->a, &umd, ULNET_UNLINK, &h), 0);
+		assert_int_equal(ulnet_put(p->a, h, ULNET_NOACK_REQ, &p->idb, 9, 7, 0, 400), 0);
+		assert_int_equal(ulnet_put(p->a, h, ULNET_NOACK_REQ, &p->idb, 9, 7, 0, 401), -ENOENT);
+		assert_int_equal(ulnet_eq_wait(eqa, 10000, &ev), 1);
+		assert_int_equal(ev.type, ULNET_EVENT_SEND);
+		assert_int_equal(ev.status, 0);
+		assert_int_equal(ulnet_eq_wait(eqb, 10000, &ev), 1);
+		assert_int_equal(ev.hdr_data, 400);
+		/* threshold 0: never active */
+		umd.threshold = 0;
+		assert_int_equal(ulnet_md_bind(p->a, &umd, ULNET_UNLINK, &h), 0);
+		assert_int_equal(ulnet_put(p->a, h, ULNET_NOACK_REQ, &p->idb, 9, 7, 0, 0), -ENOENT);
+		assert_int_equal(ulnet_md_unlink(p->a, h), 0);
+		assert_int_equal(ulnet_eq_wait(eqa, 0, &ev), 1);
+		assert_int_equal(ev.type, ULNET_EVENT_UNLINK);
+		/* a bad portal from a fresh MD is still a return code */
+		umd.threshold = 1;
+		assert_int_equal(ulnet_md_bind(p->a, &umd, ULNET_UNLINK, &h), 0);
+		assert_int_equal(ulnet_put(p->a, h, ULNET_NOACK_REQ, &p->idb, ULNET_MAX_PORTALS, 7, 0, 0), -EINVAL);
+		assert_int_equal(ulnet_md_unlink(p->a, h), 0);
+		assert_int_equal(ulnet_eq_wait(eqa, 0, &ev), 1);
+		assert_int_equal(ev.type, ULNET_EVENT_UNLINK);
+	}
+	assert_int_equal(ulnet_eq_wait(eqa, 0, &ev), 0);
+	assert_int_equal(ulnet_eq_wait(eqb, 0, &ev), 0);
+	pair_close(p);
+	assert_int_equal(ulnet_eq_destroy(eqa), 0);
+	assert_int_equal(ulnet_eq_destroy(eqb), 0);
+}
+
 int main(void)
 {
 	const struct CMUnitTest pings[] = { cmocka_unit_test(test_ping_both_ways) };
@@ -206,6 +327,7 @@ int main(void)
 		cmocka_unit_test(test_unknown_tunable),
 		cmocka_unit_test(test_unreachable),
 		cmocka_unit_test(test_busy_poll),
+		cmocka_unit_test(test_bind_put_stream),
 	};
 	int rc = 0;
 
