@@ -564,6 +564,8 @@ int ulnet__loop_lead(struct ulnet_node *node, unsigned idx, ulnet_eq *eq, uint64
 			sched_yield(); /* as a spinning loop does */
 		ulnet__lock(node);
 		dispatch(loop, evs, n);
+		if (loop->hooks) /* the parked thread's hooks, as its spin would (an o2ib REPLY) */
+			hooks_run(loop, false);
 		run_kicked(loop);
 		ulnet__submitted_run(loop);
 		ulnet__completions_run(node, ULNET_COMPLETION_BUDGET);
