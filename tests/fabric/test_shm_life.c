@@ -54,43 +54,57 @@ static pid_t child_up(int *fd, int *ctl)
 	return pid;
 }
 
+/* A child's word, mapped: alive while the child runs. */
+struct watched {
+	int fd, ctl;
+	pid_t pid;
+	const _Atomic uint32_t *w;
+};
+
+static struct watched watch_child(void)
+{
+	struct watched c;
+
+	c.pid = child_up(&c.fd, &c.ctl);
+	c.w = shm_life_map(c.fd);
+	assert_non_null(c.w);
+	assert_true(shm_life_alive(c.w));
+	return c;
+}
+
+/* The child is gone (reaped, its status in @st): its word reads dead. */
+static void watched_gone(struct watched *c, int *st)
+{
+	assert_int_equal(waitpid(c->pid, st, 0), c->pid);
+	assert_false(shm_life_alive(c->w));
+	shm_life_unmap(c->w);
+	close(c->fd);
+	close(c->ctl);
+}
+
 /* SIGKILLed: the word reads dead once the child is gone (waitpid), alive before. */
 static void test_killed(void **state)
 {
-	int fd, ctl, st;
-	pid_t pid = child_up(&fd, &ctl);
-	const _Atomic uint32_t *w = shm_life_map(fd);
+	struct watched c = watch_child();
+	int st;
 
 	(void)state;
-	assert_non_null(w);
-	assert_true(shm_life_alive(w));
-	kill(pid, SIGKILL);
-	assert_int_equal(waitpid(pid, &st, 0), pid);
+	kill(c.pid, SIGKILL);
+	watched_gone(&c, &st);
 	assert_true(WIFSIGNALED(st));
-	assert_false(shm_life_alive(w));
-	shm_life_unmap(w);
-	close(fd);
-	close(ctl);
 }
 
 /* An ordinary exit marks it too. */
 static void test_exited(void **state)
 {
-	int fd, ctl, st;
-	pid_t pid = child_up(&fd, &ctl);
-	const _Atomic uint32_t *w = shm_life_map(fd);
+	struct watched c = watch_child();
+	int st;
 
 	(void)state;
-	assert_non_null(w);
-	assert_true(shm_life_alive(w));
-	assert_int_equal(write(ctl, "x", 1), 1);
-	assert_int_equal(waitpid(pid, &st, 0), pid);
+	assert_int_equal(write(c.ctl, "x", 1), 1);
+	watched_gone(&c, &st);
 	assert_true(WIFEXITED(st));
 	assert_int_equal(WEXITSTATUS(st), 0);
-	assert_false(shm_life_alive(w));
-	shm_life_unmap(w);
-	close(fd);
-	close(ctl);
 }
 
 /* Ours: made once, alive; a child forked now has none; a page that is not sealed, or not of the
