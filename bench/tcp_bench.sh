@@ -24,6 +24,7 @@
 # Usage: bench/tcp_bench.sh [SECONDS]   (BUILD=build dir, default ./build; ROUNDS=3 medians;
 #        BENCH_T=T uses the 127.T.0.0/16 block, default 38; BUSY_US=50 the busy-poll window;
 #        LAT_ONLY=1 runs the round trips (2.) alone: no brw, iperf3, lock histogram or message rate;
+#        BW_ONLY=1 runs the bandwidths (1.) alone: no round trips, lock histogram or message rate;
 #        for A/B runs of two builds, alternate invocations with BUILD=a and BUILD=b)
 set -euo pipefail
 SRC=${SRC:-$(cd "$(dirname "$0")/.." && pwd)}
@@ -40,6 +41,8 @@ PING_REQ=96 PING_REP=144 SST_MSG=256
 source "$SRC/tests/integration/lib.sh"
 ul_init
 LAT_ONLY=${LAT_ONLY:-0}
+BW_ONLY=${BW_ONLY:-0}
+[[ $LAT_ONLY == 1 && $BW_ONLY == 1 ]] && ul_fail "LAT_ONLY=1 and BW_ONLY=1 leave nothing to run"
 [[ $LAT_ONLY == 1 ]] || command -v iperf3 >/dev/null || ul_fail "iperf3 not installed (apt-get install iperf3)"
 SST=$BUILD/tools/ulnet-selftest/ulnet-selftest
 T=${BENCH_T:-38} # the 127.T.0.0/16 block
@@ -132,6 +135,7 @@ put=() get=() ipf=() putc=() getc=() ipfc=() png=() sst=() raw=() raws=() pngb=(
 start_nodes 0
 for r in $(seq "$ROUNDS"); do
 	[[ $LAT_ONLY == 1 ]] || bw_round "$r"
+	[[ $BW_ONLY == 1 ]] && continue
 	ul_step "round $r/$ROUNDS: round trips (ulnet_ping x$PINGS, selftest ping ${SECS} s, raw TCP x20000)"
 	png+=("$(ping_us)")
 	sst+=("$(sst_ping_us)")
@@ -140,6 +144,20 @@ for r in $(seq "$ROUNDS"); do
 done
 ul_ctl n2 stats show -v --json >"$UL_TMP/stats_n2.json"
 stop_nodes
+if [[ $BW_ONLY == 1 ]]; then
+	echo "runs (MB/s): put ${put[*]} | get ${get[*]} | iperf3 ${ipf[*]}"
+	echo "runs (CPU ms per GiB, both ends): put ${putc[*]} | get ${getc[*]} | iperf3 ${ipfc[*]}"
+	echo "load average (1/5/15 min): $load0 at the start, $(cut -d' ' -f1-3 /proc/loadavg) at the end"
+	"$UL_PYTHON" - "$(median "${putc[@]}")" "$(median "${getc[@]}")" "$(median "${ipfc[@]}")" \
+		"$(median "${put[@]}")" "$(median "${get[@]}")" "$(median "${ipf[@]}")" <<'PY'
+import sys
+uc, gc, ic, u, g, i = map(float, sys.argv[1:])
+print(f"1 MiB Put bandwidth : ulnet {u:9.1f} MB/s   iperf3 {i:9.1f} MB/s (medians)   ratio {u / i:.2f} (goal >= 0.95)")
+print(f"1 MiB Get bandwidth : ulnet {g:9.1f} MB/s   iperf3 {i:9.1f} MB/s (medians)   ratio {g / i:.2f} (goal >= 0.95)")
+print(f"  CPU per GiB (both ends, medians): Put {uc:.0f} ms, Get {gc:.0f} ms, iperf3 {ic:.0f} ms")
+PY
+	exit 0
+fi
 
 start_nodes "$BUSY_US"
 for r in $(seq "$ROUNDS"); do
