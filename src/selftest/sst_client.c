@@ -240,8 +240,13 @@ void sst__client_launch(struct ulnet_sst *sst, struct sst_test *t)
 	m.ses_feats = t->feats;
 	if (t->service == ULNET_SST_SVC_BRW) {
 		bool write = t->p.rw == ULNET_SST_BRW_WRITE;
-		/* nothing reads an unchecked sink: it may be the shared one */
-		rc = sst__rpc_alloc_bulk(sst, r, t->p.offset, t->p.size, !write && t->p.check == ULNET_SST_CHECK_NONE);
+		/* nothing reads an unchecked sink nor fills an unchecked source: they may be shared (a source
+		 * to corrupt keeps its own) */
+		enum sst_buf use = t->p.check != ULNET_SST_CHECK_NONE ? SST_BUF_OWN
+				   : !write ? SST_BUF_SHARED_SINK
+				   : t->corrupt_left ? SST_BUF_OWN : SST_BUF_SHARED_SOURCE;
+
+		rc = sst__rpc_alloc_bulk(sst, r, t->p.offset, t->p.size, use);
 		if (rc) {
 			r->local_rc = rc;
 			client_fail_now(sst, r, ERR_REFUSED);

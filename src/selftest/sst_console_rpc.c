@@ -92,7 +92,7 @@ int ulnet__sst_fw_call(struct ulnet_sst *sst, const struct ulnet_process_id *pee
 		req_set_ids(req, rpyid, bulkid);
 		rc = sst__post_passive(sst, r, SLOT_RPY, rpyid, ULNET_MD_OP_PUT);
 		if (!rc && nids) {
-			rc = sst__rpc_alloc_bulk(sst, r, 0, nids * ULNET_SST_ID_SIZE, false);
+			rc = sst__rpc_alloc_bulk(sst, r, 0, nids * ULNET_SST_ID_SIZE, SST_BUF_OWN);
 			for (unsigned i = 0; !rc && i < nids; i++)
 				ulnet__sst_id_pack(&ids[i], r->buf + (size_t)i * ULNET_SST_ID_SIZE);
 			if (!rc)

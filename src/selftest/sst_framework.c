@@ -338,7 +338,7 @@ void sst__fw_handle(struct ulnet_sst *sst, struct sst_rpc *r)
 		if (q->is_client) {
 			/* fetch the destination list from the console's bulk buffer */
 			uint32_t len = q->ndest * ULNET_SST_ID_SIZE;
-			if (sst__rpc_alloc_bulk(sst, r, 0, len, false)) {
+			if (sst__rpc_alloc_bulk(sst, r, 0, len, SST_BUF_OWN)) {
 				out->body.tes_reply.status = ENOMEM;
 				break;
 			}

@@ -75,7 +75,7 @@ struct sst_rpc {
 	/* bulk */
 	uint8_t *buf;
 	size_t buf_cap;                   /* bytes allocated at buf (ulnet_mem_free) */
-	bool buf_shared;                  /* buf is sst->discard (not ours to free) */
+	bool buf_shared;                  /* buf is one of the engine's shared buffers (not ours to free) */
 	struct ulnet_kiov *kiov;
 	unsigned nkiov;
 	uint32_t len;
@@ -143,6 +143,8 @@ struct ulnet_sst {
 	struct sst_rpc *hash[SST_HASH];
 	uint8_t *discard;                 /* the shared sink of unchecked brw (sst_rpc.c) */
 	size_t discard_cap;
+	uint8_t *unfilled;                /* the shared source of unchecked brw (sst_rpc.c) */
+	size_t unfilled_cap;
 	struct sst_rpc *rpc_cache;        /* freed RPCs for sst__rpc_new (linked by hnext) */
 	unsigned n_rpc_cache;
 	struct sst_rpc *active;           /* client RPCs */
@@ -187,7 +189,10 @@ void sst__rpc_free(struct ulnet_sst *sst, struct sst_rpc *r);
 /* Free the RPCs kept for reuse (engine teardown). */
 void sst__rpc_cache_drain(struct ulnet_sst *sst);
 void sst__rpc_abort(struct ulnet_sst *sst, struct sst_rpc *r);
-int sst__rpc_alloc_bulk(struct ulnet_sst *sst, struct sst_rpc *r, uint32_t off, uint32_t len, bool discard);
+/* Whose bytes a bulk buffer holds: its RPC's own, or nobody's (unchecked brw: the engine's shared
+ * sink or source, see sst_rpc.c). */
+enum sst_buf { SST_BUF_OWN, SST_BUF_SHARED_SINK, SST_BUF_SHARED_SOURCE };
+int sst__rpc_alloc_bulk(struct ulnet_sst *sst, struct sst_rpc *r, uint32_t off, uint32_t len, enum sst_buf use);
 void sst__discard_free(struct ulnet_sst *sst);
 int sst__bulk_check(const struct sst_rpc *r, bool swab, enum ulnet_sst_check check, uint64_t *bad);
 void sst__bulk_corrupt(struct sst_rpc *r, uint32_t at);

@@ -162,34 +162,41 @@ void sst__rpc_abort(struct ulnet_sst *sst, struct sst_rpc *r)
 /* The sink of a brw nobody reads (check none): every such RPC of this engine lands in one shared
  * buffer, as iperf3 reads every message into one. A buffer per RPC in flight only widens what the
  * kernel's receive copy writes through (4 MiB at concurrency 4, the receiver's CPU per GiB ~30%
- * higher under load, docs/tcp.md); the bytes are garbage by design. NULL: too large (offset past
- * a page), the caller takes a buffer of its own. */
-static uint8_t *discard_buf(struct ulnet_sst *sst, size_t total)
+ * higher under load, docs/tcp.md); the bytes are garbage by design. The source of a brw nobody
+ * fills (check none) is one shared buffer too, as iperf3 sends every message from one: the send
+ * copy read 4 MiB round robin at concurrency 4 and cost the sender twice the CPU per GiB
+ * (docs/tcp.md). Sinks and sources do not share with each other: a node that sends to itself
+ * would copy a buffer onto itself. NULL: too large (offset past a page), the caller takes a buffer
+ * of its own. */
+static uint8_t *shared_buf(struct ulnet_sst *sst, size_t total, enum sst_buf use)
 {
 	size_t cap = ((size_t)ULNET_MTU + sst->page - 1) / sst->page * sst->page + sst->page;
+	uint8_t **p = use == SST_BUF_SHARED_SOURCE ? &sst->unfilled : &sst->discard;
 
 	if (total > cap)
 		return NULL;
-	if (!sst->discard)
-		sst->discard = buf_get(sst->node, sst->page, cap, &sst->discard_cap);
-	return sst->discard;
+	if (!*p)
+		*p = buf_get(sst->node, sst->page, cap, use == SST_BUF_SHARED_SOURCE ? &sst->unfilled_cap : &sst->discard_cap);
+	return *p;
 }
 
 void sst__discard_free(struct ulnet_sst *sst)
 {
 	buf_put(sst->discard, sst->discard_cap);
 	sst->discard = NULL;
+	buf_put(sst->unfilled, sst->unfilled_cap);
+	sst->unfilled = NULL;
 }
 
-/* Bulk buffer of @len bytes at @off in page-sized fragments of this node; @discard: a sink whose
- * bytes are never looked at (discard_buf). */
-int sst__rpc_alloc_bulk(struct ulnet_sst *sst, struct sst_rpc *r, uint32_t off, uint32_t len, bool discard)
+/* Bulk buffer of @len bytes at @off in page-sized fragments of this node; @use: a sink whose bytes are
+ * never looked at or a source whose bytes are never written may be a shared one (shared_buf). */
+int sst__rpc_alloc_bulk(struct ulnet_sst *sst, struct sst_rpc *r, uint32_t off, uint32_t len, enum sst_buf use)
 {
 	size_t total = ((size_t)off + len + sst->page - 1) / sst->page * sst->page;
 	size_t pos, end = (size_t)off + len;
 	unsigned n = 0;
 
-	r->buf = discard ? discard_buf(sst, total) : NULL;
+	r->buf = use != SST_BUF_OWN ? shared_buf(sst, total, use) : NULL;
 	r->buf_shared = r->buf != NULL;
 	if (!r->buf)
 		r->buf = buf_get(sst->node, sst->page, total, &r->buf_cap);

@@ -74,7 +74,9 @@ static void server_brw_start(struct ulnet_sst *sst, struct sst_rpc *r)
 		return;
 	}
 	checked = q->flags == ULNET_SST_CHECK_SIMPLE || q->flags == ULNET_SST_CHECK_FULL;
-	if (sst__rpc_alloc_bulk(sst, r, 0, q->len, write && !checked)) {
+	/* an unchecked sink or source may be shared (sst_rpc.c); one to corrupt keeps its own */
+	if (sst__rpc_alloc_bulk(sst, r, 0, q->len, checked ? SST_BUF_OWN : write ? SST_BUF_SHARED_SINK
+				: sst->inject_left ? SST_BUF_OWN : SST_BUF_SHARED_SOURCE)) {
 		*status = ENOMEM;
 		goto reply;
 	}
