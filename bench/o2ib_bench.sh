@@ -5,9 +5,11 @@
 #      GETs) between a 4 KiB-page and a 64 KiB-page node, and between two 4 KiB-page nodes; prints
 #      mixed/same (goal >= 0.98);
 #   2. that brw bandwidth against the provider's raw 1 MiB RDMA WRITE bandwidth between two
-#      processes (bench/shm_rdma_bench.c) over the same working set (CONC MiB on each side: brw
-#      keeps CONC 1 MiB buffers in flight), for the memory brw moves (ulnet_mem_alloc: the shm
-#      provider's memfd) (goal >= 0.9); the raw figure for ordinary memory (process_vm) is printed too.
+#      processes (bench/shm_rdma_bench.c) with as many in flight (CONC) over the same working set:
+#      brw with --check none sends every 1 MiB from one shared source into one shared sink on each
+#      node (docs/selftest.md), so the raw WRITEs go from 1 MiB into 1 MiB (WS=N: N MiB each side),
+#      for the memory brw moves (ulnet_mem_alloc: the shm provider's memfd) (goal >= 0.9); the raw
+#      figure for ordinary memory (process_vm) is printed too.
 # The measurements are interleaved over ROUNDS rounds, each brw figure between two raw ones, and the
 # medians compared (this VM is noisy: run it when `uptime` is low; the load is printed). Each figure
 # also gets its CPU ms per GiB (brw: both nodes, every thread, busy polling included; raw: the
@@ -15,13 +17,14 @@
 # shared machine. COPY_THREAD=1 gives the nodes (lnd tunable device.copy_thread) and the raw bench
 # alike the shm provider's copy thread (src/fabric/shm/shm_engine.c).
 # Usage: bench/o2ib_bench.sh [SECONDS]   (BUILD=build dir, default ./build; ROUNDS=5; CONC=8 RPCs in
-#        flight, and WRs in flight for the raw figure; COPY_THREAD=0). Nodes on 127.140.0.{1,2,3}@o2ib.
+#        flight, and WRs in flight for the raw figure; WS=1; COPY_THREAD=0). Nodes on 127.140.0.{1,2,3}@o2ib.
 set -euo pipefail
 SRC=${SRC:-$(cd "$(dirname "$0")/.." && pwd)}
 BUILD=${BUILD:-$SRC/build}
 SECS=${1:-2}
 ROUNDS=${ROUNDS:-5}
 CONC=${CONC:-8}
+WS=${WS:-1}
 COPY_THREAD=${COPY_THREAD:-0}
 source "$SRC/tests/integration/lib.sh"
 source "$SRC/tests/integration/sst_common.sh"
@@ -56,10 +59,10 @@ brw() {
 	mbps "$UL_TMP/brw.json"
 }
 
-# raw: the provider's 1 MiB RDMA WRITE between two processes, CONC in flight over CONC MiB on each
-# side, as brw keeps it; MiB/s -> MB/s, as ulnet-selftest prints
+# raw: the provider's 1 MiB RDMA WRITE between two processes, CONC in flight over WS MiB on each
+# side, as brw keeps them; MiB/s -> MB/s, as ulnet-selftest prints
 raw() {
-	"$UL_TMP/shm_rdma_bench" "$SECS" "$CONC" "$CONC" "$COPY_THREAD" >"$UL_TMP/raw.txt"
+	"$UL_TMP/shm_rdma_bench" "$SECS" "$WS" "$CONC" "$COPY_THREAD" >"$UL_TMP/raw.txt"
 	raw_mfd+=("$(awk '$1 == "write" { printf "%.1f", $2 * 1.048576 }' "$UL_TMP/raw.txt")")
 	raw_pvm+=("$(awk '$1 == "write_pvm" { printf "%.1f", $2 * 1.048576 }' "$UL_TMP/raw.txt")")
 	cpu_raw+=("$(awk '$1 == "write" { print $3 }' "$UL_TMP/raw.txt")")
@@ -106,14 +109,14 @@ echo "CPU ms per GiB (both nodes; raw: the writer, the target only waits): put 4
 	"put 4K-64K ${cpu_put_mixed[*]} | get 4K-4K ${cpu_get_same[*]} | get 4K-64K ${cpu_get_mixed[*]} | raw write memfd ${cpu_raw[*]}"
 # what the o2ib data path moved through: the provider's counters are per process; the LND's
 # registrations tell which memory it was
-"$UL_PYTHON" - "${BRW_MEM:-memfd}" "$CONC" "${put_same[*]}" "${put_mixed[*]}" "${get_same[*]}" "${get_mixed[*]}" \
+"$UL_PYTHON" - "${BRW_MEM:-memfd}" "$CONC" "$WS" "${put_same[*]}" "${put_mixed[*]}" "${get_same[*]}" "${get_mixed[*]}" \
 	"${raw_mfd[*]}" "${raw_pvm[*]}" "$(cut -d' ' -f1-3 /proc/loadavg)" "$UL_BUSY_POLL_US" \
 	"${cpu_put_same[*]}" "${cpu_put_mixed[*]}" "${cpu_get_same[*]}" "${cpu_get_mixed[*]}" "${cpu_raw[*]}" \
 	"$COPY_THREAD" <<'PY'
 import statistics, sys
-kind, conc = sys.argv[1], sys.argv[2]
-ps, pm, gs, gm, rm, rp = [list(map(float, a.split())) for a in sys.argv[3:9]]
-cps, cpm, cgs, cgm, cr = [list(map(float, a.split())) for a in sys.argv[11:16]]
+kind, conc, ws = sys.argv[1], sys.argv[2], sys.argv[3]
+ps, pm, gs, gm, rm, rp = [list(map(float, a.split())) for a in sys.argv[4:10]]
+cps, cpm, cgs, cgm, cr = [list(map(float, a.split())) for a in sys.argv[12:17]]
 med = statistics.median
 raw = rm if kind == "memfd" else rp
 other = rp if kind == "memfd" else rm
@@ -123,7 +126,7 @@ def vs_raw(brw, first, base):
 print("1 MiB over o2ib (shm provider), medians in MB/s")
 print(f"  Put 4K-4K  {med(ps):9.1f}   Put 4K-64K {med(pm):9.1f}   mixed/same {med(pm) / med(ps):.3f} (goal >= 0.98)")
 print(f"  Get 4K-4K  {med(gs):9.1f}   Get 4K-64K {med(gm):9.1f}   mixed/same {med(gm) / med(gs):.3f} (goal >= 0.98)")
-print(f"  raw RDMA WRITE 1 MiB, {conc} in flight, working set {conc} MiB: memfd memory {med(rm):9.1f}   "
+print(f"  raw RDMA WRITE 1 MiB, {conc} in flight, working set {ws} MiB: memfd memory {med(rm):9.1f}   "
       f"ordinary memory (process_vm) {med(rp):9.1f}")
 print(f"  brw Put 4K-4K / raw WRITE ({kind}, the memory brw moves) {med(ps) / med(raw):.2f} (goal >= 0.9)   "
       f"Get {med(gs) / med(raw):.2f}   (vs the other kind: {med(ps) / med(other):.2f})")
