@@ -30,6 +30,14 @@ uint64_t ulnet__now_ns(void)
 	return ts_ns(&ts);
 }
 
+uint64_t ulnet__now_coarse_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC_COARSE, &ts);
+	return ts_ns(&ts);
+}
+
 uint64_t ulnet_clock_ns(void)
 {
 	return ulnet__now_ns();
@@ -50,12 +58,7 @@ uint64_t ulnet__node_now(const struct ulnet_node *node)
 
 uint64_t ulnet__node_now_coarse(const struct ulnet_node *node)
 {
-	struct timespec ts;
-
-	if (node->clock)
-		return node->clock(node->clock_arg);
-	clock_gettime(CLOCK_MONOTONIC_COARSE, &ts);
-	return ts_ns(&ts);
+	return node->clock ? node->clock(node->clock_arg) : ulnet__now_coarse_ns();
 }
 
 void ulnet__node_set_clock(struct ulnet_node *node, uint64_t (*clock)(void *arg), void *arg)

@@ -51,6 +51,7 @@ struct ulnet_libmd {
 	struct ulnet_md umd;         /* as the user gave it */
 	struct iovec *frags;
 	unsigned nfrags;
+	bool frags_whole;            /* no fragment is empty: frags is what a slice of all of it gives */
 	uint32_t total;              /* bytes */
 	uint32_t offset;             /* local offset (without MANAGE_REMOTE) */
 	int threshold;

@@ -209,6 +209,10 @@ uint32_t ulnet__node_page_size(const struct ulnet_node *node);
 /* The one clock: monotonic for every duration, deadline and rate; wall time only for stamps a peer or a
  * session compares across restarts (an LND's incarnation, a selftest session id). */
 uint64_t ulnet__now_ns(void);  /* CLOCK_MONOTONIC */
+/* The same at clock-tick resolution (a few ms; never ahead of ulnet__now_ns), a fraction of the cost
+ * (no clock read in a VM's kvm-clock vDSO): for per-message stamps that count in seconds (timeouts,
+ * keepalives), compared with ulnet__now_ns readings (they fire at most a tick early). */
+uint64_t ulnet__now_coarse_ns(void);
 uint64_t ulnet__wall_ns(void); /* CLOCK_REALTIME */
 /* A condition variable timed on that clock, and the absolute deadline @ns from now to wait for on it. */
 int ulnet__cond_init(pthread_cond_t *cv);

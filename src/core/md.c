@@ -64,6 +64,7 @@ static int md_build_frags(struct ulnet_node *node, const struct ulnet_md *umd, s
 {
 	uint64_t total = 0;
 	unsigned n = md->nfrags;
+	bool whole = true;
 
 	if (umd->options & ULNET_MD_KIOV) {
 		const struct ulnet_kiov *k = umd->start;
@@ -82,6 +83,7 @@ static int md_build_frags(struct ulnet_node *node, const struct ulnet_md *umd, s
 			md->frags[i].iov_base = k[i].kiov_base;
 			md->frags[i].iov_len = k[i].kiov_len;
 			total += k[i].kiov_len;
+			whole &= k[i].kiov_len != 0;
 		}
 	} else if (umd->options & ULNET_MD_IOVEC) {
 		const struct iovec *v = umd->start;
@@ -89,11 +91,13 @@ static int md_build_frags(struct ulnet_node *node, const struct ulnet_md *umd, s
 		for (unsigned i = 0; i < n; i++) {
 			md->frags[i] = v[i];
 			total += v[i].iov_len;
+			whole &= v[i].iov_len != 0;
 		}
 	} else {
 		md->frags[0].iov_base = umd->start;
 		md->frags[0].iov_len = umd->length;
 		total = umd->length;
+		whole = umd->length != 0;
 		if (umd->length && !umd->start)
 			return -EINVAL;
 	}
@@ -102,6 +106,7 @@ static int md_build_frags(struct ulnet_node *node, const struct ulnet_md *umd, s
 		return -EINVAL;
 	}
 	md->total = (uint32_t)total;
+	md->frags_whole = whole;
 	return 0;
 }
 

@@ -76,11 +76,25 @@ static int start_op(ulnet_node *node, struct ulnet_handle mdh, const struct ulne
 			  ULNET_MTU);
 		return -EMSGSIZE;
 	}
-	*msgp = ulnet__msg_alloc(node, md->nfrags);
+	/* a message of all of an MD with no empty fragment looks at the MD's own array (md_whole) */
+	*msgp = ulnet__msg_alloc(node, md->frags_whole ? 0 : md->nfrags);
 	if (!*msgp)
 		return -ENOMEM;
 	*mdp = md;
 	return 0;
+}
+
+/* All of @md as @msg's fragments: the MD's own array when no fragment is empty (the MD outlives the
+ * message: it holds a reference), so a 256-page Put copies no fragment list; else the non-empty
+ * ones copied into the message. */
+static const struct iovec *md_whole(struct ulnet_msg *msg, const struct ulnet_libmd *md, unsigned *n)
+{
+	if (md->frags_whole) {
+		*n = md->nfrags;
+		return md->frags;
+	}
+	*n = ulnet__md_slice(md, 0, md->total, msg->iov_store);
+	return msg->iov_store;
 }
 
 /* The header is filled: take the MD, prepare the SEND event and send. From here every failure ends in
@@ -207,7 +221,7 @@ int ulnet_put(ulnet_node *node, struct ulnet_handle mdh, enum ulnet_ack_req ack,
 	h->msg.put.hdr_data = hdr_data;
 	h->msg.put.ptl_index = portal;
 	h->msg.put.offset = offset;
-	msg->v.niov = ulnet__md_slice(md, 0, md->total, msg->iov_store);
+	msg->v.iov = md_whole(msg, md, &msg->v.niov);
 	msg->v.rdma_iov = msg->v.iov;
 	msg->v.rdma_niov = msg->v.niov;
 	msg->v.rdma_len = md->total;
@@ -244,8 +258,7 @@ static int get_op(ulnet_node *node, struct ulnet_handle mdh, const struct ulnet_
 	h->msg.get.sink_length = md->total;
 	msg->v.niov = 0;
 	/* the sink, for an LND that lets the target write it directly (lnd.h) */
-	msg->v.rdma_niov = ulnet__md_slice(md, 0, md->total, msg->iov_store);
-	msg->v.rdma_iov = msg->iov_store;
+	msg->v.rdma_iov = md_whole(msg, md, &msg->v.rdma_niov);
 	msg->v.rdma_len = md->total;
 	rc = launch_op(node, msg, md, target, 0, waited_for);
 out:

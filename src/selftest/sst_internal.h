@@ -52,6 +52,15 @@ enum sst_err { ERR_NONE = 0, ERR_TIMEOUT, ERR_MISMATCH, ERR_REFUSED, ERR_PEER_GO
 
 struct sst_test;
 
+/* The fragment list built over a bulk buffer: the buffer, entries allocated, and the offset, length and
+ * page size it describes (len 0: nothing yet). It stays with an own buffer in the buffer cache, and
+ * with its RPC for a shared one (sst_rpc.c), so an RPC reusing a buffer for the same shape (every brw
+ * RPC of a test) rebuilds nothing. */
+struct sst_kiov_shape {
+	const uint8_t *buf;
+	uint32_t cap, off, len, page;
+};
+
 struct sst_rpc {
 	struct sst_rpc *hnext;
 	struct sst_rpc *anext, *aprev;   /* client RPCs: active list (timeouts) */
@@ -78,6 +87,7 @@ struct sst_rpc {
 	bool buf_shared;                  /* buf is one of the engine's shared buffers (not ours to free) */
 	struct ulnet_kiov *kiov;
 	unsigned nkiov;
+	struct sst_kiov_shape kshape;     /* what kiov holds; a recycled buffer brings its own along */
 	uint32_t len;
 	/* server */
 	struct ulnet_sst_msg in;          /* decoded request */

@@ -12,50 +12,54 @@
  * A brw RPC needs up to 1 MiB + a page of bulk buffer. Allocating it per RPC costs an mmap, a page
  * fault per page and an munmap, which made page faults the top of the profile; buffers are recycled
  * instead (bounded: BUF_CACHE_MAX buffers per process), last in first out. They come from ulnet_mem_alloc, so an o2ib
- * node over the shm provider gets memory its peers copy into with memcpy. */
+ * node over the shm provider gets memory its peers copy into with memcpy. A buffer keeps its fragment
+ * list (sst_kiov_shape): building and freeing 257 entries per RPC showed in the copying node's profile. */
 #define BUF_CACHE_MAX 32
+struct buf_ent {
+	void *p;
+	size_t cap;
+	struct ulnet_kiov *kiov;
+	unsigned nkiov;
+	struct sst_kiov_shape kshape;
+};
 static struct {
 	pthread_mutex_t lock;
-	struct {
-		void *p;
-		size_t cap;
-	} buf[BUF_CACHE_MAX];
+	struct buf_ent buf[BUF_CACHE_MAX];
 	unsigned n;
 } buf_cache = { .lock = PTHREAD_MUTEX_INITIALIZER };
 
-static void *buf_get(ulnet_node *node, size_t align, size_t len, size_t *cap)
+/* A buffer of at least @len bytes aligned to @align in @e (with its fragment list, if it has one). */
+static int buf_get(ulnet_node *node, size_t align, size_t len, struct buf_ent *e)
 {
-	void *p = NULL;
-
+	*e = (struct buf_ent){ 0 };
 	/* most recently returned first: the buffers in use stay few and warm in the cache */
 	pthread_mutex_lock(&buf_cache.lock);
 	for (unsigned i = buf_cache.n; i-- > 0;) {
 		if ((uintptr_t)buf_cache.buf[i].p % align == 0 && buf_cache.buf[i].cap >= len) {
-			p = buf_cache.buf[i].p;
-			*cap = buf_cache.buf[i].cap;
+			*e = buf_cache.buf[i];
 			memmove(&buf_cache.buf[i], &buf_cache.buf[i + 1], (buf_cache.n - i - 1) * sizeof(buf_cache.buf[0]));
 			buf_cache.n--;
 			break;
 		}
 	}
 	pthread_mutex_unlock(&buf_cache.lock);
-	if (!p && (p = ulnet_mem_alloc(node, align, len)))
-		*cap = len;
-	return p;
+	if (!e->p && (e->p = ulnet_mem_alloc(node, align, len)))
+		e->cap = len;
+	return e->p ? 0 : -ENOMEM;
 }
 
-static void buf_put(void *p, size_t cap)
+static void buf_put(const struct buf_ent *e)
 {
-	if (!p)
-		return;
+	struct buf_ent gone = *e;
+
 	pthread_mutex_lock(&buf_cache.lock);
-	if (buf_cache.n < BUF_CACHE_MAX && cap >= 65536) {
-		buf_cache.buf[buf_cache.n].p = p;
-		buf_cache.buf[buf_cache.n++].cap = cap;
-		p = NULL;
+	if (e->p && buf_cache.n < BUF_CACHE_MAX && e->cap >= 65536) {
+		buf_cache.buf[buf_cache.n++] = *e;
+		gone = (struct buf_ent){ 0 };
 	}
 	pthread_mutex_unlock(&buf_cache.lock);
-	ulnet_mem_free(p, cap);
+	free(gone.kiov);
+	ulnet_mem_free(gone.p, gone.cap);
 }
 
 /* ---- RPC table ---- */
@@ -66,9 +70,17 @@ struct sst_rpc *sst__rpc_new(struct ulnet_sst *sst, enum sst_role role)
 
 	/* one per RPC in steady state: reuse a freed one rather than go through malloc each time */
 	if (r) {
+		/* a fragment list it kept from a shared buffer stays with it (sst__rpc_free) */
+		struct ulnet_kiov *kiov = r->kiov;
+		struct sst_kiov_shape kshape = r->kshape;
+		unsigned nkiov = r->nkiov;
+
 		sst->rpc_cache = r->hnext;
 		sst->n_rpc_cache--;
 		memset(r, 0, sizeof(*r));
+		r->kiov = kiov;
+		r->kshape = kshape;
+		r->nkiov = nkiov;
 	} else if (!(r = calloc(1, sizeof(*r)))) {
 		return NULL;
 	}
@@ -122,14 +134,19 @@ void sst__rpc_free(struct ulnet_sst *sst, struct sst_rpc *r)
 		if (r->holds_reqbuf && r->service < SST_SVC_SLOTS)
 			sst->reqbuf_owed[r->service]++; /* reposted by sst__server_kick() */
 	}
-	if (!r->buf_shared)
-		buf_put(r->buf, r->buf_cap);
-	free(r->kiov);
+	/* an own buffer takes its fragment list back to the cache; a shared buffer's list stays with the
+	 * RPC, for the next RPC on that buffer (the shared buffers do not move while the engine lives) */
+	if (r->buf && !r->buf_shared) {
+		buf_put(&(struct buf_ent){ r->buf, r->buf_cap, r->kiov, r->nkiov, r->kshape });
+		r->kiov = NULL;
+		r->kshape = (struct sst_kiov_shape){ 0 };
+	}
 	if (sst->n_rpc_cache < SST_RPC_CACHE) {
 		r->hnext = sst->rpc_cache;
 		sst->rpc_cache = r;
 		sst->n_rpc_cache++;
 	} else {
+		free(r->kiov);
 		free(r);
 	}
 }
@@ -140,6 +157,7 @@ void sst__rpc_cache_drain(struct ulnet_sst *sst)
 		struct sst_rpc *r = sst->rpc_cache;
 
 		sst->rpc_cache = r->hnext;
+		free(r->kiov);
 		free(r);
 	}
 	sst->n_rpc_cache = 0;
@@ -172,19 +190,27 @@ static uint8_t *shared_buf(struct ulnet_sst *sst, size_t total, enum sst_buf use
 {
 	size_t cap = ((size_t)ULNET_MTU + sst->page - 1) / sst->page * sst->page + sst->page;
 	uint8_t **p = use == SST_BUF_SHARED_SOURCE ? &sst->unfilled : &sst->discard;
+	size_t *pcap = use == SST_BUF_SHARED_SOURCE ? &sst->unfilled_cap : &sst->discard_cap;
 
 	if (total > cap)
 		return NULL;
-	if (!*p)
-		*p = buf_get(sst->node, sst->page, cap, use == SST_BUF_SHARED_SOURCE ? &sst->unfilled_cap : &sst->discard_cap);
+	if (!*p) {
+		struct buf_ent e;
+
+		if (!buf_get(sst->node, sst->page, cap, &e)) {
+			free(e.kiov); /* the shared buffer's RPCs each have their own */
+			*p = e.p;
+			*pcap = e.cap;
+		}
+	}
 	return *p;
 }
 
 void sst__discard_free(struct ulnet_sst *sst)
 {
-	buf_put(sst->discard, sst->discard_cap);
+	buf_put(&(struct buf_ent){ .p = sst->discard, .cap = sst->discard_cap });
 	sst->discard = NULL;
-	buf_put(sst->unfilled, sst->unfilled_cap);
+	buf_put(&(struct buf_ent){ .p = sst->unfilled, .cap = sst->unfilled_cap });
 	sst->unfilled = NULL;
 }
 
@@ -194,17 +220,39 @@ int sst__rpc_alloc_bulk(struct ulnet_sst *sst, struct sst_rpc *r, uint32_t off, 
 {
 	size_t total = ((size_t)off + len + sst->page - 1) / sst->page * sst->page;
 	size_t pos, end = (size_t)off + len;
+	uint32_t need = (len + sst->page - 1) / sst->page + 1;
 	unsigned n = 0;
 
 	r->buf = use != SST_BUF_OWN ? shared_buf(sst, total, use) : NULL;
 	r->buf_shared = r->buf != NULL;
-	if (!r->buf)
-		r->buf = buf_get(sst->node, sst->page, total, &r->buf_cap);
-	if (!r->buf)
-		return -ENOMEM;
-	r->kiov = calloc((len + sst->page - 1) / sst->page + 1, sizeof(*r->kiov));
-	if (!r->kiov)
-		return -ENOMEM;
+	if (!r->buf) {
+		struct buf_ent e;
+
+		if (buf_get(sst->node, sst->page, total, &e))
+			return -ENOMEM;
+		r->buf = e.p;
+		r->buf_cap = e.cap;
+		if (e.kiov) {
+			free(r->kiov);
+			r->kiov = e.kiov;
+			r->nkiov = e.nkiov;
+			r->kshape = e.kshape;
+		}
+	}
+	r->len = len;
+	if (r->kiov && r->kshape.len && r->kshape.buf == r->buf && r->kshape.off == off && r->kshape.len == len &&
+	    r->kshape.page == sst->page)
+		return 0; /* this buffer's list already says this */
+	if (!r->kiov || r->kshape.cap < need) {
+		free(r->kiov);
+		r->kshape = (struct sst_kiov_shape){ 0 };
+		r->nkiov = 0;
+		r->kiov = calloc(need, sizeof(*r->kiov));
+		if (!r->kiov)
+			return -ENOMEM;
+		r->kshape.cap = need;
+	}
+	r->kshape.len = 0; /* rebuilt below */
 	for (pos = off; pos < end; n++) {
 		/* the page size is a power of two: no division per page (it showed in the profile) */
 		size_t fend = (pos | ((size_t)sst->page - 1)) + 1;
@@ -216,7 +264,7 @@ int sst__rpc_alloc_bulk(struct ulnet_sst *sst, struct sst_rpc *r, uint32_t off, 
 		pos = fend;
 	}
 	r->nkiov = n;
-	r->len = len;
+	r->kshape = (struct sst_kiov_shape){ .buf = r->buf, .cap = r->kshape.cap, .off = off, .len = len, .page = sst->page };
 	return 0;
 }
 

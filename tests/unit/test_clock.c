@@ -106,6 +106,11 @@ static void node_clock(void **state)
 	coarse = ulnet__node_now_coarse(node);
 	fine = ulnet__node_now(node);
 	assert_true(coarse <= fine);
+	/* the LNDs' coarse stamp (timeouts, keepalives): never ahead, and within a clock tick */
+	coarse = ulnet__now_coarse_ns();
+	fine = ulnet__now_ns();
+	assert_true(coarse <= fine);
+	assert_true(fine - coarse < 100000000u); /* a tick is 1-10 ms; 100 ms for a preempted test */
 	ulnet__node_set_clock(node, fixed_clock, &fixed);
 	assert_int_equal(ulnet__node_now(node), 42);
 	assert_int_equal(ulnet__node_now_coarse(node), 42);

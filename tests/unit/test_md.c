@@ -456,6 +456,55 @@ static void shutdown_fails_queued(void **state)
 	assert_int_equal(ulnet_eq_destroy(eq), 0);
 }
 
+/* A Put or Get of a whole MD shows the LND the MD's fragments: its own array when none is empty
+ * (nothing copied per message), the non-empty ones in order otherwise; the same either way. */
+static void fragments_as_sent(void **state)
+{
+	static uint8_t buf[64];
+	const struct iovec full[3] = { { buf, 4 }, { buf + 8, 4 }, { buf + 16, 8 } };
+	const struct iovec gap[3] = { { buf, 4 }, { buf + 8, 0 }, { buf + 16, 8 } };
+	struct ulnet_process_id p6 = { .pid = ULNET_PID_LUSTRE };
+	ulnet_node *node = hold_node("8", "256");
+
+	(void)state;
+	assert_int_equal(ulnet_nid_parse("6@kfi", &p6.nid, NULL), 0);
+	for (int get = 0; get < 2; get++) {
+		for (int g = 0; g < 2; g++) {
+			const struct iovec *want = g ? gap : full;
+			struct ulnet_md md = { .start = (void *)want, .length = 3, .threshold = 1 + get,
+					       .options = ULNET_MD_IOVEC };
+			const struct ulnet_msg_lnd_view *v;
+			const struct iovec *iov;
+			struct ulnet_handle h;
+			unsigned n, k = 0;
+
+			assert_int_equal(ulnet_md_bind(node, &md, ULNET_UNLINK, &h), 0);
+			assert_int_equal(get ? ulnet_get(node, h, &p6, 1, 0, 0)
+					     : ulnet_put(node, h, ULNET_NOACK_REQ, &p6, 1, 0, 0, 0), 0);
+			ulnet__node_sync(node);
+			assert_int_equal(held_count(node), 1);
+			pthread_mutex_lock(&node->lock);
+			v = ulnet__msg_view(held[0]);
+			iov = get ? v->rdma_iov : v->iov;
+			n = get ? v->rdma_niov : v->niov;
+			assert_int_equal(n, g ? 2 : 3);
+			assert_int_equal(get ? v->rdma_len : v->hdr.payload_length, g ? 12 : 16);
+			for (unsigned i = 0; i < 3; i++) {
+				if (!want[i].iov_len)
+					continue;
+				assert_ptr_equal(iov[k].iov_base, want[i].iov_base);
+				assert_int_equal(iov[k].iov_len, want[i].iov_len);
+				k++;
+			}
+			pthread_mutex_unlock(&node->lock);
+			complete_first(node, 0);
+			if (get) /* no REPLY comes: the MD goes by hand */
+				assert_int_equal(ulnet_md_unlink(node, h), 0);
+		}
+	}
+	ulnet_node_close(node);
+}
+
 int main(void)
 {
 	struct CMUnitTest tests[64];
@@ -470,5 +519,6 @@ int main(void)
 	tests[n++] = (struct CMUnitTest){ .name = "credits queue, never drop", .test_func = credits_queue_not_drop };
 	tests[n++] = (struct CMUnitTest){ .name = "unlink while in flight", .test_func = unlink_while_in_flight };
 	tests[n++] = (struct CMUnitTest){ .name = "shutdown fails queued", .test_func = shutdown_fails_queued };
+	tests[n++] = (struct CMUnitTest){ .name = "fragments as sent", .test_func = fragments_as_sent };
 	return _cmocka_run_group_tests("md", tests, n, hold_setup, NULL);
 }

@@ -111,11 +111,46 @@ static void checked_or_too_large_own(void **state)
 	assert_frags(&r[3], 2 * PAGE, MIB);
 }
 
+/* A recycled RPC keeps the fragment list it built over a shared buffer: the next RPC of the same
+ * shape on that buffer rebuilds nothing; one on the other shared buffer, or on a buffer of its own,
+ * gets a list that describes its buffer. */
+static void recycled_rpc_keeps_shared_list(void **state)
+{
+	struct fixture *f = *state;
+	struct sst_rpc *r = sst__rpc_new(&f->sst, ROLE_CLIENT);
+	struct ulnet_kiov *kiov;
+
+	assert_non_null(r);
+	assert_int_equal(sst__rpc_alloc_bulk(&f->sst, r, 0, MIB, SST_BUF_SHARED_SINK), 0);
+	kiov = r->kiov;
+	sst__rpc_free(&f->sst, r);
+	r = sst__rpc_new(&f->sst, ROLE_CLIENT); /* the same one, from the engine's RPC cache */
+	assert_non_null(r);
+	assert_ptr_equal(r->kiov, kiov);
+	assert_int_equal(sst__rpc_alloc_bulk(&f->sst, r, 0, MIB, SST_BUF_SHARED_SINK), 0);
+	assert_ptr_equal(r->kiov, kiov);
+	assert_ptr_equal(r->buf, f->sst.discard);
+	assert_frags(r, 0, MIB);
+	sst__rpc_free(&f->sst, r);
+	r = sst__rpc_new(&f->sst, ROLE_CLIENT);
+	assert_int_equal(sst__rpc_alloc_bulk(&f->sst, r, 0, MIB, SST_BUF_SHARED_SOURCE), 0);
+	assert_ptr_equal(r->buf, f->sst.unfilled);
+	assert_frags(r, 0, MIB);
+	sst__rpc_free(&f->sst, r);
+	r = sst__rpc_new(&f->sst, ROLE_CLIENT);
+	assert_int_equal(sst__rpc_alloc_bulk(&f->sst, r, 0, MIB, SST_BUF_OWN), 0);
+	assert_false(r->buf_shared);
+	assert_frags(r, 0, MIB);
+	sst__rpc_free(&f->sst, r); /* its buffer and list go to the buffer cache */
+	sst__rpc_cache_drain(&f->sst);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_setup_teardown(unchecked_share_per_direction, setup, teardown),
 		cmocka_unit_test_setup_teardown(checked_or_too_large_own, setup, teardown),
+		cmocka_unit_test_setup_teardown(recycled_rpc_keeps_shared_list, setup, teardown),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

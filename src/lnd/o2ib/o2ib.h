@@ -114,7 +114,7 @@ struct o2ib_tx {
 	struct ulnet_list link;     /* a send queue, or conn->waitq */
 	struct ulnet_msg *lntmsg;   /* finalized when the tx is done (NULL: NOOP, or handed on) */
 	struct ulnet_msg *lntmsg2;  /* GET_REQ: the initiator's REPLY */
-	uint64_t deadline_ns;
+	uint64_t deadline_ns;       /* ulnet__now_coarse_ns + timeout (s): a tick early at most */
 	uint64_t cookie;            /* the answer names it */
 	bool waiting;               /* on waitq */
 	int slot;                   /* send slot holding it, or -1 */
@@ -167,7 +167,7 @@ struct o2ib_conn {
 	bool rx_mr_ok, tx_mr_ok;
 	struct o2ib_rx *rxs;
 	struct o2ib_tx **slots;     /* posted tx per send slot, NULL = free */
-	uint64_t last_send_ns, last_recv_ns;
+	uint64_t last_send_ns;      /* ulnet__now_coarse_ns: the keepalive counts in seconds */
 	bool destroyed;             /* id destroyed: no completion follows */
 };
 

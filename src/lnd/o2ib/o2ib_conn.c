@@ -38,7 +38,7 @@ static struct o2ib_conn *conn_alloc(struct o2ib_net *net, struct o2ib_peer *peer
 	ulnet_list_init(&conn->txq_nocred);
 	ulnet_list_init(&conn->waitq);
 	ulnet_list_init(&conn->link);
-	conn->last_send_ns = conn->last_recv_ns = ulnet__now_ns();
+	conn->last_send_ns = ulnet__now_coarse_ns();
 	return conn;
 }
 
@@ -352,7 +352,7 @@ void o2ib_conn_queue(struct o2ib_conn *conn, struct o2ib_tx *tx)
 	if (tx->advertise && o2ib_tx_advertise(conn, tx))
 		return; /* no description for its sink: the tx is done with that error */
 	if (!tx->deadline_ns)
-		tx->deadline_ns = ulnet__now_ns() + (uint64_t)conn->net->tun.timeout * NS_PER_S;
+		tx->deadline_ns = ulnet__now_coarse_ns() + (uint64_t)conn->net->tun.timeout * NS_PER_S;
 	ulnet_list_add_tail(&tx->link, nocred ? &conn->txq_nocred : &conn->txq);
 }
 
@@ -429,7 +429,7 @@ static int post_window(struct o2ib_conn *conn, struct o2ib_tx *tx, uint32_t s, i
 		conn->credits -= credit;
 		conn->outstanding_credits = 0;
 		conn->noops_posted += tx->msg.type == O2IB_MSG_NOOP;
-		conn->last_send_ns = ulnet__now_ns();
+		conn->last_send_ns = ulnet__now_coarse_ns();
 	}
 	return 0;
 }
@@ -465,7 +465,7 @@ static int post_stalled(struct o2ib_conn *conn)
 
 void o2ib_conn_check_sends(struct o2ib_conn *conn)
 {
-	uint64_t now = ulnet__now_ns();
+	uint64_t now = ulnet__now_coarse_ns(); /* keepalives count in seconds: a tick's resolution does */
 	int rc;
 
 	if (conn->state != O2IB_CONN_ESTABLISHED)
@@ -524,7 +524,7 @@ void o2ib_conn_check_sends(struct o2ib_conn *conn)
 
 void o2ib_peer_queue(struct o2ib_peer *peer, struct o2ib_tx *tx)
 {
-	tx->deadline_ns = ulnet__now_ns() + (uint64_t)peer->net->tun.timeout * NS_PER_S;
+	tx->deadline_ns = ulnet__now_coarse_ns() + (uint64_t)peer->net->tun.timeout * NS_PER_S;
 	if (peer->conn && peer->conn->state == O2IB_CONN_ESTABLISHED) {
 		o2ib_conn_queue(peer->conn, tx);
 		o2ib_conn_check_sends(peer->conn);
@@ -606,7 +606,6 @@ static void handle_rx(struct o2ib_conn *conn, struct o2ib_rx *rx, uint32_t len)
 	char why[192];
 	int rc;
 
-	conn->last_recv_ns = ulnet__now_ns();
 	rc = o2ib_msg_unpack(conn->rx_area + (size_t)rx->idx * O2IB_MSG_SIZE, len, O2IB_MAX_RDMA_FRAGS, m, &err);
 	if (rc) {
 		o2ib_wire_err_format(&err, why, sizeof(why));

@@ -325,34 +325,55 @@ static void iov_copy(const struct iovec *iov, unsigned niov, uint8_t *flat, uint
 
 /* ---- the planner's view of a message's memory ---- */
 
+/* Segments for mem_of: a few on the stack (the usual joined transfer is one), the heap only beyond. */
+#define SEGS_LOCAL 8
+struct segbuf {
+	struct o2ib_seg local[SEGS_LOCAL];
+	struct o2ib_seg *v; /* local, or from malloc */
+};
+
+static void segbuf_free(struct segbuf *b)
+{
+	if (b->v != b->local)
+		free(b->v);
+	b->v = b->local;
+}
+
 /* The first @nob bytes of @iov as planner memory, in the MD's form and the node's page size. Pieces
  * that continue one another across a page boundary (a kiov's whole pages, side by side) are joined:
  * the planner cuts them at the same page boundaries, and a 1 MiB transfer is then one segment to
- * walk instead of 256. */
+ * walk instead of 256 (in @b's stack room: no allocation per transfer). */
 static int mem_of(struct o2ib_net *net, struct ulnet_msg *msg, const struct iovec *iov, unsigned niov, uint32_t nob,
-		  struct o2ib_mem *mem, struct o2ib_seg **segs)
+		  struct o2ib_mem *mem, struct segbuf *b)
 {
 	struct ulnet_lnd_md md;
 	enum o2ib_mem_form form = O2IB_MEM_IOVEC;
-	uint32_t left = nob, n = 0, ps = ulnet__node_page_size(ulnet__ni_node(net->ni));
+	uint32_t left = nob, n = 0, cap = SEGS_LOCAL, ps = ulnet__node_page_size(ulnet__ni_node(net->ni));
+	struct o2ib_seg *segs = b->v = b->local;
 	bool joined = false;
 
 	if (msg && ulnet__msg_md(msg, &md) == 0 && md.form == ULNET_FRAG_KIOV)
 		form = O2IB_MEM_KIOV;
-	*segs = malloc((niov ? niov : 1) * sizeof(**segs));
-	if (!*segs)
-		return -ENOMEM;
 	for (unsigned i = 0; i < niov && left; i++) {
 		uint32_t take = (uint32_t)iov[i].iov_len < left ? (uint32_t)iov[i].iov_len : left;
 		uint64_t a = (uint64_t)(uintptr_t)iov[i].iov_base;
 
 		if (!take)
 			continue;
-		if (n && (*segs)[n - 1].addr + (*segs)[n - 1].len == a && (a & (ps - 1)) == 0) {
-			(*segs)[n - 1].len += take;
+		if (n && segs[n - 1].addr + segs[n - 1].len == a && (a & (ps - 1)) == 0) {
+			segs[n - 1].len += take;
 			joined = true;
 		} else {
-			(*segs)[n++] = (struct o2ib_seg){ a, take };
+			if (n == cap) { /* more pieces than the stack holds: at most one per iov entry */
+				if (!(b->v = malloc(niov * sizeof(*segs)))) {
+					b->v = b->local;
+					return -ENOMEM;
+				}
+				memcpy(b->v, segs, n * sizeof(*segs));
+				segs = b->v;
+				cap = niov;
+			}
+			segs[n++] = (struct o2ib_seg){ a, take };
 		}
 		left -= take;
 	}
@@ -360,7 +381,7 @@ static int mem_of(struct o2ib_net *net, struct ulnet_msg *msg, const struct iove
 		form = O2IB_MEM_IOVEC;
 	if (form == O2IB_MEM_IOVEC && n == 1)
 		form = O2IB_MEM_CONTIG;
-	*mem = (struct o2ib_mem){ .form = form, .page_size = ps, .nsegs = n, .segs = *segs, .offset = 0, .len = nob };
+	*mem = (struct o2ib_mem){ .form = form, .page_size = ps, .nsegs = n, .segs = segs, .offset = 0, .len = nob };
 	return left ? -EINVAL : 0;
 }
 
@@ -385,7 +406,7 @@ static int sink_describe(struct o2ib_conn *conn, struct o2ib_tx *tx, struct ulne
 	struct o2ib_limits lim = conn_limits(conn);
 	struct o2ib_adv *adv = malloc(sizeof(*adv));
 	struct ulnet_rdma_bucket *bk = bucket(conn->peer, nob);
-	struct o2ib_seg *segs = NULL;
+	struct segbuf segs = { .v = segs.local };
 	struct o2ib_mem mem;
 	char ns[ULNET_NID_STRLEN];
 	uint64_t at = 0;
@@ -419,7 +440,7 @@ static int sink_describe(struct o2ib_conn *conn, struct o2ib_tx *tx, struct ulne
 		rc = net->fab->reg_mr(net->dev, &r, 1, FAB_ACCESS_LOCAL_WRITE | FAB_ACCESS_REMOTE_WRITE, &tx->mr);
 		bk->bounces++;
 	} else if (mem.nsegs == 1) { /* one range to check and register, not 256 pages */
-		struct iovec one = { (void *)(uintptr_t)segs[0].addr, segs[0].len };
+		struct iovec one = { (void *)(uintptr_t)segs.v[0].addr, segs.v[0].len };
 
 		rc = o2ib_mem_reg(net, &one, 1, nob, FAB_ACCESS_LOCAL_WRITE | FAB_ACCESS_REMOTE_WRITE, &tx->mr);
 	} else {
@@ -440,7 +461,7 @@ static int sink_describe(struct o2ib_conn *conn, struct o2ib_tx *tx, struct ulne
 		at += adv->rd.frags[i].nob;
 	}
 out:
-	free(segs);
+	segbuf_free(&segs);
 	free(adv);
 	return rc;
 }
@@ -572,7 +593,7 @@ static int source_prepare(struct o2ib_conn *conn, struct o2ib_tx *tx, struct uln
 	struct o2ib_limits lim = conn_limits(conn);
 	struct ulnet_rdma_bucket *bk = bucket(conn->peer, nob);
 	struct o2ib_plan plan;
-	struct o2ib_seg *segs = NULL;
+	struct segbuf segs = { .v = segs.local };
 	struct o2ib_mem mem;
 	char ns[ULNET_NID_STRLEN];
 	uint64_t base;
@@ -587,11 +608,11 @@ static int source_prepare(struct o2ib_conn *conn, struct o2ib_tx *tx, struct uln
 	if (!rc)
 		rc = o2ib_plan_source(&mem, rd, nob, &lim, &plan);
 	if (!rc && mem.nsegs == 1) { /* the usual case: the allocation lookup checks one piece, not 256 */
-		one = (struct iovec){ (void *)(uintptr_t)segs[0].addr, segs[0].len };
+		one = (struct iovec){ (void *)(uintptr_t)segs.v[0].addr, segs.v[0].len };
 		iov = &one;
 		niov = 1;
 	}
-	free(segs);
+	segbuf_free(&segs);
 	if (rc) {
 		ULNET_LOG(O2IB, ERR, "%s: no RDMA plan for %u bytes into a %u-fragment descriptor: %s (max_frags %u, "
 			  "max_send_sge %u, map_on_demand %u)", o2ib_nid_str(&conn->peer->nid, ns, sizeof(ns)), nob,
