@@ -326,7 +326,7 @@ static void loop_park(struct ulnet_loop *loop)
 		} else {
 			pthread_cond_wait(&loop->borrow_cv, &node->lock);
 		}
-		node->lock_t0 = ulnet__lock_ticks();
+		ulnet__lock_hold_begin(node);
 	}
 	loop->borrow_waiting = false;
 	loop->linger_until = 0;
@@ -475,6 +475,29 @@ static bool hooks_run(struct ulnet_loop *loop, bool arm)
 	return found;
 }
 
+/* One turn of @loop's work, defined once for its thread (loop_main) and a receive-side lead
+ * (ulnet__loop_lead): the io callbacks of the batch @evs (@n < 0: none), the watchers kicked before,
+ * the submitted sends, the due timers (@owner0: loop 0's own thread), the completion phase (bounded: a
+ * flood of completions cannot starve the sockets; the rest wait a turn), what the sends and completions
+ * queued on the sockets (out in this turn), then the handlers: run by loop 0's thread, queued ones
+ * wake it from any other loop. Lock held. */
+static void loop_turn(struct ulnet_loop *loop, struct epoll_event *evs, int n, bool owner0)
+{
+	struct ulnet_node *node = loop->node;
+
+	dispatch(loop, evs, n);
+	run_kicked(loop);
+	ulnet__submitted_run(loop);
+	if (owner0)
+		ulnet__timers_run(node, ulnet__node_now(node));
+	ulnet__completions_run(node, ULNET_COMPLETION_BUDGET);
+	run_kicked(loop);
+	if (owner0)
+		run_callbacks(node);
+	else if (loop->idx != 0 && node->n_cbs)
+		ulnet__loop_wake_if_sleeping(&node->loops[0]);
+}
+
 /* A spin of a busy-polling loop with hooked watchers: their poll under the lock, if it is free (a
  * holder is doing work; we look again at the next spin). Lock not held. */
 static bool hooks_spin(struct ulnet_loop *loop)
@@ -482,9 +505,8 @@ static bool hooks_spin(struct ulnet_loop *loop)
 	struct ulnet_node *node = loop->node;
 	bool found;
 
-	if (pthread_mutex_trylock(&node->lock))
+	if (!ulnet__trylock(node))
 		return false;
-	node->lock_t0 = ulnet__lock_ticks();
 	found = hooks_run(loop, false);
 	ulnet__lock_release(node);
 	return found;
@@ -563,15 +585,9 @@ int ulnet__loop_lead(struct ulnet_node *node, unsigned idx, ulnet_eq *eq, uint64
 		if (n == 0)
 			sched_yield(); /* as a spinning loop does */
 		ulnet__lock(node);
-		dispatch(loop, evs, n);
 		if (loop->hooks) /* the parked thread's hooks, as its spin would (an o2ib REPLY) */
 			hooks_run(loop, false);
-		run_kicked(loop);
-		ulnet__submitted_run(loop);
-		ulnet__completions_run(node, ULNET_COMPLETION_BUDGET);
-		run_kicked(loop);
-		if (loop->idx != 0 && node->n_cbs)
-			ulnet__loop_wake_if_sleeping(&node->loops[0]);
+		loop_turn(loop, evs, n, false); /* not counted in loop->turns: the parked thread's batch waits */
 	}
 	lazy = rc > 0 && !node->stopping && !loop_has_work(loop) &&
 	       !(loop->idx == 0 && !ulnet__timers_next_ms(node, ulnet__node_now(node), 1));
@@ -645,19 +661,7 @@ static void *loop_main(void *arg)
 			busy_until = ulnet__now_ns() + node->busy_poll_ns;
 turn:
 		loop->turns++;
-		dispatch(loop, evs, n);
-		run_kicked(loop);
-		ulnet__submitted_run(loop);
-		if (first)
-			ulnet__timers_run(node, ulnet__node_now(node));
-		/* bounded: a flood of completions cannot starve the sockets; the rest wait one turn */
-		ulnet__completions_run(node, ULNET_COMPLETION_BUDGET);
-		/* what the sends and completions above queued on the sockets goes out in this turn */
-		run_kicked(loop);
-		if (first)
-			run_callbacks(node);
-		else if (node->n_cbs)
-			ulnet__loop_wake_if_sleeping(&node->loops[0]);
+		loop_turn(loop, evs, n, first);
 		if (n >= 0)
 			skips = 0;
 		/* user space only: what the hooked sources hold runs in the next turn without epoll_wait
