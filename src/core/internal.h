@@ -187,6 +187,9 @@ struct ulnet_loop {
 	uint64_t turns;              /* batches dispatched (ulnet__io_quiesced) */
 	unsigned n_watchers;         /* registered watchers (stats loop_watchers) */
 	struct ulnet_io *hooks;      /* registered watchers with a poll/arm hook (struct ulnet_io) */
+	/* the watcher with a spin hook that input last came to: a busy-polling loop's spins read its
+	 * socket (loop_wait) */
+	struct ulnet_io *spin_hot;
 };
 
 struct ulnet_pending_cb {

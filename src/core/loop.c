@@ -178,6 +178,8 @@ static void run_kicked(struct ulnet_loop *loop)
 static void io_detach(struct ulnet_loop *loop, struct ulnet_io *io)
 {
 	io_unkick(loop, io);
+	if (loop->spin_hot == io)
+		loop->spin_hot = NULL;
 	if (io->events) {
 		epoll_ctl(loop->epfd, EPOLL_CTL_DEL, io->fd, NULL);
 		loop->n_watchers--;
@@ -275,8 +277,11 @@ static void dispatch(struct ulnet_loop *loop, struct epoll_event *evs, int n)
 	for (int i = 0; i < loop->cur_nevs; i++) {
 		struct ulnet_io *io = evs[i].data.ptr;
 
-		if (evs[i].events && io)
-			io->cb(io, evs[i].events);
+		if (!evs[i].events || !io)
+			continue;
+		if (io->spin && (evs[i].events & EPOLLIN))
+			loop->spin_hot = io; /* input comes here: the spins read this socket */
+		io->cb(io, evs[i].events);
 	}
 	loop->cur_nevs = 0;
 	loop->cur_evs = NULL;
@@ -512,14 +517,42 @@ static bool hooks_spin(struct ulnet_loop *loop)
 	return found;
 }
 
+/* A spin of a busy-polling loop whose sockets had input: the spin hook of the one input last came to
+ * (one system call finds input and reads it, where epoll_wait(0) and a read after it are two), under
+ * the lock if it is free. Lock not held. */
+static bool sock_spin(struct ulnet_loop *loop)
+{
+	struct ulnet_node *node = loop->node;
+	struct ulnet_io *io;
+	bool found = false;
+
+	if (!ulnet__trylock(node))
+		return false;
+	io = loop->spin_hot;
+	if (io && !loop->borrowed) {
+		/* the hook may drop the lock: no borrower or lead meanwhile (they take a loop in_wait), so
+		 * the watcher's callbacks and hooks stay on one thread; a close meanwhile takes it off
+		 * (io_detach) */
+		loop->in_wait = false;
+		if (io->spin(io) && loop->spin_hot == io) {
+			ulnet__io_kick_events(node, io, ULNET_IO_POLLED);
+			found = true;
+		}
+		loop->in_wait = true;
+	}
+	ulnet__lock_release(node);
+	return found;
+}
+
 /* Wait for io: sleep in epoll_wait until @timeout, or with @spin_until (busy polling, decided under the
  * lock together with the sleeping flag: a loop that decided to spin never sleeps unflagged, where a
  * poke could not wake it) spin on epoll_wait(0) until then (ulnet__now_ns), an API call pokes us, or
  * the timeout. @hooked: the loop has hooked watchers, whose poll each spin runs (a find returns 0 with
  * the watcher kicked); their fds are then polled every 4th spin only (what they wait for mostly comes
- * through the hook, and epoll_wait is a system call). Lock not held. */
+ * through the hook, and epoll_wait is a system call). @hot: a socket had input (loop->spin_hot): each
+ * spin reads it (sock_spin), and epoll_wait, every 4th spin, watches the others. Lock not held. */
 static int loop_wait(struct ulnet_loop *loop, struct epoll_event *evs, int timeout, uint64_t spin_until,
-		     bool hooked)
+		     bool hooked, bool hot)
 {
 	unsigned spins = 0;
 	uint64_t end;
@@ -531,12 +564,13 @@ static int loop_wait(struct ulnet_loop *loop, struct epoll_event *evs, int timeo
 	if (end > spin_until)
 		end = spin_until;
 	do {
-		if (!hooked || spins++ % 4 == 3) {
+		if (!(hooked || hot) || spins++ % 4 == 3) {
 			n = epoll_wait(loop->epfd, evs, LOOP_MAX_EVENTS, 0);
 			if (n != 0)
 				return n;
 		}
-		if (atomic_load_explicit(&loop->poked, memory_order_relaxed) || (hooked && hooks_spin(loop)))
+		if (atomic_load_explicit(&loop->poked, memory_order_relaxed) || (hooked && hooks_spin(loop)) ||
+		    (hot && sock_spin(loop)))
 			return 0;
 		sched_yield(); /* a core shared with the threads we wait for: let them run */
 	} while (ulnet__now_ns() < end);
@@ -559,6 +593,7 @@ int ulnet__loop_lead(struct ulnet_node *node, unsigned idx, ulnet_eq *eq, uint64
 {
 	struct ulnet_loop *loop = &node->loops[idx < node->n_loops ? idx : 0];
 	struct epoll_event evs[LOOP_MAX_EVENTS];
+	unsigned spins = 0;
 	bool lazy;
 	int rc;
 
@@ -578,13 +613,25 @@ int ulnet__loop_lead(struct ulnet_node *node, unsigned idx, ulnet_eq *eq, uint64
 	cur_loop = loop;
 	while (!(rc = ulnet_eq_wait(eq, 0, ev)) && !node->stopping && ulnet__now_ns() < end &&
 	       !(loop->idx == 0 && (node->n_cbs || !ulnet__timers_next_ms(node, ulnet__node_now(node), 1)))) {
-		int n;
+		struct ulnet_io *hot = loop->spin_hot;
+		int n = -1; /* no batch */
 
-		ulnet__lock_release(node);
-		n = epoll_wait(loop->epfd, evs, LOOP_MAX_EVENTS, 0);
-		if (n == 0)
-			sched_yield(); /* as a spinning loop does */
-		ulnet__lock(node);
+		if (hot && spins++ % 4 != 3) {
+			/* the socket spin, as the loop's (sock_spin): the lead is its loop's runner */
+			if (hot->spin(hot) && loop->spin_hot == hot) {
+				ulnet__io_kick_events(node, hot, ULNET_IO_POLLED);
+			} else {
+				ulnet__lock_release(node);
+				sched_yield();
+				ulnet__lock(node);
+			}
+		} else {
+			ulnet__lock_release(node);
+			n = epoll_wait(loop->epfd, evs, LOOP_MAX_EVENTS, 0);
+			if (n == 0)
+				sched_yield(); /* as a spinning loop does */
+			ulnet__lock(node);
+		}
 		if (loop->hooks) /* the parked thread's hooks, as its spin would (an o2ib REPLY) */
 			hooks_run(loop, false);
 		loop_turn(loop, evs, n, false); /* not counted in loop->turns: the parked thread's batch waits */
@@ -621,7 +668,7 @@ static void *loop_main(void *arg)
 	ulnet__lock(node);
 	while (!node->stopping) {
 		int n, timeout;
-		bool spin, hooked;
+		bool spin, hooked, hot;
 
 		if (skip_wait) {
 			/* the last turn left work (a handler sent: its output is kicked; a send completed):
@@ -640,6 +687,7 @@ static void *loop_main(void *arg)
 		if (timeout && !spin && loop->hooks && hooks_run(loop, true))
 			timeout = 0;
 		hooked = loop->hooks != NULL;
+		hot = loop->spin_hot != NULL;
 		atomic_store_explicit(&loop->poked, false, memory_order_relaxed);
 		/* a spinning loop needs no eventfd write: a poke ends its spin */
 		if (timeout && !spin)
@@ -647,7 +695,7 @@ static void *loop_main(void *arg)
 		loop->in_wait = true;
 		loop->spinning = spin;
 		ulnet__lock_release(node);
-		n = loop_wait(loop, evs, timeout, spin ? busy_until : 0, hooked);
+		n = loop_wait(loop, evs, timeout, spin ? busy_until : 0, hooked, hot);
 		atomic_store_explicit(&loop->sleeping, false, memory_order_relaxed);
 		ulnet__lock(node);
 		loop->in_wait = loop->spinning = false; /* no new borrower: one at most to wait for */
