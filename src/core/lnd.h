@@ -258,8 +258,10 @@ struct ulnet_io {
 	/* Optional spin hook, for a socket: a busy-polling loop's spins call it on the watcher input last
 	 * came to (epoll_wait, every 4th spin, watches the others) instead of epoll_wait, so that one
 	 * system call finds input and reads it. Lock held; it may drop it around one non-blocking socket
-	 * call (ulnet__io_unlock). true: the callback runs with ULNET_IO_POLLED in the next turn. */
-	bool (*spin)(struct ulnet_io *io);
+	 * call (ulnet__io_unlock). > 0: input came, the callback runs with ULNET_IO_POLLED in the next
+	 * turn; 0: it looked, nothing came; < 0: it cannot look now (mid-message): that spin calls
+	 * epoll_wait. */
+	int (*spin)(struct ulnet_io *io);
 };
 /* In the callback's revents: the watcher's poll, arm or spin hook found work (not an epoll event). */
 #define ULNET_IO_POLLED (1u << 26)

@@ -519,29 +519,29 @@ static bool hooks_spin(struct ulnet_loop *loop)
 
 /* A spin of a busy-polling loop whose sockets had input: the spin hook of the one input last came to
  * (one system call finds input and reads it, where epoll_wait(0) and a read after it are two), under
- * the lock if it is free. Lock not held. */
-static bool sock_spin(struct ulnet_loop *loop)
+ * the lock if it is free. As the hook: > 0 found (the watcher kicked), 0 looked, < 0 did not look.
+ * Lock not held. */
+static int sock_spin(struct ulnet_loop *loop)
 {
 	struct ulnet_node *node = loop->node;
 	struct ulnet_io *io;
-	bool found = false;
+	int rc = -1;
 
 	if (!ulnet__trylock(node))
-		return false;
+		return -1;
 	io = loop->spin_hot;
 	if (io && !loop->borrowed) {
 		/* the hook may drop the lock: no borrower or lead meanwhile (they take a loop in_wait), so
 		 * the watcher's callbacks and hooks stay on one thread; a close meanwhile takes it off
 		 * (io_detach) */
 		loop->in_wait = false;
-		if (io->spin(io) && loop->spin_hot == io) {
+		rc = io->spin(io);
+		if (rc > 0 && loop->spin_hot == io)
 			ulnet__io_kick_events(node, io, ULNET_IO_POLLED);
-			found = true;
-		}
 		loop->in_wait = true;
 	}
 	ulnet__lock_release(node);
-	return found;
+	return rc;
 }
 
 /* Wait for io: sleep in epoll_wait until @timeout, or with @spin_until (busy polling, decided under the
@@ -564,13 +564,17 @@ static int loop_wait(struct ulnet_loop *loop, struct epoll_event *evs, int timeo
 	if (end > spin_until)
 		end = spin_until;
 	do {
-		if (!(hooked || hot) || spins++ % 4 == 3) {
+		int looked = hot ? sock_spin(loop) : -1;
+
+		if (looked > 0)
+			return 0;
+		/* a spin that read no socket (none hot, or mid-message) polls them all */
+		if (!(hooked || looked == 0) || spins++ % 4 == 3) {
 			n = epoll_wait(loop->epfd, evs, LOOP_MAX_EVENTS, 0);
 			if (n != 0)
 				return n;
 		}
-		if (atomic_load_explicit(&loop->poked, memory_order_relaxed) || (hooked && hooks_spin(loop)) ||
-		    (hot && sock_spin(loop)))
+		if (atomic_load_explicit(&loop->poked, memory_order_relaxed) || (hooked && hooks_spin(loop)))
 			return 0;
 		sched_yield(); /* a core shared with the threads we wait for: let them run */
 	} while (ulnet__now_ns() < end);
@@ -614,17 +618,18 @@ int ulnet__loop_lead(struct ulnet_node *node, unsigned idx, ulnet_eq *eq, uint64
 	while (!(rc = ulnet_eq_wait(eq, 0, ev)) && !node->stopping && ulnet__now_ns() < end &&
 	       !(loop->idx == 0 && (node->n_cbs || !ulnet__timers_next_ms(node, ulnet__node_now(node), 1)))) {
 		struct ulnet_io *hot = loop->spin_hot;
-		int n = -1; /* no batch */
+		int n = -1, looked = -1; /* no batch; no socket read */
 
-		if (hot && spins++ % 4 != 3) {
-			/* the socket spin, as the loop's (sock_spin): the lead is its loop's runner */
-			if (hot->spin(hot) && loop->spin_hot == hot) {
+		/* the socket spin, as the loop's (sock_spin): the lead is its loop's runner */
+		if (hot && spins++ % 4 != 3)
+			looked = hot->spin(hot);
+		if (looked > 0) {
+			if (loop->spin_hot == hot)
 				ulnet__io_kick_events(node, hot, ULNET_IO_POLLED);
-			} else {
-				ulnet__lock_release(node);
-				sched_yield();
-				ulnet__lock(node);
-			}
+		} else if (looked == 0) {
+			ulnet__lock_release(node);
+			sched_yield();
+			ulnet__lock(node);
 		} else {
 			ulnet__lock_release(node);
 			n = epoll_wait(loop->epfd, evs, LOOP_MAX_EVENTS, 0);

@@ -4,7 +4,7 @@
  * it. A socketpair plays the connection: the first message comes through epoll (EPOLLIN) and makes
  * the socket the hot one; the next ones are found by the spin (the callback told ULNET_IO_POLLED,
  * the bytes already read), but for those epoll_wait, every 4th spin, sees first. A loop that does
- * not busy poll never calls the hook. */
+ * not busy poll never calls the hook, and one that cannot look leaves the spin to epoll_wait. */
 #include <errno.h>
 #include <poll.h>
 #include <setjmp.h>
@@ -25,24 +25,27 @@ struct sock {
 	int peer;              /* the test's end */
 	atomic_uint spins, spin_reads, runs, polled_runs;
 	unsigned held;         /* bytes a spin read, for the callback (under the node lock) */
+	bool cannot;           /* the hook cannot look (set before the node opens) */
 	ulnet_node *node;
 };
 
-static bool sock_spin_hook(struct ulnet_io *io)
+static int sock_spin_hook(struct ulnet_io *io)
 {
 	struct sock *s = io->data;
 	char b[64];
 	ssize_t r;
 
 	atomic_fetch_add(&s->spins, 1);
+	if (s->cannot)
+		return -1; /* as mid-message: the loop's epoll_wait looks */
 	ulnet__io_unlock(s->node); /* as the tcp LND's: the socket call without the lock */
 	r = recv(io->fd, b, sizeof(b), MSG_DONTWAIT);
 	ulnet__io_relock(s->node);
 	if (r <= 0)
-		return false;
+		return 0;
 	s->held += (unsigned)r;
 	atomic_fetch_add(&s->spin_reads, 1);
-	return true;
+	return 1;
 }
 
 static void sock_cb(struct ulnet_io *io, uint32_t revents)
@@ -82,12 +85,13 @@ static void wait_for(atomic_uint *v, unsigned want)
 	}
 }
 
-static void sock_open(struct sock *s, uint32_t busy_poll_us)
+static void sock_open(struct sock *s, uint32_t busy_poll_us, bool cannot)
 {
 	struct ulnet_node_opts opts = {.busy_poll_us = busy_poll_us};
 	int sv[2];
 
 	memset(s, 0, sizeof(*s));
+	s->cannot = cannot;
 	assert_int_equal(ulnet_node_open(&opts, &s->node), 0);
 	assert_int_equal(socketpair(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0, sv), 0);
 	s->io.fd = sv[0];
@@ -120,7 +124,7 @@ static void test_busy_loop_reads_hot_socket(void **state)
 	static struct sock s; /* a failed test's node leaks: not onto the next one's stack */
 
 	(void)state;
-	sock_open(&s, ULNET_BUSY_POLL_US_MAX); /* 1 s: the messages come within it */
+	sock_open(&s, ULNET_BUSY_POLL_US_MAX, false); /* 1 s: the messages come within it */
 	assert_int_equal(atomic_load(&s.spins), 0); /* no input yet: no hot socket */
 	sock_send(&s);
 	wait_for(&s.runs, 1);
@@ -142,12 +146,29 @@ static void test_sleeping_loop_never_spins(void **state)
 	static struct sock s; /* a failed test's node leaks: not onto the next one's stack */
 
 	(void)state;
-	sock_open(&s, 0);
+	sock_open(&s, 0, false);
 	for (unsigned i = 1; i <= 20; i++) {
 		sock_send(&s);
 		wait_for(&s.runs, i);
 	}
 	assert_int_equal(atomic_load(&s.spins), 0);
+	assert_int_equal(atomic_load(&s.polled_runs), 0);
+	sock_close(&s);
+}
+
+/* A hook that cannot look (the tcp conn mid-message): every spin polls epoll instead, and every
+ * message comes through it. */
+static void test_hook_that_cannot_look(void **state)
+{
+	static struct sock s;
+
+	(void)state;
+	sock_open(&s, ULNET_BUSY_POLL_US_MAX, true);
+	for (unsigned i = 1; i <= 100; i++) {
+		sock_send(&s);
+		wait_for(&s.runs, i);
+	}
+	assert_true(atomic_load(&s.spins) > 0); /* it was asked */
 	assert_int_equal(atomic_load(&s.polled_runs), 0);
 	sock_close(&s);
 }
@@ -159,7 +180,7 @@ static void test_stopped_socket_is_not_spun(void **state)
 	unsigned spins;
 
 	(void)state;
-	sock_open(&s, ULNET_BUSY_POLL_US_MAX);
+	sock_open(&s, ULNET_BUSY_POLL_US_MAX, false);
 	sock_send(&s);
 	wait_for(&s.runs, 1);
 	ulnet__lock(s.node);
@@ -188,6 +209,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_busy_loop_reads_hot_socket),
 		cmocka_unit_test(test_sleeping_loop_never_spins),
+		cmocka_unit_test(test_hook_that_cannot_look),
 		cmocka_unit_test(test_stopped_socket_is_not_spun),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);

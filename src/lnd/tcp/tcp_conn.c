@@ -93,7 +93,7 @@ void tcplnd_log_bad(struct tcplnd_conn *conn, const char *what, const struct uln
 }
 
 static void conn_io_cb(struct ulnet_io *io, uint32_t revents);
-static bool conn_spin(struct ulnet_io *io);
+static int conn_spin(struct ulnet_io *io);
 
 struct tcplnd_conn *tcplnd_conn_new(struct tcplnd_net *net, int fd, bool passive)
 {
@@ -916,31 +916,33 @@ static void conn_rx(struct tcplnd_conn *conn, uint32_t revents)
 /* A busy-polling loop's spin on this socket (struct ulnet_io spin): between messages, one
  * non-blocking recv into the read-ahead buffer, without the lock, finds the next message and reads its
  * header and a small payload, where epoll_wait and a readv after it are two system calls; conn_rx
- * takes it in the next turn. true: bytes came, or the end or an error (conn_rx's read reports them). */
-static bool conn_spin(struct ulnet_io *io)
+ * takes it in the next turn. 1: bytes came, or the end or an error (conn_rx's read reports them); 0:
+ * none; -1: mid-message or not reading (the loop's epoll_wait looks). */
+static int conn_spin(struct ulnet_io *io)
 {
 	struct tcplnd_conn *conn = io->data;
 	uint64_t now;
 	ssize_t r;
 
+	/* mid-message (the payload goes straight into the MD: conn_rx's readv), or not reading: epoll */
 	if (conn->state != TCPLND_CONN_UP || conn->io_busy || !(conn->io.events & EPOLLIN) || conn->rx->started ||
 	    conn->ra_off < conn->ra_len)
-		return false;
+		return -1;
 	conn_sys_begin(conn);
 	r = recv(conn->io.fd, conn->ra, TCPLND_RA_SIZE, MSG_DONTWAIT);
 	if (!conn_sys_end(conn))
-		return false;
+		return -1;
 	if (r < 0)
 		return errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR;
 	if (r == 0)
-		return true;
+		return 1;
 	conn->ra_off = 0;
 	conn->ra_len = (uint32_t)r;
 	conn->ra_short = r < TCPLND_RA_SIZE;
 	now = ulnet__now_ns();
 	conn->rx_progress = now;
 	conn->peer->last_alive = now;
-	return true;
+	return 1;
 }
 
 void tcplnd_conn_rx_resume(struct tcplnd_conn *conn)
