@@ -188,6 +188,9 @@ struct ulnet_loop {
 	uint64_t turns;              /* batches dispatched (ulnet__io_quiesced) */
 	unsigned n_watchers;         /* registered watchers (stats loop_watchers) */
 	struct ulnet_io *hooks;      /* registered watchers with a poll/arm hook (struct ulnet_io) */
+	/* the watcher with a spin hook that input last came to: a busy-polling loop's spins read its
+	 * socket (loop_wait) */
+	struct ulnet_io *spin_hot;
 };
 
 struct ulnet_pending_cb {
@@ -283,11 +286,26 @@ static inline uint64_t ulnet__lock_ticks(void)
 /* Taken: poll it briefly before sleeping on it (lock_spin.c). */
 void ulnet__lock_contended(struct ulnet_node *node);
 
+/* A hold starts (the lock just taken, or taken back by a condition wait): ulnet__lock_hold_end times it. */
+static inline void ulnet__lock_hold_begin(struct ulnet_node *node)
+{
+	node->lock_t0 = ulnet__lock_ticks();
+}
+
 static inline void ulnet__lock(struct ulnet_node *node)
 {
 	if (pthread_mutex_trylock(&node->lock))
 		ulnet__lock_contended(node);
-	node->lock_t0 = ulnet__lock_ticks();
+	ulnet__lock_hold_begin(node);
+}
+
+/* The lock if it is free (true), timed as ulnet__lock's; a holder means work going on: no wait. */
+static inline bool ulnet__trylock(struct ulnet_node *node)
+{
+	if (pthread_mutex_trylock(&node->lock))
+		return false;
+	ulnet__lock_hold_begin(node);
+	return true;
 }
 
 /* Account the current hold (the lock stays held: a condition wait on it follows, or the unlock). */

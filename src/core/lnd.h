@@ -259,8 +259,15 @@ struct ulnet_io {
 	bool (*poll)(struct ulnet_io *io);
 	bool (*arm)(struct ulnet_io *io);
 	struct ulnet_io *hook_next; /* core: its loop's hooked watchers */
+	/* Optional spin hook, for a socket: a busy-polling loop's spins call it on the watcher input last
+	 * came to (epoll_wait, every 4th spin, watches the others) instead of epoll_wait, so that one
+	 * system call finds input and reads it. Lock held; it may drop it around one non-blocking socket
+	 * call (ulnet__io_unlock). > 0: input came, the callback runs with ULNET_IO_POLLED in the next
+	 * turn; 0: it looked, nothing came; < 0: it cannot look now (mid-message): that spin calls
+	 * epoll_wait. */
+	int (*spin)(struct ulnet_io *io);
 };
-/* In the callback's revents: the watcher's poll or arm hook found work (not an epoll event). */
+/* In the callback's revents: the watcher's poll, arm or spin hook found work (not an epoll event). */
 #define ULNET_IO_POLLED (1u << 26)
 int ulnet__io_start(struct ulnet_node *node, struct ulnet_io *io, uint32_t events);
 void ulnet__io_stop(struct ulnet_node *node, struct ulnet_io *io);

@@ -178,6 +178,8 @@ static void run_kicked(struct ulnet_loop *loop)
 static void io_detach(struct ulnet_loop *loop, struct ulnet_io *io)
 {
 	io_unkick(loop, io);
+	if (loop->spin_hot == io)
+		loop->spin_hot = NULL;
 	if (io->events) {
 		epoll_ctl(loop->epfd, EPOLL_CTL_DEL, io->fd, NULL);
 		loop->n_watchers--;
@@ -275,8 +277,11 @@ static void dispatch(struct ulnet_loop *loop, struct epoll_event *evs, int n)
 	for (int i = 0; i < loop->cur_nevs; i++) {
 		struct ulnet_io *io = evs[i].data.ptr;
 
-		if (evs[i].events && io)
-			io->cb(io, evs[i].events);
+		if (!evs[i].events || !io)
+			continue;
+		if (io->spin && (evs[i].events & EPOLLIN))
+			loop->spin_hot = io; /* input comes here: the spins read this socket */
+		io->cb(io, evs[i].events);
 	}
 	loop->cur_nevs = 0;
 	loop->cur_evs = NULL;
@@ -326,7 +331,7 @@ static void loop_park(struct ulnet_loop *loop)
 		} else {
 			pthread_cond_wait(&loop->borrow_cv, &node->lock);
 		}
-		node->lock_t0 = ulnet__lock_ticks();
+		ulnet__lock_hold_begin(node);
 	}
 	loop->borrow_waiting = false;
 	loop->linger_until = 0;
@@ -475,6 +480,29 @@ static bool hooks_run(struct ulnet_loop *loop, bool arm)
 	return found;
 }
 
+/* One turn of @loop's work, defined once for its thread (loop_main) and a receive-side lead
+ * (ulnet__loop_lead): the io callbacks of the batch @evs (@n < 0: none), the watchers kicked before,
+ * the submitted sends, the due timers (@owner0: loop 0's own thread), the completion phase (bounded: a
+ * flood of completions cannot starve the sockets; the rest wait a turn), what the sends and completions
+ * queued on the sockets (out in this turn), then the handlers: run by loop 0's thread, queued ones
+ * wake it from any other loop. Lock held. */
+static void loop_turn(struct ulnet_loop *loop, struct epoll_event *evs, int n, bool owner0)
+{
+	struct ulnet_node *node = loop->node;
+
+	dispatch(loop, evs, n);
+	run_kicked(loop);
+	ulnet__submitted_run(loop);
+	if (owner0)
+		ulnet__timers_run(node, ulnet__node_now(node));
+	ulnet__completions_run(node, ULNET_COMPLETION_BUDGET);
+	run_kicked(loop);
+	if (owner0)
+		run_callbacks(node);
+	else if (loop->idx != 0 && node->n_cbs)
+		ulnet__loop_wake_if_sleeping(&node->loops[0]);
+}
+
 /* A spin of a busy-polling loop with hooked watchers: their poll under the lock, if it is free (a
  * holder is doing work; we look again at the next spin). Lock not held. */
 static bool hooks_spin(struct ulnet_loop *loop)
@@ -482,12 +510,38 @@ static bool hooks_spin(struct ulnet_loop *loop)
 	struct ulnet_node *node = loop->node;
 	bool found;
 
-	if (pthread_mutex_trylock(&node->lock))
+	if (!ulnet__trylock(node))
 		return false;
-	node->lock_t0 = ulnet__lock_ticks();
 	found = hooks_run(loop, false);
 	ulnet__lock_release(node);
 	return found;
+}
+
+/* A spin of a busy-polling loop whose sockets had input: the spin hook of the one input last came to
+ * (one system call finds input and reads it, where epoll_wait(0) and a read after it are two), under
+ * the lock if it is free. As the hook: > 0 found (the watcher kicked), 0 looked, < 0 did not look.
+ * Lock not held. */
+static int sock_spin(struct ulnet_loop *loop)
+{
+	struct ulnet_node *node = loop->node;
+	struct ulnet_io *io;
+	int rc = -1;
+
+	if (!ulnet__trylock(node))
+		return -1;
+	io = loop->spin_hot;
+	if (io && !loop->borrowed) {
+		/* the hook may drop the lock: no borrower or lead meanwhile (they take a loop in_wait), so
+		 * the watcher's callbacks and hooks stay on one thread; a close meanwhile takes it off
+		 * (io_detach) */
+		loop->in_wait = false;
+		rc = io->spin(io);
+		if (rc > 0 && loop->spin_hot == io)
+			ulnet__io_kick_events(node, io, ULNET_IO_POLLED);
+		loop->in_wait = true;
+	}
+	ulnet__lock_release(node);
+	return rc;
 }
 
 /* Wait for io: sleep in epoll_wait until @timeout, or with @spin_until (busy polling, decided under the
@@ -495,9 +549,10 @@ static bool hooks_spin(struct ulnet_loop *loop)
  * poke could not wake it) spin on epoll_wait(0) until then (ulnet__now_ns), an API call pokes us, or
  * the timeout. @hooked: the loop has hooked watchers, whose poll each spin runs (a find returns 0 with
  * the watcher kicked); their fds are then polled every 4th spin only (what they wait for mostly comes
- * through the hook, and epoll_wait is a system call). Lock not held. */
+ * through the hook, and epoll_wait is a system call). @hot: a socket had input (loop->spin_hot): each
+ * spin reads it (sock_spin), and epoll_wait, every 4th spin, watches the others. Lock not held. */
 static int loop_wait(struct ulnet_loop *loop, struct epoll_event *evs, int timeout, uint64_t spin_until,
-		     bool hooked)
+		     bool hooked, bool hot)
 {
 	unsigned spins = 0;
 	uint64_t end;
@@ -509,7 +564,12 @@ static int loop_wait(struct ulnet_loop *loop, struct epoll_event *evs, int timeo
 	if (end > spin_until)
 		end = spin_until;
 	do {
-		if (!hooked || spins++ % 4 == 3) {
+		int looked = hot ? sock_spin(loop) : -1;
+
+		if (looked > 0)
+			return 0;
+		/* a spin that read no socket (none hot, or mid-message) polls them all */
+		if (!(hooked || looked == 0) || spins++ % 4 == 3) {
 			n = epoll_wait(loop->epfd, evs, LOOP_MAX_EVENTS, 0);
 			if (n != 0)
 				return n;
@@ -537,6 +597,7 @@ int ulnet__loop_lead(struct ulnet_node *node, unsigned idx, ulnet_eq *eq, uint64
 {
 	struct ulnet_loop *loop = &node->loops[idx < node->n_loops ? idx : 0];
 	struct epoll_event evs[LOOP_MAX_EVENTS];
+	unsigned spins = 0;
 	bool lazy;
 	int rc;
 
@@ -556,22 +617,29 @@ int ulnet__loop_lead(struct ulnet_node *node, unsigned idx, ulnet_eq *eq, uint64
 	cur_loop = loop;
 	while (!(rc = ulnet_eq_wait(eq, 0, ev)) && !node->stopping && ulnet__now_ns() < end &&
 	       !(loop->idx == 0 && (node->n_cbs || !ulnet__timers_next_ms(node, ulnet__node_now(node), 1)))) {
-		int n;
+		struct ulnet_io *hot = loop->spin_hot;
+		int n = -1, looked = -1; /* no batch; no socket read */
 
-		ulnet__lock_release(node);
-		n = epoll_wait(loop->epfd, evs, LOOP_MAX_EVENTS, 0);
-		if (n == 0)
-			sched_yield(); /* as a spinning loop does */
-		ulnet__lock(node);
-		dispatch(loop, evs, n);
+		/* the socket spin, as the loop's (sock_spin): the lead is its loop's runner */
+		if (hot && spins++ % 4 != 3)
+			looked = hot->spin(hot);
+		if (looked > 0) {
+			if (loop->spin_hot == hot)
+				ulnet__io_kick_events(node, hot, ULNET_IO_POLLED);
+		} else if (looked == 0) {
+			ulnet__lock_release(node);
+			sched_yield();
+			ulnet__lock(node);
+		} else {
+			ulnet__lock_release(node);
+			n = epoll_wait(loop->epfd, evs, LOOP_MAX_EVENTS, 0);
+			if (n == 0)
+				sched_yield(); /* as a spinning loop does */
+			ulnet__lock(node);
+		}
 		if (loop->hooks) /* the parked thread's hooks, as its spin would (an o2ib REPLY) */
 			hooks_run(loop, false);
-		run_kicked(loop);
-		ulnet__submitted_run(loop);
-		ulnet__completions_run(node, ULNET_COMPLETION_BUDGET);
-		run_kicked(loop);
-		if (loop->idx != 0 && node->n_cbs)
-			ulnet__loop_wake_if_sleeping(&node->loops[0]);
+		loop_turn(loop, evs, n, false); /* not counted in loop->turns: the parked thread's batch waits */
 	}
 	lazy = rc > 0 && !node->stopping && !loop_has_work(loop) &&
 	       !(loop->idx == 0 && !ulnet__timers_next_ms(node, ulnet__node_now(node), 1));
@@ -605,7 +673,7 @@ static void *loop_main(void *arg)
 	ulnet__lock(node);
 	while (!node->stopping) {
 		int n, timeout;
-		bool spin, hooked;
+		bool spin, hooked, hot;
 
 		if (skip_wait) {
 			/* the last turn left work (a handler sent: its output is kicked; a send completed):
@@ -624,6 +692,7 @@ static void *loop_main(void *arg)
 		if (timeout && !spin && loop->hooks && hooks_run(loop, true))
 			timeout = 0;
 		hooked = loop->hooks != NULL;
+		hot = loop->spin_hot != NULL;
 		atomic_store_explicit(&loop->poked, false, memory_order_relaxed);
 		/* a spinning loop needs no eventfd write: a poke ends its spin */
 		if (timeout && !spin)
@@ -631,7 +700,7 @@ static void *loop_main(void *arg)
 		loop->in_wait = true;
 		loop->spinning = spin;
 		ulnet__lock_release(node);
-		n = loop_wait(loop, evs, timeout, spin ? busy_until : 0, hooked);
+		n = loop_wait(loop, evs, timeout, spin ? busy_until : 0, hooked, hot);
 		atomic_store_explicit(&loop->sleeping, false, memory_order_relaxed);
 		ulnet__lock(node);
 		loop->in_wait = loop->spinning = false; /* no new borrower: one at most to wait for */
@@ -645,19 +714,7 @@ static void *loop_main(void *arg)
 			busy_until = ulnet__now_ns() + node->busy_poll_ns;
 turn:
 		loop->turns++;
-		dispatch(loop, evs, n);
-		run_kicked(loop);
-		ulnet__submitted_run(loop);
-		if (first)
-			ulnet__timers_run(node, ulnet__node_now(node));
-		/* bounded: a flood of completions cannot starve the sockets; the rest wait one turn */
-		ulnet__completions_run(node, ULNET_COMPLETION_BUDGET);
-		/* what the sends and completions above queued on the sockets goes out in this turn */
-		run_kicked(loop);
-		if (first)
-			run_callbacks(node);
-		else if (node->n_cbs)
-			ulnet__loop_wake_if_sleeping(&node->loops[0]);
+		loop_turn(loop, evs, n, first);
 		if (n >= 0)
 			skips = 0;
 		/* user space only: what the hooked sources hold runs in the next turn without epoll_wait

@@ -5,6 +5,7 @@
  * The hold is bracketed by CLOCK_MONOTONIC reads inside and outside it, so the check does not depend on
  * how fast the machine is or whether the thread is preempted. */
 #include <errno.h>
+#include <stdbool.h>
 #include <pthread.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -13,18 +14,21 @@
 #include <cmocka.h>
 #include "internal.h"
 
-static void hold_reads_back(void **state)
+static void hold_reads_back_taken(bool try)
 {
 	struct ulnet_stats before, after;
 	uint64_t outer0, inner0, inner1, outer1, got;
 	unsigned b = 0;
 	ulnet_node *node;
 
-	(void)state;
 	assert_int_equal(ulnet_node_open(NULL, &node), 0);
 	ulnet_stats_get(node, &before);
 	outer0 = ulnet__now_ns();
-	ulnet__lock(node);
+	if (try)
+		while (!ulnet__trylock(node)) /* a loop thread's turn holds it for a moment */
+			outer0 = ulnet__now_ns();
+	else
+		ulnet__lock(node);
 	inner0 = ulnet__now_ns();
 	do
 		inner1 = ulnet__now_ns();
@@ -41,6 +45,45 @@ static void hold_reads_back(void **state)
 		b++;
 	assert_true(b < ULNET_LOCK_HIST_BUCKETS);
 	assert_true(after.lock_hold_hist[b] > before.lock_hold_hist[b]);
+	ulnet_node_close(node);
+}
+
+static void hold_reads_back(void **state)
+{
+	(void)state;
+	hold_reads_back_taken(false);
+}
+
+/* ulnet__trylock (a busy-polling loop's hooks, loop.c) times its holds as ulnet__lock does. */
+static void trylock_hold_reads_back(void **state)
+{
+	(void)state;
+	hold_reads_back_taken(true);
+}
+
+static void *trylock_thread(void *arg)
+{
+	return (void *)(uintptr_t)ulnet__trylock(arg);
+}
+
+/* A held lock: ulnet__trylock returns false at once, and takes it once it is free. */
+static void trylock_held(void **state)
+{
+	ulnet_node *node;
+	pthread_t t;
+	void *got;
+
+	(void)state;
+	assert_int_equal(ulnet_node_open(NULL, &node), 0);
+	ulnet__lock(node);
+	assert_int_equal(pthread_create(&t, NULL, trylock_thread, node), 0);
+	assert_int_equal(pthread_join(t, &got), 0);
+	assert_false((uintptr_t)got);
+	ulnet__lock_release(node);
+	while (!ulnet__trylock(node))
+		; /* a loop thread's turn */
+	assert_true(node->lock_t0 != 0); /* timed */
+	ulnet__lock_release(node);
 	ulnet_node_close(node);
 }
 
@@ -126,6 +169,8 @@ int main(void)
 		cmocka_unit_test(cond_deadline_on_the_same_clock),
 		cmocka_unit_test(node_clock),
 		cmocka_unit_test(hold_reads_back),
+		cmocka_unit_test(trylock_hold_reads_back),
+		cmocka_unit_test(trylock_held),
 		cmocka_unit_test(ticks_to_ns),
 	};
 

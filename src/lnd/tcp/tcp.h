@@ -378,6 +378,7 @@ struct tcplnd_conn {
 	 * come in one call and a short read tells the socket is drained (no readv for EAGAIN) */
 	uint8_t *ra;                    /* TCPLND_RA_SIZE bytes, then the rx machine's slop */
 	uint32_t ra_off, ra_len;        /* unread bytes: ra[ra_off, ra_len) */
+	bool ra_short;                  /* a spin's read (conn_spin) filled ra short: the socket was empty */
 	struct iovec *rx_iov;           /* our copy of the fragments lnd_recv gave (the rx machine refers to it) */
 	unsigned rx_iov_cap;
 	struct ulnet_list txq;

@@ -93,6 +93,7 @@ void tcplnd_log_bad(struct tcplnd_conn *conn, const char *what, const struct uln
 }
 
 static void conn_io_cb(struct ulnet_io *io, uint32_t revents);
+static int conn_spin(struct ulnet_io *io);
 
 struct tcplnd_conn *tcplnd_conn_new(struct tcplnd_net *net, int fd, bool passive)
 {
@@ -104,6 +105,7 @@ struct tcplnd_conn *tcplnd_conn_new(struct tcplnd_net *net, int fd, bool passive
 	conn->passive = passive;
 	conn->io.fd = fd;
 	conn->io.cb = conn_io_cb;
+	conn->io.spin = conn_spin;
 	conn->io.data = conn;
 	conn->ctype = TCPLND_CONN_NONE;
 	ulnet_list_init(&conn->plink);
@@ -826,7 +828,9 @@ static void conn_rcvlowat(struct tcplnd_conn *conn)
 static void conn_rx(struct tcplnd_conn *conn, uint32_t revents)
 {
 	size_t budget = RX_BUDGET;
-	bool drained = false;
+	bool drained = conn->ra_short; /* a spin's read came short: the socket had no more */
+
+	conn->ra_short = false;
 
 	/* backlogged: what we read now only waits in the completion queue; epoll brings us back */
 	while (conn->state == TCPLND_CONN_UP && budget && !ulnet__node_backlogged(conn->net->node)) {
@@ -909,6 +913,38 @@ static void conn_rx(struct tcplnd_conn *conn, uint32_t revents)
 	tcplnd_conn_update_io(conn);
 }
 
+/* A busy-polling loop's spin on this socket (struct ulnet_io spin): between messages, one
+ * non-blocking recv into the read-ahead buffer, without the lock, finds the next message and reads its
+ * header and a small payload, where epoll_wait and a readv after it are two system calls; conn_rx
+ * takes it in the next turn. 1: bytes came, or the end or an error (conn_rx's read reports them); 0:
+ * none; -1: mid-message or not reading (the loop's epoll_wait looks). */
+static int conn_spin(struct ulnet_io *io)
+{
+	struct tcplnd_conn *conn = io->data;
+	uint64_t now;
+	ssize_t r;
+
+	/* mid-message (the payload goes straight into the MD: conn_rx's readv), or not reading: epoll */
+	if (conn->state != TCPLND_CONN_UP || conn->io_busy || !(conn->io.events & EPOLLIN) || conn->rx->started ||
+	    conn->ra_off < conn->ra_len)
+		return -1;
+	conn_sys_begin(conn);
+	r = recv(conn->io.fd, conn->ra, TCPLND_RA_SIZE, MSG_DONTWAIT);
+	if (!conn_sys_end(conn))
+		return -1;
+	if (r < 0)
+		return errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR;
+	if (r == 0)
+		return 1;
+	conn->ra_off = 0;
+	conn->ra_len = (uint32_t)r;
+	conn->ra_short = r < TCPLND_RA_SIZE;
+	now = ulnet__now_ns();
+	conn->rx_progress = now;
+	conn->peer->last_alive = now;
+	return 1;
+}
+
 void tcplnd_conn_rx_resume(struct tcplnd_conn *conn)
 {
 	conn_rx_event(conn, tcplnd_rx_advance(conn->rx, 0));
@@ -958,7 +994,7 @@ static void conn_io_cb(struct ulnet_io *io, uint32_t revents)
 			tcplnd_conn_close(conn, err == ECONNRESET || !err ? -ECONNRESET : -err, why);
 			return;
 		}
-		if (revents & (EPOLLIN | EPOLLHUP))
+		if (revents & (EPOLLIN | EPOLLHUP | ULNET_IO_POLLED))
 			conn_rx(conn, revents);
 		if (conn->state == TCPLND_CONN_UP && (revents & EPOLLOUT))
 			conn_flush(conn);
