@@ -137,5 +137,5 @@ print(f"  CPU ms per GiB (medians; brw: both nodes, raw: the writer): Put 4K-4K 
       f"Get 4K-4K {med(cgs):.1f}  4K-64K {med(cgm):.1f}   raw WRITE {med(cr):.1f}")
 print(f"  by CPU (cost ratios, higher is better): same/mixed Put {med(cps) / med(cpm):.3f}  Get {med(cgs) / med(cgm):.3f}   "
       f"raw/brw Put {med(cr) / med(cps):.2f}  Get {med(cr) / med(cgs):.2f}")
-print(f"  shm copy thread {'on' if sys.argv[16] == '1' else 'off'} (COPY_THREAD); nodes' busy_poll_us {sys.argv[10]}; load average at the end (1, 5, 15 min): {sys.argv[9]}")
+print(f"  shm copy thread {'on' if sys.argv[17] == '1' else 'off'} (COPY_THREAD); nodes' busy_poll_us {sys.argv[11]}; load average at the end (1, 5, 15 min): {sys.argv[10]}")
 PY
