@@ -20,6 +20,7 @@
 #include <unistd.h>
 #include <cmocka.h>
 #include "internal.h"
+#include "wait_count.h"
 
 struct src {
 	struct ulnet_io io;
@@ -75,26 +76,6 @@ static void src_put(struct src *s)
 	}
 }
 
-static uint64_t now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
-}
-
-/* Wait (never a sleep: a poll of nothing, 1 ms) until *@v reaches @want; fails after 10 s. */
-static void wait_for(atomic_uint *v, unsigned want)
-{
-	uint64_t end = now_ms() + 10000;
-
-	while (atomic_load(v) < want) {
-		if (now_ms() > end)
-			fail_msg("waited 10 s for %u (at %u)", want, atomic_load(v));
-		poll(NULL, 0, 1);
-	}
-}
-
 static ulnet_node *node_with(struct src *s, uint32_t busy_poll_us)
 {
 	struct ulnet_node_opts opts = {.busy_poll_us = busy_poll_us};
@@ -131,9 +112,9 @@ static void test_sleeping_loop_gets_doorbell(void **state)
 
 	(void)state;
 	for (unsigned i = 1; i <= 20; i++) {
-		wait_for(&s.armed, 1); /* asleep (armed), or about to be */
+		wait_count(&s.armed, 1); /* asleep (armed), or about to be */
 		src_put(&s);
-		wait_for(&s.runs, i);
+		wait_count(&s.runs, i);
 	}
 	/* each item woke the loop through its doorbell, but for one that came while the LND tick (every
 	 * 100 ms) had it awake, which its poll found: a lost wake-up would show as many such */
@@ -152,23 +133,23 @@ static void test_busy_loop_polls(void **state)
 	unsigned bells, arms;
 
 	(void)state;
-	wait_for(&s.armed, 1);
+	wait_count(&s.armed, 1);
 	src_put(&s); /* asleep: rung */
-	wait_for(&s.runs, 1);
+	wait_count(&s.runs, 1);
 	bells = atomic_load(&s.doorbells);
 	arms = atomic_load(&s.arms);
 	assert_int_equal(bells, 1);
 	for (unsigned i = 2; i <= 200; i++) {
 		src_put(&s);
-		wait_for(&s.runs, i);
+		wait_count(&s.runs, i);
 	}
 	assert_int_equal(atomic_load(&s.doorbells), bells);
 	assert_int_equal(atomic_load(&s.arms), arms);
 	assert_int_equal(atomic_load(&s.polled_runs), 199);
 	/* idle past the window: armed again, and a doorbell wakes it */
-	wait_for(&s.armed, 1);
+	wait_count(&s.armed, 1);
 	src_put(&s);
-	wait_for(&s.runs, 201);
+	wait_count(&s.runs, 201);
 	assert_int_equal(atomic_load(&s.doorbells), bells + 1);
 	node_done(node, &s);
 }

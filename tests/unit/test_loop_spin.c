@@ -19,6 +19,7 @@
 #include <unistd.h>
 #include <cmocka.h>
 #include "internal.h"
+#include "wait_count.h"
 
 struct sock {
 	struct ulnet_io io;
@@ -65,26 +66,6 @@ static void sock_cb(struct ulnet_io *io, uint32_t revents)
 	atomic_fetch_add(&s->runs, 1);
 }
 
-static uint64_t now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
-}
-
-/* Wait (a poll of nothing, 1 ms, never a sleep) until *@v reaches @want; fails after 10 s. */
-static void wait_for(atomic_uint *v, unsigned want)
-{
-	uint64_t end = now_ms() + 10000;
-
-	while (atomic_load(v) < want) {
-		if (now_ms() > end)
-			fail_msg("waited 10 s for %u (at %u)", want, atomic_load(v));
-		poll(NULL, 0, 1);
-	}
-}
-
 static void sock_open(struct sock *s, uint32_t busy_poll_us, bool cannot)
 {
 	struct ulnet_node_opts opts = {.busy_poll_us = busy_poll_us};
@@ -127,11 +108,11 @@ static void test_busy_loop_reads_hot_socket(void **state)
 	sock_open(&s, ULNET_BUSY_POLL_US_MAX, false); /* 1 s: the messages come within it */
 	assert_int_equal(atomic_load(&s.spins), 0); /* no input yet: no hot socket */
 	sock_send(&s);
-	wait_for(&s.runs, 1);
+	wait_count(&s.runs, 1);
 	assert_int_equal(atomic_load(&s.polled_runs), 0); /* the first came through epoll */
 	for (unsigned i = 2; i <= 200; i++) {
 		sock_send(&s);
-		wait_for(&s.runs, i);
+		wait_count(&s.runs, i);
 	}
 	/* epoll_wait comes first on one spin in 4: about 150 of 199 are the spin's (a loaded machine
 	 * that preempts the loop thread in its spin makes it fewer) */
@@ -149,7 +130,7 @@ static void test_sleeping_loop_never_spins(void **state)
 	sock_open(&s, 0, false);
 	for (unsigned i = 1; i <= 20; i++) {
 		sock_send(&s);
-		wait_for(&s.runs, i);
+		wait_count(&s.runs, i);
 	}
 	assert_int_equal(atomic_load(&s.spins), 0);
 	assert_int_equal(atomic_load(&s.polled_runs), 0);
@@ -166,7 +147,7 @@ static void test_hook_that_cannot_look(void **state)
 	sock_open(&s, ULNET_BUSY_POLL_US_MAX, true);
 	for (unsigned i = 1; i <= 100; i++) {
 		sock_send(&s);
-		wait_for(&s.runs, i);
+		wait_count(&s.runs, i);
 	}
 	assert_true(atomic_load(&s.spins) > 0); /* it was asked */
 	assert_int_equal(atomic_load(&s.polled_runs), 0);
@@ -182,7 +163,7 @@ static void test_stopped_socket_is_not_spun(void **state)
 	(void)state;
 	sock_open(&s, ULNET_BUSY_POLL_US_MAX, false);
 	sock_send(&s);
-	wait_for(&s.runs, 1);
+	wait_count(&s.runs, 1);
 	ulnet__lock(s.node);
 	ulnet__io_stop(s.node, &s.io);
 	assert_null(s.node->loops[0].spin_hot);
