@@ -748,7 +748,7 @@ int ulnet__loop_start(struct ulnet_node *node)
 			return -rc;
 		node->n_started++;
 		/* top -H, perf --sort comm and gdb tell the loops apart */
-		snprintf(name, sizeof(name), "ulnet-loop%u", i);
+		snprintf(name, sizeof(name), "ulnet-loop%u", i % 100000u); /* the kernel keeps 15 bytes */
 		pthread_setname_np(node->loops[i].thread, name);
 	}
 	return 0;
