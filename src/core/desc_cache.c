@@ -23,11 +23,10 @@ static int size_class(size_t size)
 	return -1;
 }
 
-void *ulnet__desc_get(struct ulnet_node *node, size_t size)
+void *ulnet__desc_get_hdr(struct ulnet_node *node, size_t size, size_t hdr)
 {
 	struct ulnet_desc_cache *dc = &node->descs;
 	int c = size_class(size);
-	void *p;
 
 	node->stats.desc_gets++;
 	if (c >= 0 && dc->free[c]) {
@@ -35,12 +34,16 @@ void *ulnet__desc_get(struct ulnet_node *node, size_t size)
 
 		dc->free[c] = f->next;
 		dc->nfree[c]--;
-		memset(f, 0, size);
+		memset(f, 0, hdr < size ? hdr : size);
 		return f;
 	}
 	node->stats.desc_heap_allocs++;
-	p = calloc(1, c >= 0 ? class_size[c] : size);
-	return p;
+	return calloc(1, c >= 0 ? class_size[c] : size);
+}
+
+void *ulnet__desc_get(struct ulnet_node *node, size_t size)
+{
+	return ulnet__desc_get_hdr(node, size, size);
 }
 
 void ulnet__desc_put(struct ulnet_node *node, void *p, size_t size)

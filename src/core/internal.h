@@ -43,7 +43,8 @@ struct ulnet_timer {
 	void (*fn)(struct ulnet_node *node, struct ulnet_timer *t, uint64_t now);
 };
 
-/* A live MD. Its fragments are normalised to an iovec array whatever the user's form was. */
+/* A live MD. Its fragments are normalised to an iovec array whatever the user's form was; a kiov's
+ * pages that continue one another are one fragment (md.c: kiov_runs). */
 struct ulnet_libmd {
 	uint64_t cookie;
 	struct ulnet_list hash_link;
@@ -52,6 +53,7 @@ struct ulnet_libmd {
 	struct iovec *frags;
 	unsigned nfrags;
 	bool frags_whole;            /* no fragment is empty: frags is what a slice of all of it gives */
+	enum ulnet_frag_form frag_form; /* what LNDs see: KIOV only while every fragment is in one page */
 	uint32_t total;              /* bytes */
 	uint32_t offset;             /* local offset (without MANAGE_REMOTE) */
 	int threshold;

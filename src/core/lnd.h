@@ -230,8 +230,11 @@ bool ulnet__node_backlogged(const struct ulnet_node *node);
 bool ulnet__node_completing(const struct ulnet_node *node);
 
 /* Descriptors an LND allocates per message (tx, NOOP) from the node's free lists, zeroed; give the
- * same @size back. Lock held. Counted in the node's desc_gets / desc_heap_allocs. */
+ * same @size back. Lock held. Counted in the node's desc_gets / desc_heap_allocs. _hdr zeroes only
+ * the first @hdr bytes, for a descriptor whose tail (a fragment array) the caller writes whole:
+ * clearing 4 KiB of fragment room per 1 MiB kiov MD showed in the copying node's profile. */
 void *ulnet__desc_get(struct ulnet_node *node, size_t size);
+void *ulnet__desc_get_hdr(struct ulnet_node *node, size_t size, size_t hdr);
 void ulnet__desc_put(struct ulnet_node *node, void *p, size_t size);
 
 /* Io watchers on the node's epoll loop. The callback runs on the loop thread with the node lock held.

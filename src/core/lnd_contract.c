@@ -56,8 +56,7 @@ int ulnet__msg_md(struct ulnet_msg *msg, struct ulnet_lnd_md *out)
 
 	if (!md)
 		return -ENOENT;
-	out->form = (md->umd.options & ULNET_MD_KIOV) ? ULNET_FRAG_KIOV
-		  : (md->umd.options & ULNET_MD_IOVEC) ? ULNET_FRAG_IOVEC : ULNET_FRAG_CONTIG;
+	out->form = md->frag_form;
 	out->frags = md->frags;
 	out->nfrags = md->nfrags;
 	out->length = md->total;
@@ -75,8 +74,7 @@ void ulnet__md_lnd_release(struct ulnet_libmd *md)
 {
 	struct ulnet_ni *ni = md->lnd_reg_ni;
 	struct ulnet_lnd_md m = {
-		.form = (md->umd.options & ULNET_MD_KIOV) ? ULNET_FRAG_KIOV
-		      : (md->umd.options & ULNET_MD_IOVEC) ? ULNET_FRAG_IOVEC : ULNET_FRAG_CONTIG,
+		.form = md->frag_form,
 		.frags = md->frags,
 		.nfrags = md->nfrags,
 		.length = md->total,

@@ -60,32 +60,77 @@ static size_t md_size(unsigned nfrags)
 	return sizeof(struct ulnet_libmd) + (size_t)(nfrags ? nfrags : 1) * sizeof(struct iovec);
 }
 
-static int md_build_frags(struct ulnet_node *node, const struct ulnet_md *umd, struct ulnet_libmd *md)
+/* Does kiov page @k continue the run ending at @run_end? Only a page that starts on a page boundary
+ * right where the previous piece ended: the run then still splits at the same page boundaries. */
+static bool kiov_continues(uint64_t run_end, const struct ulnet_kiov *k, uint64_t pmask)
+{
+	uint64_t a = (uintptr_t)k->kiov_base;
+
+	return a == run_end && (a & pmask) == 0;
+}
+
+/* Check every page of the kiov @umd and count the runs of pages that continue one another (empty
+ * pages dropped): -EINVAL after a log line. A kiov of a buffer's pages side by side, as the selftest
+ * and a page cache's neighbours are, is one run: one fragment to copy, send or register instead of
+ * one per page (256 per MiB, which the copying node's profile showed at every step). */
+static int kiov_runs(const struct ulnet_node *node, const struct ulnet_md *umd, uint64_t *total)
+{
+	const struct ulnet_kiov *k = umd->start;
+	uint64_t pmask = node->page_size - 1, end = 0, sum = 0;
+	int runs = 0;
+
+	for (unsigned i = 0; i < umd->length; i++) {
+		uint64_t in_page = (uintptr_t)k[i].kiov_base & pmask;
+
+		if (in_page + k[i].kiov_len > node->page_size) {
+			ULNET_LOG(CORE, ERR,
+				  "md: kiov[%u] offset %llu + length %u crosses the node page size %u "
+				  "(node setting page_size)", i, (unsigned long long)in_page, k[i].kiov_len,
+				  node->page_size);
+			return -EINVAL;
+		}
+		if (!k[i].kiov_len)
+			continue;
+		if (!runs || !kiov_continues(end, &k[i], pmask))
+			runs++;
+		end = (uintptr_t)k[i].kiov_base + k[i].kiov_len;
+		sum += k[i].kiov_len;
+	}
+	*total = sum;
+	return runs;
+}
+
+/* The runs kiov_runs counted, into md->frags; true if a run spans pages (it is no longer kiov-shaped). */
+static bool kiov_fill(const struct ulnet_node *node, const struct ulnet_md *umd, struct ulnet_libmd *md)
+{
+	const struct ulnet_kiov *k = umd->start;
+	uint64_t pmask = node->page_size - 1, end = 0;
+	unsigned n = 0;
+	bool joined = false;
+
+	for (unsigned i = 0; i < umd->length; i++) {
+		if (!k[i].kiov_len)
+			continue;
+		if (n && kiov_continues(end, &k[i], pmask)) {
+			md->frags[n - 1].iov_len += k[i].kiov_len;
+			joined = true;
+		} else {
+			md->frags[n].iov_base = k[i].kiov_base;
+			md->frags[n].iov_len = k[i].kiov_len;
+			n++;
+		}
+		end = (uintptr_t)k[i].kiov_base + k[i].kiov_len;
+	}
+	return joined;
+}
+
+static int md_build_frags(const struct ulnet_md *umd, struct ulnet_libmd *md)
 {
 	uint64_t total = 0;
 	unsigned n = md->nfrags;
 	bool whole = true;
 
-	if (umd->options & ULNET_MD_KIOV) {
-		const struct ulnet_kiov *k = umd->start;
-		uint64_t pmask = node->page_size - 1;
-
-		for (unsigned i = 0; i < n; i++) {
-			uint64_t in_page = (uintptr_t)k[i].kiov_base & pmask;
-
-			if (k[i].kiov_len > node->page_size || in_page + k[i].kiov_len > node->page_size) {
-				ULNET_LOG(CORE, ERR,
-					  "md: kiov[%u] offset %llu + length %u crosses the node page size %u "
-					  "(node setting page_size)", i, (unsigned long long)in_page, k[i].kiov_len,
-					  node->page_size);
-				return -EINVAL;
-			}
-			md->frags[i].iov_base = k[i].kiov_base;
-			md->frags[i].iov_len = k[i].kiov_len;
-			total += k[i].kiov_len;
-			whole &= k[i].kiov_len != 0;
-		}
-	} else if (umd->options & ULNET_MD_IOVEC) {
+	if (umd->options & ULNET_MD_IOVEC) {
 		const struct iovec *v = umd->start;
 
 		for (unsigned i = 0; i < n; i++) {
@@ -113,6 +158,8 @@ static int md_build_frags(struct ulnet_node *node, const struct ulnet_md *umd, s
 int ulnet__md_create(struct ulnet_node *node, const struct ulnet_md *umd, struct ulnet_libmd **out)
 {
 	struct ulnet_libmd *md;
+	uint64_t kiov_total = 0;
+	bool kiov;
 	int rc;
 
 	if (!umd || umd->threshold < ULNET_MD_THRESH_INF)
@@ -120,15 +167,34 @@ int ulnet__md_create(struct ulnet_node *node, const struct ulnet_md *umd, struct
 	rc = md_frag_count(umd);
 	if (rc < 0)
 		return rc;
-	md = ulnet__desc_get(node, md_size((unsigned)rc));
+	kiov = umd->options & ULNET_MD_KIOV;
+	if (kiov) {
+		rc = kiov_runs(node, umd, &kiov_total);
+		if (rc < 0)
+			return rc;
+		if (kiov_total > UINT32_MAX) {
+			ULNET_LOG(CORE, ERR, "md: total length %llu > 4 GiB", (unsigned long long)kiov_total);
+			return -EINVAL;
+		}
+	}
+	/* the fragments are all written below: only the header needs clearing */
+	md = ulnet__desc_get_hdr(node, md_size((unsigned)rc), sizeof(*md));
 	if (!md)
 		return -ENOMEM;
 	md->nfrags = (unsigned)rc;
 	md->frags = md->frag_store;
-	rc = md_build_frags(node, umd, md);
-	if (rc) {
-		ulnet__desc_put(node, md, md_size(md->nfrags));
-		return rc;
+	if (kiov) {
+		/* a run of several pages is no longer within one page: LNDs see it as an iovec */
+		md->frag_form = kiov_fill(node, umd, md) ? ULNET_FRAG_IOVEC : ULNET_FRAG_KIOV;
+		md->total = (uint32_t)kiov_total;
+		md->frags_whole = true; /* empty pages were dropped */
+	} else {
+		rc = md_build_frags(umd, md);
+		if (rc) {
+			ulnet__desc_put(node, md, md_size(md->nfrags));
+			return rc;
+		}
+		md->frag_form = (umd->options & ULNET_MD_IOVEC) ? ULNET_FRAG_IOVEC : ULNET_FRAG_CONTIG;
 	}
 	md->umd = *umd;
 	md->threshold = umd->threshold;

@@ -15,7 +15,8 @@ static size_t msg_size(unsigned niov)
 
 struct ulnet_msg *ulnet__msg_alloc(struct ulnet_node *node, unsigned niov)
 {
-	struct ulnet_msg *msg = ulnet__desc_get(node, msg_size(niov));
+	/* iov_store is written by whoever fills it (a slice of the MD): only the header is cleared */
+	struct ulnet_msg *msg = ulnet__desc_get_hdr(node, msg_size(niov), sizeof(*msg));
 
 	if (!msg)
 		return NULL;

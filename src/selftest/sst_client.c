@@ -284,7 +284,7 @@ void sst__client_launch(struct ulnet_sst *sst, struct sst_test *t)
 		return;
 	}
 	(void)ulnet__sst_msg_pack(&m, r->req);
-	rc = sst__post_active(sst, r, SLOT_REQ, false, r->req, ULNET_SST_MSG_SIZE, false,
+	rc = sst__post_active(sst, r, SLOT_REQ, false, r->req, ULNET_SST_MSG_SIZE,
 			 ulnet__sst_service_portal(t->service), t->service);
 	if (rc) {
 		r->status[SLOT_REQ] = rc;

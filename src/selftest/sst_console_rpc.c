@@ -102,7 +102,7 @@ int ulnet__sst_fw_call(struct ulnet_sst *sst, const struct ulnet_process_id *pee
 	if (!rc)
 		rc = ulnet__sst_msg_pack(req, r->req);
 	if (!rc) {
-		rc = sst__post_active(sst, r, SLOT_REQ, false, r->req, ULNET_SST_MSG_SIZE, false, ULNET_SST_PORTAL_FRAMEWORK,
+		rc = sst__post_active(sst, r, SLOT_REQ, false, r->req, ULNET_SST_MSG_SIZE, ULNET_SST_PORTAL_FRAMEWORK,
 				 service);
 		if (rc)
 			r->status[SLOT_REQ] = rc;

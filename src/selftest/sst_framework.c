@@ -342,7 +342,7 @@ void sst__fw_handle(struct ulnet_sst *sst, struct sst_rpc *r)
 				out->body.tes_reply.status = ENOMEM;
 				break;
 			}
-			if (sst__post_active(sst, r, SLOT_BULK, true, r->kiov, r->nkiov, true, ULNET_SST_PORTAL_RDMA,
+			if (sst__post_active(sst, r, SLOT_BULK, true, r->buf + r->off, r->len, ULNET_SST_PORTAL_RDMA,
 					q->bulkid)) {
 				out->body.tes_reply.status = EIO;
 				if (r->live)

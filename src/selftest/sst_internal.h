@@ -52,15 +52,6 @@ enum sst_err { ERR_NONE = 0, ERR_TIMEOUT, ERR_MISMATCH, ERR_REFUSED, ERR_PEER_GO
 
 struct sst_test;
 
-/* The fragment list built over a bulk buffer: the buffer, entries allocated, and the offset, length and
- * page size it describes (len 0: nothing yet). It stays with an own buffer in the buffer cache, and
- * with its RPC for a shared one (sst_rpc.c), so an RPC reusing a buffer for the same shape (every brw
- * RPC of a test) rebuilds nothing. */
-struct sst_kiov_shape {
-	const uint8_t *buf;
-	uint32_t cap, off, len, page;
-};
-
 struct sst_rpc {
 	struct sst_rpc *hnext;
 	struct sst_rpc *anext, *aprev;   /* client RPCs: active list (timeouts) */
@@ -85,10 +76,7 @@ struct sst_rpc {
 	uint8_t *buf;
 	size_t buf_cap;                   /* bytes allocated at buf (ulnet_mem_free) */
 	bool buf_shared;                  /* buf is one of the engine's shared buffers (not ours to free) */
-	struct ulnet_kiov *kiov;
-	unsigned nkiov;
-	struct sst_kiov_shape kshape;     /* what kiov holds; a recycled buffer brings its own along */
-	uint32_t len;
+	uint32_t off, len, page;          /* the bulk: @len bytes at buf + @off, in pages of @page bytes */
 	/* server */
 	struct ulnet_sst_msg in;          /* decoded request */
 	struct ulnet_sst_msg out;         /* reply being built */
@@ -208,7 +196,7 @@ int sst__bulk_check(const struct sst_rpc *r, bool swab, enum ulnet_sst_check che
 void sst__bulk_corrupt(struct sst_rpc *r, uint32_t at);
 int sst__post_passive(struct ulnet_sst *sst, struct sst_rpc *r, int slot, uint64_t bits, uint32_t options);
 int sst__post_active(struct ulnet_sst *sst, struct sst_rpc *r, int slot, bool get, void *start, uint32_t length,
-		     bool kiov, uint32_t portal, uint64_t bits);
+		     uint32_t portal, uint64_t bits);
 int sst__post_reqbuf(struct ulnet_sst *sst, uint32_t service);
 
 /* ---- sst_client.c ---- */

@@ -12,15 +12,11 @@
  * A brw RPC needs up to 1 MiB + a page of bulk buffer. Allocating it per RPC costs an mmap, a page
  * fault per page and an munmap, which made page faults the top of the profile; buffers are recycled
  * instead (bounded: BUF_CACHE_MAX buffers per process), last in first out. They come from ulnet_mem_alloc, so an o2ib
- * node over the shm provider gets memory its peers copy into with memcpy. A buffer keeps its fragment
- * list (sst_kiov_shape): building and freeing 257 entries per RPC showed in the copying node's profile. */
+ * node over the shm provider gets memory its peers copy into with memcpy. */
 #define BUF_CACHE_MAX 32
 struct buf_ent {
 	void *p;
 	size_t cap;
-	struct ulnet_kiov *kiov;
-	unsigned nkiov;
-	struct sst_kiov_shape kshape;
 };
 static struct {
 	pthread_mutex_t lock;
@@ -28,7 +24,7 @@ static struct {
 	unsigned n;
 } buf_cache = { .lock = PTHREAD_MUTEX_INITIALIZER };
 
-/* A buffer of at least @len bytes aligned to @align in @e (with its fragment list, if it has one). */
+/* A buffer of at least @len bytes aligned to @align in @e. */
 static int buf_get(ulnet_node *node, size_t align, size_t len, struct buf_ent *e)
 {
 	*e = (struct buf_ent){ 0 };
@@ -58,7 +54,6 @@ static void buf_put(const struct buf_ent *e)
 		gone = (struct buf_ent){ 0 };
 	}
 	pthread_mutex_unlock(&buf_cache.lock);
-	free(gone.kiov);
 	ulnet_mem_free(gone.p, gone.cap);
 }
 
@@ -70,17 +65,9 @@ struct sst_rpc *sst__rpc_new(struct ulnet_sst *sst, enum sst_role role)
 
 	/* one per RPC in steady state: reuse a freed one rather than go through malloc each time */
 	if (r) {
-		/* a fragment list it kept from a shared buffer stays with it (sst__rpc_free) */
-		struct ulnet_kiov *kiov = r->kiov;
-		struct sst_kiov_shape kshape = r->kshape;
-		unsigned nkiov = r->nkiov;
-
 		sst->rpc_cache = r->hnext;
 		sst->n_rpc_cache--;
 		memset(r, 0, sizeof(*r));
-		r->kiov = kiov;
-		r->kshape = kshape;
-		r->nkiov = nkiov;
 	} else if (!(r = calloc(1, sizeof(*r)))) {
 		return NULL;
 	}
@@ -134,19 +121,13 @@ void sst__rpc_free(struct ulnet_sst *sst, struct sst_rpc *r)
 		if (r->holds_reqbuf && r->service < SST_SVC_SLOTS)
 			sst->reqbuf_owed[r->service]++; /* reposted by sst__server_kick() */
 	}
-	/* an own buffer takes its fragment list back to the cache; a shared buffer's list stays with the
-	 * RPC, for the next RPC on that buffer (the shared buffers do not move while the engine lives) */
-	if (r->buf && !r->buf_shared) {
-		buf_put(&(struct buf_ent){ r->buf, r->buf_cap, r->kiov, r->nkiov, r->kshape });
-		r->kiov = NULL;
-		r->kshape = (struct sst_kiov_shape){ 0 };
-	}
+	if (r->buf && !r->buf_shared)
+		buf_put(&(struct buf_ent){ r->buf, r->buf_cap });
 	if (sst->n_rpc_cache < SST_RPC_CACHE) {
 		r->hnext = sst->rpc_cache;
 		sst->rpc_cache = r;
 		sst->n_rpc_cache++;
 	} else {
-		free(r->kiov);
 		free(r);
 	}
 }
@@ -157,7 +138,6 @@ void sst__rpc_cache_drain(struct ulnet_sst *sst)
 		struct sst_rpc *r = sst->rpc_cache;
 
 		sst->rpc_cache = r->hnext;
-		free(r->kiov);
 		free(r);
 	}
 	sst->n_rpc_cache = 0;
@@ -198,7 +178,6 @@ static uint8_t *shared_buf(struct ulnet_sst *sst, size_t total, enum sst_buf use
 		struct buf_ent e;
 
 		if (!buf_get(sst->node, sst->page, cap, &e)) {
-			free(e.kiov); /* the shared buffer's RPCs each have their own */
 			*p = e.p;
 			*pcap = e.cap;
 		}
@@ -214,14 +193,14 @@ void sst__discard_free(struct ulnet_sst *sst)
 	sst->unfilled = NULL;
 }
 
-/* Bulk buffer of @len bytes at @off in page-sized fragments of this node; @use: a sink whose bytes are
- * never looked at or a source whose bytes are never written may be a shared one (shared_buf). */
+/* Bulk buffer of @len bytes at @off, in a page-aligned buffer of this node; @use: a sink whose bytes
+ * are never looked at or a source whose bytes are never written may be a shared one (shared_buf).
+ * Its MD is one fragment: the core would join the pages of a kiov over it into one anyway
+ * (md.c: kiov_runs), so the LND sees the same, and building and walking 257 page entries per RPC
+ * showed in the copying node's profile. */
 int sst__rpc_alloc_bulk(struct ulnet_sst *sst, struct sst_rpc *r, uint32_t off, uint32_t len, enum sst_buf use)
 {
 	size_t total = ((size_t)off + len + sst->page - 1) / sst->page * sst->page;
-	size_t pos, end = (size_t)off + len;
-	uint32_t need = (len + sst->page - 1) / sst->page + 1;
-	unsigned n = 0;
 
 	r->buf = use != SST_BUF_OWN ? shared_buf(sst, total, use) : NULL;
 	r->buf_shared = r->buf != NULL;
@@ -232,70 +211,43 @@ int sst__rpc_alloc_bulk(struct ulnet_sst *sst, struct sst_rpc *r, uint32_t off, 
 			return -ENOMEM;
 		r->buf = e.p;
 		r->buf_cap = e.cap;
-		if (e.kiov) {
-			free(r->kiov);
-			r->kiov = e.kiov;
-			r->nkiov = e.nkiov;
-			r->kshape = e.kshape;
-		}
 	}
+	r->off = off;
 	r->len = len;
-	if (r->kiov && r->kshape.len && r->kshape.buf == r->buf && r->kshape.off == off && r->kshape.len == len &&
-	    r->kshape.page == sst->page)
-		return 0; /* this buffer's list already says this */
-	if (!r->kiov || r->kshape.cap < need) {
-		free(r->kiov);
-		r->kshape = (struct sst_kiov_shape){ 0 };
-		r->nkiov = 0;
-		r->kiov = calloc(need, sizeof(*r->kiov));
-		if (!r->kiov)
-			return -ENOMEM;
-		r->kshape.cap = need;
-	}
-	r->kshape.len = 0; /* rebuilt below */
-	for (pos = off; pos < end; n++) {
-		/* the page size is a power of two: no division per page (it showed in the profile) */
-		size_t fend = (pos | ((size_t)sst->page - 1)) + 1;
-
-		if (fend > end)
-			fend = end;
-		r->kiov[n].kiov_base = r->buf + pos;
-		r->kiov[n].kiov_len = (uint32_t)(fend - pos);
-		pos = fend;
-	}
-	r->nkiov = n;
-	r->kshape = (struct sst_kiov_shape){ .buf = r->buf, .cap = r->kshape.cap, .off = off, .len = len, .page = sst->page };
+	r->page = sst->page;
 	return 0;
+}
+
+/* The bulk's page pieces, as lnet_selftest sees its page fragments: the first from the offset to the
+ * end of its page, then page by page (the page size is a power of two: no division per page). */
+static size_t piece_end(const struct sst_rpc *r, size_t pos)
+{
+	size_t end = (size_t)r->off + r->len, fend = (pos | ((size_t)r->page - 1)) + 1;
+
+	return fend < end ? fend : end;
 }
 
 int sst__bulk_check(const struct sst_rpc *r, bool swab, enum ulnet_sst_check check, uint64_t *bad)
 {
-	uint64_t xpos = 0;
+	const uint8_t *base = r->buf;
+	size_t end = (size_t)r->off + r->len;
 
 	if (check != ULNET_SST_CHECK_SIMPLE && check != ULNET_SST_CHECK_FULL)
-		return 0; /* not a walk over 256 fragments per MiB to look at nothing */
-	for (unsigned i = 0; i < r->nkiov; i++) {
-		if (ulnet__sst_brw_check(r->kiov[i].kiov_base, r->kiov[i].kiov_len, xpos, ULNET_SST_BRW_MAGIC, swab,
+		return 0; /* not a walk over 256 pages per MiB to look at nothing */
+	for (size_t pos = r->off, fend; pos < end; pos = fend) {
+		fend = piece_end(r, pos);
+		if (ulnet__sst_brw_check(base + pos, (uint32_t)(fend - pos), pos - r->off, ULNET_SST_BRW_MAGIC, swab,
 					 check, bad))
 			return 1;
-		xpos += r->kiov[i].kiov_len;
 	}
 	return 0;
 }
 
 void sst__bulk_corrupt(struct sst_rpc *r, uint32_t at)
 {
-	uint64_t xpos = 0;
-
 	if (at >= r->len)
 		at = r->len - 1;
-	for (unsigned i = 0; i < r->nkiov; i++) {
-		if (at < xpos + r->kiov[i].kiov_len) {
-			((uint8_t *)r->kiov[i].kiov_base)[at - xpos] ^= 0x5a;
-			return;
-		}
-		xpos += r->kiov[i].kiov_len;
-	}
+	r->buf[r->off + at] ^= 0x5a;
 }
 
 /* Passive MD on portal 52 for a reply (@slot RPY) or bulk (@slot BULK). */
@@ -309,9 +261,8 @@ int sst__post_passive(struct ulnet_sst *sst, struct sst_rpc *r, int slot, uint64
 	int rc;
 
 	if (slot == SLOT_BULK) {
-		md.start = r->kiov;
-		md.length = r->nkiov;
-		md.options |= ULNET_MD_KIOV;
+		md.start = r->buf + r->off;
+		md.length = r->len;
 	} else {
 		md.start = r->rpy;
 		md.length = ULNET_SST_MSG_SIZE;
@@ -331,11 +282,11 @@ int sst__post_passive(struct ulnet_sst *sst, struct sst_rpc *r, int slot, uint64
 /* Active PUT (@get false) or GET from @slot's memory. On a synchronous failure the MD is unlinked,
  * so its final event still comes; the caller learns the error from the return value. */
 int sst__post_active(struct ulnet_sst *sst, struct sst_rpc *r, int slot, bool get, void *start, uint32_t length,
-		     bool kiov, uint32_t portal, uint64_t bits)
+		     uint32_t portal, uint64_t bits)
 {
 	struct ulnet_md md = {
 		.start = start, .length = length, .threshold = get ? 2 : 1,
-		.options = kiov ? ULNET_MD_KIOV : 0, .user_ptr = slot_ptr(sst, r, slot), .handler = sst__event_handler,
+		.user_ptr = slot_ptr(sst, r, slot), .handler = sst__event_handler,
 	};
 	int rc = ulnet_md_bind(sst->node, &md, ULNET_UNLINK, &r->mdh[slot]);
 

@@ -16,7 +16,7 @@ void sst__server_send_reply(struct ulnet_sst *sst, struct sst_rpc *r)
 	(void)ulnet__sst_msg_pack(&r->out, r->rpy);
 	if (r->ext_stat)
 		ulnet__sst_stat_ext_pack(&r->ext, r->rpy + ULNET_SST_HDR_SIZE);
-	rc = sst__post_active(sst, r, SLOT_RPY, false, r->rpy, ULNET_SST_MSG_SIZE, false, ULNET_SST_PORTAL_RDMA,
+	rc = sst__post_active(sst, r, SLOT_RPY, false, r->rpy, ULNET_SST_MSG_SIZE, ULNET_SST_PORTAL_RDMA,
 			 r->in.body.brw_reqst.rpyid /* every request starts with its reply id */);
 	if (rc) {
 		sst->cnt.rpcs_dropped++;
@@ -89,7 +89,7 @@ static void server_brw_start(struct ulnet_sst *sst, struct sst_rpc *r)
 		sst__bulk_corrupt(r, sst->inject_at);
 	}
 	r->has_bulk = true;
-	rc = sst__post_active(sst, r, SLOT_BULK, write, r->kiov, r->nkiov, true, ULNET_SST_PORTAL_RDMA, q->bulkid);
+	rc = sst__post_active(sst, r, SLOT_BULK, write, r->buf + r->off, r->len, ULNET_SST_PORTAL_RDMA, q->bulkid);
 	if (!rc)
 		return; /* the bulk's final event continues in sst__server_event() */
 	*status = EIO;

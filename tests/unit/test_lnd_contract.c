@@ -412,7 +412,8 @@ static void test_md_unlink_during_registration(void **state)
 	struct fixture f;
 	uint32_t page = 4096;
 	uint8_t *mem = aligned_alloc(page, 4 * page);
-	struct ulnet_kiov kiov[3] = { { mem + 100, page - 100 }, { mem + page, page }, { mem + 2 * page, 10 } };
+	/* pages apart (a kiov of pages side by side would be one fragment, shown as an iovec) */
+	struct ulnet_kiov kiov[3] = { { mem + 100, page - 100 }, { mem + 2 * page, page }, { mem + page, 10 } };
 	struct ulnet_md md = { .start = kiov, .length = 3, .threshold = ULNET_MD_THRESH_INF,
 			       .options = ULNET_MD_KIOV };
 	struct ulnet_process_id to = peer_id(2);

@@ -505,6 +505,73 @@ static void fragments_as_sent(void **state)
 	ulnet_node_close(node);
 }
 
+/* A kiov's pages that continue one another (each next page starting on a page boundary where the
+ * last ended) reach the LND as one fragment, shown as an iovec; pages that do not stay apart, and an
+ * MD that stays page by page is still shown as a kiov. Empty pages are dropped. */
+static const struct kiov_run_case {
+	const char *name;
+	struct { unsigned page, off, len; } k[4];
+	unsigned nk;
+	struct { unsigned page, off, len; } want[4];
+	unsigned nwant;
+	enum ulnet_frag_form form;
+} kiov_run_cases[] = {
+	{ "offset, whole page, short page: one run", { { 0, 100, 4096 - 100 }, { 1, 0, 4096 }, { 2, 0, 10 } }, 3,
+	  { { 0, 100, 2 * 4096 - 100 + 10 } }, 1, ULNET_FRAG_IOVEC },
+	{ "a page missing: two", { { 0, 0, 4096 }, { 2, 0, 4096 } }, 2, { { 0, 0, 4096 }, { 2, 0, 4096 } }, 2,
+	  ULNET_FRAG_KIOV },
+	{ "pages in reverse: two", { { 1, 0, 4096 }, { 0, 0, 4096 } }, 2, { { 1, 0, 4096 }, { 0, 0, 4096 } }, 2,
+	  ULNET_FRAG_KIOV },
+	{ "pieces of one page: not joined", { { 0, 0, 100 }, { 0, 100, 200 } }, 2, { { 0, 0, 100 }, { 0, 100, 200 } },
+	  2, ULNET_FRAG_KIOV },
+	{ "a short page ends a run", { { 0, 0, 4000 }, { 1, 0, 4096 } }, 2, { { 0, 0, 4000 }, { 1, 0, 4096 } }, 2,
+	  ULNET_FRAG_KIOV },
+	{ "an empty page between: dropped", { { 0, 0, 4096 }, { 3, 7, 0 }, { 1, 0, 4096 }, { 2, 0, 1 } }, 4,
+	  { { 0, 0, 2 * 4096 + 1 } }, 1, ULNET_FRAG_IOVEC },
+};
+
+static void kiov_runs_as_sent(void **state)
+{
+	const struct kiov_run_case *c = *state;
+	uint8_t *mem = aligned_alloc(4096, 4 * 4096);
+	struct ulnet_process_id p6 = { .pid = ULNET_PID_LUSTRE };
+	ulnet_node *node = hold_node("8", "256");
+	struct ulnet_kiov kiov[4];
+	struct ulnet_md md = { .start = kiov, .length = c->nk, .threshold = 1, .options = ULNET_MD_KIOV };
+	const struct ulnet_msg_lnd_view *v;
+	struct ulnet_lnd_md m;
+	struct ulnet_handle h;
+	unsigned total = 0;
+
+	assert_non_null(mem);
+	assert_int_equal(ulnet_node_page_size(node), 4096);
+	assert_int_equal(ulnet_nid_parse("6@kfi", &p6.nid, NULL), 0);
+	for (unsigned i = 0; i < c->nk; i++) {
+		kiov[i] = (struct ulnet_kiov){ mem + c->k[i].page * 4096 + c->k[i].off, c->k[i].len };
+		total += c->k[i].len;
+	}
+	assert_int_equal(ulnet_md_bind(node, &md, ULNET_UNLINK, &h), 0);
+	assert_int_equal(ulnet_put(node, h, ULNET_NOACK_REQ, &p6, 1, 0, 0, 0), 0);
+	ulnet__node_sync(node);
+	assert_int_equal(held_count(node), 1);
+	pthread_mutex_lock(&node->lock);
+	v = ulnet__msg_view(held[0]);
+	assert_int_equal(v->hdr.payload_length, total);
+	assert_int_equal(v->niov, c->nwant);
+	assert_int_equal(ulnet__msg_md(held[0], &m), 0);
+	assert_int_equal(m.form, c->form);
+	assert_int_equal(m.nfrags, c->nwant);
+	assert_int_equal(m.length, total);
+	for (unsigned i = 0; i < c->nwant; i++) {
+		assert_ptr_equal(v->iov[i].iov_base, mem + c->want[i].page * 4096 + c->want[i].off);
+		assert_int_equal(v->iov[i].iov_len, c->want[i].len);
+	}
+	pthread_mutex_unlock(&node->lock);
+	complete_first(node, 0);
+	ulnet_node_close(node);
+	free(mem);
+}
+
 int main(void)
 {
 	struct CMUnitTest tests[64];
@@ -520,5 +587,8 @@ int main(void)
 	tests[n++] = (struct CMUnitTest){ .name = "unlink while in flight", .test_func = unlink_while_in_flight };
 	tests[n++] = (struct CMUnitTest){ .name = "shutdown fails queued", .test_func = shutdown_fails_queued };
 	tests[n++] = (struct CMUnitTest){ .name = "fragments as sent", .test_func = fragments_as_sent };
+	for (size_t i = 0; i < sizeof(kiov_run_cases) / sizeof(kiov_run_cases[0]); i++)
+		tests[n++] = (struct CMUnitTest){ .name = kiov_run_cases[i].name, .test_func = kiov_runs_as_sent,
+						  .initial_state = (void *)&kiov_run_cases[i] };
 	return _cmocka_run_group_tests("md", tests, n, hold_setup, NULL);
 }

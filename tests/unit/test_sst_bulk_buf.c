@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /* Which bulk buffer a brw RPC gets (sst__rpc_alloc_bulk, src/selftest/sst_rpc.c): unchecked sinks all
  * land in one buffer of the engine, unchecked sources all send from another, checked ones and those
- * too large for the shared size keep their own; the fragments cover [off, off + len) page by page.
+ * too large for the shared size keep their own; the bulk is [off, off + len) of a page-aligned buffer, and
+ * its checks look at it page piece by page piece, as lnet_selftest looks at its page fragments.
  * Heap memory (a node without NIs); leaks show under ASan. */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -40,7 +41,6 @@ static int teardown(void **state)
 	for (unsigned i = 0; i < 6; i++) {
 		if (!f->r[i].buf_shared)
 			ulnet_mem_free(f->r[i].buf, f->r[i].buf_cap);
-		free(f->r[i].kiov);
 	}
 	sst__discard_free(&f->sst);
 	assert_null(f->sst.discard);
@@ -52,16 +52,11 @@ static int teardown(void **state)
 
 static void assert_frags(const struct sst_rpc *r, uint32_t off, uint32_t len)
 {
-	size_t pos = off;
-
+	assert_int_equal(r->off, off);
 	assert_int_equal(r->len, len);
-	assert_int_equal(r->nkiov, (off % PAGE + len + PAGE - 1) / PAGE);
-	for (unsigned i = 0; i < r->nkiov; i++) {
-		assert_ptr_equal(r->kiov[i].kiov_base, r->buf + pos);
-		assert_true(i == 0 || (uintptr_t)r->kiov[i].kiov_base % PAGE == 0);
-		pos += r->kiov[i].kiov_len;
-	}
-	assert_int_equal(pos, (size_t)off + len);
+	assert_int_equal(r->page, PAGE);
+	assert_int_equal((uintptr_t)r->buf % PAGE, 0);
+	assert_true(r->buf_shared || r->buf_cap >= (size_t)off + len);
 }
 
 /* Two unchecked sources (brw write's client, brw read's server) send from one buffer, two
@@ -111,37 +106,38 @@ static void checked_or_too_large_own(void **state)
 	assert_frags(&r[3], 2 * PAGE, MIB);
 }
 
-/* A recycled RPC keeps the fragment list it built over a shared buffer: the next RPC of the same
- * shape on that buffer rebuilds nothing; one on the other shared buffer, or on a buffer of its own,
- * gets a list that describes its buffer. */
-static void recycled_rpc_keeps_shared_list(void **state)
+/* A check looks at the bulk page piece by page piece: SIMPLE sees the first and last 8 bytes of each
+ * piece (the first piece runs from the offset to the end of its page), FULL every byte; a corrupted
+ * byte is reported at its transfer offset. The RPC and its buffer go back to the caches. */
+static void checks_walk_page_pieces(void **state)
 {
 	struct fixture *f = *state;
 	struct sst_rpc *r = sst__rpc_new(&f->sst, ROLE_CLIENT);
-	struct ulnet_kiov *kiov;
+	const uint32_t off = 100, len = 2 * PAGE;
+	const struct { uint32_t at; bool simple_sees; } cases[] = {
+		{ PAGE - off - 1, true },       /* last byte of the first piece */
+		{ PAGE - off, true },           /* first byte of the second */
+		{ PAGE - off + PAGE / 2, false }, /* the middle of the second */
+		{ len - 1, true },              /* the last byte */
+	};
+	uint64_t bad;
 
 	assert_non_null(r);
-	assert_int_equal(sst__rpc_alloc_bulk(&f->sst, r, 0, MIB, SST_BUF_SHARED_SINK), 0);
-	kiov = r->kiov;
-	sst__rpc_free(&f->sst, r);
-	r = sst__rpc_new(&f->sst, ROLE_CLIENT); /* the same one, from the engine's RPC cache */
-	assert_non_null(r);
-	assert_ptr_equal(r->kiov, kiov);
-	assert_int_equal(sst__rpc_alloc_bulk(&f->sst, r, 0, MIB, SST_BUF_SHARED_SINK), 0);
-	assert_ptr_equal(r->kiov, kiov);
-	assert_ptr_equal(r->buf, f->sst.discard);
-	assert_frags(r, 0, MIB);
-	sst__rpc_free(&f->sst, r);
-	r = sst__rpc_new(&f->sst, ROLE_CLIENT);
-	assert_int_equal(sst__rpc_alloc_bulk(&f->sst, r, 0, MIB, SST_BUF_SHARED_SOURCE), 0);
-	assert_ptr_equal(r->buf, f->sst.unfilled);
-	assert_frags(r, 0, MIB);
-	sst__rpc_free(&f->sst, r);
-	r = sst__rpc_new(&f->sst, ROLE_CLIENT);
-	assert_int_equal(sst__rpc_alloc_bulk(&f->sst, r, 0, MIB, SST_BUF_OWN), 0);
-	assert_false(r->buf_shared);
-	assert_frags(r, 0, MIB);
-	sst__rpc_free(&f->sst, r); /* its buffer and list go to the buffer cache */
+	assert_int_equal(sst__rpc_alloc_bulk(&f->sst, r, off, len, SST_BUF_OWN), 0);
+	assert_frags(r, off, len);
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		ulnet__sst_brw_fill(r->buf + off, len, 0, ULNET_SST_BRW_MAGIC);
+		assert_int_equal(sst__bulk_check(r, false, ULNET_SST_CHECK_FULL, &bad), 0);
+		sst__bulk_corrupt(r, cases[i].at);
+		assert_int_equal(r->buf[off + cases[i].at], 0x5a ^ r->buf[off + (cases[i].at + 8) % len]);
+		assert_int_equal(sst__bulk_check(r, false, ULNET_SST_CHECK_SIMPLE, &bad), cases[i].simple_sees);
+		if (cases[i].simple_sees)
+			assert_int_equal(bad, cases[i].at);
+		assert_int_equal(sst__bulk_check(r, false, ULNET_SST_CHECK_FULL, &bad), 1);
+		assert_int_equal(bad, cases[i].at);
+		assert_int_equal(sst__bulk_check(r, false, ULNET_SST_CHECK_NONE, &bad), 0);
+	}
+	sst__rpc_free(&f->sst, r); /* its buffer goes to the buffer cache */
 	sst__rpc_cache_drain(&f->sst);
 }
 
@@ -150,7 +146,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_setup_teardown(unchecked_share_per_direction, setup, teardown),
 		cmocka_unit_test_setup_teardown(checked_or_too_large_own, setup, teardown),
-		cmocka_unit_test_setup_teardown(recycled_rpc_keeps_shared_list, setup, teardown),
+		cmocka_unit_test_setup_teardown(checks_walk_page_pieces, setup, teardown),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
