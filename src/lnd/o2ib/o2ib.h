@@ -212,7 +212,9 @@ void o2ib_mem_freed(struct ulnet_ni *ni, void *reg);
 
 /* o2ib_conn.c */
 void o2ib_peer_queue(struct o2ib_peer *peer, struct o2ib_tx *tx);
-struct o2ib_tx *o2ib_tx_new(uint8_t type);
+struct o2ib_tx *o2ib_tx_new(struct o2ib_net *net, uint8_t type);
+/* A tx that was never posted nor finished (o2ib_tx_done frees the others). */
+void o2ib_tx_free(struct o2ib_net *net, struct o2ib_tx *tx);
 int o2ib_connect(struct o2ib_peer *peer);
 void o2ib_conn_close(struct o2ib_conn *conn, int status, const char *why);
 void o2ib_conn_queue(struct o2ib_conn *conn, struct o2ib_tx *tx);

@@ -475,7 +475,7 @@ void o2ib_conn_check_sends(struct o2ib_conn *conn)
 		return;
 	}
 	if (need_noop(conn, now)) {
-		struct o2ib_tx *noop = o2ib_tx_new(O2IB_MSG_NOOP);
+		struct o2ib_tx *noop = o2ib_tx_new(conn->net, O2IB_MSG_NOOP);
 
 		if (noop)
 			o2ib_conn_queue(conn, noop);

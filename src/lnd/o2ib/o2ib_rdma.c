@@ -471,7 +471,7 @@ int o2ib_send_rdma(struct o2ib_net *net, struct o2ib_peer *peer, struct ulnet_ms
 {
 	const struct ulnet_msg_lnd_view *v = ulnet__msg_view(msg);
 	bool get = v->hdr.type == ULNET_MSG_GET;
-	struct o2ib_tx *tx = o2ib_tx_new(get ? O2IB_MSG_GET_REQ : O2IB_MSG_PUT_REQ);
+	struct o2ib_tx *tx = o2ib_tx_new(net, get ? O2IB_MSG_GET_REQ : O2IB_MSG_PUT_REQ);
 
 	if (!tx)
 		return -ENOMEM;
@@ -479,7 +479,7 @@ int o2ib_send_rdma(struct o2ib_net *net, struct o2ib_peer *peer, struct ulnet_ms
 	if (get) {
 		tx->lntmsg2 = ulnet__create_reply_msg(net->ni, msg);
 		if (!tx->lntmsg2) {
-			free(tx);
+			o2ib_tx_free(net, tx);
 			return -ENOMEM;
 		}
 		tx->msg.u.get.hdr = v->hdr;
@@ -514,9 +514,9 @@ static void queue_nocred(struct o2ib_conn *conn, struct o2ib_tx *tx)
 	o2ib_conn_check_sends(conn);
 }
 
-static struct o2ib_tx *completion_tx(uint8_t type, uint64_t cookie, int32_t status)
+static struct o2ib_tx *completion_tx(struct o2ib_net *net, uint8_t type, uint64_t cookie, int32_t status)
 {
-	struct o2ib_tx *tx = o2ib_tx_new(type);
+	struct o2ib_tx *tx = o2ib_tx_new(net, type);
 
 	if (tx) {
 		tx->msg.u.completion.cookie = cookie;
@@ -665,7 +665,7 @@ static int write_and_done(struct o2ib_conn *conn, uint8_t done, uint64_t cookie,
 
 	for (uint32_t i = 0; i < rd->nfrags; i++)
 		room += rd->frags[i].nob;
-	tx = completion_tx(done, cookie, (int32_t)nob);
+	tx = completion_tx(conn->net, done, cookie, (int32_t)nob);
 	if (!tx)
 		return -ENOMEM;
 	tx->lntmsg = msg;
@@ -701,7 +701,7 @@ int o2ib_recv_rdma(struct o2ib_net *net, struct o2ib_rx *rx, struct ulnet_msg *m
 	}
 	if (m->type == O2IB_MSG_GET_REQ) {
 		if (!msg) { /* no match: GET_DONE(-ENODATA) */
-			tx = completion_tx(O2IB_MSG_GET_DONE, m->u.get.cookie, -ENODATA);
+			tx = completion_tx(conn->net, O2IB_MSG_GET_DONE, m->u.get.cookie, -ENODATA);
 			if (tx)
 				queue_nocred(conn, tx);
 		} else if ((rc = write_and_done(conn, O2IB_MSG_GET_DONE, m->u.get.cookie, &m->u.get.rd, msg, iov, niov,
@@ -713,7 +713,7 @@ int o2ib_recv_rdma(struct o2ib_net *net, struct o2ib_rx *rx, struct ulnet_msg *m
 	}
 	/* PUT_REQ */
 	if (!msg || !mlen) {
-		tx = completion_tx(O2IB_MSG_PUT_NAK, m->u.putreq.cookie, msg ? 0 : -ENODATA);
+		tx = completion_tx(conn->net, O2IB_MSG_PUT_NAK, m->u.putreq.cookie, msg ? 0 : -ENODATA);
 		if (msg)
 			ulnet__finalize(msg, 0);
 		if (tx)
@@ -721,15 +721,15 @@ int o2ib_recv_rdma(struct o2ib_net *net, struct o2ib_rx *rx, struct ulnet_msg *m
 		o2ib_rx_repost(rx, true);
 		return 0;
 	}
-	tx = o2ib_tx_new(O2IB_MSG_PUT_ACK);
+	tx = o2ib_tx_new(conn->net, O2IB_MSG_PUT_ACK);
 	if (!tx || (rc = sink_describe(conn, tx, msg, iov, niov, mlen, &tx->msg.u.putack.rd))) {
 		if (tx) {
 			if (tx->mr_ok)
 				net->fab->dereg_mr(net->dev, &tx->mr);
 			o2ib_tx_release(net, tx);
+			o2ib_tx_free(net, tx);
 		}
-		free(tx);
-		tx = completion_tx(O2IB_MSG_PUT_NAK, m->u.putreq.cookie, rc ? rc : -ENOMEM);
+		tx = completion_tx(conn->net, O2IB_MSG_PUT_NAK, m->u.putreq.cookie, rc ? rc : -ENOMEM);
 		ulnet__finalize(msg, rc ? rc : -ENOMEM);
 		if (tx)
 			queue_nocred(conn, tx);
