@@ -224,11 +224,15 @@ static unsigned addr_words(const struct ulnet_nid *nid)
  * everything this file produces zeroes them anyway. Any two wildcards are equal. */
 bool ulnet_nid_equal(const struct ulnet_nid *a, const struct ulnet_nid *b)
 {
-	if (ulnet_nid_is_any(a) || ulnet_nid_is_any(b))
-		return ulnet_nid_is_any(a) && ulnet_nid_is_any(b);
-	if (a->size != b->size || a->type != b->type || a->num != b->num)
+	/* type first: an ANY NID equals only another ANY, whatever its other fields (~11 calls per
+	 * message on the core's paths: the cheapest test that tells most pairs apart goes first) */
+	if (a->type != b->type)
 		return false;
-	for (unsigned i = 0; i < addr_words(a); i++)
+	if (a->type == ULNET_LND_ANY)
+		return true;
+	if (a->size != b->size || a->num != b->num || a->addr[0] != b->addr[0])
+		return false;
+	for (unsigned i = 1; i < addr_words(a); i++)
 		if (a->addr[i] != b->addr[i])
 			return false;
 	return true;
