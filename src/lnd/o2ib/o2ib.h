@@ -183,7 +183,10 @@ struct o2ib_xfer {
 	struct fab_sge *sges;
 	uint32_t nwrs, next;        /* WRs; the first not yet posted */
 	uint32_t room;              /* window: send-queue slots one window may use, its SEND included */
+	struct fab_send_wr wr1;     /* wrs and sges of a one-WR, one-SGE transfer (the usual) point here */
+	struct fab_sge sge1;
 };
+void o2ib_xfer_free(struct o2ib_xfer *x);
 /* The next window of @x (WRs from x->next, wr_id @wr_id, chained, the last one's next NULL): the count
  * (0: only the SEND is left), *@final when the SEND goes with it. o2ib_xfer_posted() advances. */
 uint32_t o2ib_xfer_window(struct o2ib_xfer *x, uint64_t wr_id, struct fab_send_wr **first, struct fab_send_wr **last,

@@ -391,9 +391,12 @@ static uint32_t count_sges(const struct piece *p, const struct o2ib_rdma_desc *r
 
 void o2ib_plan_free(struct o2ib_plan *plan)
 {
-	free(plan->regs);
-	free(plan->sges);
-	free(plan->wrs);
+	if (plan->regs != &plan->reg1)
+		free(plan->regs);
+	if (plan->sges != &plan->sge1)
+		free(plan->sges);
+	if (plan->wrs != &plan->wr1)
+		free(plan->wrs);
 	plan->regs = NULL;
 	plan->sges = NULL;
 	plan->wrs = NULL;
@@ -407,9 +410,12 @@ static int fill_plan(struct o2ib_plan *plan, enum o2ib_strategy s, const struct 
 	uint32_t nsge = count_sges(p, rd, resid);
 
 	plan->strategy = s;
-	plan->regs = calloc(np ? np : 1, sizeof(*plan->regs));
-	plan->sges = calloc(nsge ? nsge : 1, sizeof(*plan->sges));
-	plan->wrs = calloc(nwr ? nwr : 1, sizeof(*plan->wrs));
+	plan->reg1 = (struct o2ib_reg){ 0 };
+	plan->sge1 = (struct o2ib_sge){ 0 };
+	plan->wr1 = (struct o2ib_wr){ 0 };
+	plan->regs = np <= 1 ? &plan->reg1 : calloc(np, sizeof(*plan->regs));
+	plan->sges = nsge <= 1 ? &plan->sge1 : calloc(nsge, sizeof(*plan->sges));
+	plan->wrs = nwr <= 1 ? &plan->wr1 : calloc(nwr, sizeof(*plan->wrs));
 	if (!plan->regs || !plan->sges || !plan->wrs) {
 		o2ib_plan_free(plan);
 		return -ENOMEM;

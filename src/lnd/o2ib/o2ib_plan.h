@@ -131,6 +131,11 @@ struct o2ib_plan {
 	struct o2ib_wr *wrs;       /* RDMA WRITEs; the completion SEND follows in the last window */
 	uint32_t nwindows;         /* including the one that carries the completion SEND */
 	struct o2ib_why why;
+	/* a plan of one registration, SGE and WR (a contiguous transfer into one remote fragment: the
+	 * usual 1 MiB) points here instead of allocating three arrays; so the plan is not copied */
+	struct o2ib_reg reg1;
+	struct o2ib_sge sge1;
+	struct o2ib_wr wr1;
 };
 /* Move @resid bytes of @local into @remote. 0, -EINVAL (limits), -EPROTO (either side shorter than
  * resid: "Src/Dst buffer exhausted") or -EMSGSIZE (the peer's descriptor alone needs more WRs than

@@ -295,9 +295,7 @@ void o2ib_tx_release(struct o2ib_net *net, struct o2ib_tx *tx)
 		cmr_put(net, tx->cmr);
 	tx->cmr = NULL;
 	if (tx->xfer) {
-		free(tx->xfer->wrs);
-		free(tx->xfer->sges);
-		free(tx->xfer);
+		o2ib_xfer_free(tx->xfer);
 		tx->xfer = NULL;
 	}
 	if (tx->bounce)
@@ -550,6 +548,15 @@ uint32_t o2ib_xfer_window(struct o2ib_xfer *x, uint64_t wr_id, struct fab_send_w
 
 void o2ib_xfer_posted(struct o2ib_xfer *x, uint32_t n) { x->next += n; }
 
+void o2ib_xfer_free(struct o2ib_xfer *x)
+{
+	if (x->wrs != &x->wr1)
+		free(x->wrs);
+	if (x->sges != &x->sge1)
+		free(x->sges);
+	free(x);
+}
+
 /* The fabric WRs of @plan, key @lkey: its SGEs at @base + (their offset in the transfer), the
  * registration holding the transfer's bytes concatenated; or (@by_va) at @base + (their virtual
  * address - @va0), a registration of the contiguous memory from @va0 (a whole allocation). */
@@ -561,12 +568,10 @@ static struct o2ib_xfer *xfer_build(const struct o2ib_plan *plan, const struct o
 
 	if (!x)
 		return NULL;
-	x->wrs = calloc(plan->nwrs ? plan->nwrs : 1, sizeof(*x->wrs));
-	x->sges = calloc(plan->nsges ? plan->nsges : 1, sizeof(*x->sges));
+	x->wrs = plan->nwrs <= 1 ? &x->wr1 : calloc(plan->nwrs, sizeof(*x->wrs));
+	x->sges = plan->nsges <= 1 ? &x->sge1 : calloc(plan->nsges, sizeof(*x->sges));
 	if (!x->wrs || !x->sges) {
-		free(x->wrs);
-		free(x->sges);
-		free(x);
+		o2ib_xfer_free(x);
 		return NULL;
 	}
 	x->nwrs = plan->nwrs;
