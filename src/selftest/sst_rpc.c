@@ -245,6 +245,8 @@ int sst__bulk_check(const struct sst_rpc *r, bool swab, enum ulnet_sst_check che
 
 void sst__bulk_corrupt(struct sst_rpc *r, uint32_t at)
 {
+	if (!r->len)
+		return;
 	if (at >= r->len)
 		at = r->len - 1;
 	r->buf[r->off + at] ^= 0x5a;
