@@ -40,10 +40,12 @@ static void hold_reads_back_taken(bool try)
 	/* 1% for the rate measured against CLOCK_MONOTONIC (it is within 0.1%) */
 	assert_true(got >= (inner1 - inner0) / 100 * 99);
 	assert_true(got <= (outer1 - outer0) / 100 * 101);
-	/* the hold is counted in the bucket of its length: [2^(b-1), 2^b) us for b >= 1 */
+	/* the hold is counted in the bucket of its length: [2^(b-1), 2^b) us for b >= 1, the last one
+	 * open-ended (a hold preempted for tens of ms on a loaded machine lands there) */
 	for (uint64_t us = got / 1000; us; us >>= 1)
 		b++;
-	assert_true(b < ULNET_LOCK_HIST_BUCKETS);
+	if (b > ULNET_LOCK_HIST_BUCKETS - 1)
+		b = ULNET_LOCK_HIST_BUCKETS - 1;
 	assert_true(after.lock_hold_hist[b] > before.lock_hold_hist[b]);
 	ulnet_node_close(node);
 }
