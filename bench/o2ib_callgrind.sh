@@ -19,15 +19,9 @@ TOP=${TOP:-25}
 source "$SRC/tests/integration/lib.sh"
 source "$SRC/tests/integration/sst_common.sh"
 ul_init
-command -v callgrind_control >/dev/null || ul_fail "valgrind not installed"
 [[ $DIR == read || $DIR == write ]] || ul_fail "read or write, not '$DIR'"
-CG=$UL_TMP/callgrind.out
-REAL=$ULNETD
-cat >"$UL_TMP/ulnetd-cg" <<EOF
-#!/bin/sh
-exec valgrind --tool=callgrind --callgrind-out-file=$CG --dump-instr=no "$REAL" "\$@"
-EOF
-chmod +x "$UL_TMP/ulnetd-cg"
+source "$SRC/bench/callgrind_lib.sh"
+cg_wrapper
 copier=$([[ $DIR == read ]] && echo n3 || echo n1)
 UL_BUSY_POLL_US=${BUSY_POLL_US:-100}
 for n in 1 3; do

@@ -20,17 +20,11 @@ KIND=${1:?ping|sst} SIDE=${2:?client|server} BUSY_US=${3:-0}
 N=${N:-2000} SECS=${SECS:-4}
 source "$SRC/tests/integration/lib.sh"
 ul_init
-command -v callgrind_control >/dev/null || ul_fail "valgrind not installed"
 SST=$BUILD/tools/ulnet-selftest/ulnet-selftest
 T=${BENCH_T:-39}
 A=$(ul_addr "$T" 1) B=$(ul_addr "$T" 2)
-CG=$UL_TMP/callgrind.out
-REAL=$ULNETD
-cat >"$UL_TMP/ulnetd-cg" <<EOF
-#!/bin/sh
-exec valgrind --tool=callgrind --callgrind-out-file=$CG --dump-instr=no "$REAL" "\$@"
-EOF
-chmod +x "$UL_TMP/ulnetd-cg"
+source "$SRC/bench/callgrind_lib.sh"
+cg_wrapper
 cg_node=$([[ $SIDE == client ]] && echo n1 || echo n2)
 for n in 1 2; do
 	[[ n$n == "$cg_node" ]] && ULNETD=$UL_TMP/ulnetd-cg || ULNETD=$REAL
