@@ -42,7 +42,7 @@ static _Thread_local struct {
 	ulnet_eq *eq[EQ_DEFER_MAX];
 	unsigned n;
 	unsigned depth; /* nested completion phases: the outermost signals */
-} eq_defer;
+} eq_defer ULNET_TLS_IE; /* internal.h */
 
 /* Wake up to @n threads sleeping in ulnet_eq_wait (the lock not held). */
 static void eq_wake(ulnet_eq *eq, int n)

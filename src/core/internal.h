@@ -34,6 +34,9 @@
 
 enum ulnet_obj_kind { ULNET_OBJ_MD = 1, ULNET_OBJ_ME = 2 };
 
+/* A hot thread-local of the library: read without a __tls_get_addr call (initial-exec model). */
+#define ULNET_TLS_IE __attribute__((tls_model("initial-exec")))
+
 /* A timer on the node's heap (timer.c). @fn runs on the loop thread with the node lock held, once
  * per arming; it may re-arm. */
 struct ulnet_node;

@@ -25,8 +25,10 @@
  * busy-poll window but never longer than this */
 #define LOOP_LINGER_MAX_NS 100000u
 
-/* The loop whose thread runs this code (NULL on other threads). */
-static _Thread_local struct ulnet_loop *cur_loop;
+/* The loop whose thread runs this code (NULL on other threads). Initial-exec: read several times per
+ * message, and the shared library's default (general dynamic) model makes each read a call to
+ * __tls_get_addr; the few bytes come from the static TLS glibc keeps spare even for a dlopen. */
+static _Thread_local struct ulnet_loop *cur_loop ULNET_TLS_IE;
 bool ulnet__on_loop(const struct ulnet_node *node)
 {
 	return cur_loop && cur_loop->node == node;
