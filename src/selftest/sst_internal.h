@@ -49,6 +49,7 @@ enum sst_err { ERR_NONE = 0, ERR_TIMEOUT, ERR_MISMATCH, ERR_REFUSED, ERR_PEER_GO
  * (ulnet_selftest_opts.server_rpc_timeout_ms). */
 #define SST_SERVER_BULK_MAX (32u << 20)
 #define SST_SVC_SLOTS (ULNET_SST_SVC_MAX + 1)
+_Static_assert(SST_SVC_SLOTS <= 32, "reqbuf_owed_mask has a bit per service");
 
 struct sst_test;
 
@@ -167,6 +168,7 @@ struct ulnet_sst {
 	uint64_t srv_bulk_bytes, srv_bulk_max;
 	uint32_t srv_timeout_ms;
 	unsigned reqbuf_owed[SST_SVC_SLOTS]; /* request buffers to repost (their RPC ended) */
+	uint32_t reqbuf_owed_mask;        /* bit s: reqbuf_owed[s] > 0 (every event looks: no walk of them all) */
 	bool reqbuf_warned;               /* a repost failed; logged once until one succeeds */
 	unsigned srv_nrpcs, srv_nwaiting;
 	bool kernel_stats;                /* answer stats as lnet_selftest (no extension) */

@@ -175,7 +175,9 @@ void sst__server_kick(struct ulnet_sst *sst)
 		sst->srv_nwaiting--;
 		server_brw_start(sst, r);
 	}
-	for (uint32_t s = 0; s < SST_SVC_SLOTS; s++)
+	for (uint32_t m = sst->reqbuf_owed_mask; m; m &= m - 1) {
+		uint32_t s = (uint32_t)__builtin_ctz(m);
+
 		for (; sst->reqbuf_owed[s]; sst->reqbuf_owed[s]--) {
 			int rc = sst__post_reqbuf(sst, s);
 			if (rc) { /* retried on the next engine loop */
@@ -187,6 +189,9 @@ void sst__server_kick(struct ulnet_sst *sst)
 			}
 			sst->reqbuf_warned = false;
 		}
+		if (!sst->reqbuf_owed[s])
+			sst->reqbuf_owed_mask &= ~(1u << s);
+	}
 }
 
 void sst__server_expire(struct ulnet_sst *sst, uint64_t now)
