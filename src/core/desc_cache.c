@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* Free lists of message descriptors (core messages, ACKs, LND tx and NOOP descriptors) in three size
+/* Free lists of message descriptors (core messages, ACKs, LND tx and NOOP descriptors, MEs) in three size
  * classes, so a node in steady state sends and receives without calling malloc. Owned by the node
  * and used under its lock. Each class keeps at most a bounded number of free descriptors; larger
  * requests and a full list go to the heap. The node counts both (stats: desc_gets, desc_heap_allocs). */

@@ -248,7 +248,7 @@ static void md_free_keep_eq(struct ulnet_node *node, struct ulnet_libmd *md)
 		if (me->unlink == ULNET_UNLINK || md->zombie) {
 			ulnet__me_unhook(me);
 			ulnet_list_del(&me->hash_link);
-			free(me);
+			ulnet__desc_put(node, me, sizeof(*me));
 		}
 	}
 	ulnet_list_del(&md->hash_link);
@@ -406,7 +406,7 @@ int ulnet__me_unlink_locked(struct ulnet_node *node, struct ulnet_me *me)
 	}
 	ulnet__me_unhook(me);
 	ulnet_list_del(&me->hash_link);
-	free(me);
+	ulnet__desc_put(node, me, sizeof(*me));
 	return 0;
 }
 
@@ -416,7 +416,8 @@ int ulnet__me_attach_locked(struct ulnet_node *node, uint32_t portal, const stru
 			    uint64_t match_bits, uint64_t ignore_bits, enum ulnet_unlink unlink,
 			    enum ulnet_ins_pos pos, struct ulnet_me **out)
 {
-	struct ulnet_me *me = calloc(1, sizeof(*me));
+	/* from the node's free lists: a selftest server attaches one per request it answers */
+	struct ulnet_me *me = ulnet__desc_get(node, sizeof(*me));
 
 	if (!me)
 		return -ENOMEM;
