@@ -11,13 +11,13 @@
 # found message's work under a lead counts there too); with sleeping loops those are ~0.
 # Usage: bench/tcp_callgrind.sh ping|sst client|server [BUSY_US]
 #        (BUILD=build dir with symbols, e.g. meson setup build-cg --buildtype=release -Ddebug=true;
-#         N=ulnet_pings (default 2000); SECS=selftest ping seconds (default 4); BENCH_T=39 the block;
+#         N=ulnet_pings (default 1000, ulnetctl's most); SECS=selftest ping seconds (default 4); BENCH_T=39 the block;
 #         KEEP=1 prints the callgrind output file instead of deleting it)
 set -euo pipefail
 SRC=${SRC:-$(cd "$(dirname "$0")/.." && pwd)}
 BUILD=${BUILD:-$SRC/build-cg}
 KIND=${1:?ping|sst} SIDE=${2:?client|server} BUSY_US=${3:-0}
-N=${N:-2000} SECS=${SECS:-4}
+N=${N:-1000} SECS=${SECS:-4}
 source "$SRC/tests/integration/lib.sh"
 ul_init
 SST=$BUILD/tools/ulnet-selftest/ulnet-selftest
