@@ -111,6 +111,7 @@ static void client_complete(struct ulnet_sst *sst, struct sst_rpc *r)
 	struct ulnet_wire_err werr = { 0 };
 	enum sst_err e = r->err;
 	char peer[ULNET_NID_STRLEN] = "";
+	uint64_t now = ulnet__now_ns(); /* the RPC's end, and the clock for what starts next */
 
 	/* the request never reached the server: whatever the code, the peer is not there */
 	if (e == ERR_NONE && r->status[SLOT_REQ])
@@ -164,7 +165,7 @@ static void client_complete(struct ulnet_sst *sst, struct sst_rpc *r)
 	} else if (e == ERR_NONE) {
 		t->st.ok++;
 		t->st.bytes += t->service == ULNET_SST_SVC_BRW ? t->p.size : 0;
-		test_record_latency(t, (ulnet__now_ns() - r->start_ns) / 1000);
+		test_record_latency(t, (now - r->start_ns) / 1000);
 	} else if (e == ERR_MISMATCH) {
 		if (r->bad_known && !t->st.bad_known) {
 			t->st.bad_known = true;
@@ -198,7 +199,7 @@ static void client_complete(struct ulnet_sst *sst, struct sst_rpc *r)
 	t->finished++;
 	t->inflight--;
 	sst__rpc_free(sst, r);
-	if (sst__test_may_start(t, ulnet__now_ns()))
+	if (sst__test_may_start(t, now))
 		sst__client_launch(sst, t);
 	sst__test_maybe_done(sst, t);
 }

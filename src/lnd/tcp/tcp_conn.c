@@ -537,7 +537,7 @@ static bool conn_enqueue(struct tcplnd_conn *conn, struct tcplnd_tx *tx)
 		return false;
 	}
 	if (ulnet_list_empty(&conn->txq))
-		conn->tx_progress = ulnet__now_ns();
+		conn->tx_progress = ulnet__now_coarse_ns(); /* progress stamps: timeouts count in seconds */
 	ulnet_list_add_tail(&tx->link, &conn->txq);
 	conn->tx_queued_nob += tx->nob;
 	return true;
@@ -604,7 +604,7 @@ static void conn_flush(struct tcplnd_conn *conn)
 			conn_sock_error(conn, "write", NULL, false);
 			return;
 		}
-		conn->tx_progress = ulnet__now_ns();
+		conn->tx_progress = ulnet__now_coarse_ns();
 		ulnet_list_init(&done);
 		for (left = (size_t)r; left;) {
 			struct tcplnd_tx *tx = ulnet_list_first(&conn->txq, struct tcplnd_tx, link);
@@ -896,7 +896,7 @@ static void conn_rx(struct tcplnd_conn *conn, uint32_t revents)
 			conn->ra_len = (uint32_t)((size_t)r - want);
 			r = (ssize_t)want;
 		}
-		now = ulnet__now_ns();
+		now = ulnet__now_coarse_ns();
 		conn->rx_progress = now;
 		conn->peer->last_alive = now;
 		budget = (size_t)r >= budget ? 0 : budget - (size_t)r;
@@ -939,7 +939,7 @@ static int conn_spin(struct ulnet_io *io)
 	conn->ra_off = 0;
 	conn->ra_len = (uint32_t)r;
 	conn->ra_short = r < TCPLND_RA_SIZE;
-	now = ulnet__now_ns();
+	now = ulnet__now_coarse_ns();
 	conn->rx_progress = now;
 	conn->peer->last_alive = now;
 	return 1;
