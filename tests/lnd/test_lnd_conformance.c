@@ -452,7 +452,12 @@ static void test_flood_one_credit(void **state)
 	assert_int_equal(pthread_getattr_default_np(&saved), 0);
 	assert_int_equal(pthread_attr_init(&attr), 0);
 	assert_int_equal(pthread_attr_setstacksize(&attr, 256 << 10), 0);
+#if defined(__SANITIZE_THREAD__) && !defined(__clang__)
+	/* GCC 12's libtsan fails every pthread_create without attributes (EINVAL) once a default is
+	 * set: the nodes' loops keep the usual stack here (clang's TSan and the other builds check it) */
+#else
 	assert_int_equal(pthread_setattr_default_np(&attr), 0);
+#endif
 	f.p = pair_new(4096, tun, sizeof(tun) / sizeof(tun[0]));
 	assert_int_equal(pthread_create(&t, &attr, flood_thread, &f), 0);
 	assert_int_equal(pthread_join(t, NULL), 0);
