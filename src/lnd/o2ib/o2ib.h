@@ -72,6 +72,7 @@ struct o2ib_net {
 	struct ulnet_list zombies; /* closed conns waiting for their id to go and their rxs to come back */
 	bool shutting_down;
 	bool in_progress, progress_again; /* o2ib_progress running / asked to go round again */
+	uint64_t round_ns;          /* ulnet__now_coarse_ns at the start of o2ib_progress's round (o2ib_now) */
 	bool in_tick;               /* walking the peer table: no peer may be forgotten under it */
 	uint64_t cookies;
 	struct ulnet_list reg_lru; /* struct o2ib_cached_mr, least recently used first */
@@ -217,6 +218,13 @@ void o2ib_md_unlinked(struct ulnet_ni *ni, const struct ulnet_lnd_md *md, void *
 void o2ib_mem_freed(struct ulnet_ni *ni, void *reg);
 
 /* o2ib_conn.c */
+/* The coarse clock for deadlines and keepalives (which count in seconds): inside o2ib_progress, the
+ * time its round started (a round handles at most 16 completions), read once instead of at every
+ * send check, post and queueing; outside, read now. */
+static inline uint64_t o2ib_now(const struct o2ib_net *net)
+{
+	return net->in_progress ? net->round_ns : ulnet__now_coarse_ns();
+}
 void o2ib_peer_queue(struct o2ib_peer *peer, struct o2ib_tx *tx);
 struct o2ib_tx *o2ib_tx_new(struct o2ib_net *net, uint8_t type);
 /* A tx that was never posted nor finished (o2ib_tx_done frees the others). */
