@@ -170,33 +170,18 @@ int shm_iov_slice(const struct iovec *in, int n, uint64_t off, uint64_t len, str
 	return len ? -1 : k;
 }
 
-int shm_mr_acquire(struct shm_mr_entry *tbl, uint32_t tbl_n, pid_t pid, uint32_t key, uint64_t addr,
-		   uint64_t len, unsigned access, struct iovec *iov, int max, struct shm_mr_entry **held)
+/* The iovecs of [addr, addr + len) in @e's segments (more than one): count, or -errno. Apart from
+ * shm_mr_acquire so that its one-segment path (every SGE of the LND's message areas, every 1 MiB
+ * region) carries none of this stack room. */
+static __attribute__((noinline)) int acquire_segs(const struct shm_mr_entry *e, pid_t pid, uint64_t addr,
+						   uint64_t len, struct iovec *iov, int max)
 {
-	uint32_t idx = SHM_KEY_IDX(key);
-	struct shm_mr_entry *e;
 	struct shm_seg stack_segs[16], *segs = stack_segs;
 	struct iovec stack_iov[16], *ranges = stack_iov;
 	int n = -EACCES;
 
-	if (key < (1u << 16) || idx >= tbl_n)
-		return -EACCES;
-	e = &tbl[idx];
-	atomic_fetch_add(&e->busy, 1);
-	/* busy first, then the state: a dereg that cleared valid after this point waits for us */
-	if (atomic_load(&e->state) != SHM_STATE(SHM_KEY_GEN(key), true) || (e->access & access) != access)
-		goto out;
-	if (addr < e->addr || len > e->length || addr - e->addr > e->length - len)
-		goto out;
-	if (e->nseg == 1) {
-		if (max < 1)
-			goto out;
-		iov[0] = (struct iovec){(void *)(uintptr_t)addr, len};
-		*held = e;
-		return 1;
-	}
 	if (e->nseg > 1024)
-		goto out;
+		return -EACCES;
 	if (e->nseg > sizeof(stack_segs) / sizeof(stack_segs[0]) &&
 	    (!(segs = malloc(e->nseg * sizeof(*segs))) || !(ranges = malloc(e->nseg * sizeof(*ranges))))) {
 		n = -ENOMEM;
@@ -223,6 +208,34 @@ out:
 		free(segs);
 	if (ranges != stack_iov)
 		free(ranges);
+	return n;
+}
+
+int shm_mr_acquire(struct shm_mr_entry *tbl, uint32_t tbl_n, pid_t pid, uint32_t key, uint64_t addr,
+		   uint64_t len, unsigned access, struct iovec *iov, int max, struct shm_mr_entry **held)
+{
+	uint32_t idx = SHM_KEY_IDX(key);
+	struct shm_mr_entry *e;
+	int n = -EACCES;
+
+	if (key < (1u << 16) || idx >= tbl_n)
+		return -EACCES;
+	e = &tbl[idx];
+	atomic_fetch_add(&e->busy, 1);
+	/* busy first, then the state: a dereg that cleared valid after this point waits for us */
+	if (atomic_load(&e->state) != SHM_STATE(SHM_KEY_GEN(key), true) || (e->access & access) != access)
+		goto out;
+	if (addr < e->addr || len > e->length || addr - e->addr > e->length - len)
+		goto out;
+	if (e->nseg == 1) {
+		if (max < 1)
+			goto out;
+		iov[0] = (struct iovec){(void *)(uintptr_t)addr, len};
+		*held = e;
+		return 1;
+	}
+	n = acquire_segs(e, pid, addr, len, iov, max);
+out:
 	if (n < 0) {
 		atomic_fetch_sub(&e->busy, 1);
 		return n;

@@ -72,6 +72,7 @@ struct o2ib_net {
 	struct ulnet_list zombies; /* closed conns waiting for their id to go and their rxs to come back */
 	bool shutting_down;
 	bool in_progress, progress_again; /* o2ib_progress running / asked to go round again */
+	uint64_t round_ns;          /* ulnet__now_coarse_ns at the start of o2ib_progress's round (o2ib_now) */
 	bool in_tick;               /* walking the peer table: no peer may be forgotten under it */
 	uint64_t cookies;
 	struct ulnet_list reg_lru; /* struct o2ib_cached_mr, least recently used first */
@@ -107,6 +108,16 @@ struct o2ib_peer {
 enum o2ib_conn_state { O2IB_CONN_ACTIVE_CONNECT = 1, O2IB_CONN_PASSIVE_WAIT, O2IB_CONN_ESTABLISHED,
 		       O2IB_CONN_CLOSING };
 
+/* The source side of one transfer as o2ib_plan_source planned it: the WRITEs as they are posted. */
+struct o2ib_xfer {
+	struct fab_send_wr *wrs;
+	struct fab_sge *sges;
+	uint32_t nwrs, next;        /* WRs; the first not yet posted */
+	uint32_t room;              /* window: send-queue slots one window may use, its SEND included */
+	struct fab_send_wr wr1;     /* wrs and sges of a one-WR, one-SGE transfer (the usual) point here */
+	struct fab_sge sge1;
+};
+
 /* One queued or posted message. A tx that expects an answer (PUT_REQ, PUT_ACK, GET_REQ) sits on
  * its conn's waitq from its post until the answer comes, and is freed once both the answer and its
  * SEND completion are in. */
@@ -132,6 +143,7 @@ struct o2ib_tx {
 	bool advertise;             /* GET_REQ: describe the sink once the connection (its max_frags) is known */
 	struct o2ib_msg msg;        /* packed when posted: credits, version and stamps are the conn's then */
 	uint8_t payload[O2IB_IMMEDIATE_MAX_PAYLOAD]; /* msg.u.immediate.payload points here */
+	struct o2ib_xfer xfer_room; /* xfer points here when set (filled then: not cleared by o2ib_tx_new) */
 };
 
 /* A receive buffer: one 4096-byte slot of the conn's receive area. */
@@ -177,15 +189,7 @@ struct o2ib_conn {
 struct o2ib_peer *o2ib_peer_find(struct o2ib_net *net, const struct ulnet_nid *nid, bool create);
 void o2ib_tx_done(struct o2ib_net *net, struct o2ib_tx *tx, int status);
 
-/* The source side of one transfer as o2ib_plan_source planned it: the WRITEs as they are posted. */
-struct o2ib_xfer {
-	struct fab_send_wr *wrs;
-	struct fab_sge *sges;
-	uint32_t nwrs, next;        /* WRs; the first not yet posted */
-	uint32_t room;              /* window: send-queue slots one window may use, its SEND included */
-	struct fab_send_wr wr1;     /* wrs and sges of a one-WR, one-SGE transfer (the usual) point here */
-	struct fab_sge sge1;
-};
+/* Free what @x allocated (its WR and SGE arrays beyond one of each); @x itself is a tx's xfer_room. */
 void o2ib_xfer_free(struct o2ib_xfer *x);
 /* The next window of @x (WRs from x->next, wr_id @wr_id, chained, the last one's next NULL): the count
  * (0: only the SEND is left), *@final when the SEND goes with it. o2ib_xfer_posted() advances. */
@@ -214,6 +218,13 @@ void o2ib_md_unlinked(struct ulnet_ni *ni, const struct ulnet_lnd_md *md, void *
 void o2ib_mem_freed(struct ulnet_ni *ni, void *reg);
 
 /* o2ib_conn.c */
+/* The coarse clock for deadlines and keepalives (which count in seconds): inside o2ib_progress, the
+ * time its round started (a round handles at most 16 completions), read once instead of at every
+ * send check, post and queueing; outside, read now. */
+static inline uint64_t o2ib_now(const struct o2ib_net *net)
+{
+	return net->in_progress ? net->round_ns : ulnet__now_coarse_ns();
+}
 void o2ib_peer_queue(struct o2ib_peer *peer, struct o2ib_tx *tx);
 struct o2ib_tx *o2ib_tx_new(struct o2ib_net *net, uint8_t type);
 /* A tx that was never posted nor finished (o2ib_tx_done frees the others). */

@@ -352,7 +352,7 @@ void o2ib_conn_queue(struct o2ib_conn *conn, struct o2ib_tx *tx)
 	if (tx->advertise && o2ib_tx_advertise(conn, tx))
 		return; /* no description for its sink: the tx is done with that error */
 	if (!tx->deadline_ns)
-		tx->deadline_ns = ulnet__now_coarse_ns() + (uint64_t)conn->net->tun.timeout * NS_PER_S;
+		tx->deadline_ns = o2ib_now(conn->net) + (uint64_t)conn->net->tun.timeout * NS_PER_S;
 	ulnet_list_add_tail(&tx->link, nocred ? &conn->txq_nocred : &conn->txq);
 }
 
@@ -429,7 +429,7 @@ static int post_window(struct o2ib_conn *conn, struct o2ib_tx *tx, uint32_t s, i
 		conn->credits -= credit;
 		conn->outstanding_credits = 0;
 		conn->noops_posted += tx->msg.type == O2IB_MSG_NOOP;
-		conn->last_send_ns = ulnet__now_coarse_ns();
+		conn->last_send_ns = o2ib_now(net);
 	}
 	return 0;
 }
@@ -465,7 +465,7 @@ static int post_stalled(struct o2ib_conn *conn)
 
 void o2ib_conn_check_sends(struct o2ib_conn *conn)
 {
-	uint64_t now = ulnet__now_coarse_ns(); /* keepalives count in seconds: a tick's resolution does */
+	uint64_t now = o2ib_now(conn->net); /* keepalives count in seconds: a tick's resolution does */
 	int rc;
 
 	if (conn->state != O2IB_CONN_ESTABLISHED)
@@ -524,7 +524,7 @@ void o2ib_conn_check_sends(struct o2ib_conn *conn)
 
 void o2ib_peer_queue(struct o2ib_peer *peer, struct o2ib_tx *tx)
 {
-	tx->deadline_ns = ulnet__now_coarse_ns() + (uint64_t)peer->net->tun.timeout * NS_PER_S;
+	tx->deadline_ns = o2ib_now(peer->net) + (uint64_t)peer->net->tun.timeout * NS_PER_S;
 	if (peer->conn && peer->conn->state == O2IB_CONN_ESTABLISHED) {
 		o2ib_conn_queue(peer->conn, tx);
 		o2ib_conn_check_sends(peer->conn);
@@ -973,11 +973,13 @@ void o2ib_progress(struct o2ib_net *net, bool provider)
 		net->progress_again = true;
 		return;
 	}
+	net->round_ns = ulnet__now_coarse_ns();
 	net->in_progress = true;
 	if (provider && (rc = f->progress(net->dev)))
 		ULNET_LOG(O2IB, ERR, "%s provider: progress failed: %s", f->name, strerror(-rc));
 	do {
 		net->progress_again = false;
+		net->round_ns = ulnet__now_coarse_ns();
 		while (f->get_event(net->dev, &ev) == 0) {
 			on_event(net, &ev);
 			net->progress_again = true;

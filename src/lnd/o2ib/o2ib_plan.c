@@ -164,40 +164,52 @@ static bool span_ok(const struct piece *p, int64_t n)
 	return true;
 }
 
-/* The pieces of @mode in a new array (*@out, freed by the caller): the count, or -errno. Runs are cut
- * in one pass into room for one per segment (there are never more); pages count first. */
-static int cut_alloc(const struct o2ib_mem *mem, enum cut_mode mode, struct piece **out)
+/* Pieces of a cut: a few in the caller's room (the usual transfer is one run), the heap beyond. */
+#define PIECES_LOCAL 4
+struct pieces {
+	struct piece local[PIECES_LOCAL];
+	struct piece *v; /* local, from malloc, or NULL: not cut */
+};
+
+static void pieces_free(struct pieces *b)
+{
+	if (b->v != b->local)
+		free(b->v);
+	b->v = NULL;
+}
+
+/* The pieces of @mode in @b->v (pieces_free frees them): the count, or -errno. Runs are cut in one
+ * pass into room for one per segment (there are never more); pages count first. */
+static int cut_alloc(const struct o2ib_mem *mem, enum cut_mode mode, struct pieces *b)
 {
 	int64_t n = mode == CUT_RUNS ? (int64_t)mem->nsegs : cut(mem, mode, NULL);
 
-	*out = NULL;
+	b->v = NULL;
 	if (n < 0)
 		return (int)n;
 	if (n > INT32_MAX)
 		return -EINVAL;
-	*out = malloc(((size_t)n + 1) * sizeof(**out));
-	if (!*out)
+	b->v = n <= PIECES_LOCAL ? b->local : malloc(((size_t)n + 1) * sizeof(*b->v));
+	if (!b->v)
 		return -ENOMEM;
-	n = cut(mem, mode, *out);
-	if (n < 0) {
-		free(*out);
-		*out = NULL;
-	}
+	n = cut(mem, mode, b->v);
+	if (n < 0)
+		pieces_free(b);
 	return (int)n;
 }
 
 /* The page pieces only when map_on_demand would describe or register page by page (0, or no more
- * than N of them): otherwise their count is all the planner needs. */
-static int cut_pages(const struct o2ib_mem *mem, const struct o2ib_limits *lim, struct piece **out)
+ * than N of them): otherwise their count is all the planner needs (@b->v NULL). */
+static int cut_pages(const struct o2ib_mem *mem, const struct o2ib_limits *lim, struct pieces *b)
 {
 	int64_t n = cut(mem, CUT_PAGES, NULL);
 
-	*out = NULL;
+	b->v = NULL;
 	if (n < 0 || n > INT32_MAX)
 		return n < 0 ? (int)n : -EINVAL;
 	if (lim->map_on_demand && (uint64_t)n > lim->map_on_demand)
 		return (int)n;
-	return cut_alloc(mem, CUT_PAGES, out);
+	return cut_alloc(mem, CUT_PAGES, b);
 }
 
 static void tried(struct o2ib_why *why, enum o2ib_strategy s, uint32_t pieces, uint32_t wrs, bool ok)
@@ -227,7 +239,8 @@ static int check_limits(const struct o2ib_limits *lim, bool source)
 int o2ib_plan_advertise(const struct o2ib_mem *mem, const struct o2ib_limits *lim, struct o2ib_adv *out)
 {
 	struct o2ib_why *why = &out->why;
-	struct piece *pages = NULL, *runs = NULL, *use = NULL;
+	struct pieces pages = { .v = NULL }, runs = { .v = NULL };
+	struct piece *use = NULL;
 	uint32_t limit = lim->max_frags < O2IB_ADV_FRAGS_MAX ? lim->max_frags : O2IB_ADV_FRAGS_MAX;
 	int np, nr, n = 0, rc;
 	bool spannable;
@@ -245,14 +258,14 @@ int o2ib_plan_advertise(const struct o2ib_mem *mem, const struct o2ib_limits *li
 	nr = np < 0 ? np : cut_alloc(mem, CUT_RUNS, &runs);
 	if (np < 0 || nr < 0) {
 		rc = np < 0 ? np : nr;
-		free(pages);
-		free(runs);
+		pieces_free(&pages);
+		pieces_free(&runs);
 		return verdict(why, rc, rc == -ENOMEM ? "out of memory"
 						       : "memory does not hold offset+len, or a kiov piece crosses a page");
 	}
 	why->page_pieces = (uint32_t)np;
 	why->runs = (uint32_t)nr;
-	spannable = span_ok(runs, nr);
+	spannable = span_ok(runs.v, nr);
 
 	/* map_on_demand=0: page by page; =N: page by page unless more than N fragments */
 	if (lim->map_on_demand == 0 || (uint32_t)np <= lim->map_on_demand) {
@@ -261,7 +274,7 @@ int o2ib_plan_advertise(const struct o2ib_mem *mem, const struct o2ib_limits *li
 		tried(why, O2IB_STRAT_PAGES, (uint32_t)np, 0, ok);
 		if (ok) {
 			out->how = O2IB_STRAT_PAGES;
-			use = pages;
+			use = pages.v;
 			n = np;
 			verdict(why, 0, lim->map_on_demand == 0
 						? "map_on_demand=0 describes page by page, and the peer accepts that many fragments"
@@ -274,7 +287,7 @@ int o2ib_plan_advertise(const struct o2ib_mem *mem, const struct o2ib_limits *li
 		tried(why, O2IB_STRAT_REGION, (uint32_t)nr, 0, ok);
 		if (ok) {
 			out->how = O2IB_STRAT_REGION;
-			use = runs;
+			use = runs.v;
 			n = nr;
 			verdict(why, 0, why->ntries > 1
 						? "page by page needs more fragments than the peer accepts: registered as one region"
@@ -306,8 +319,8 @@ int o2ib_plan_advertise(const struct o2ib_mem *mem, const struct o2ib_limits *li
 		for (int i = 0; i < n; i++)
 			out->rd.frags[i] = (struct o2ib_rdma_frag){ (uint32_t)use[i].len, use[i].addr };
 	}
-	free(pages);
-	free(runs);
+	pieces_free(&pages);
+	pieces_free(&runs);
 	return why->rc;
 }
 
@@ -378,7 +391,9 @@ static uint32_t build_wrs(const struct piece *p, const struct o2ib_rdma_desc *rd
 
 static uint32_t count_sges(const struct piece *p, const struct o2ib_rdma_desc *rd, uint64_t resid)
 {
-	/* every boundary on either side starts a new SGE: at most pieces + remote fragments */
+	/* an SGE is where a piece and a remote fragment overlap: the transfer cut at both sides'
+	 * boundaries, at most pieces + fragments - 1 (so one SGE for one piece into one fragment, the
+	 * usual 1 MiB: no array to allocate) */
 	uint32_t n = 0;
 	uint64_t covered = 0;
 
@@ -386,7 +401,12 @@ static uint32_t count_sges(const struct piece *p, const struct o2ib_rdma_desc *r
 		covered += p[i].len;
 		n++;
 	}
-	return n + rd->nfrags;
+	covered = 0;
+	for (uint32_t i = 0; covered < resid; i++) {
+		covered += rd->frags[i].nob;
+		n += rd->frags[i].nob != 0;
+	}
+	return n ? n - 1 : 0;
 }
 
 void o2ib_plan_free(struct o2ib_plan *plan)
@@ -438,7 +458,8 @@ int o2ib_plan_source(const struct o2ib_mem *local, const struct o2ib_rdma_desc *
 {
 	struct o2ib_why *why = &out->why;
 	struct o2ib_mem mem = *local;
-	struct piece *pieces = NULL, *runs = NULL, bounce;
+	struct pieces pieces = { .v = NULL }, runs = { .v = NULL };
+	struct piece bounce;
 	uint64_t rbytes = 0;
 	uint32_t used = 0, nwr;
 	int np, nr, rc;
@@ -474,8 +495,8 @@ int o2ib_plan_source(const struct o2ib_mem *local, const struct o2ib_rdma_desc *
 	nr = np < 0 ? np : cut_alloc(&mem, CUT_RUNS, &runs);
 	if (np < 0 || nr < 0) {
 		rc = np < 0 ? np : nr;
-		free(pieces);
-		free(runs);
+		pieces_free(&pieces);
+		pieces_free(&runs);
 		return verdict(why, rc, rc == -ENOMEM ? "out of memory"
 						       : "memory does not hold offset+len, or a kiov piece crosses a page");
 	}
@@ -484,10 +505,10 @@ int o2ib_plan_source(const struct o2ib_mem *local, const struct o2ib_rdma_desc *
 	/* what map_on_demand registers: pages (0, or no more than N fragments) or regions */
 	per_page = lim->map_on_demand == 0 || (uint32_t)np <= lim->map_on_demand;
 
-	nwr = build_wrs(per_page ? pieces : runs, remote, resid, lim->max_send_sge, NULL);
+	nwr = build_wrs(per_page ? pieces.v : runs.v, remote, resid, lim->max_send_sge, NULL);
 	tried(why, O2IB_STRAT_GATHER, (uint32_t)(per_page ? np : nr), nwr, nwr <= lim->max_frags);
 	if (nwr <= lim->max_frags) {
-		rc = fill_plan(out, O2IB_STRAT_GATHER, per_page ? pieces : runs, (uint32_t)(per_page ? np : nr),
+		rc = fill_plan(out, O2IB_STRAT_GATHER, per_page ? pieces.v : runs.v, (uint32_t)(per_page ? np : nr),
 			       per_page ? O2IB_REG_PAGE : O2IB_REG_REGION, remote, resid, lim->max_send_sge, nwr,
 			       lim->sq_room);
 		verdict(why, rc, rc ? "out of memory"
@@ -496,10 +517,10 @@ int o2ib_plan_source(const struct o2ib_mem *local, const struct o2ib_rdma_desc *
 		goto done;
 	}
 	if (per_page && nr < np) {
-		nwr = build_wrs(runs, remote, resid, lim->max_send_sge, NULL);
+		nwr = build_wrs(runs.v, remote, resid, lim->max_send_sge, NULL);
 		tried(why, O2IB_STRAT_REGION, (uint32_t)nr, nwr, nwr <= lim->max_frags);
 		if (nwr <= lim->max_frags) {
-			rc = fill_plan(out, O2IB_STRAT_REGION, runs, (uint32_t)nr, O2IB_REG_REGION, remote, resid,
+			rc = fill_plan(out, O2IB_STRAT_REGION, runs.v, (uint32_t)nr, O2IB_REG_REGION, remote, resid,
 				       lim->max_send_sge, nwr, lim->sq_room);
 			verdict(why, rc, rc ? "out of memory"
 					    : "gathering page pieces needs more WRs than max_frags: registered the contiguous "
@@ -521,8 +542,8 @@ int o2ib_plan_source(const struct o2ib_mem *local, const struct o2ib_rdma_desc *
 					"the transfer (raise the bounce buffer size or max_send_sge)");
 	}
 done:
-	free(pieces);
-	free(runs);
+	pieces_free(&pieces);
+	pieces_free(&runs);
 	return why->rc;
 }
 

@@ -554,28 +554,26 @@ void o2ib_xfer_free(struct o2ib_xfer *x)
 		free(x->wrs);
 	if (x->sges != &x->sge1)
 		free(x->sges);
-	free(x);
+	x->wrs = NULL;
+	x->sges = NULL;
 }
 
 /* The fabric WRs of @plan, key @lkey: its SGEs at @base + (their offset in the transfer), the
  * registration holding the transfer's bytes concatenated; or (@by_va) at @base + (their virtual
- * address - @va0), a registration of the contiguous memory from @va0 (a whole allocation). */
+ * address - @va0), a registration of the contiguous memory from @va0 (a whole allocation). Built in @x
+ * (a tx's xfer_room): @x, or NULL (no memory). */
 static struct o2ib_xfer *xfer_build(const struct o2ib_plan *plan, const struct o2ib_rdma_desc *rd, uint64_t base,
-				    bool by_va, uint64_t va0, uint32_t lkey, uint32_t room)
+				    bool by_va, uint64_t va0, uint32_t lkey, uint32_t room, struct o2ib_xfer *x)
 {
-	struct o2ib_xfer *x = calloc(1, sizeof(*x));
 	uint64_t at = 0;
 
-	if (!x)
-		return NULL;
+	*x = (struct o2ib_xfer){ .nwrs = plan->nwrs, .room = room };
 	x->wrs = plan->nwrs <= 1 ? &x->wr1 : calloc(plan->nwrs, sizeof(*x->wrs));
 	x->sges = plan->nsges <= 1 ? &x->sge1 : calloc(plan->nsges, sizeof(*x->sges));
 	if (!x->wrs || !x->sges) {
 		o2ib_xfer_free(x);
 		return NULL;
 	}
-	x->nwrs = plan->nwrs;
-	x->room = room;
 	for (uint32_t i = 0; i < plan->nsges; i++) {
 		x->sges[i] = (struct fab_sge){ by_va ? base + (plan->sges[i].addr - va0) : base + at, plan->sges[i].len, lkey };
 		at += plan->sges[i].len;
@@ -647,7 +645,8 @@ static int source_prepare(struct o2ib_conn *conn, struct o2ib_tx *tx, struct uln
 		base = tx->mr.addr;
 		lkey = tx->mr.lkey;
 	}
-	tx->xfer = xfer_build(&plan, rd, base, tx->mr_va && !tx->bounce, tx->mr_va_base, lkey, lim.sq_room);
+	tx->xfer = xfer_build(&plan, rd, base, tx->mr_va && !tx->bounce, tx->mr_va_base, lkey, lim.sq_room,
+			      &tx->xfer_room);
 	if (tx->xfer) {
 		bk->transfers++;
 		bk->wrs += plan.nwrs;
