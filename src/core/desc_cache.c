@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* Free lists of message descriptors (core messages, ACKs, LND tx and NOOP descriptors, MEs) in three size
+/* Free lists of message descriptors (core messages, ACKs, LND tx and NOOP descriptors, MEs) in four size
  * classes, so a node in steady state sends and receives without calling malloc. Owned by the node
  * and used under its lock. Each class keeps at most a bounded number of free descriptors; larger
  * requests and a full list go to the heap. The node counts both (stats: desc_gets, desc_heap_allocs). */
@@ -7,9 +7,10 @@
 #include <string.h>
 #include "internal.h"
 
-static const size_t class_size[ULNET_DESC_CLASSES] = { 1024, 4096, 20480 };
-/* about 4 MiB, 2 MiB and 1.3 MiB of cached descriptors at most */
-static const unsigned class_keep[ULNET_DESC_CLASSES] = { 4096, 512, 64 };
+/* 256: MEs (128 bytes); 1024: messages and MDs of a few fragments; the larger: LND descriptors */
+static const size_t class_size[ULNET_DESC_CLASSES] = { 256, 1024, 4096, 20480 };
+/* about 1, 4, 2 and 1.3 MiB of cached descriptors at most */
+static const unsigned class_keep[ULNET_DESC_CLASSES] = { 4096, 4096, 512, 64 };
 
 struct desc_free {
 	struct desc_free *next;

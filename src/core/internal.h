@@ -153,7 +153,7 @@ struct ulnet_msg {
 };
 
 /* desc_cache.c: free lists of message descriptors */
-#define ULNET_DESC_CLASSES 3
+#define ULNET_DESC_CLASSES 4
 struct ulnet_desc_cache {
 	void *free[ULNET_DESC_CLASSES];
 	unsigned nfree[ULNET_DESC_CLASSES];

@@ -825,6 +825,16 @@ static void conn_rcvlowat(struct tcplnd_conn *conn)
 	conn_set_rcvlowat(conn, want);
 }
 
+/* Bytes came: the receive progress and the peer's liveness move on (timeouts count in seconds: the
+ * coarse clock will do) */
+static void conn_rx_stamp(struct tcplnd_conn *conn)
+{
+	uint64_t now = ulnet__now_coarse_ns();
+
+	conn->rx_progress = now;
+	conn->peer->last_alive = now;
+}
+
 static void conn_rx(struct tcplnd_conn *conn, uint32_t revents)
 {
 	size_t budget = RX_BUDGET;
@@ -839,7 +849,6 @@ static void conn_rx(struct tcplnd_conn *conn, uint32_t revents)
 		unsigned n = tcplnd_rx_bufs(rx, &iov);
 		size_t want = 0;
 		ssize_t r;
-		uint64_t now;
 
 		if (!n) {
 			if ((revents & EPOLLHUP) && conn->ra_off == conn->ra_len)
@@ -896,9 +905,7 @@ static void conn_rx(struct tcplnd_conn *conn, uint32_t revents)
 			conn->ra_len = (uint32_t)((size_t)r - want);
 			r = (ssize_t)want;
 		}
-		now = ulnet__now_coarse_ns();
-		conn->rx_progress = now;
-		conn->peer->last_alive = now;
+		conn_rx_stamp(conn);
 		budget = (size_t)r >= budget ? 0 : budget - (size_t)r;
 		conn_rx_event(conn, tcplnd_rx_advance(rx, (size_t)r));
 	}
@@ -921,7 +928,6 @@ static void conn_rx(struct tcplnd_conn *conn, uint32_t revents)
 static int conn_spin(struct ulnet_io *io)
 {
 	struct tcplnd_conn *conn = io->data;
-	uint64_t now;
 	ssize_t r;
 
 	/* mid-message (the payload goes straight into the MD: conn_rx's readv), or not reading: epoll */
@@ -939,9 +945,7 @@ static int conn_spin(struct ulnet_io *io)
 	conn->ra_off = 0;
 	conn->ra_len = (uint32_t)r;
 	conn->ra_short = r < TCPLND_RA_SIZE;
-	now = ulnet__now_coarse_ns();
-	conn->rx_progress = now;
-	conn->peer->last_alive = now;
+	conn_rx_stamp(conn);
 	return 1;
 }
 
