@@ -146,8 +146,15 @@ int ulnet__sst_fw_call(struct ulnet_sst *sst, const struct ulnet_process_id *pee
 		rc = -EPROTO;
 	if (!rc && rep->type != req->type + 1)
 		rc = -EPROTO;
-	if (!rc && raw_body)
-		memcpy(raw_body, r->rpy + ULNET_SST_HDR_SIZE, ULNET_SST_BODY_SIZE);
+	if (!rc && raw_body) {
+		/* what came of the body, and zeros after it (the buffer holds an older RPC's bytes) */
+		uint32_t got = r->mlen[SLOT_RPY] > ULNET_SST_HDR_SIZE ? r->mlen[SLOT_RPY] - ULNET_SST_HDR_SIZE : 0;
+
+		if (got > ULNET_SST_BODY_SIZE)
+			got = ULNET_SST_BODY_SIZE;
+		memcpy(raw_body, r->rpy + ULNET_SST_HDR_SIZE, got);
+		memset((uint8_t *)raw_body + got, 0, ULNET_SST_BODY_SIZE - got);
+	}
 	sst__rpc_free(sst, r);
 	pthread_mutex_unlock(&sst->lock);
 	return rc;

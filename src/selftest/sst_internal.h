@@ -61,7 +61,6 @@ struct sst_rpc {
 	uint32_t service;
 	struct sst_test *test;
 	struct ulnet_process_id peer;
-	uint8_t req[ULNET_SST_MSG_SIZE], rpy[ULNET_SST_MSG_SIZE];
 	struct ulnet_handle mdh[NSLOTS];
 	unsigned live;                    /* MDs whose final event is still due */
 	int status[NSLOTS];
@@ -79,7 +78,6 @@ struct sst_rpc {
 	bool buf_shared;                  /* buf is one of the engine's shared buffers (not ours to free) */
 	uint32_t off, len, page;          /* the bulk: @len bytes at buf + @off, in pages of @page bytes */
 	/* server */
-	struct ulnet_sst_msg in;          /* decoded request */
 	struct ulnet_sst_msg out;         /* reply being built */
 	bool has_bulk;
 	bool ext_stat;                    /* reply body is @ext (ulnet extension) */
@@ -92,6 +90,12 @@ struct sst_rpc {
 	bool holds_reqbuf;                /* took a request buffer: repost one when freed */
 	bool waiting;                     /* on srv_waiting */
 	uint32_t srv_bulk;                /* bytes counted in sst->srv_bulk_bytes */
+	/* Not cleared for a new RPC (sst__rpc_new), as each is written whole before it is read: the
+	 * messages by ulnet__sst_msg_pack or a receive of ULNET_SST_MSG_SIZE bytes (a reply: read up to
+	 * its length), the decoded request by ulnet__sst_msg_unpack. Half the descriptor: a 1 MiB brw
+	 * RPC's copy evicts it from the cache, and clearing it cost 8 cache-line fills per RPC. */
+	uint8_t req[ULNET_SST_MSG_SIZE], rpy[ULNET_SST_MSG_SIZE];
+	struct ulnet_sst_msg in;          /* server: decoded request */
 };
 
 struct sst_stats {

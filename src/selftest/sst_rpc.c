@@ -5,6 +5,7 @@
 
 #include <errno.h>
 #include <pthread.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -67,7 +68,7 @@ struct sst_rpc *sst__rpc_new(struct ulnet_sst *sst, enum sst_role role)
 	if (r) {
 		sst->rpc_cache = r->hnext;
 		sst->n_rpc_cache--;
-		memset(r, 0, sizeof(*r));
+		memset(r, 0, offsetof(struct sst_rpc, req));
 	} else if (!(r = calloc(1, sizeof(*r)))) {
 		return NULL;
 	}
