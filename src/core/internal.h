@@ -15,6 +15,7 @@
 #include <sys/epoll.h>
 #include <sys/uio.h>
 #include "ulnet/ulnet.h"
+#include "futex_lock.h"
 #include "hdr.h"
 #include "list.h"
 #include "lnd.h"
@@ -173,16 +174,16 @@ struct ulnet_loop {
 	atomic_bool sleeping;
 	atomic_bool poked;           /* work for a busy-polling loop (busy_poll_us) */
 	/* an API call is doing this waiting loop's work (leader/follower, loop_borrow); the loop,
-	 * woken meanwhile, waits on borrow_cv before its turn (borrow_waiting). in_wait: the loop
+	 * woken meanwhile, parks (loop_park, on park_seq) before its turn (borrow_waiting). in_wait: the loop
 	 * dropped the lock to wait for io (sleeping or busy polling). Under the lock. */
 	bool in_wait, borrowed, borrow_waiting;
 	bool spinning;               /* in_wait busy polling, not asleep: a waiter may lead (loop.c) */
-	/* The thread waits on borrow_cv (loop_park): while borrowed, and after a receive-side lead
+	/* The thread parks on park_seq (loop_park): while borrowed, and after a receive-side lead
 	 * until linger_until (ulnet__now_ns; 0: not lingering), so the next lead finds it parked and
 	 * neither wakes it nor pokes it (lazy hand-back). unpark: work for it, leave the park now. */
 	atomic_bool parked, unpark;
 	uint64_t linger_until;
-	pthread_cond_t borrow_cv;
+	_Atomic uint32_t park_seq;   /* moves (and a futex wake) to end a park: loop_park */
 	struct epoll_event *cur_evs; /* batch being dispatched (io_stop clears stale entries) */
 	int cur_nevs;
 	struct ulnet_io *kicked, **kicked_tail; /* ulnet__io_kick, FIFO */
@@ -204,7 +205,7 @@ struct ulnet_pending_cb {
 };
 
 struct ulnet_node {
-	pthread_mutex_t lock;
+	struct ulnet_futex_lock lock;
 	uint64_t lock_t0;            /* when ulnet__lock took it, ulnet__lock_ticks (0: not measured) */
 	uint64_t lock_hold_max_ticks; /* the longest hold (stats lock_hold_max_ns) */
 	uint32_t pid;
@@ -291,7 +292,7 @@ static inline uint64_t ulnet__lock_ticks(void)
 /* Taken: poll it briefly before sleeping on it (lock_spin.c). */
 void ulnet__lock_contended(struct ulnet_node *node);
 
-/* A hold starts (the lock just taken, or taken back by a condition wait): ulnet__lock_hold_end times it. */
+/* A hold starts (the lock just taken): ulnet__lock_hold_end times it. */
 static inline void ulnet__lock_hold_begin(struct ulnet_node *node)
 {
 	node->lock_t0 = ulnet__lock_ticks();
@@ -299,7 +300,7 @@ static inline void ulnet__lock_hold_begin(struct ulnet_node *node)
 
 static inline void ulnet__lock(struct ulnet_node *node)
 {
-	if (pthread_mutex_trylock(&node->lock))
+	if (!ulnet__futex_trylock(&node->lock))
 		ulnet__lock_contended(node);
 	ulnet__lock_hold_begin(node);
 }
@@ -307,13 +308,13 @@ static inline void ulnet__lock(struct ulnet_node *node)
 /* The lock if it is free (true), timed as ulnet__lock's; a holder means work going on: no wait. */
 static inline bool ulnet__trylock(struct ulnet_node *node)
 {
-	if (pthread_mutex_trylock(&node->lock))
+	if (!ulnet__futex_trylock(&node->lock))
 		return false;
 	ulnet__lock_hold_begin(node);
 	return true;
 }
 
-/* Account the current hold (the lock stays held: a condition wait on it follows, or the unlock). */
+/* Account the current hold (the unlock follows). */
 static inline void ulnet__lock_hold_end(struct ulnet_node *node)
 {
 	if (node->lock_t0) {
@@ -337,7 +338,7 @@ static inline void ulnet__lock_hold_end(struct ulnet_node *node)
 static inline void ulnet__lock_release(struct ulnet_node *node)
 {
 	ulnet__lock_hold_end(node);
-	pthread_mutex_unlock(&node->lock);
+	ulnet__futex_unlock(&node->lock);
 }
 
 /* handles (md.c) */

@@ -1,11 +1,15 @@
 /* SPDX-License-Identifier: MIT */
-/* The node lock's contended path (internal.h: ulnet__lock). Holds are short (most under 1 us, the
- * stats' histogram), and a thread that sleeps on a glibc mutex costs a futex wait, a wake-up syscall
- * by the holder and two context switches; worse, the mutex stays marked contended, so the sleeper's
- * own unlock makes a wake-up syscall too, waiter or not. So a thread that finds the lock taken first
- * polls it for up to ULNET_LOCK_SPIN_US (the holder runs on another core and lets go within that,
- * typically; an acquired trylock leaves the mutex uncontended), and only then sleeps on it. */
-#include <pthread.h>
+/* The node lock's contended path (internal.h: ulnet__lock) and the futex calls under it
+ * (futex_lock.h). Holds are short (most under 1 us, the stats' histogram), and a thread that sleeps
+ * on the lock costs a futex wait, a wake-up system call by the holder and two context switches. So
+ * a thread that finds the lock taken first polls it for up to ULNET_LOCK_SPIN_US (the holder runs on
+ * another core and lets go within that, typically; a lock taken while polling stays in state 1, so
+ * its release makes no system call), and only then sleeps on it. */
+#include <errno.h>
+#include <linux/futex.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
 #include "internal.h"
 
 #define ULNET_LOCK_SPIN_US 4
@@ -19,16 +23,41 @@ static inline void cpu_relax(void)
 #endif
 }
 
+void ulnet__futex_wake(_Atomic uint32_t *word)
+{
+	syscall(SYS_futex, word, FUTEX_WAKE_PRIVATE, 1, NULL, NULL, 0);
+}
+
+void ulnet__futex_wait(_Atomic uint32_t *word, uint32_t seen, uint64_t deadline_ns)
+{
+	struct timespec ts = { .tv_sec = (time_t)(deadline_ns / 1000000000u),
+			       .tv_nsec = (long)(deadline_ns % 1000000000u) };
+
+	/* FUTEX_WAIT_BITSET takes an absolute CLOCK_MONOTONIC deadline (ulnet__now_ns's clock); EAGAIN
+	 * (the word moved), EINTR and ETIMEDOUT all send the caller back to its own checks */
+	syscall(SYS_futex, word, FUTEX_WAIT_BITSET_PRIVATE, seen, deadline_ns ? &ts : NULL, NULL,
+		FUTEX_BITSET_MATCH_ANY);
+}
+
+void ulnet__futex_lock_wait(struct ulnet_futex_lock *l)
+{
+	/* 2 from here on: we may sleep, so the holder's release must wake someone */
+	while (atomic_exchange_explicit(&l->word, 2, memory_order_acquire) != 0)
+		ulnet__futex_wait(&l->word, 2, 0);
+}
+
 void ulnet__lock_contended(struct ulnet_node *node)
 {
 	uint64_t t0 = ulnet__lock_ticks(), spin = ULNET_LOCK_SPIN_US * ulnet__lock_ticks_per_us;
 
 	do {
-		/* a few pauses between attempts: a try is an atomic write to the holder's cache line */
+		/* a few pauses between looks; a try (an atomic write to the holder's cache line) only
+		 * when the lock looks free */
 		for (int i = 0; i < 8; i++)
 			cpu_relax();
-		if (pthread_mutex_trylock(&node->lock) == 0)
+		if (atomic_load_explicit(&node->lock.word, memory_order_relaxed) == 0 &&
+		    ulnet__futex_trylock(&node->lock))
 			return;
 	} while (ulnet__lock_ticks() - t0 < spin);
-	pthread_mutex_lock(&node->lock);
+	ulnet__futex_lock_wait(&node->lock);
 }

@@ -41,8 +41,6 @@ static int loop_init_one(struct ulnet_loop *loop)
 	struct epoll_event ev = { .events = EPOLLIN | EPOLLET, .data.ptr = NULL };
 
 	loop->wakefd = -1;
-	if (ulnet__cond_init(&loop->borrow_cv))
-		return -ENOMEM;
 	loop->epfd = epoll_create1(EPOLL_CLOEXEC);
 	if (loop->epfd < 0)
 		return -errno;
@@ -80,8 +78,6 @@ void ulnet__loop_free(struct ulnet_node *node)
 			close(node->loops[i].epfd);
 		if (node->loops[i].wakefd >= 0)
 			close(node->loops[i].wakefd);
-		if (node->loops[i].node)
-			pthread_cond_destroy(&node->loops[i].borrow_cv);
 		node->loops[i].node = NULL;
 		node->loops[i].epfd = node->loops[i].wakefd = -1;
 	}
@@ -248,14 +244,21 @@ static void loop_wake_one(struct ulnet_loop *loop)
 		ULNET_LOG(CORE, WARN, "loop wake: %s", strerror(errno));
 }
 
+/* End a park (loop_park): the sequence moves, so a thread about to sleep on it does not. */
+static void loop_park_signal(struct ulnet_loop *loop)
+{
+	atomic_fetch_add_explicit(&loop->park_seq, 1, memory_order_release);
+	ulnet__futex_wake(&loop->park_seq);
+}
+
 /* Work for a loop whose thread is parked after a lead (loop_park): it leaves the park now rather than
- * at the end of its linger. Without the lock (ulnet__node_sync) a signal may come between its check
- * and its wait: the linger's timeout bounds that. */
+ * at the end of its linger. Without the lock (ulnet__node_sync) this may come between the thread's
+ * check and its sleep; the sequence it sleeps on has moved by then, so it does not sleep. */
 static void loop_unpark(struct ulnet_loop *loop)
 {
 	if (atomic_load_explicit(&loop->parked, memory_order_relaxed)) {
 		atomic_store_explicit(&loop->unpark, true, memory_order_relaxed);
-		pthread_cond_signal(&loop->borrow_cv);
+		loop_park_signal(loop);
 	}
 }
 
@@ -308,7 +311,7 @@ static void loop_unborrow(struct ulnet_loop *loop, bool lazy)
 	loop->linger_until = 0;
 	if (loop->borrow_waiting) {
 		loop->borrow_waiting = false;
-		pthread_cond_signal(&loop->borrow_cv);
+		loop_park_signal(loop);
 	}
 }
 
@@ -322,18 +325,16 @@ static void loop_park(struct ulnet_loop *loop)
 	while (loop->borrowed || (loop->linger_until && !node->stopping &&
 				  !atomic_load_explicit(&loop->unpark, memory_order_relaxed) &&
 				  ulnet__now_ns() < loop->linger_until)) {
+		/* read under the lock, before it goes: a signal after this point moves the sequence, and
+		 * the sleep ends (or does not start) */
+		uint32_t seq = atomic_load_explicit(&loop->park_seq, memory_order_acquire);
+		uint64_t until = loop->linger_until;
+
 		loop->borrow_waiting = true;
 		atomic_store_explicit(&loop->parked, true, memory_order_relaxed);
-		ulnet__lock_hold_end(node);
-		if (loop->linger_until) {
-			struct timespec ts = { .tv_sec = (time_t)(loop->linger_until / 1000000000ull),
-					       .tv_nsec = (long)(loop->linger_until % 1000000000ull) };
-
-			pthread_cond_timedwait(&loop->borrow_cv, &node->lock, &ts);
-		} else {
-			pthread_cond_wait(&loop->borrow_cv, &node->lock);
-		}
-		ulnet__lock_hold_begin(node);
+		ulnet__lock_release(node);
+		ulnet__futex_wait(&loop->park_seq, seq, until);
+		ulnet__lock(node);
 	}
 	loop->borrow_waiting = false;
 	loop->linger_until = 0;
@@ -762,7 +763,7 @@ void ulnet__loop_stop(struct ulnet_node *node)
 	node->stopping = true;
 	for (unsigned i = 0; i < node->n_started; i++) {
 		loop_wake_one(&node->loops[i]);
-		pthread_cond_signal(&node->loops[i].borrow_cv); /* a lingering park (loop_park) */
+		loop_park_signal(&node->loops[i]); /* a lingering park (loop_park) */
 	}
 	ulnet__lock_release(node);
 	for (unsigned i = 0; i < node->n_started; i++)

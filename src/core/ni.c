@@ -364,7 +364,7 @@ int ulnet_ni_fabric_get(ulnet_node *node, unsigned idx, struct ulnet_ni_fabric *
 
 	if (!node || !out)
 		return -EINVAL;
-	pthread_mutex_lock(&node->lock);
+	ulnet__lock(node);
 	ni = ni_at(node, idx);
 	if (ni && !ni->ops->lnd_fabric_info) {
 		rc = -EOPNOTSUPP;
@@ -373,6 +373,6 @@ int ulnet_ni_fabric_get(ulnet_node *node, unsigned idx, struct ulnet_ni_fabric *
 		ni->ops->lnd_fabric_info(ni, out);
 		rc = 0;
 	}
-	pthread_mutex_unlock(&node->lock);
+	ulnet__lock_release(node);
 	return rc;
 }

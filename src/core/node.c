@@ -86,18 +86,8 @@ int ulnet_node_open(const struct ulnet_node_opts *opts, ulnet_node **out)
 		free(node);
 		return rc;
 	}
+	/* node->lock starts free (zeroed; futex_lock.h, lock_spin.c) */
 	ulnet__lock_clock_init();
-	{
-		/* adaptive: a thread that finds the lock taken spins a little before it sleeps. Holds are
-		 * short (no socket call under it), so an API call racing a loop turn mostly gets it while
-		 * spinning, and the loop's unlock needs no futex wake-up */
-		pthread_mutexattr_t a;
-
-		pthread_mutexattr_init(&a);
-		pthread_mutexattr_settype(&a, PTHREAD_MUTEX_ADAPTIVE_NP);
-		pthread_mutex_init(&node->lock, &a);
-		pthread_mutexattr_destroy(&a);
-	}
 	/* the interface cookie names this incarnation in wire MD handles: a restarted node must not
 	 * accept ACKs and REPLYs meant for its previous life */
 	node->iface_cookie = ulnet__now_ns() ^ ((uint64_t)getpid() << 32);
@@ -115,7 +105,6 @@ int ulnet_node_open(const struct ulnet_node_opts *opts, ulnet_node **out)
 	node->max_peers = opts && opts->max_peers ? opts->max_peers : ULNET_MAX_PEERS_DEFAULT;
 	rc = ulnet__loop_init(node);
 	if (rc) {
-		pthread_mutex_destroy(&node->lock);
 		free(node);
 		return rc;
 	}
@@ -198,7 +187,6 @@ void ulnet_node_close(ulnet_node *node)
 	ulnet__desc_cache_free(node);
 	free(node->timers);
 	ulnet__loop_free(node);
-	pthread_mutex_destroy(&node->lock);
 	free(node);
 }
 

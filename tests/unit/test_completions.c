@@ -67,14 +67,14 @@ static void *drive_main(void *arg)
 	struct drive *d = arg;
 	struct ulnet_node *node = d->node;
 
-	pthread_mutex_lock(&node->lock);
+	ulnet__lock(node);
 	ulnet__finalize(held, 0);
 	held = NULL;
 	d->more_after_one = ulnet__completions_run(node, 1);
 	while (ulnet__completions_run(node, UINT_MAX))
 		;
 	d->done_q_empty = ulnet_list_empty(&node->done_q);
-	pthread_mutex_unlock(&node->lock);
+	ulnet__lock_release(node);
 	return NULL;
 }
 
@@ -102,9 +102,9 @@ static void ten_thousand_behind_one_credit(void **state)
 	md.eq = eq;
 	assert_int_equal(ulnet_nid_parse("6@kfi", &p6.nid, NULL), 0);
 	assert_int_equal(ulnet_md_bind(node, &md, ULNET_RETAIN, &h), 0);
-	pthread_mutex_lock(&node->lock);
+	ulnet__lock(node);
 	hold_next = true;
-	pthread_mutex_unlock(&node->lock);
+	ulnet__lock_release(node);
 	for (int i = 0; i <= N_QUEUED; i++)
 		assert_int_equal(ulnet_put(node, h, ULNET_NOACK_REQ, &p6, 1, 0, 0, (uint64_t)i), 0);
 	ulnet__node_sync(node); /* the loop posts sends to remote NIDs */
@@ -158,9 +158,9 @@ static void peer_queue_bounded(void **state)
 	md.eq = eq;
 	assert_int_equal(ulnet_nid_parse("6@kfi", &p6.nid, NULL), 0);
 	assert_int_equal(ulnet_md_bind(node, &md, ULNET_RETAIN, &h), 0);
-	pthread_mutex_lock(&node->lock);
+	ulnet__lock(node);
 	hold_next = true;
-	pthread_mutex_unlock(&node->lock);
+	ulnet__lock_release(node);
 	for (int i = 0; i < 6; i++) /* 1 holds the credit, 3 queue, 2 are refused */
 		assert_int_equal(ulnet_put(node, h, ULNET_NOACK_REQ, &p6, 1, 0, 0, (uint64_t)i), 0);
 	ulnet__node_sync(node); /* the loop posts sends to remote NIDs */
@@ -172,7 +172,7 @@ static void peer_queue_bounded(void **state)
 	assert_int_equal(ev.hdr_data, 5);
 	ulnet_stats_get(node, &st);
 	assert_int_equal(st.tx_queue_full, 2);
-	pthread_mutex_lock(&node->lock);
+	ulnet__lock(node);
 	ulnet__finalize(held, 0);
 	held = NULL;
 	ulnet__unlock(node); /* completes it, as at the end of an API call */
@@ -209,12 +209,12 @@ static void misdirected_line_names_all_three(void **state)
 	assert_int_equal(ulnet_nid_parse("6@kfi", &hdr.src_nid, NULL), 0);
 	assert_int_equal(ulnet_nid_parse("7@kfi", &hdr.dest_nid, NULL), 0);
 	ulnet_log_set(capture, 0);
-	pthread_mutex_lock(&node->lock);
+	ulnet__lock(node);
 	for (struct ulnet_list *p = node->nis.next; p != &node->nis; p = p->next)
 		if (ulnet_container_of(p, struct ulnet_ni, link) != node->lo_ni)
 			ni = ulnet_container_of(p, struct ulnet_ni, link);
 	rc = ulnet__parse(ni, &hdr, &hdr.src_nid, NULL);
-	pthread_mutex_unlock(&node->lock);
+	ulnet__lock_release(node);
 	ulnet_log_set(NULL, 1);
 	assert_int_equal(rc, -EPROTO);
 	assert_non_null(strstr(last_err, "from 6@kfi for 7@kfi arrived on NI 5@kfi"));
@@ -279,9 +279,9 @@ static unsigned armed_timers(ulnet_node *node)
 {
 	unsigned n;
 
-	pthread_mutex_lock(&node->lock);
+	ulnet__lock(node);
 	n = node->n_timers - (node->peer_sweep.idx ? 1 : 0); /* not the idle peer sweep */
-	pthread_mutex_unlock(&node->lock);
+	ulnet__lock_release(node);
 	return n;
 }
 
@@ -330,15 +330,15 @@ static void transaction_timeout(void **state)
 	assert_int_equal(ulnet_eq_wait(eq, 0, &ev), 0);
 	assert_int_equal(ulnet_md_bind(node, &md, ULNET_UNLINK, &h), 0);
 
-	pthread_mutex_lock(&node->lock);
+	ulnet__lock(node);
 	fake_now = ulnet__now_ns();
 	ulnet__node_set_clock(node, fake_clock, NULL);
 	hold_next = true;
-	pthread_mutex_unlock(&node->lock);
+	ulnet__lock_release(node);
 	assert_int_equal(ulnet_get(node, h, &p6, 0, 0x77, 0), 0);
 	ulnet__node_sync(node); /* the loop posts sends to remote NIDs */
 	assert_int_equal(armed_timers(node), base + 1);
-	pthread_mutex_lock(&node->lock);
+	ulnet__lock(node);
 	ulnet__finalize(held, 0); /* the GET is on the wire */
 	held = NULL;
 	ulnet__unlock(node); /* completes it, as at the end of an API call */
@@ -347,16 +347,16 @@ static void transaction_timeout(void **state)
 	assert_int_equal(ev.status, 0);
 	assert_false(ev.unlinked);
 
-	pthread_mutex_lock(&node->lock);
+	ulnet__lock(node);
 	fake_now += 49ull * 1000000000ull;
 	ulnet__timers_run(node, fake_now);
-	pthread_mutex_unlock(&node->lock);
+	ulnet__lock_release(node);
 	assert_int_equal(ulnet_eq_wait(eq, 0, &ev), 0); /* 49 s: still waiting */
 
-	pthread_mutex_lock(&node->lock);
+	ulnet__lock(node);
 	fake_now += 2ull * 1000000000ull;
 	ulnet__timers_run(node, fake_now);
-	pthread_mutex_unlock(&node->lock);
+	ulnet__lock_release(node);
 	assert_int_equal(ulnet_eq_wait(eq, 5000, &ev), 1);
 	assert_int_equal(ev.type, ULNET_EVENT_REPLY);
 	assert_int_equal(ev.status, -ETIMEDOUT);
@@ -366,9 +366,9 @@ static void transaction_timeout(void **state)
 	assert_int_equal(armed_timers(node), base);
 	ulnet_stats_get(node, &st);
 	assert_int_equal(st.tx_timeouts, 1);
-	pthread_mutex_lock(&node->lock);
+	ulnet__lock(node);
 	ulnet__node_set_clock(node, NULL, NULL);
-	pthread_mutex_unlock(&node->lock);
+	ulnet__lock_release(node);
 	ulnet_node_close(node);
 	assert_int_equal(ulnet_eq_destroy(eq), 0);
 }
@@ -401,7 +401,7 @@ static void spoofed_sources_leave_no_peer(void **state)
 	hdr.msg.get.ptl_index = ULNET_RESERVED_PORTAL;
 	hdr.msg.get.match_bits = ULNET_PING_MATCHBITS;
 	hdr.msg.get.sink_length = 4096;
-	pthread_mutex_lock(&node->lock);
+	ulnet__lock(node);
 	fake_now = ulnet__now_ns();
 	ulnet__node_set_clock(node, fake_clock, NULL);
 	ni = kfi_ni(node);
@@ -424,7 +424,7 @@ static void spoofed_sources_leave_no_peer(void **state)
 	ulnet__timers_run(node, fake_now);
 	assert_int_equal(node->n_peers, 0);
 	ulnet__node_set_clock(node, NULL, NULL);
-	pthread_mutex_unlock(&node->lock);
+	ulnet__lock_release(node);
 	ulnet_stats_get(node, &st);
 	assert_int_equal(st.send_count, 100); /* every spoofed GET was answered */
 	ulnet_node_close(node);

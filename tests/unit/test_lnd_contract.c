@@ -65,7 +65,7 @@ static void no_event(struct fixture *f)
 	assert_int_equal(ulnet_eq_wait(f->eq, 0, &ev), 0);
 }
 
-static void lock(struct fixture *f) { pthread_mutex_lock(&f->node->lock); }
+static void lock(struct fixture *f) { ulnet__lock(f->node); }
 static void unlock(struct fixture *f) { ulnet__unlock(f->node); }
 
 static void fill(uint8_t *p, size_t n, unsigned seed)

@@ -293,9 +293,9 @@ static int held_count(ulnet_node *node)
 {
 	int n;
 
-	pthread_mutex_lock(&node->lock);
+	ulnet__lock(node);
 	n = n_held;
-	pthread_mutex_unlock(&node->lock);
+	ulnet__lock_release(node);
 	return n;
 }
 
@@ -305,9 +305,9 @@ static void settle(ulnet_node *node)
 	for (;;) {
 		bool idle;
 
-		pthread_mutex_lock(&node->lock);
+		ulnet__lock(node);
 		idle = ulnet_list_empty(&node->done_q);
-		pthread_mutex_unlock(&node->lock);
+		ulnet__lock_release(node);
 		if (idle)
 			return;
 		sched_yield();
@@ -318,7 +318,7 @@ static void complete_first(ulnet_node *node, int status)
 {
 	struct ulnet_msg *m;
 
-	pthread_mutex_lock(&node->lock);
+	ulnet__lock(node);
 	m = held[0];
 	memmove(held, held + 1, (size_t)(--n_held) * sizeof(held[0]));
 	ulnet__finalize(m, status);
@@ -483,7 +483,7 @@ static void fragments_as_sent(void **state)
 					     : ulnet_put(node, h, ULNET_NOACK_REQ, &p6, 1, 0, 0, 0), 0);
 			ulnet__node_sync(node);
 			assert_int_equal(held_count(node), 1);
-			pthread_mutex_lock(&node->lock);
+			ulnet__lock(node);
 			v = ulnet__msg_view(held[0]);
 			iov = get ? v->rdma_iov : v->iov;
 			n = get ? v->rdma_niov : v->niov;
@@ -496,7 +496,7 @@ static void fragments_as_sent(void **state)
 				assert_int_equal(iov[k].iov_len, want[i].iov_len);
 				k++;
 			}
-			pthread_mutex_unlock(&node->lock);
+			ulnet__lock_release(node);
 			complete_first(node, 0);
 			if (get) /* no REPLY comes: the MD goes by hand */
 				assert_int_equal(ulnet_md_unlink(node, h), 0);
@@ -554,7 +554,7 @@ static void kiov_runs_as_sent(void **state)
 	assert_int_equal(ulnet_put(node, h, ULNET_NOACK_REQ, &p6, 1, 0, 0, 0), 0);
 	ulnet__node_sync(node);
 	assert_int_equal(held_count(node), 1);
-	pthread_mutex_lock(&node->lock);
+	ulnet__lock(node);
 	v = ulnet__msg_view(held[0]);
 	assert_int_equal(v->hdr.payload_length, total);
 	assert_int_equal(v->niov, c->nwant);
@@ -566,7 +566,7 @@ static void kiov_runs_as_sent(void **state)
 		assert_ptr_equal(v->iov[i].iov_base, mem + c->want[i].page * 4096 + c->want[i].off);
 		assert_int_equal(v->iov[i].iov_len, c->want[i].len);
 	}
-	pthread_mutex_unlock(&node->lock);
+	ulnet__lock_release(node);
 	complete_first(node, 0);
 	ulnet_node_close(node);
 	free(mem);

@@ -1,0 +1,40 @@
+/* SPDX-License-Identifier: MIT */
+/* The node lock and the loop's park, on Linux futexes. Every API call and loop turn takes the node
+ * lock, a dozen times per message round trip: glibc's mutex spends ~30 instructions in each trylock
+ * and each unlock (type and elision checks, the adaptive mutex's bookkeeping), this one an atomic
+ * exchange. Three states (0 free, 1 held, 2 held and maybe waited for): only a release that finds
+ * 2 makes a system call. Acquire and release orderings carry the happens-before edges, which is
+ * what ThreadSanitizer sees too. */
+#ifndef ULNET_FUTEX_LOCK_H
+#define ULNET_FUTEX_LOCK_H
+
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+struct ulnet_futex_lock {
+	_Atomic uint32_t word;
+};
+
+static inline bool ulnet__futex_trylock(struct ulnet_futex_lock *l)
+{
+	uint32_t free_word = 0;
+
+	return atomic_compare_exchange_strong_explicit(&l->word, &free_word, 1, memory_order_acquire,
+						       memory_order_relaxed);
+}
+
+/* The lock is taken: sleep until it is ours (it may be handed on to another sleeper first). */
+void ulnet__futex_lock_wait(struct ulnet_futex_lock *l);
+/* Wake one sleeper on @word (a release found the lock waited for, or a park's sequence moved). */
+void ulnet__futex_wake(_Atomic uint32_t *word);
+/* Sleep while @word is @seen, until a wake, or until @deadline_ns (CLOCK_MONOTONIC; 0: none). */
+void ulnet__futex_wait(_Atomic uint32_t *word, uint32_t seen, uint64_t deadline_ns);
+
+static inline void ulnet__futex_unlock(struct ulnet_futex_lock *l)
+{
+	if (atomic_exchange_explicit(&l->word, 0, memory_order_release) == 2)
+		ulnet__futex_wake(&l->word);
+}
+
+#endif
