@@ -72,6 +72,7 @@ struct o2ib_net {
 	struct ulnet_list zombies; /* closed conns waiting for their id to go and their rxs to come back */
 	bool shutting_down;
 	bool in_progress, progress_again; /* o2ib_progress running / asked to go round again */
+	struct ulnet_list checks;   /* conns whose send check waits for the end of the completion batch */
 	uint64_t round_ns;          /* ulnet__now_coarse_ns at the start of o2ib_progress's round (o2ib_now) */
 	bool in_tick;               /* walking the peer table: no peer may be forgotten under it */
 	uint64_t cookies;
@@ -180,6 +181,8 @@ struct o2ib_conn {
 	struct o2ib_rx *rxs;
 	struct o2ib_tx **slots;     /* posted tx per send slot, NULL = free */
 	uint64_t last_send_ns;      /* ulnet__now_coarse_ns: the keepalive counts in seconds */
+	struct ulnet_list check_link; /* net->checks while check_due */
+	bool check_due;             /* a send check waits (o2ib_conn_check_sends inside o2ib_progress) */
 	bool destroyed;             /* id destroyed: no completion follows */
 };
 
@@ -232,6 +235,8 @@ void o2ib_tx_free(struct o2ib_net *net, struct o2ib_tx *tx);
 int o2ib_connect(struct o2ib_peer *peer);
 void o2ib_conn_close(struct o2ib_conn *conn, int status, const char *why);
 void o2ib_conn_queue(struct o2ib_conn *conn, struct o2ib_tx *tx);
+/* Post what the queues and credits allow. Inside o2ib_progress the check waits for the end of the
+ * completion batch (o2ib_conn.c, Deferred send checks); outside it runs now. */
 void o2ib_conn_check_sends(struct o2ib_conn *conn);
 void o2ib_rx_repost(struct o2ib_rx *rx, bool credit);
 /* @provider: call the provider's progress first (the device fd was readable); false: the loop hook's

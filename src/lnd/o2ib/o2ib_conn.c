@@ -38,6 +38,7 @@ static struct o2ib_conn *conn_alloc(struct o2ib_net *net, struct o2ib_peer *peer
 	ulnet_list_init(&conn->txq_nocred);
 	ulnet_list_init(&conn->waitq);
 	ulnet_list_init(&conn->link);
+	ulnet_list_init(&conn->check_link);
 	conn->last_send_ns = ulnet__now_coarse_ns();
 	return conn;
 }
@@ -139,6 +140,8 @@ static void conn_free(struct o2ib_conn *conn)
 
 	if (conn->peer)
 		conn->peer->nconns--;
+	if (conn->check_due)
+		ulnet_list_del(&conn->check_link);
 	if (conn->rx_mr_ok)
 		f->dereg_mr(conn->net->dev, &conn->rx_mr);
 	if (conn->tx_mr_ok)
@@ -463,7 +466,7 @@ static int post_stalled(struct o2ib_conn *conn)
 	return 0;
 }
 
-void o2ib_conn_check_sends(struct o2ib_conn *conn)
+static void check_sends_now(struct o2ib_conn *conn)
 {
 	uint64_t now = o2ib_now(conn->net); /* keepalives count in seconds: a tick's resolution does */
 	int rc;
@@ -519,6 +522,43 @@ void o2ib_conn_check_sends(struct o2ib_conn *conn)
 			o2ib_conn_close(conn, rc, "cannot post a send");
 			return;
 		}
+	}
+}
+
+/* Deferred send checks. Handling one completion or event used to check the conn's sends at once,
+ * about ten times per RPC (each answer, repost, queued message and send completion), most finding
+ * nothing new to post. Inside o2ib_progress a check only marks the conn; run_checks() does one check
+ * per marked conn after each batch (the CM events, then each poll of up to 16 completions), before
+ * the next poll, and o2ib_progress drains the marks before it returns, so no queued message waits for
+ * a later call (a check that queues or completes more, nested, marks again and runs in the same
+ * drain).
+ * Ordering: each queue still posts in FIFO order, and the no-credit queue still goes before the
+ * credit queue at each check, as before. What changes is within one batch: sends that several of its
+ * completions make possible go out together after it, so a no-credit message (PUT_ACK, PUT_DONE,
+ * GET_DONE, PUT_NAK) queued by a later completion of the batch may be posted before a credit message
+ * queued by an earlier one, just as when both wait on a full set of slots. Nothing orders messages
+ * across the two queues (lnet-wire.md §4.1; the kernel's o2iblnd keeps the same two queues). NOOP
+ * decisions see the batch's credits together (never more NOOPs than before). */
+void o2ib_conn_check_sends(struct o2ib_conn *conn)
+{
+	if (conn->net->in_progress) {
+		if (!conn->check_due && conn->state == O2IB_CONN_ESTABLISHED) {
+			conn->check_due = true;
+			ulnet_list_add_tail(&conn->check_link, &conn->net->checks);
+		}
+		return;
+	}
+	check_sends_now(conn);
+}
+
+static void run_checks(struct o2ib_net *net)
+{
+	while (!ulnet_list_empty(&net->checks)) {
+		struct o2ib_conn *conn = ulnet_container_of(net->checks.next, struct o2ib_conn, check_link);
+
+		ulnet_list_del(&conn->check_link);
+		conn->check_due = false;
+		check_sends_now(conn);
 	}
 }
 
@@ -984,12 +1024,15 @@ void o2ib_progress(struct o2ib_net *net, bool provider)
 			on_event(net, &ev);
 			net->progress_again = true;
 		}
+		run_checks(net);
 		while ((n = f->poll_cq(net->dev, wc, 16)) > 0) {
 			for (int i = 0; i < n; i++)
 				handle_wc(net, &wc[i]);
+			run_checks(net);
 			net->progress_again = true;
 		}
 	} while (net->progress_again && !net->shutting_down);
+	run_checks(net); /* (none left, unless shutting down cut the loop short) */
 	net->in_progress = false;
 	o2ib_reap_zombies(net);
 }

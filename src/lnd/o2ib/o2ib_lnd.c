@@ -267,6 +267,7 @@ static int o2iblnd_startup(struct ulnet_ni *ni)
 		ulnet_list_init(&net->peers[i]);
 	ulnet_list_init(&net->pending);
 	ulnet_list_init(&net->zombies);
+	ulnet_list_init(&net->checks);
 	ulnet_list_init(&net->bounces);
 	ulnet_list_init(&net->reg_lru);
 	if ((rc = tunables_load(net, ni)) || (rc = limits_load(ni, &lim)))
