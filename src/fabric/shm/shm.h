@@ -231,6 +231,14 @@ int shm_dereg_mr(struct fab_dev *dev, const struct fab_mr *mr);
 int shm_mr_acquire(struct shm_mr_entry *tbl, uint32_t tbl_n, pid_t pid, uint32_t key, uint64_t addr,
 		   uint64_t len, unsigned access, struct iovec *iov, int max, struct shm_mr_entry **held);
 void shm_mr_release(struct shm_mr_entry *held);
+/* @e is valid for @key, allows @access and holds [addr, addr + len): shm_mr_acquire's check (made
+ * after it takes busy on an entry another thread or process may deregister). */
+static inline bool shm_mr_entry_ok(const struct shm_mr_entry *e, uint32_t key, uint64_t addr, uint64_t len,
+				   unsigned access)
+{
+	return atomic_load(&e->state) == SHM_STATE(SHM_KEY_GEN(key), true) && (e->access & access) == access &&
+	       addr >= e->addr && len <= e->length && addr - e->addr <= e->length - len;
+}
 /* Pure: how many segments @ranges make once ranges that touch are joined; shm_seg_fill writes them. */
 unsigned shm_seg_count(const struct iovec *ranges, unsigned n);
 void shm_seg_fill(const struct iovec *ranges, unsigned n, struct shm_seg *segs);

@@ -160,11 +160,22 @@ static int local_iov(struct fab_qp *qp, const struct fab_sge *sge, uint32_t n, u
 
 	*total = 0;
 	for (uint32_t i = 0; i < n; i++) {
+		uint32_t idx = SHM_KEY_IDX(sge[i].lkey);
 		struct shm_mr_entry *held;
 		int k;
 
 		if (!sge[i].length)
 			continue;
+		/* a one-segment region of our own table (every SGE of the LND's message areas and of a 1 MiB
+		 * source): with no copy thread only this thread deregisters, so there is no busy to take (a
+		 * peer's busy guards only its own copies); the checks are shm_mr_acquire's */
+		if (!dev->eng.started && cnt < max && sge[i].lkey >= (1u << 16) && idx < dev->lim.max_mr &&
+		    dev->tbl[idx].nseg == 1 &&
+		    shm_mr_entry_ok(&dev->tbl[idx], sge[i].lkey, sge[i].addr, sge[i].length, access)) {
+			iov[cnt++] = (struct iovec){ (void *)(uintptr_t)sge[i].addr, sge[i].length };
+			*total += sge[i].length;
+			continue;
+		}
 		k = shm_mr_acquire(dev->tbl, dev->lim.max_mr, 0, sge[i].lkey, sge[i].addr, sge[i].length,
 				   access, iov + cnt, max - cnt, &held);
 		if (k < 0)
