@@ -212,8 +212,16 @@ uint64_t shm_now_ns(void);
 int shm_cq_push_locked(struct fab_dev *dev, struct fab_qp *qp, uint64_t wr_id, enum fab_wc_opcode op,
 		       enum fab_wc_status st, uint32_t len, bool is_send, uint64_t sq_seq);
 void shm_dev_signal_locked(struct fab_dev *dev);
-int shm_cq_push(struct fab_dev *dev, struct fab_qp *qp, uint64_t wr_id, enum fab_wc_opcode op,
-		enum fab_wc_status st, uint32_t len, bool is_send, uint64_t sq_seq);
+static inline int shm_cq_push(struct fab_dev *dev, struct fab_qp *qp, uint64_t wr_id, enum fab_wc_opcode op,
+			      enum fab_wc_status st, uint32_t len, bool is_send, uint64_t sq_seq)
+{
+	int rc;
+
+	shm_lock(dev);
+	rc = shm_cq_push_locked(dev, qp, wr_id, op, st, len, is_send, sq_seq);
+	shm_unlock(dev);
+	return rc;
+}
 int shm_ev_push(struct fab_dev *dev, const struct fab_cm_event *ev);
 void shm_dev_purge(struct fab_dev *dev, const struct fab_cm_id *id, const struct fab_qp *qp);
 void shm_dev_signal(struct fab_dev *dev);
