@@ -180,6 +180,7 @@ struct o2ib_conn {
 	bool rx_mr_ok, tx_mr_ok;
 	struct o2ib_rx *rxs;
 	struct o2ib_tx **slots;     /* posted tx per send slot, NULL = free */
+	uint32_t slot_low;          /* every slot below it is taken (post_tx looks from there) */
 	uint64_t last_send_ns;      /* ulnet__now_coarse_ns: the keepalive counts in seconds */
 	struct ulnet_list check_link; /* net->checks while check_due */
 	bool check_due;             /* a send check waits (o2ib_conn_check_sends inside o2ib_progress) */

@@ -441,12 +441,17 @@ static int post_window(struct o2ib_conn *conn, struct o2ib_tx *tx, uint32_t s, i
 static int post_tx(struct o2ib_conn *conn, struct o2ib_tx *tx, int credit)
 {
 	uint32_t s;
+	int rc;
 
-	for (s = 0; s < conn->nslots && conn->slots[s]; s++)
+	for (s = conn->slot_low; s < conn->nslots && conn->slots[s]; s++)
 		;
+	conn->slot_low = s;
 	if (s == conn->nslots)
 		return 1;
-	return post_window(conn, tx, s, credit);
+	rc = post_window(conn, tx, s, credit);
+	if (rc == 0)
+		conn->slot_low = s + 1;
+	return rc;
 }
 
 /* Post the next windows of slotted transfers that wait for send-queue room. 0, or -errno. */
@@ -742,6 +747,8 @@ static void handle_wc(struct o2ib_net *net, const struct fab_wc *wc)
 			return;
 		}
 		conn->slots[s] = NULL;
+		if (s < conn->slot_low)
+			conn->slot_low = s;
 		conn->sq_used -= conn->slot_wrs[s];
 		conn->nsends_posted--;
 		conn->noops_posted -= tx->msg.type == O2IB_MSG_NOOP;

@@ -301,8 +301,10 @@ void o2ib_tx_release(struct o2ib_net *net, struct o2ib_tx *tx)
 	if (tx->bounce)
 		bounce_put(net, tx->bounce);
 	tx->bounce = NULL;
-	free(tx->sink_iov);
-	tx->sink_iov = NULL;
+	if (tx->sink_iov) { /* (a bounced sink only: no free(NULL) call per message) */
+		free(tx->sink_iov);
+		tx->sink_iov = NULL;
+	}
 }
 
 /* Copy @nob bytes between @iov and a flat buffer. */
