@@ -673,7 +673,9 @@ int shm_post_recv(struct fab_qp *qp, const struct fab_recv_wr *wr, const struct 
 		*bad = wr;
 	/* a socket that had more than the receives then posted is not waited on (no EPOLLIN without a
 	 * receive): read it now; otherwise epoll says when something comes */
-	if (qp->id->ring_map && !ring_rx(qp)) /* delivers what waits, or says we sleep on the ring */
+	/* delivers what waits, or says we sleep on the ring (a busy-polling owner does not sleep: with the
+	 * ring empty there is nothing to do, ~40 instructions per repost saved) */
+	if (qp->id->ring_map && (qp->id->dev->armed || shm_ring_nonempty(&qp->id->ring_rx)) && !ring_rx(qp))
 		return rc;
 	if (qp->rx_more)
 		shm_qp_rx(qp);
