@@ -68,6 +68,7 @@ struct o2ib_net {
 	struct sockaddr_in addr;
 	struct ulnet_list peers[O2IB_PEER_BUCKETS];
 	uint32_t npeers;
+	struct o2ib_peer *last_peer; /* the one o2ib_peer_find found last (NULL once forgotten) */
 	struct ulnet_list pending; /* accepted conns waiting for ESTABLISHED (not yet their peer's conn) */
 	struct ulnet_list zombies; /* closed conns waiting for their id to go and their rxs to come back */
 	bool shutting_down;
