@@ -168,6 +168,7 @@ struct o2ib_conn {
 	uint64_t peer_stamp;
 	/* credits (lnet-wire.md §4.1) */
 	int credits, outstanding_credits, reserved_credits, nsends_posted, noops_posted;
+	int hiw, max_sends;         /* the NOOP high-water mark and the sends posted at once, fixed once up */
 	struct ulnet_list txq;      /* credit queue (IMMEDIATE) */
 	struct ulnet_list txq_nocred;
 	struct ulnet_list waitq;    /* txs waiting for the peer's answer */

@@ -326,7 +326,7 @@ static bool keepalive_due(const struct o2ib_conn *conn, uint64_t now)
 
 static bool need_noop(const struct o2ib_conn *conn, uint64_t now)
 {
-	if (conn->outstanding_credits < hiw(conn) && !keepalive_due(conn, now))
+	if (conn->outstanding_credits < conn->hiw && !keepalive_due(conn, now))
 		return false;
 	if (v2(conn) && (conn->noops_posted >= 2 || !ulnet_list_empty(&conn->txq_nocred)))
 		return false;
@@ -488,7 +488,7 @@ static void check_sends_now(struct o2ib_conn *conn)
 		if (noop)
 			o2ib_conn_queue(conn, noop);
 	}
-	while (conn->nsends_posted < max_sends(conn)) {
+	while (conn->nsends_posted < conn->max_sends) {
 		struct ulnet_list *q = !ulnet_list_empty(&conn->txq_nocred) ? &conn->txq_nocred
 				     : !ulnet_list_empty(&conn->txq) ? &conn->txq : NULL;
 		struct o2ib_tx *tx;
@@ -797,6 +797,8 @@ static void conn_established(struct o2ib_conn *conn)
 	}
 	conn->state = O2IB_CONN_ESTABLISHED;
 	conn->credits = conn->reserved_credits = conn->queue_depth;
+	conn->hiw = hiw(conn); /* (depth, slots and tunables stay as they are now: not per check) */
+	conn->max_sends = max_sends(conn);
 	peer->last_version = conn->version;
 	peer->last_stamp = conn->peer_stamp;
 	peer->races = 0;
