@@ -493,20 +493,16 @@ static void test_print(void **state)
  * the usual one (1 MiB contiguous into one fragment, map_on_demand 1). */
 static void test_source_one(void **state)
 {
-	(void)state;
 	static const uint32_t pss[] = { 4096, 65536 }, mods[] = { 0, 1, 32, 256 }, sqs[] = { 2, 16 };
 	static const uint64_t offs[] = { 0, 100, 4095, 4096 }, lens[] = { 1, 4000, 4096, 8192, 70000, MIB };
 	static const uint32_t extra[] = { 0, 1, 5000 }, nfr[] = { 1, 2 };
 	uint32_t taken = 0;
 
-	for (unsigned a = 0; a < 2; a++)
-	for (unsigned m = 0; m < 4; m++)
-	for (unsigned q = 0; q < 2; q++)
-	for (unsigned o = 0; o < 4; o++)
-	for (unsigned l = 0; l < 6; l++)
-	for (unsigned e = 0; e < 3; e++)
-	for (unsigned f = 0; f < 2; f++)
-	for (int form = 0; form < 2; form++) {
+	(void)state;
+	/* every combination: one index, its digits in mixed radix 2, 4, 2, 4, 6, 3, 2, 2 */
+	for (unsigned i = 0; i < 2u * 4 * 2 * 4 * 6 * 3 * 2 * 2; i++) {
+		unsigned a = i % 2, m = i / 2 % 4, q = i / 8 % 2, o = i / 16 % 4, l = i / 64 % 6, e = i / 384 % 3,
+			 f = i / 1152 % 2, form = i / 2304 % 2;
 		struct o2ib_seg seg = { ptr(src_arena) + 512u * (o & 1), offs[o] + lens[l] + 64 };
 		struct o2ib_mem mem = { form ? O2IB_MEM_IOVEC : O2IB_MEM_CONTIG, pss[a], 1, &seg, offs[o], lens[l] };
 		struct o2ib_limits lim = { 30, sqs[q], 257, mods[m], ptr(src_bounce), BOUNCE };
