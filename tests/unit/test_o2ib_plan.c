@@ -489,6 +489,63 @@ static void test_print(void **state)
 	o2ib_plan_free(&p);
 }
 
+/* o2ib_plan_source_one plans exactly what o2ib_plan_source does whenever it takes the case, and takes
+ * the usual one (1 MiB contiguous into one fragment, map_on_demand 1). */
+static void test_source_one(void **state)
+{
+	static const uint32_t pss[] = { 4096, 65536 }, mods[] = { 0, 1, 32, 256 }, sqs[] = { 2, 16 };
+	static const uint64_t offs[] = { 0, 100, 4095, 4096 }, lens[] = { 1, 4000, 4096, 8192, 70000, MIB };
+	static const uint32_t extra[] = { 0, 1, 5000 }, nfr[] = { 1, 2 };
+	uint32_t taken = 0;
+
+	(void)state;
+	/* every combination: one index, its digits in mixed radix 2, 4, 2, 4, 6, 3, 2, 2 */
+	for (unsigned i = 0; i < 2u * 4 * 2 * 4 * 6 * 3 * 2 * 2; i++) {
+		unsigned a = i % 2, m = i / 2 % 4, q = i / 8 % 2, o = i / 16 % 4, l = i / 64 % 6, e = i / 384 % 3,
+			 f = i / 1152 % 2, form = i / 2304 % 2;
+		struct o2ib_seg seg = { ptr(src_arena) + 512u * (o & 1), offs[o] + lens[l] + 64 };
+		struct o2ib_mem mem = { form ? O2IB_MEM_IOVEC : O2IB_MEM_CONTIG, pss[a], 1, &seg, offs[o], lens[l] };
+		struct o2ib_limits lim = { 30, sqs[q], 257, mods[m], ptr(src_bounce), BOUNCE };
+		static struct o2ib_rdma_desc rd;
+		struct o2ib_plan one, full;
+		bool ok;
+		int rc;
+
+		rd.key = 7;
+		rd.nfrags = nfr[f];
+		/* the first fragment holds the transfer only with e == 0 or 1; else it is short */
+		rd.frags[0] = (struct o2ib_rdma_frag){ (uint32_t)(e == 2 ? lens[l] / 2 + 1 : lens[l] + extra[e]),
+						       ptr(dst_arena) + 8192 };
+		rd.frags[1] = (struct o2ib_rdma_frag){ (uint32_t)lens[l], ptr(dst_arena) + 2 * MIB };
+		ok = o2ib_plan_source_one(&mem, &rd, lens[l], &lim, &one);
+		rc = o2ib_plan_source(&mem, &rd, lens[l], &lim, &full);
+		if (ok) {
+			taken++;
+			assert_int_equal(rc, 0);
+			assert_int_equal(full.nwrs, 1);
+			assert_int_equal(full.nsges, 1);
+			assert_int_equal(full.nwindows, one.nwindows);
+			assert_int_equal(full.strategy, one.strategy);
+			assert_int_equal(full.nregs, one.nregs);
+			assert_int_equal(full.regs[0].kind, one.regs[0].kind);
+			assert_true(full.regs[0].addr == one.regs[0].addr && full.regs[0].len == one.regs[0].len);
+			assert_true(full.sges[0].addr == one.sges[0].addr);
+			assert_int_equal(full.sges[0].len, one.sges[0].len);
+			assert_true(full.wrs[0].remote_addr == one.wrs[0].remote_addr);
+			assert_int_equal(full.wrs[0].nsge, one.wrs[0].nsge);
+			assert_int_equal(full.wrs[0].nob, one.wrs[0].nob);
+			assert_int_equal(full.wrs[0].signalled, one.wrs[0].signalled);
+			assert_int_equal(full.wrs[0].window, one.wrs[0].window);
+			o2ib_plan_free(&one);
+		} else if (rc == 0 && form == 0 && e < 2 && mods[m] == 1 && lens[l] > pss[a]) {
+			fail_msg("the usual case was not taken (page %u, offset %" PRIu64 ", len %" PRIu64 ")", pss[a],
+				 offs[o], lens[l]);
+		}
+		o2ib_plan_free(&full);
+	}
+	assert_true(taken > 100);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -498,6 +555,7 @@ int main(void)
 		cmocka_unit_test(test_print),
 		cmocka_unit_test(test_lu5718),
 		cmocka_unit_test(test_matrix),
+		cmocka_unit_test(test_source_one),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);
 }

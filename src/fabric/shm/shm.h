@@ -212,8 +212,16 @@ uint64_t shm_now_ns(void);
 int shm_cq_push_locked(struct fab_dev *dev, struct fab_qp *qp, uint64_t wr_id, enum fab_wc_opcode op,
 		       enum fab_wc_status st, uint32_t len, bool is_send, uint64_t sq_seq);
 void shm_dev_signal_locked(struct fab_dev *dev);
-int shm_cq_push(struct fab_dev *dev, struct fab_qp *qp, uint64_t wr_id, enum fab_wc_opcode op,
-		enum fab_wc_status st, uint32_t len, bool is_send, uint64_t sq_seq);
+static inline int shm_cq_push(struct fab_dev *dev, struct fab_qp *qp, uint64_t wr_id, enum fab_wc_opcode op,
+			      enum fab_wc_status st, uint32_t len, bool is_send, uint64_t sq_seq)
+{
+	int rc;
+
+	shm_lock(dev);
+	rc = shm_cq_push_locked(dev, qp, wr_id, op, st, len, is_send, sq_seq);
+	shm_unlock(dev);
+	return rc;
+}
 int shm_ev_push(struct fab_dev *dev, const struct fab_cm_event *ev);
 void shm_dev_purge(struct fab_dev *dev, const struct fab_cm_id *id, const struct fab_qp *qp);
 void shm_dev_signal(struct fab_dev *dev);
@@ -231,6 +239,14 @@ int shm_dereg_mr(struct fab_dev *dev, const struct fab_mr *mr);
 int shm_mr_acquire(struct shm_mr_entry *tbl, uint32_t tbl_n, pid_t pid, uint32_t key, uint64_t addr,
 		   uint64_t len, unsigned access, struct iovec *iov, int max, struct shm_mr_entry **held);
 void shm_mr_release(struct shm_mr_entry *held);
+/* @e is valid for @key, allows @access and holds [addr, addr + len): shm_mr_acquire's check (made
+ * after it takes busy on an entry another thread or process may deregister). */
+static inline bool shm_mr_entry_ok(const struct shm_mr_entry *e, uint32_t key, uint64_t addr, uint64_t len,
+				   unsigned access)
+{
+	return atomic_load(&e->state) == SHM_STATE(SHM_KEY_GEN(key), true) && (e->access & access) == access &&
+	       addr >= e->addr && len <= e->length && addr - e->addr <= e->length - len;
+}
 /* Pure: how many segments @ranges make once ranges that touch are joined; shm_seg_fill writes them. */
 unsigned shm_seg_count(const struct iovec *ranges, unsigned n);
 void shm_seg_fill(const struct iovec *ranges, unsigned n, struct shm_seg *segs);

@@ -165,17 +165,6 @@ static int ring_grow(void **buf, size_t *cap, size_t head, size_t len, size_t el
 	return 0;
 }
 
-int shm_cq_push(struct fab_dev *dev, struct fab_qp *qp, uint64_t wr_id, enum fab_wc_opcode op,
-		enum fab_wc_status st, uint32_t len, bool is_send, uint64_t sq_seq)
-{
-	int rc;
-
-	shm_lock(dev);
-	rc = shm_cq_push_locked(dev, qp, wr_id, op, st, len, is_send, sq_seq);
-	shm_unlock(dev);
-	return rc;
-}
-
 int shm_cq_push_locked(struct fab_dev *dev, struct fab_qp *qp, uint64_t wr_id, enum fab_wc_opcode op,
 		       enum fab_wc_status st, uint32_t len, bool is_send, uint64_t sq_seq)
 {
@@ -270,6 +259,9 @@ static bool owner_work_locked(const struct fab_dev *dev)
 void shm_dev_signal_locked(struct fab_dev *dev)
 {
 	bool was = dev->ev_signaled;
+
+	if (!was && !dev->armed && !dev->eng.started)
+		return; /* a busy-polling owner, no level raised: nothing to raise or lower (every completion) */
 
 	fab_evfd_level(dev->evfd, &dev->ev_signaled, (dev->armed || dev->eng.started) && owner_work_locked(dev));
 	if (dev->ev_signaled && !was)

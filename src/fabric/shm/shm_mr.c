@@ -223,9 +223,7 @@ int shm_mr_acquire(struct shm_mr_entry *tbl, uint32_t tbl_n, pid_t pid, uint32_t
 	e = &tbl[idx];
 	atomic_fetch_add(&e->busy, 1);
 	/* busy first, then the state: a dereg that cleared valid after this point waits for us */
-	if (atomic_load(&e->state) != SHM_STATE(SHM_KEY_GEN(key), true) || (e->access & access) != access)
-		goto out;
-	if (addr < e->addr || len > e->length || addr - e->addr > e->length - len)
+	if (!shm_mr_entry_ok(e, key, addr, len, access))
 		goto out;
 	if (e->nseg == 1) {
 		if (max < 1)

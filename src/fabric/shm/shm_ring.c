@@ -189,8 +189,3 @@ void shm_ring_wake(struct shm_ring *r)
 	if (atomic_load_explicit(&r->ctl->sleeping, memory_order_relaxed))
 		atomic_store_explicit(&r->ctl->sleeping, 0, memory_order_relaxed);
 }
-
-bool shm_ring_nonempty(const struct shm_ring *r)
-{
-	return atomic_load_explicit(&r->ctl->head, memory_order_relaxed) != r->pos;
-}

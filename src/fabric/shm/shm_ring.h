@@ -67,6 +67,9 @@ bool shm_ring_sleep(struct shm_ring *r);
  * the flag already rings once, harmlessly. */
 void shm_ring_wake(struct shm_ring *r);
 /* Consumer: a record may wait (one load; no check). */
-bool shm_ring_nonempty(const struct shm_ring *r);
+static inline bool shm_ring_nonempty(const struct shm_ring *r)
+{
+	return atomic_load_explicit(&r->ctl->head, memory_order_relaxed) != r->pos;
+}
 
 #endif

@@ -68,10 +68,12 @@ struct o2ib_net {
 	struct sockaddr_in addr;
 	struct ulnet_list peers[O2IB_PEER_BUCKETS];
 	uint32_t npeers;
+	struct o2ib_peer *last_peer; /* the one o2ib_peer_find found last (NULL once forgotten) */
 	struct ulnet_list pending; /* accepted conns waiting for ESTABLISHED (not yet their peer's conn) */
 	struct ulnet_list zombies; /* closed conns waiting for their id to go and their rxs to come back */
 	bool shutting_down;
 	bool in_progress, progress_again; /* o2ib_progress running / asked to go round again */
+	struct ulnet_list checks;   /* conns whose send check waits for the end of the completion batch */
 	uint64_t round_ns;          /* ulnet__now_coarse_ns at the start of o2ib_progress's round (o2ib_now) */
 	bool in_tick;               /* walking the peer table: no peer may be forgotten under it */
 	uint64_t cookies;
@@ -166,6 +168,7 @@ struct o2ib_conn {
 	uint64_t peer_stamp;
 	/* credits (lnet-wire.md §4.1) */
 	int credits, outstanding_credits, reserved_credits, nsends_posted, noops_posted;
+	int hiw, max_sends;         /* the NOOP high-water mark and the sends posted at once, fixed once up */
 	struct ulnet_list txq;      /* credit queue (IMMEDIATE) */
 	struct ulnet_list txq_nocred;
 	struct ulnet_list waitq;    /* txs waiting for the peer's answer */
@@ -179,7 +182,10 @@ struct o2ib_conn {
 	bool rx_mr_ok, tx_mr_ok;
 	struct o2ib_rx *rxs;
 	struct o2ib_tx **slots;     /* posted tx per send slot, NULL = free */
+	uint32_t slot_low;          /* every slot below it is taken (post_tx looks from there) */
 	uint64_t last_send_ns;      /* ulnet__now_coarse_ns: the keepalive counts in seconds */
+	struct ulnet_list check_link; /* net->checks while check_due */
+	bool check_due;             /* a send check waits (o2ib_conn_check_sends inside o2ib_progress) */
 	bool destroyed;             /* id destroyed: no completion follows */
 };
 
@@ -232,6 +238,8 @@ void o2ib_tx_free(struct o2ib_net *net, struct o2ib_tx *tx);
 int o2ib_connect(struct o2ib_peer *peer);
 void o2ib_conn_close(struct o2ib_conn *conn, int status, const char *why);
 void o2ib_conn_queue(struct o2ib_conn *conn, struct o2ib_tx *tx);
+/* Post what the queues and credits allow. Inside o2ib_progress the check waits for the end of the
+ * completion batch (o2ib_conn.c, Deferred send checks); outside it runs now. */
 void o2ib_conn_check_sends(struct o2ib_conn *conn);
 void o2ib_rx_repost(struct o2ib_rx *rx, bool credit);
 /* @provider: call the provider's progress first (the device fd was readable); false: the loop hook's

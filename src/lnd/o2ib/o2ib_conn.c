@@ -38,6 +38,7 @@ static struct o2ib_conn *conn_alloc(struct o2ib_net *net, struct o2ib_peer *peer
 	ulnet_list_init(&conn->txq_nocred);
 	ulnet_list_init(&conn->waitq);
 	ulnet_list_init(&conn->link);
+	ulnet_list_init(&conn->check_link);
 	conn->last_send_ns = ulnet__now_coarse_ns();
 	return conn;
 }
@@ -139,6 +140,8 @@ static void conn_free(struct o2ib_conn *conn)
 
 	if (conn->peer)
 		conn->peer->nconns--;
+	if (conn->check_due)
+		ulnet_list_del(&conn->check_link);
 	if (conn->rx_mr_ok)
 		f->dereg_mr(conn->net->dev, &conn->rx_mr);
 	if (conn->tx_mr_ok)
@@ -323,7 +326,7 @@ static bool keepalive_due(const struct o2ib_conn *conn, uint64_t now)
 
 static bool need_noop(const struct o2ib_conn *conn, uint64_t now)
 {
-	if (conn->outstanding_credits < hiw(conn) && !keepalive_due(conn, now))
+	if (conn->outstanding_credits < conn->hiw && !keepalive_due(conn, now))
 		return false;
 	if (v2(conn) && (conn->noops_posted >= 2 || !ulnet_list_empty(&conn->txq_nocred)))
 		return false;
@@ -438,12 +441,17 @@ static int post_window(struct o2ib_conn *conn, struct o2ib_tx *tx, uint32_t s, i
 static int post_tx(struct o2ib_conn *conn, struct o2ib_tx *tx, int credit)
 {
 	uint32_t s;
+	int rc;
 
-	for (s = 0; s < conn->nslots && conn->slots[s]; s++)
+	for (s = conn->slot_low; s < conn->nslots && conn->slots[s]; s++)
 		;
+	conn->slot_low = s;
 	if (s == conn->nslots)
 		return 1;
-	return post_window(conn, tx, s, credit);
+	rc = post_window(conn, tx, s, credit);
+	if (rc == 0)
+		conn->slot_low = s + 1;
+	return rc;
 }
 
 /* Post the next windows of slotted transfers that wait for send-queue room. 0, or -errno. */
@@ -463,7 +471,7 @@ static int post_stalled(struct o2ib_conn *conn)
 	return 0;
 }
 
-void o2ib_conn_check_sends(struct o2ib_conn *conn)
+static void check_sends_now(struct o2ib_conn *conn)
 {
 	uint64_t now = o2ib_now(conn->net); /* keepalives count in seconds: a tick's resolution does */
 	int rc;
@@ -480,7 +488,7 @@ void o2ib_conn_check_sends(struct o2ib_conn *conn)
 		if (noop)
 			o2ib_conn_queue(conn, noop);
 	}
-	while (conn->nsends_posted < max_sends(conn)) {
+	while (conn->nsends_posted < conn->max_sends) {
 		struct ulnet_list *q = !ulnet_list_empty(&conn->txq_nocred) ? &conn->txq_nocred
 				     : !ulnet_list_empty(&conn->txq) ? &conn->txq : NULL;
 		struct o2ib_tx *tx;
@@ -519,6 +527,43 @@ void o2ib_conn_check_sends(struct o2ib_conn *conn)
 			o2ib_conn_close(conn, rc, "cannot post a send");
 			return;
 		}
+	}
+}
+
+/* Deferred send checks. Handling one completion or event used to check the conn's sends at once,
+ * about ten times per RPC (each answer, repost, queued message and send completion), most finding
+ * nothing new to post. Inside o2ib_progress a check only marks the conn; run_checks() does one check
+ * per marked conn after each batch (the CM events, then each poll of up to 16 completions), before
+ * the next poll, and o2ib_progress drains the marks before it returns, so no queued message waits for
+ * a later call (a check that queues or completes more, nested, marks again and runs in the same
+ * drain).
+ * Ordering: each queue still posts in FIFO order, and the no-credit queue still goes before the
+ * credit queue at each check, as before. What changes is within one batch: sends that several of its
+ * completions make possible go out together after it, so a no-credit message (PUT_ACK, PUT_DONE,
+ * GET_DONE, PUT_NAK) queued by a later completion of the batch may be posted before a credit message
+ * queued by an earlier one, just as when both wait on a full set of slots. Nothing orders messages
+ * across the two queues (lnet-wire.md §4.1; the kernel's o2iblnd keeps the same two queues). NOOP
+ * decisions see the batch's credits together (never more NOOPs than before). */
+void o2ib_conn_check_sends(struct o2ib_conn *conn)
+{
+	if (conn->net->in_progress) {
+		if (!conn->check_due && conn->state == O2IB_CONN_ESTABLISHED) {
+			conn->check_due = true;
+			ulnet_list_add_tail(&conn->check_link, &conn->net->checks);
+		}
+		return;
+	}
+	check_sends_now(conn);
+}
+
+static void run_checks(struct o2ib_net *net)
+{
+	while (!ulnet_list_empty(&net->checks)) {
+		struct o2ib_conn *conn = ulnet_container_of(net->checks.next, struct o2ib_conn, check_link);
+
+		ulnet_list_del(&conn->check_link);
+		conn->check_due = false;
+		check_sends_now(conn);
 	}
 }
 
@@ -702,6 +747,8 @@ static void handle_wc(struct o2ib_net *net, const struct fab_wc *wc)
 			return;
 		}
 		conn->slots[s] = NULL;
+		if (s < conn->slot_low)
+			conn->slot_low = s;
 		conn->sq_used -= conn->slot_wrs[s];
 		conn->nsends_posted--;
 		conn->noops_posted -= tx->msg.type == O2IB_MSG_NOOP;
@@ -750,6 +797,8 @@ static void conn_established(struct o2ib_conn *conn)
 	}
 	conn->state = O2IB_CONN_ESTABLISHED;
 	conn->credits = conn->reserved_credits = conn->queue_depth;
+	conn->hiw = hiw(conn); /* (depth, slots and tunables stay as they are now: not per check) */
+	conn->max_sends = max_sends(conn);
 	peer->last_version = conn->version;
 	peer->last_stamp = conn->peer_stamp;
 	peer->races = 0;
@@ -984,12 +1033,15 @@ void o2ib_progress(struct o2ib_net *net, bool provider)
 			on_event(net, &ev);
 			net->progress_again = true;
 		}
+		run_checks(net);
 		while ((n = f->poll_cq(net->dev, wc, 16)) > 0) {
 			for (int i = 0; i < n; i++)
 				handle_wc(net, &wc[i]);
+			run_checks(net);
 			net->progress_again = true;
 		}
 	} while (net->progress_again && !net->shutting_down);
+	run_checks(net); /* (none left, unless shutting down cut the loop short) */
 	net->in_progress = false;
 	o2ib_reap_zombies(net);
 }

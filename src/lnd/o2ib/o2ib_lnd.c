@@ -102,6 +102,8 @@ static bool peer_busy(const struct o2ib_peer *peer)
 
 static void peer_forget(struct o2ib_net *net, struct o2ib_peer *peer)
 {
+	if (net->last_peer == peer)
+		net->last_peer = NULL;
 	ulnet_list_del(&peer->link);
 	net->npeers--;
 	free(peer);
@@ -126,14 +128,18 @@ static bool peer_make_room(struct o2ib_net *net)
 
 struct o2ib_peer *o2ib_peer_find(struct o2ib_net *net, const struct ulnet_nid *nid, bool create)
 {
-	struct ulnet_list *head = &net->peers[ulnet__nid_hash(nid) % O2IB_PEER_BUCKETS], *p;
+	struct ulnet_list *head, *p;
 	struct o2ib_peer *peer;
 	char ns[ULNET_NID_STRLEN];
 
+	/* every message looks its peer up: the usual one is the last one, no hash nor walk */
+	if (net->last_peer && ulnet_nid_equal(&net->last_peer->nid, nid))
+		return net->last_peer;
+	head = &net->peers[ulnet__nid_hash(nid) % O2IB_PEER_BUCKETS];
 	for (p = head->next; p != head; p = p->next) {
 		peer = ulnet_container_of(p, struct o2ib_peer, link);
 		if (ulnet_nid_equal(&peer->nid, nid))
-			return peer;
+			return net->last_peer = peer;
 	}
 	if (!create)
 		return NULL;
@@ -267,6 +273,7 @@ static int o2iblnd_startup(struct ulnet_ni *ni)
 		ulnet_list_init(&net->peers[i]);
 	ulnet_list_init(&net->pending);
 	ulnet_list_init(&net->zombies);
+	ulnet_list_init(&net->checks);
 	ulnet_list_init(&net->bounces);
 	ulnet_list_init(&net->reg_lru);
 	if ((rc = tunables_load(net, ni)) || (rc = limits_load(ni, &lim)))

@@ -453,6 +453,38 @@ static int fill_plan(struct o2ib_plan *plan, enum o2ib_strategy s, const struct 
 	return 0;
 }
 
+bool o2ib_plan_source_one(const struct o2ib_mem *local, const struct o2ib_rdma_desc *remote, uint64_t resid,
+			  const struct o2ib_limits *lim, struct o2ib_plan *out)
+{
+	uint64_t a, pmask = (uint64_t)local->page_size - 1, np;
+
+	/* o2ib_plan_source's checks, for this one shape only */
+	if (check_limits(lim, true) || resid == 0 || resid > local->len || local->form != O2IB_MEM_CONTIG ||
+	    local->nsegs != 1 || !local->segs || !pow2(local->page_size) || remote->nfrags == 0 ||
+	    remote->nfrags > O2IB_RD_FRAGS_CAP || remote->frags[0].nob < resid ||
+	    local->offset > local->segs[0].len || resid > local->segs[0].len - local->offset)
+		return false;
+	a = local->segs[0].addr + local->offset;
+	/* map_on_demand registering page by page gathers one SGE per page: one WR of one SGE only when
+	 * the run lies in one page */
+	np = ((a & pmask) + resid + pmask) / local->page_size;
+	if ((lim->map_on_demand == 0 || np <= lim->map_on_demand) && np != 1)
+		return false;
+	out->strategy = O2IB_STRAT_GATHER;
+	out->resid = resid;
+	out->reg1 = (struct o2ib_reg){ np == 1 ? O2IB_REG_PAGE : O2IB_REG_REGION, a, resid };
+	out->sge1 = (struct o2ib_sge){ a, (uint32_t)resid, 0 };
+	/* one WR: never the last of a full window (sq_room >= 2), so unsignalled; the SEND follows it */
+	out->wr1 = (struct o2ib_wr){ .remote_addr = remote->frags[0].addr, .remote_frag = 0, .sge0 = 0, .nsge = 1,
+				     .nob = (uint32_t)resid, .window = 0, .signalled = false };
+	out->regs = &out->reg1;
+	out->sges = &out->sge1;
+	out->wrs = &out->wr1;
+	out->nregs = out->nsges = out->nwrs = 1;
+	out->nwindows = 1;
+	return true;
+}
+
 int o2ib_plan_source(const struct o2ib_mem *local, const struct o2ib_rdma_desc *remote, uint64_t resid,
 		     const struct o2ib_limits *lim, struct o2ib_plan *out)
 {

@@ -143,6 +143,12 @@ struct o2ib_plan {
 int o2ib_plan_source(const struct o2ib_mem *local, const struct o2ib_rdma_desc *remote, uint64_t resid,
 		     const struct o2ib_limits *lim, struct o2ib_plan *out);
 void o2ib_plan_free(struct o2ib_plan *plan);
+/* The usual transfer's plan without o2ib_plan_source's cuts, tries and explanation: one contiguous
+ * local run into a first remote fragment that holds it, in one WR of one SGE (what o2ib_plan_source
+ * plans then, gather or region alike). true: @out is that plan (why is not filled; o2ib_plan_free
+ * frees nothing but may be called); false: not that case, ask o2ib_plan_source. */
+bool o2ib_plan_source_one(const struct o2ib_mem *local, const struct o2ib_rdma_desc *remote, uint64_t resid,
+			  const struct o2ib_limits *lim, struct o2ib_plan *out);
 
 /* Render an advertisement and/or a source plan (either may be NULL) as text or one JSON object. */
 void o2ib_plan_print(FILE *f, const struct o2ib_adv *adv, const struct o2ib_plan *plan, bool json);
