@@ -5,7 +5,6 @@
  * a thread that finds the lock taken first polls it for up to ULNET_LOCK_SPIN_US (the holder runs on
  * another core and lets go within that, typically; a lock taken while polling stays in state 1, so
  * its release makes no system call), and only then sleeps on it. */
-#include <errno.h>
 #include <linux/futex.h>
 #include <sys/syscall.h>
 #include <time.h>
