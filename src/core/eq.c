@@ -16,10 +16,10 @@
 #include "internal.h"
 
 struct ulnet_eq {
-	pthread_mutex_t lock;
+	struct ulnet_futex_lock lock; /* short holds: no condition waits on it */
 	_Atomic uint32_t seq; /* the futex word: bumped by every push, under the lock */
 	struct ulnet_event *ring;
-	size_t cap, head, count;
+	size_t cap, head, count; /* cap: 0 or a power of two */
 	int refs; /* MDs pointing at it */
 	bool doomed; /* free when refs reaches 0 */
 	unsigned waiters; /* threads inside ulnet_eq_wait's wait */
@@ -54,11 +54,11 @@ static void eq_signal_deferred(ulnet_eq *eq)
 {
 	size_t wake;
 
-	pthread_mutex_lock(&eq->lock);
+	ulnet__futex_lock(&eq->lock);
 	eq->signal_deferred = false;
 	wake = eq->waiters - eq->woken < eq->count ? eq->waiters - eq->woken : eq->count;
 	eq->woken += (unsigned)wake;
-	pthread_mutex_unlock(&eq->lock);
+	ulnet__futex_unlock(&eq->lock);
 	if (wake) /* several waiters, several events: each would have had its signal */
 		eq_wake(eq, wake > INT_MAX ? INT_MAX : (int)wake);
 	atomic_fetch_sub(&eq->signalling, 1);
@@ -96,7 +96,6 @@ static void eq_free(ulnet_eq *eq)
 	eq_defer_drop(eq);
 	while (atomic_load(&eq->signalling))
 		sched_yield();
-	pthread_mutex_destroy(&eq->lock);
 	free(eq->ring);
 	free(eq);
 }
@@ -107,28 +106,27 @@ int ulnet_eq_create(ulnet_eq **out)
 
 	if (!eq)
 		return -ENOMEM;
-	pthread_mutex_init(&eq->lock, NULL);
 	*out = eq;
 	return 0;
 }
 
 void ulnet__eq_quiet_send(ulnet_eq *eq)
 {
-	pthread_mutex_lock(&eq->lock);
+	ulnet__futex_lock(&eq->lock);
 	eq->quiet_send = true;
-	pthread_mutex_unlock(&eq->lock);
+	ulnet__futex_unlock(&eq->lock);
 }
 
 int ulnet_eq_destroy(ulnet_eq *eq)
 {
 	if (!eq)
 		return -EINVAL;
-	pthread_mutex_lock(&eq->lock);
+	ulnet__futex_lock(&eq->lock);
 	if (eq->refs > 0) {
-		pthread_mutex_unlock(&eq->lock);
+		ulnet__futex_unlock(&eq->lock);
 		return -EBUSY;
 	}
-	pthread_mutex_unlock(&eq->lock);
+	ulnet__futex_unlock(&eq->lock);
 	eq_free(eq);
 	return 0;
 }
@@ -137,10 +135,10 @@ void ulnet__eq_ref(ulnet_eq *eq, int delta)
 {
 	bool gone;
 
-	pthread_mutex_lock(&eq->lock);
+	ulnet__futex_lock(&eq->lock);
 	eq->refs += delta;
 	gone = eq->doomed && eq->refs == 0;
-	pthread_mutex_unlock(&eq->lock);
+	ulnet__futex_unlock(&eq->lock);
 	if (gone)
 		eq_free(eq);
 }
@@ -149,10 +147,10 @@ void ulnet__eq_release(ulnet_eq *eq)
 {
 	bool gone;
 
-	pthread_mutex_lock(&eq->lock);
+	ulnet__futex_lock(&eq->lock);
 	eq->doomed = true;
 	gone = eq->refs == 0;
-	pthread_mutex_unlock(&eq->lock);
+	ulnet__futex_unlock(&eq->lock);
 	if (gone)
 		eq_free(eq);
 }
@@ -163,7 +161,7 @@ static void eq_push(ulnet_eq *eq, const struct ulnet_event *ev, bool unref)
 {
 	bool gone, signal = false;
 
-	pthread_mutex_lock(&eq->lock);
+	ulnet__futex_lock(&eq->lock);
 	if (eq->count == eq->cap) {
 		size_t ncap = eq->cap ? eq->cap * 2 : 64;
 		struct ulnet_event *n = malloc(ncap * sizeof(*n));
@@ -175,13 +173,13 @@ static void eq_push(ulnet_eq *eq, const struct ulnet_event *ev, bool unref)
 			goto out;
 		}
 		for (size_t i = 0; i < eq->count; i++)
-			n[i] = eq->ring[(eq->head + i) % eq->cap];
+			n[i] = eq->ring[(eq->head + i) & (eq->cap - 1)];
 		free(eq->ring);
 		eq->ring = n;
 		eq->cap = ncap;
 		eq->head = 0;
 	}
-	eq->ring[(eq->head + eq->count) % eq->cap] = *ev;
+	eq->ring[(eq->head + eq->count) & (eq->cap - 1)] = *ev;
 	eq->count++;
 	atomic_fetch_add_explicit(&eq->seq, 1, memory_order_relaxed);
 	/* one wake-up per delivery: signal only a thread that waits, after the unlock */
@@ -202,7 +200,7 @@ out:
 	if (unref)
 		eq->refs--;
 	gone = eq->doomed && eq->refs == 0;
-	pthread_mutex_unlock(&eq->lock);
+	ulnet__futex_unlock(&eq->lock);
 	if (signal) {
 		eq_wake(eq, 1);
 		atomic_fetch_sub(&eq->signalling, 1);
@@ -224,7 +222,7 @@ int ulnet_eq_wait(ulnet_eq *eq, int timeout_ms, struct ulnet_event *ev)
 
 	if (!eq || !ev)
 		return -EINVAL;
-	pthread_mutex_lock(&eq->lock);
+	ulnet__futex_lock(&eq->lock);
 	while (eq->count == 0 && timeout_ms != 0) {
 		uint32_t seq;
 		int w;
@@ -237,10 +235,10 @@ int ulnet_eq_wait(ulnet_eq *eq, int timeout_ms, struct ulnet_event *ev)
 		/* a push between our unlock and the FUTEX_WAIT changes seq: the wait returns at once */
 		seq = atomic_load_explicit(&eq->seq, memory_order_relaxed);
 		eq->waiters++;
-		pthread_mutex_unlock(&eq->lock);
+		ulnet__futex_unlock(&eq->lock);
 		w = syscall(SYS_futex, &eq->seq, FUTEX_WAIT_BITSET_PRIVATE, seq, have_dl ? &dl : NULL, NULL,
 			    FUTEX_BITSET_MATCH_ANY) < 0 ? errno : 0;
-		pthread_mutex_lock(&eq->lock);
+		ulnet__futex_lock(&eq->lock);
 		eq->waiters--;
 		if (eq->woken) /* ours, or one a waiter that left by itself leaves unused (harmless) */
 			eq->woken--;
@@ -249,11 +247,11 @@ int ulnet_eq_wait(ulnet_eq *eq, int timeout_ms, struct ulnet_event *ev)
 	}
 	if (eq->count > 0) {
 		*ev = eq->ring[eq->head];
-		eq->head = (eq->head + 1) % eq->cap;
+		eq->head = (eq->head + 1) & (eq->cap - 1);
 		eq->count--;
 		rc = 1;
 	}
-	pthread_mutex_unlock(&eq->lock);
+	ulnet__futex_unlock(&eq->lock);
 	return rc;
 }
 

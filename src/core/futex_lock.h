@@ -31,6 +31,15 @@ void ulnet__futex_wake(_Atomic uint32_t *word);
 /* Sleep while @word is @seen, until a wake, or until @deadline_ns (CLOCK_MONOTONIC; 0: none). */
 void ulnet__futex_wait(_Atomic uint32_t *word, uint32_t seen, uint64_t deadline_ns);
 
+/* Taken: poll it briefly before sleeping on it (lock_spin.c). */
+void ulnet__futex_lock_slow(struct ulnet_futex_lock *l);
+
+static inline void ulnet__futex_lock(struct ulnet_futex_lock *l)
+{
+	if (!ulnet__futex_trylock(l))
+		ulnet__futex_lock_slow(l);
+}
+
 static inline void ulnet__futex_unlock(struct ulnet_futex_lock *l)
 {
 	if (atomic_exchange_explicit(&l->word, 0, memory_order_release) == 2)

@@ -289,9 +289,6 @@ static inline uint64_t ulnet__lock_ticks(void)
 	return ulnet__now_ns();
 }
 
-/* Taken: poll it briefly before sleeping on it (lock_spin.c). */
-void ulnet__lock_contended(struct ulnet_node *node);
-
 /* A hold starts (the lock just taken): ulnet__lock_hold_end times it. */
 static inline void ulnet__lock_hold_begin(struct ulnet_node *node)
 {
@@ -300,8 +297,7 @@ static inline void ulnet__lock_hold_begin(struct ulnet_node *node)
 
 static inline void ulnet__lock(struct ulnet_node *node)
 {
-	if (!ulnet__futex_trylock(&node->lock))
-		ulnet__lock_contended(node);
+	ulnet__futex_lock(&node->lock);
 	ulnet__lock_hold_begin(node);
 }
 

@@ -1,10 +1,11 @@
 /* SPDX-License-Identifier: MIT */
-/* The node lock's contended path (internal.h: ulnet__lock) and the futex calls under it
- * (futex_lock.h). Holds are short (most under 1 us, the stats' histogram), and a thread that sleeps
- * on the lock costs a futex wait, a wake-up system call by the holder and two context switches. So
- * a thread that finds the lock taken first polls it for up to ULNET_LOCK_SPIN_US (the holder runs on
- * another core and lets go within that, typically; a lock taken while polling stays in state 1, so
- * its release makes no system call), and only then sleeps on it. */
+/* The contended path of the node lock and the event queues' locks (futex_lock.h: ulnet__futex_lock)
+ * and the futex calls under it. Holds are short (most under 1 us, the stats' histogram), and a
+ * thread that sleeps on the lock costs a futex wait, a wake-up system call by the holder and two
+ * context switches. So a thread that finds the lock taken first polls it for up to
+ * ULNET_LOCK_SPIN_US (the holder runs on another core and lets go within that, typically; a lock
+ * taken while polling stays in state 1, so its release makes no system call), and only then sleeps
+ * on it. */
 #include <linux/futex.h>
 #include <sys/syscall.h>
 #include <time.h>
@@ -45,7 +46,7 @@ void ulnet__futex_lock_wait(struct ulnet_futex_lock *l)
 		ulnet__futex_wait(&l->word, 2, 0);
 }
 
-void ulnet__lock_contended(struct ulnet_node *node)
+void ulnet__futex_lock_slow(struct ulnet_futex_lock *l)
 {
 	uint64_t t0 = ulnet__lock_ticks(), spin = ULNET_LOCK_SPIN_US * ulnet__lock_ticks_per_us;
 
@@ -54,9 +55,8 @@ void ulnet__lock_contended(struct ulnet_node *node)
 		 * when the lock looks free */
 		for (int i = 0; i < 8; i++)
 			cpu_relax();
-		if (atomic_load_explicit(&node->lock.word, memory_order_relaxed) == 0 &&
-		    ulnet__futex_trylock(&node->lock))
+		if (atomic_load_explicit(&l->word, memory_order_relaxed) == 0 && ulnet__futex_trylock(l))
 			return;
 	} while (ulnet__lock_ticks() - t0 < spin);
-	ulnet__futex_lock_wait(&node->lock);
+	ulnet__futex_lock_wait(l);
 }
