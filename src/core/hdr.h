@@ -6,6 +6,7 @@
 
 #include <stdint.h>
 #include "ulnet/nid.h"
+#include "nid_equal.h"
 #include "wire.h"
 
 #define ULNET_HDR_NID4_SIZE 72

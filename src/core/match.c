@@ -50,7 +50,7 @@ static bool id_matches(const struct ulnet_process_id *want, const struct ulnet_p
 {
 	if (want->pid != ULNET_PID_ANY && want->pid != got->pid)
 		return false;
-	return ulnet_nid_is_any(&want->nid) || ulnet_nid_equal(&want->nid, &got->nid);
+	return ulnet_nid_is_any(&want->nid) || ulnet__nid_equal(&want->nid, &got->nid);
 }
 
 /* @me is a candidate: active, bits, initiator and operation accepted (room is judged after). */

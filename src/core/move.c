@@ -495,7 +495,7 @@ static int parse(struct ulnet_ni *ni, const struct ulnet_hdr *hdr, const struct 
 	struct ulnet_node *node = ni->node;
 	char dst[ULNET_NID_STRLEN], src[ULNET_NID_STRLEN], mine[ULNET_NID_STRLEN];
 	bool for_me = ni == node->lo_ni ? ulnet__nid_is_local(node, &hdr->dest_nid)
-					: ulnet_nid_equal(&hdr->dest_nid, &ni->nid);
+					: ulnet__nid_equal(&hdr->dest_nid, &ni->nid);
 
 	if (ulnet_nid_is_any(&hdr->src_nid)) {
 		ULNET_LOG(CORE, ERR, "%s: message from %s with source NID ANY; closing", ni->ops->lnd_name,

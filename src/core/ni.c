@@ -27,7 +27,7 @@ bool ulnet__nid_is_local(struct ulnet_node *node, const struct ulnet_nid *nid)
 	for (p = node->nis.next; p != &node->nis; p = p->next) {
 		struct ulnet_ni *ni = ulnet_container_of(p, struct ulnet_ni, link);
 
-		if (ulnet_nid_equal(&ni->nid, nid))
+		if (ulnet__nid_equal(&ni->nid, nid))
 			return true;
 	}
 	return false;

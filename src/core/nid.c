@@ -3,6 +3,7 @@
  * between the large NID and the 64-bit nid4. Pure: no allocation, no logging, no global state.
  * The wire forms of a NID (nid4 LE in the header, nid16 BE) live in hdr_wire.c, not here. */
 #include "ulnet/nid.h"
+#include "nid_equal.h"
 
 #include <arpa/inet.h>
 #include <errno.h>
@@ -220,22 +221,9 @@ static unsigned addr_words(const struct ulnet_nid *nid)
 	return words > 4 ? 4 : words;
 }
 
-/* Words beyond the size are ignored so that a NID built elsewhere with stale padding still compares equal;
- * everything this file produces zeroes them anyway. Any two wildcards are equal. */
 bool ulnet_nid_equal(const struct ulnet_nid *a, const struct ulnet_nid *b)
 {
-	/* type first: an ANY NID equals only another ANY, whatever its other fields (~11 calls per
-	 * message on the core's paths: the cheapest test that tells most pairs apart goes first) */
-	if (a->type != b->type)
-		return false;
-	if (a->type == ULNET_LND_ANY)
-		return true;
-	if (a->size != b->size || a->num != b->num || a->addr[0] != b->addr[0])
-		return false;
-	for (unsigned i = 1; i < addr_words(a); i++)
-		if (a->addr[i] != b->addr[i])
-			return false;
-	return true;
+	return ulnet__nid_equal(a, b);
 }
 
 bool ulnet_nid_is_nid4(const struct ulnet_nid *nid)

@@ -10,10 +10,14 @@
 
 uint32_t ulnet__nid_hash(const struct ulnet_nid *nid)
 {
+	const uint32_t k = 2654435761u;
 	uint32_t h = nid->type * 31u + nid->num;
 
-	for (int i = 0; i < 4; i++)
-		h = h * 2654435761u + nid->addr[i];
+	/* written out: gcc -O2 keeps the loop, and this runs twice per message */
+	h = h * k + nid->addr[0];
+	h = h * k + nid->addr[1];
+	h = h * k + nid->addr[2];
+	h = h * k + nid->addr[3];
 	h ^= h >> 16; /* the low bits pick the bucket: mix the high ones in */
 	return h;
 }
@@ -40,7 +44,7 @@ struct ulnet_peer *ulnet__peer_find(struct ulnet_node *node, struct ulnet_ni *ni
 
 	for (p = h->next; p != h; p = p->next) {
 		lp = ulnet_container_of(p, struct ulnet_peer, hash_link);
-		if (lp->ni == ni && ulnet_nid_equal(&lp->nid, nid)) {
+		if (lp->ni == ni && ulnet__nid_equal(&lp->nid, nid)) {
 			if (!lp->refs) { /* used again: the idle clock restarts (seconds: coarse will do) */
 				lp->idle_since = ulnet__node_now_coarse(node);
 				ulnet_list_del(&lp->idle_link);
@@ -88,7 +92,7 @@ void ulnet__peer_note_ping(struct ulnet_node *node, const struct ulnet_nid *nid,
 	for (p = h->next; p != h; p = p->next) {
 		struct ulnet_peer *lp = ulnet_container_of(p, struct ulnet_peer, hash_link);
 
-		if (ulnet_nid_equal(&lp->nid, nid)) {
+		if (ulnet__nid_equal(&lp->nid, nid)) {
 			lp->ping_known = true;
 			lp->ping_features = features;
 		}

@@ -133,12 +133,12 @@ struct o2ib_peer *o2ib_peer_find(struct o2ib_net *net, const struct ulnet_nid *n
 	char ns[ULNET_NID_STRLEN];
 
 	/* every message looks its peer up: the usual one is the last one, no hash nor walk */
-	if (net->last_peer && ulnet_nid_equal(&net->last_peer->nid, nid))
+	if (net->last_peer && ulnet__nid_equal(&net->last_peer->nid, nid))
 		return net->last_peer;
 	head = &net->peers[ulnet__nid_hash(nid) % O2IB_PEER_BUCKETS];
 	for (p = head->next; p != head; p = p->next) {
 		peer = ulnet_container_of(p, struct o2ib_peer, link);
-		if (ulnet_nid_equal(&peer->nid, nid))
+		if (ulnet__nid_equal(&peer->nid, nid))
 			return net->last_peer = peer;
 	}
 	if (!create)

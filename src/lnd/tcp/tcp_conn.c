@@ -416,7 +416,7 @@ static void conn_hello_rx(struct tcplnd_conn *conn)
 			conn_hs_error(conn, ev);
 			return;
 		}
-		if (ev == TCPLND_HS_EV_CONNREQ && !ulnet_nid_equal(&conn->hs.connreq.nid, &conn->net->nid)) {
+		if (ev == TCPLND_HS_EV_CONNREQ && !ulnet__nid_equal(&conn->hs.connreq.nid, &conn->net->nid)) {
 			char why[200], a[ULNET_NID_STRLEN], b[ULNET_NID_STRLEN];
 
 			snprintf(why, sizeof(why), "acceptor request for %s: no matching NI (this one is %s)",

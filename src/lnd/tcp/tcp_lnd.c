@@ -92,7 +92,7 @@ struct tcplnd_peer *tcplnd_peer_find(struct tcplnd_net *net, const struct ulnet_
 
 	for (p = head->next; p != head; p = p->next) {
 		peer = ulnet_container_of(p, struct tcplnd_peer, link);
-		if (ulnet_nid_equal(&peer->nid, nid))
+		if (ulnet__nid_equal(&peer->nid, nid))
 			return peer;
 	}
 	if (!create)
@@ -297,7 +297,7 @@ void tcplnd_hello_done(struct tcplnd_conn *conn)
 	struct tcplnd_hello_facts f = {
 		.passive = conn->passive,
 		.same_net = ulnet_nid_net(&src) == ulnet_nid_net(&net->nid),
-		.src_is_target = !conn->passive && ulnet_nid_equal(&src, &peer->nid),
+		.src_is_target = !conn->passive && ulnet__nid_equal(&src, &peer->nid),
 		.offered_version = conn->proto,
 		.our_ctype = conn->ctype,
 		.hello_version = h->version,
