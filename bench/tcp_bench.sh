@@ -17,10 +17,13 @@
 #      rounds;
 #   3. the node lock's hold-time histogram of the server node over the whole run (stats show -v);
 #   4. 0-byte Put message rate (bench/tcp_msgrate.c, two nodes in one process, one API thread, 64 Puts
-#      in flight, default tunables: peer_credits 8), with 1 and with 2 loop threads per node (node
-#      option loops), the process's CPU time and context switches per Put beside it, and the load
-#      average it ran under. One peer: its conns and its submissions are on one loop, so a second
-#      loop only runs the timers (no hand-off, no gain either).
+#      in flight), with 1 and with 2 loop threads per node (node option loops), the process's CPU
+#      time and context switches per Put beside it, and the load average it ran under; with the
+#      default peer_credits 8 (the kernel socklnd's), then with peer_credits 64: a Put's credit
+#      comes back once the LND has written it, so a sendmsg carries at most peer_credits Puts and
+#      that, not the per-message work, bounds the rate at 8. One peer: its conns and its
+#      submissions are on one loop, so a second loop only runs the timers (no hand-off, no gain
+#      either).
 # Usage: bench/tcp_bench.sh [SECONDS]   (BUILD=build dir, default ./build; ROUNDS=3 medians;
 #        BENCH_T=T uses the 127.T.0.0/16 block, default 38; BUSY_US=50 the busy-poll window;
 #        LAT_ONLY=1 runs the round trips (2.) alone: no brw, iperf3, lock histogram or message rate;
@@ -190,6 +193,10 @@ ninja -C "$BUILD" bench/tcp_msgrate >/dev/null && cp "$BUILD/bench/tcp_msgrate" 
 	|| ul_fail "tcp_msgrate: $(cat "$UL_TMP/rate.err")"
 "$UL_TMP/tcp_msgrate" "$(ul_addr "$T" 5)" "$(ul_addr "$T" 6)" "$SECS" 2 put0 >"$UL_TMP/rate2.txt" 2>"$UL_TMP/rate.err" \
 	|| ul_fail "tcp_msgrate (2 loops): $(cat "$UL_TMP/rate.err")"
+"$UL_TMP/tcp_msgrate" "$(ul_addr "$T" 3)" "$(ul_addr "$T" 4)" "$SECS" 1 put0 64 >"$UL_TMP/rate64.txt" 2>"$UL_TMP/rate.err" \
+	|| ul_fail "tcp_msgrate (peer_credits 64): $(cat "$UL_TMP/rate.err")"
+"$UL_TMP/tcp_msgrate" "$(ul_addr "$T" 5)" "$(ul_addr "$T" 6)" "$SECS" 2 put0 64 >"$UL_TMP/rate2_64.txt" 2>"$UL_TMP/rate.err" \
+	|| ul_fail "tcp_msgrate (2 loops, peer_credits 64): $(cat "$UL_TMP/rate.err")"
 cut -d' ' -f1 /proc/loadavg >"$UL_TMP/load.txt"
 
 "$UL_PYTHON" - "$UL_TMP" "$(median "${putc[@]}")" "$(median "${getc[@]}")" "$(median "${ipfc[@]}")" \
@@ -201,6 +208,8 @@ t = sys.argv[1]
 uc, gc, ic, u, g, i, p, s, r, rs, pb, sb, rb, rsb = map(float, sys.argv[2:])
 rate = dict(l.split() for l in open(f"{t}/rate.txt"))
 rate2 = dict(l.split() for l in open(f"{t}/rate2.txt"))
+rate64 = dict(l.split() for l in open(f"{t}/rate64.txt"))
+rate2_64 = dict(l.split() for l in open(f"{t}/rate2_64.txt"))
 load = open(f"{t}/load.txt").read().strip()
 st = json.load(open(f"{t}/stats_n2.json"))["statistics"]
 print(f"1 MiB Put bandwidth : ulnet {u:9.1f} MB/s   iperf3 {i:9.1f} MB/s (medians)   ratio {u / i:.2f} (goal >= 0.95)")
@@ -210,11 +219,12 @@ print(f"round trip (medians): ulnet_ping {p:6.1f} us vs raw TCP ping-pong {r:6.1
       f"selftest ping {s:6.1f} us vs raw {rs:6.1f} us  ratio {s / rs:.2f} (goal <= 1.2)")
 print(f"  busy polling       : ulnet_ping {pb:6.1f} us vs raw TCP ping-pong {rb:6.1f} us  ratio {pb / rb:.2f} (goal <= 1.5) | "
       f"selftest ping {sb:6.1f} us vs raw {rsb:6.1f} us  ratio {sb / rsb:.2f} (goal <= 1.05)")
-r1, r2 = float(rate['put0_rate']), float(rate2['put0_rate'])
-print(f"0-byte Put rate     : {r1:9.0f} msg/s (1 loop per node) | {r2:9.0f} msg/s (2 loops per node)  ratio {r2 / r1:.2f} "
-      f"(goal >= 1 M msg/s with 2 loops; one peer, so one loop does the work; load average {load})")
-print(f"  per Put (process CPU time, context switches): {float(rate['put0_cpu_us']):.2f} us, {float(rate['put0_csw']):.3f} (1 loop) | "
-      f"{float(rate2['put0_cpu_us']):.2f} us, {float(rate2['put0_csw']):.3f} (2 loops); it swings less than the rate on shared cores")
+for pc, a, b in (("8 (default)", rate, rate2), ("64", rate64, rate2_64)):
+    r1, r2 = float(a['put0_rate']), float(b['put0_rate'])
+    print(f"0-byte Put rate, peer_credits {pc}: {r1:9.0f} msg/s (1 loop per node) | {r2:9.0f} msg/s (2 loops per node)  "
+          f"ratio {r2 / r1:.2f} (goal >= 1 M msg/s with 2 loops; one peer, so one loop does the work; load average {load})")
+    print(f"  per Put (process CPU time, context switches): {float(a['put0_cpu_us']):.2f} us, {float(a['put0_csw']):.3f} (1 loop) | "
+          f"{float(b['put0_cpu_us']):.2f} us, {float(b['put0_csw']):.3f} (2 loops); it swings less than the rate on shared cores")
 h = st["lock_hold_us"]
 tot = sum(h.values())
 print(f"node lock hold times (server node, whole run; {tot} holds, longest {st['lock_hold_max_ns'] / 1000:.1f} us):")

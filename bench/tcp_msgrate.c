@@ -7,8 +7,11 @@
  * Put>" (getrusage: every thread of both nodes; what a Put costs, which swings less than the rate when
  * the VM's cores are shared with other work), then
  * "ping_rtt_us <mean>" over ulnet_ping, then "tcp_rtt_us <mean>" for a raw TCP 8-byte ping-pong
- * between the same two addresses (TCP_NODELAY). Usage: tcp_msgrate ADDR_A ADDR_B SECONDS [LOOPS [put0]]:
- * LOOPS loop threads per node (node option loops; default 1); "put0" stops after the first rate. */
+ * between the same two addresses (TCP_NODELAY). Usage:
+ * tcp_msgrate ADDR_A ADDR_B SECONDS [LOOPS [put0 [PEER_CREDITS]]]: LOOPS loop threads per node (node
+ * option loops; default 1); "put0" stops after the first rate; PEER_CREDITS the NIs' peer_credits
+ * (default 8, as the kernel's socklnd): a sendmsg carries at most that many Puts, since a Put's
+ * credit comes back when the LND has written it. */
 #include <arpa/inet.h>
 #include <netinet/tcp.h>
 #include <pthread.h>
@@ -40,10 +43,12 @@ static void usage_now(double *cpu_us, double *csw)
 	*csw = (double)(ru.ru_nvcsw + ru.ru_nivcsw);
 }
 
-static ulnet_node *open_node(const char *addr, unsigned loops)
+static ulnet_node *open_node(const char *addr, unsigned loops, const char *peer_credits)
 {
 	char nid[64];
-	struct ulnet_ni_conf c = { .net = "tcp", .nid = nid };
+	/* credits (the NI's) at least the window, so only peer_credits bounds the Puts in the LND */
+	const struct ulnet_kv kv[] = { { "peer_credits", peer_credits }, { "credits", "256" } };
+	struct ulnet_ni_conf c = { .net = "tcp", .nid = nid, .tunables = kv, .n_tunables = peer_credits ? 2 : 0 };
 	struct ulnet_node_opts o = { .loops = loops };
 	ulnet_node *n;
 
@@ -111,12 +116,12 @@ int main(int argc, char **argv)
 	char nidb[64];
 	unsigned loops;
 
-	if (argc < 4 || argc > 6)
+	if (argc < 4 || argc > 7)
 		return 2;
 	secs = atof(argv[3]);
 	loops = argc > 4 ? (unsigned)atoi(argv[4]) : 1;
-	na = open_node(argv[1], loops);
-	nb = open_node(argv[2], loops);
+	na = open_node(argv[1], loops, argc > 6 ? argv[6] : NULL);
+	nb = open_node(argv[2], loops, argc > 6 ? argv[6] : NULL);
 	snprintf(nidb, sizeof(nidb), "%s@tcp", argv[2]);
 	ulnet_nid_parse(nidb, &tb.nid, NULL);
 	any.nid = ulnet_nid_any();
