@@ -182,6 +182,7 @@ static void conn_destroy_id(struct o2ib_conn *conn)
 		if (tx && tx->slot == (int)s && !tx->waiting)
 			o2ib_tx_done(conn->net, tx, conn->close_status ? conn->close_status : -ECONNABORTED);
 	}
+	conn->slot_low = 0; /* (the conn is closing: nothing posts again; kept true all the same) */
 }
 
 void o2ib_reap_zombies(struct o2ib_net *net)
