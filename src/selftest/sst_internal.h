@@ -171,12 +171,28 @@ struct ulnet_sst {
 	struct ulnet_list srv_waiting;    /* brw requests waiting for bulk memory, oldest first */
 	uint64_t srv_bulk_bytes, srv_bulk_max;
 	uint32_t srv_timeout_ms;
-	unsigned reqbuf_owed[SST_SVC_SLOTS]; /* request buffers to repost (their RPC ended) */
-	uint32_t reqbuf_owed_mask;        /* bit s: reqbuf_owed[s] > 0 (every event looks: no walk of them all) */
+	/* request buffers to repost (their RPC ended), and their mirror, bit s: reqbuf_owed[s] > 0 (every
+	 * event looks: the mask spares it a walk of all 13, ~200 instructions per ping round trip);
+	 * changed only together, by sst__reqbuf_owe and sst__reqbuf_repaid */
+	unsigned reqbuf_owed[SST_SVC_SLOTS];
+	uint32_t reqbuf_owed_mask;
 	bool reqbuf_warned;               /* a repost failed; logged once until one succeeds */
 	unsigned srv_nrpcs, srv_nwaiting;
 	bool kernel_stats;                /* answer stats as lnet_selftest (no extension) */
 };
+
+/* Service @s owes one more request buffer (its RPC ended) / one fewer (reposted). */
+static inline void sst__reqbuf_owe(struct ulnet_sst *sst, uint32_t s)
+{
+	sst->reqbuf_owed[s]++;
+	sst->reqbuf_owed_mask |= 1u << s;
+}
+
+static inline void sst__reqbuf_repaid(struct ulnet_sst *sst, uint32_t s)
+{
+	if (--sst->reqbuf_owed[s] == 0)
+		sst->reqbuf_owed_mask &= ~(1u << s);
+}
 
 static inline int sst__cmp_u32(const void *a, const void *b)
 {

@@ -119,10 +119,8 @@ void sst__rpc_free(struct ulnet_sst *sst, struct sst_rpc *r)
 		sst->srv_nrpcs--;
 		sst->srv_bulk_bytes -= r->srv_bulk;
 		sst->srv_nwaiting -= r->waiting;
-		if (r->holds_reqbuf && r->service < SST_SVC_SLOTS) {
-			sst->reqbuf_owed[r->service]++; /* reposted by sst__server_kick() */
-			sst->reqbuf_owed_mask |= 1u << r->service;
-		}
+		if (r->holds_reqbuf && r->service < SST_SVC_SLOTS)
+			sst__reqbuf_owe(sst, r->service); /* reposted by sst__server_kick() */
 	}
 	if (r->buf && !r->buf_shared)
 		buf_put(&(struct buf_ent){ r->buf, r->buf_cap });

@@ -178,7 +178,7 @@ void sst__server_kick(struct ulnet_sst *sst)
 	for (uint32_t m = sst->reqbuf_owed_mask; m; m &= m - 1) {
 		uint32_t s = (uint32_t)__builtin_ctz(m);
 
-		for (; sst->reqbuf_owed[s]; sst->reqbuf_owed[s]--) {
+		while (sst->reqbuf_owed[s]) {
 			int rc = sst__post_reqbuf(sst, s);
 			if (rc) { /* retried on the next engine loop */
 				if (!sst->reqbuf_warned)
@@ -188,9 +188,8 @@ void sst__server_kick(struct ulnet_sst *sst)
 				break;
 			}
 			sst->reqbuf_warned = false;
+			sst__reqbuf_repaid(sst, s);
 		}
-		if (!sst->reqbuf_owed[s])
-			sst->reqbuf_owed_mask &= ~(1u << s);
 	}
 }
 

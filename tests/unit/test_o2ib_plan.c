@@ -489,9 +489,56 @@ static void test_print(void **state)
 	o2ib_plan_free(&p);
 }
 
-/* o2ib_plan_source_one plans exactly what o2ib_plan_source does whenever it takes the case, and takes
- * the usual one (1 MiB contiguous into one fragment, map_on_demand 1). */
-static void test_source_one(void **state)
+/* Two source plans are the same: every field, every registration, SGE and WR, and the explanation. */
+static void assert_same_plan(const struct o2ib_plan *x, const struct o2ib_plan *y)
+{
+	const struct o2ib_why *a = &x->why, *b = &y->why;
+
+	assert_int_equal(x->strategy, y->strategy);
+	assert_true(x->resid == y->resid);
+	assert_int_equal(x->nregs, y->nregs);
+	assert_int_equal(x->nsges, y->nsges);
+	assert_int_equal(x->nwrs, y->nwrs);
+	assert_int_equal(x->nwindows, y->nwindows);
+	for (uint32_t i = 0; i < x->nregs; i++) {
+		assert_int_equal(x->regs[i].kind, y->regs[i].kind);
+		assert_true(x->regs[i].addr == y->regs[i].addr && x->regs[i].len == y->regs[i].len);
+	}
+	for (uint32_t i = 0; i < x->nsges; i++) {
+		assert_true(x->sges[i].addr == y->sges[i].addr);
+		assert_int_equal(x->sges[i].len, y->sges[i].len);
+		assert_int_equal(x->sges[i].reg, y->sges[i].reg);
+	}
+	for (uint32_t i = 0; i < x->nwrs; i++) {
+		assert_true(x->wrs[i].remote_addr == y->wrs[i].remote_addr);
+		assert_int_equal(x->wrs[i].remote_frag, y->wrs[i].remote_frag);
+		assert_int_equal(x->wrs[i].sge0, y->wrs[i].sge0);
+		assert_int_equal(x->wrs[i].nsge, y->wrs[i].nsge);
+		assert_int_equal(x->wrs[i].nob, y->wrs[i].nob);
+		assert_int_equal(x->wrs[i].window, y->wrs[i].window);
+		assert_int_equal(x->wrs[i].signalled, y->wrs[i].signalled);
+	}
+	assert_int_equal(a->advertise, b->advertise);
+	assert_int_equal(a->rc, b->rc);
+	assert_string_equal(a->verdict ? a->verdict : "", b->verdict ? b->verdict : "");
+	assert_int_equal(a->page_pieces, b->page_pieces);
+	assert_int_equal(a->runs, b->runs);
+	assert_int_equal(a->remote_frags, b->remote_frags);
+	assert_memory_equal(&a->lim, &b->lim, sizeof(a->lim));
+	assert_int_equal(a->ntries, b->ntries);
+	for (uint32_t i = 0; i < a->ntries; i++) {
+		assert_int_equal(a->tries[i].strategy, b->tries[i].strategy);
+		assert_int_equal(a->tries[i].pieces, b->tries[i].pieces);
+		assert_int_equal(a->tries[i].wrs, b->tries[i].wrs);
+		assert_int_equal(a->tries[i].ok, b->tries[i].ok);
+	}
+}
+
+/* o2ib_plan_source's first case, the usual transfer's short path, plans (and explains) exactly what
+ * the general walk plans whenever it is taken; it is taken for every contiguous transfer the walk
+ * gathers in one WR of one SGE, among them the usual one (1 MiB into one fragment, map_on_demand 1);
+ * and o2ib_plan_source, short path and walk together, plans what the walk alone does, errors too. */
+static void test_source_usual(void **state)
 {
 	static const uint32_t pss[] = { 4096, 65536 }, mods[] = { 0, 1, 32, 256 }, sqs[] = { 2, 16 };
 	static const uint64_t offs[] = { 0, 100, 4095, 4096 }, lens[] = { 1, 4000, 4096, 8192, 70000, MIB };
@@ -507,9 +554,8 @@ static void test_source_one(void **state)
 		struct o2ib_mem mem = { form ? O2IB_MEM_IOVEC : O2IB_MEM_CONTIG, pss[a], 1, &seg, offs[o], lens[l] };
 		struct o2ib_limits lim = { 30, sqs[q], 257, mods[m], ptr(src_bounce), BOUNCE };
 		static struct o2ib_rdma_desc rd;
-		struct o2ib_plan one, full;
-		bool ok;
-		int rc;
+		struct o2ib_plan usual, walk, any;
+		int rcu, rcw, rca;
 
 		rd.key = 7;
 		rd.nfrags = nfr[f];
@@ -517,31 +563,29 @@ static void test_source_one(void **state)
 		rd.frags[0] = (struct o2ib_rdma_frag){ (uint32_t)(e == 2 ? lens[l] / 2 + 1 : lens[l] + extra[e]),
 						       ptr(dst_arena) + 8192 };
 		rd.frags[1] = (struct o2ib_rdma_frag){ (uint32_t)lens[l], ptr(dst_arena) + 2 * MIB };
-		ok = o2ib_plan_source_one(&mem, &rd, lens[l], &lim, &one);
-		rc = o2ib_plan_source(&mem, &rd, lens[l], &lim, &full);
-		if (ok) {
+		rcu = o2ib_plan_source_by(&mem, &rd, lens[l], &lim, &usual, O2IB_PLAN_USUAL);
+		rcw = o2ib_plan_source_by(&mem, &rd, lens[l], &lim, &walk, O2IB_PLAN_WALK);
+		rca = o2ib_plan_source(&mem, &rd, lens[l], &lim, &any);
+		assert_int_equal(rca, rcw);
+		assert_same_plan(&any, &walk);
+		if (rcu == 0) {
 			taken++;
-			assert_int_equal(rc, 0);
-			assert_int_equal(full.nwrs, 1);
-			assert_int_equal(full.nsges, 1);
-			assert_int_equal(full.nwindows, one.nwindows);
-			assert_int_equal(full.strategy, one.strategy);
-			assert_int_equal(full.nregs, one.nregs);
-			assert_int_equal(full.regs[0].kind, one.regs[0].kind);
-			assert_true(full.regs[0].addr == one.regs[0].addr && full.regs[0].len == one.regs[0].len);
-			assert_true(full.sges[0].addr == one.sges[0].addr);
-			assert_int_equal(full.sges[0].len, one.sges[0].len);
-			assert_true(full.wrs[0].remote_addr == one.wrs[0].remote_addr);
-			assert_int_equal(full.wrs[0].nsge, one.wrs[0].nsge);
-			assert_int_equal(full.wrs[0].nob, one.wrs[0].nob);
-			assert_int_equal(full.wrs[0].signalled, one.wrs[0].signalled);
-			assert_int_equal(full.wrs[0].window, one.wrs[0].window);
-			o2ib_plan_free(&one);
-		} else if (rc == 0 && form == 0 && e < 2 && mods[m] == 1 && lens[l] > pss[a]) {
-			fail_msg("the usual case was not taken (page %u, offset %" PRIu64 ", len %" PRIu64 ")", pss[a],
-				 offs[o], lens[l]);
+			assert_int_equal(rcw, 0);
+			assert_int_equal(walk.nwrs, 1);
+			assert_int_equal(walk.nsges, 1);
+			assert_same_plan(&usual, &walk);
+		} else {
+			assert_true(rcu == -ENOENT || rcu == rcw);
+			if (rcw == 0 && form == 0 && walk.strategy == O2IB_STRAT_GATHER && walk.nwrs == 1 && walk.nsges == 1)
+				fail_msg("a contiguous one-WR one-SGE transfer went the walk (page %u, map_on_demand %u, "
+					 "offset %" PRIu64 ", len %" PRIu64 ")", pss[a], mods[m], offs[o], lens[l]);
+			if (rcw == 0 && form == 0 && e < 2 && mods[m] == 1 && lens[l] > pss[a])
+				fail_msg("the usual case was not taken (page %u, offset %" PRIu64 ", len %" PRIu64 ")",
+					 pss[a], offs[o], lens[l]);
 		}
-		o2ib_plan_free(&full);
+		o2ib_plan_free(&usual);
+		o2ib_plan_free(&walk);
+		o2ib_plan_free(&any);
 	}
 	assert_true(taken > 100);
 }
@@ -555,7 +599,7 @@ int main(void)
 		cmocka_unit_test(test_print),
 		cmocka_unit_test(test_lu5718),
 		cmocka_unit_test(test_matrix),
-		cmocka_unit_test(test_source_one),
+		cmocka_unit_test(test_source_usual),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);
 }

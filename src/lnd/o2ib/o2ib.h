@@ -68,7 +68,8 @@ struct o2ib_net {
 	struct sockaddr_in addr;
 	struct ulnet_list peers[O2IB_PEER_BUCKETS];
 	uint32_t npeers;
-	struct o2ib_peer *last_peer; /* the one o2ib_peer_find found last (NULL once forgotten) */
+	/* the one o2ib_peer_find found last: a peer is freed only by peer_forget, which clears it */
+	struct o2ib_peer *last_peer;
 	struct ulnet_list pending; /* accepted conns waiting for ESTABLISHED (not yet their peer's conn) */
 	struct ulnet_list zombies; /* closed conns waiting for their id to go and their rxs to come back */
 	bool shutting_down;
@@ -168,7 +169,10 @@ struct o2ib_conn {
 	uint64_t peer_stamp;
 	/* credits (lnet-wire.md §4.1) */
 	int credits, outstanding_credits, reserved_credits, nsends_posted, noops_posted;
-	int hiw, max_sends;         /* the NOOP high-water mark and the sends posted at once, fixed once up */
+	/* the NOOP high-water mark and the sends posted at once: computed once, by conn_established, as
+	 * nothing they come from changes after it (queue_depth is negotiated before ESTABLISHED, and a
+	 * renegotiation is a new conn; nslots is sized with the QP; lnd tunables are read at NI start) */
+	int hiw, max_sends;
 	struct ulnet_list txq;      /* credit queue (IMMEDIATE) */
 	struct ulnet_list txq_nocred;
 	struct ulnet_list waitq;    /* txs waiting for the peer's answer */
@@ -182,7 +186,10 @@ struct o2ib_conn {
 	bool rx_mr_ok, tx_mr_ok;
 	struct o2ib_rx *rxs;
 	struct o2ib_tx **slots;     /* posted tx per send slot, NULL = free */
-	uint32_t slot_low;          /* every slot below it is taken (post_tx looks from there) */
+	/* every slot below it is taken (post_tx looks from there): post_tx raises it past the slots it
+	 * finds taken and the one its post_window takes (the only taking of a slot), handle_wc lowers it
+	 * to a slot it frees, conn_destroy_id empties them all and sets 0 */
+	uint32_t slot_low;
 	uint64_t last_send_ns;      /* ulnet__now_coarse_ns: the keepalive counts in seconds */
 	struct ulnet_list check_link; /* net->checks while check_due */
 	bool check_due;             /* a send check waits (o2ib_conn_check_sends inside o2ib_progress) */

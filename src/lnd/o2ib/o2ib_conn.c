@@ -182,6 +182,7 @@ static void conn_destroy_id(struct o2ib_conn *conn)
 		if (tx && tx->slot == (int)s && !tx->waiting)
 			o2ib_tx_done(conn->net, tx, conn->close_status ? conn->close_status : -ECONNABORTED);
 	}
+	conn->slot_low = 0; /* (the conn is closing: nothing posts again; kept true all the same) */
 }
 
 void o2ib_reap_zombies(struct o2ib_net *net)
@@ -1022,12 +1023,13 @@ void o2ib_progress(struct o2ib_net *net, bool provider)
 		net->progress_again = true;
 		return;
 	}
-	net->round_ns = ulnet__now_coarse_ns();
 	net->in_progress = true;
 	if (provider && (rc = f->progress(net->dev)))
 		ULNET_LOG(O2IB, ERR, "%s provider: progress failed: %s", f->name, strerror(-rc));
 	do {
 		net->progress_again = false;
+		/* o2ib_now's time from here on: nothing reads it before (the provider's progress never
+		 * calls back into the LND, fabric.h), so this one read serves the first round too */
 		net->round_ns = ulnet__now_coarse_ns();
 		while (f->get_event(net->dev, &ev) == 0) {
 			on_event(net, &ev);

@@ -137,18 +137,26 @@ struct o2ib_plan {
 	struct o2ib_sge sge1;
 	struct o2ib_wr wr1;
 };
-/* Move @resid bytes of @local into @remote. 0, -EINVAL (limits), -EPROTO (either side shorter than
- * resid: "Src/Dst buffer exhausted") or -EMSGSIZE (the peer's descriptor alone needs more WRs than
- * negotiated, or nothing fits and no bounce buffer holds it); -ENOMEM. Free with o2ib_plan_free. */
-int o2ib_plan_source(const struct o2ib_mem *local, const struct o2ib_rdma_desc *remote, uint64_t resid,
-		     const struct o2ib_limits *lim, struct o2ib_plan *out);
+/* Which of o2ib_plan_source's ways to plan: tests compare the short path's plans with the walk's. */
+enum o2ib_plan_path {
+	O2IB_PLAN_ANY,     /* the usual transfer's short path when it applies, else the walk */
+	O2IB_PLAN_WALK,    /* the general walk only (cuts, then gather, regions, bounce) */
+	O2IB_PLAN_USUAL,   /* the short path only: -ENOENT when the transfer is not its shape */
+};
+/* Move @resid bytes of @local into @remote by @path. 0, -EINVAL (limits), -EPROTO (either side
+ * shorter than resid: "Src/Dst buffer exhausted") or -EMSGSIZE (the peer's descriptor alone needs
+ * more WRs than negotiated, or nothing fits and no bounce buffer holds it); -ENOMEM. Free with
+ * o2ib_plan_free. */
+int o2ib_plan_source_by(const struct o2ib_mem *local, const struct o2ib_rdma_desc *remote, uint64_t resid,
+			const struct o2ib_limits *lim, struct o2ib_plan *out, enum o2ib_plan_path path);
+/* o2ib_plan_source_by with either path: its first case is the usual transfer (one contiguous run
+ * into a first remote fragment that holds it: one WR of one SGE, no walk), else the general walk. */
+static inline int o2ib_plan_source(const struct o2ib_mem *local, const struct o2ib_rdma_desc *remote,
+				   uint64_t resid, const struct o2ib_limits *lim, struct o2ib_plan *out)
+{
+	return o2ib_plan_source_by(local, remote, resid, lim, out, O2IB_PLAN_ANY);
+}
 void o2ib_plan_free(struct o2ib_plan *plan);
-/* The usual transfer's plan without o2ib_plan_source's cuts, tries and explanation: one contiguous
- * local run into a first remote fragment that holds it, in one WR of one SGE (what o2ib_plan_source
- * plans then, gather or region alike). true: @out is that plan (why is not filled; o2ib_plan_free
- * frees nothing but may be called); false: not that case, ask o2ib_plan_source. */
-bool o2ib_plan_source_one(const struct o2ib_mem *local, const struct o2ib_rdma_desc *remote, uint64_t resid,
-			  const struct o2ib_limits *lim, struct o2ib_plan *out);
 
 /* Render an advertisement and/or a source plan (either may be NULL) as text or one JSON object. */
 void o2ib_plan_print(FILE *f, const struct o2ib_adv *adv, const struct o2ib_plan *plan, bool json);

@@ -609,11 +609,9 @@ static int source_prepare(struct o2ib_conn *conn, struct o2ib_tx *tx, struct uln
 	struct iovec one;
 
 	rc = mem_of(net, msg, iov, niov, nob, &mem, &segs);
-	/* the usual 1 MiB (one run into one fragment): its one WR without the planner's walk (~0.8k
-	 * instructions per transfer) */
-	if (!rc && !o2ib_plan_source_one(&mem, rd, nob, &lim, &plan))
+	if (!rc)
 		rc = o2ib_plan_source(&mem, rd, nob, &lim, &plan);
-	else if (rc)
+	else
 		memset(&plan, 0, sizeof(plan));
 	if (!rc && mem.nsegs == 1) { /* the usual case: the allocation lookup checks one piece, not 256 */
 		one = (struct iovec){ (void *)(uintptr_t)segs.v[0].addr, segs.v[0].len };
