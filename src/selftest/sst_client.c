@@ -88,7 +88,6 @@ void sst__test_free(struct sst_test *t)
 	if (t->dests != &t->p.dest)
 		free(t->dests);
 	free(t->st.lat);
-	pthread_cond_destroy(&t->cv);
 	free(t);
 }
 
@@ -98,7 +97,7 @@ void sst__test_maybe_done(struct ulnet_sst *sst, struct sst_test *t)
 		ulnet_list_del(&t->run_link);
 		t->done = true;
 		t->run_end_ns = ulnet__now_ns();
-		pthread_cond_broadcast(&t->cv);
+		ulnet__futex_cond_broadcast(&t->cv);
 	}
 	(void)sst;
 }

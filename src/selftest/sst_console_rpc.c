@@ -4,9 +4,7 @@
 #include "sst_internal.h"
 
 #include <errno.h>
-#include <pthread.h>
 #include <string.h>
-#include <time.h>
 
 void sst__console_event(struct ulnet_sst *sst, struct sst_rpc *r, int slot, const struct ulnet_event *ev)
 {
@@ -29,7 +27,7 @@ void sst__console_event(struct ulnet_sst *sst, struct sst_rpc *r, int slot, cons
 			return;
 		}
 		r->done = true;
-		pthread_cond_broadcast(&sst->con_cv);
+		ulnet__futex_cond_broadcast(&sst->con_cv);
 	}
 }
 
@@ -65,22 +63,22 @@ int ulnet__sst_fw_call(struct ulnet_sst *sst, const struct ulnet_process_id *pee
 {
 	uint32_t service = req_service(req->type);
 	struct ulnet_wire_err werr = { 0 };
-	struct timespec dl;
+	uint64_t dl;
 	struct sst_rpc *r;
 	bool timed_out = false;
 	int rc;
 
 	if (service == UINT32_MAX || nids > ULNET_SST_MAX_IDS)
 		return -EINVAL;
-	dl = ulnet__deadline_in((uint64_t)timeout_ms * 1000000u);
-	pthread_mutex_lock(&sst->lock);
+	dl = ulnet__now_ns() + (uint64_t)timeout_ms * 1000000u;
+	ulnet__futex_lock(&sst->lock);
 	if (sst->stopping) {
-		pthread_mutex_unlock(&sst->lock);
+		ulnet__futex_unlock(&sst->lock);
 		return -ESHUTDOWN;
 	}
 	r = sst__rpc_new(sst, ROLE_CONSOLE);
 	if (!r) {
-		pthread_mutex_unlock(&sst->lock);
+		ulnet__futex_unlock(&sst->lock);
 		return -ENOMEM;
 	}
 	r->service = service;
@@ -113,7 +111,7 @@ int ulnet__sst_fw_call(struct ulnet_sst *sst, const struct ulnet_process_id *pee
 		r->done = true;
 	while (!r->done) {
 		if (!timed_out && !r->aborting) {
-			if (pthread_cond_timedwait(&sst->con_cv, &sst->lock, &dl) == ETIMEDOUT && !r->done) {
+			if (ulnet__futex_cond_wait(&sst->con_cv, &sst->lock, dl) && !r->done) {
 				timed_out = true;
 				sst->cnt.rpcs_expired++;
 				sst__rpc_abort(sst, r);
@@ -125,10 +123,10 @@ int ulnet__sst_fw_call(struct ulnet_sst *sst, const struct ulnet_process_id *pee
 			 * final. */
 			r->detached = true;
 			sst->cnt.rpcs_sent++;
-			pthread_mutex_unlock(&sst->lock);
+			ulnet__futex_unlock(&sst->lock);
 			return -ETIMEDOUT;
 		} else {
-			pthread_cond_wait(&sst->con_cv, &sst->lock);
+			ulnet__futex_cond_wait(&sst->con_cv, &sst->lock, 0);
 		}
 	}
 	if (!rc)
@@ -156,7 +154,7 @@ int ulnet__sst_fw_call(struct ulnet_sst *sst, const struct ulnet_process_id *pee
 		memset((uint8_t *)raw_body + got, 0, ULNET_SST_BODY_SIZE - got);
 	}
 	sst__rpc_free(sst, r);
-	pthread_mutex_unlock(&sst->lock);
+	ulnet__futex_unlock(&sst->lock);
 	return rc;
 }
 

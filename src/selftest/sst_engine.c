@@ -17,14 +17,14 @@
 #define SST_FW_BUFS 16      /* per framework service */
 
 /* The engines of this process, by instance number (an MD's user_ptr names its engine by it). */
-static pthread_mutex_t engines_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct ulnet_futex_lock engines_lock; /* per event: a futex lock, not glibc's mutex */
 static struct ulnet_sst *engines[SST_MAX_INST + 1];
 
 static int engine_register(struct ulnet_sst *sst)
 {
 	int rc = -ENOSPC;
 
-	pthread_mutex_lock(&engines_lock);
+	ulnet__futex_lock(&engines_lock);
 	for (unsigned i = 1; i <= SST_MAX_INST; i++)
 		if (!engines[i]) {
 			engines[i] = sst;
@@ -32,7 +32,7 @@ static int engine_register(struct ulnet_sst *sst)
 			rc = 0;
 			break;
 		}
-	pthread_mutex_unlock(&engines_lock);
+	ulnet__futex_unlock(&engines_lock);
 	if (rc)
 		ULNET_LOG(SST, ERR, "more than %u selftest engines in one process", SST_MAX_INST);
 	return rc;
@@ -40,10 +40,10 @@ static int engine_register(struct ulnet_sst *sst)
 
 static void engine_unregister(struct ulnet_sst *sst)
 {
-	pthread_mutex_lock(&engines_lock);
+	ulnet__futex_lock(&engines_lock);
 	if (sst->inst && engines[sst->inst] == sst)
 		engines[sst->inst] = NULL;
-	pthread_mutex_unlock(&engines_lock);
+	ulnet__futex_unlock(&engines_lock);
 }
 
 static bool engine_idle(const struct ulnet_sst *sst)
@@ -130,18 +130,18 @@ void sst__event_handler(const struct ulnet_event *ev)
 
 	/* the table lock is held across the dispatch: ulnet__sst_stop unregisters the engine before it
 	 * frees it, so a late event never finds a freed engine */
-	pthread_mutex_lock(&engines_lock);
+	ulnet__futex_lock(&engines_lock);
 	sst = inst <= SST_MAX_INST ? engines[inst] : NULL;
 	if (sst) {
-		pthread_mutex_lock(&sst->lock);
+		ulnet__futex_lock(&sst->lock);
 		dispatch(sst, ev);
 		if (!sst->stopping)
 			sst__server_kick(sst);
 		else if (engine_idle(sst))
-			pthread_cond_broadcast(&sst->tick_cv); /* the last final event: stop may go on */
-		pthread_mutex_unlock(&sst->lock);
+			ulnet__futex_cond_broadcast(&sst->tick_cv); /* the last final event: stop may go on */
+		ulnet__futex_unlock(&sst->lock);
 	}
-	pthread_mutex_unlock(&engines_lock);
+	ulnet__futex_unlock(&engines_lock);
 }
 
 /* The engine thread: timeouts and sessions every 10 ms; it ends once stopping and every MD is gone. */
@@ -149,19 +149,16 @@ static void *sst_thread(void *arg)
 {
 	struct ulnet_sst *sst = arg;
 
-	pthread_mutex_lock(&sst->lock);
+	ulnet__futex_lock(&sst->lock);
 	for (;;) {
-		struct timespec dl;
-
 		if (!sst->stopping)
 			sst__server_kick(sst);
 		tick(sst);
 		if (sst->stopping && engine_idle(sst))
 			break;
-		dl = ulnet__deadline_in(10000000u);
-		pthread_cond_timedwait(&sst->tick_cv, &sst->lock, &dl);
+		ulnet__futex_cond_wait(&sst->tick_cv, &sst->lock, ulnet__now_ns() + 10000000u);
 	}
-	pthread_mutex_unlock(&sst->lock);
+	ulnet__futex_unlock(&sst->lock);
 	return NULL;
 }
 
@@ -193,14 +190,8 @@ int ulnet__sst_start(ulnet_node *node, const struct ulnet_selftest_opts *opts, s
 	ulnet_list_init(&sst->srv_waiting);
 	sst->srv_bulk_max = SST_SERVER_BULK_MAX;
 	sst->srv_timeout_ms = timeout_ms;
-	pthread_mutex_init(&sst->lock, NULL);
-	ulnet__cond_init(&sst->con_cv);
-	ulnet__cond_init(&sst->tick_cv);
 	rc = engine_register(sst);
 	if (rc) {
-		pthread_cond_destroy(&sst->tick_cv);
-		pthread_cond_destroy(&sst->con_cv);
-		pthread_mutex_destroy(&sst->lock);
 		free(sst);
 		return rc;
 	}
@@ -226,7 +217,7 @@ void ulnet__sst_stop(struct ulnet_sst *sst)
 {
 	if (!sst)
 		return;
-	pthread_mutex_lock(&sst->lock);
+	ulnet__futex_lock(&sst->lock);
 	sst->stopping = true;
 	while (!ulnet_list_empty(&sst->srv_waiting)) /* no MD yet: nothing to wait for */
 		sst__rpc_free(sst, ulnet_list_first(&sst->srv_waiting, struct sst_rpc, slink));
@@ -236,21 +227,18 @@ void ulnet__sst_stop(struct ulnet_sst *sst)
 		for (struct sst_rpc *r = sst->hash[i]; r; r = r->hnext)
 			sst__rpc_abort(sst, r);
 	for (struct sst_test *t = sst->tests; t; t = t->next)
-		pthread_cond_broadcast(&t->cv);
-	pthread_cond_broadcast(&sst->tick_cv);
+		ulnet__futex_cond_broadcast(&t->cv);
+	ulnet__futex_cond_broadcast(&sst->tick_cv);
 	if (sst->thread_started) {
-		pthread_mutex_unlock(&sst->lock);
+		ulnet__futex_unlock(&sst->lock);
 		pthread_join(sst->thread, NULL);
 	} else {
 		/* never started: wait for the final events (the loop runs their handlers), giving up
 		 * after 100 ms without one, as the thread's drain did */
-		while (!engine_idle(sst)) {
-			struct timespec dl = ulnet__deadline_in(100000000u);
-
-			if (pthread_cond_timedwait(&sst->tick_cv, &sst->lock, &dl) == ETIMEDOUT)
+		while (!engine_idle(sst))
+			if (ulnet__futex_cond_wait(&sst->tick_cv, &sst->lock, ulnet__now_ns() + 100000000u))
 				break;
-		}
-		pthread_mutex_unlock(&sst->lock);
+		ulnet__futex_unlock(&sst->lock);
 	}
 	engine_unregister(sst); /* from here a late event finds no engine and is ignored */
 	for (int i = 0; i < SST_HASH; i++)
@@ -263,23 +251,20 @@ void ulnet__sst_stop(struct ulnet_sst *sst)
 	}
 	sst__rpc_cache_drain(sst);
 	sst__discard_free(sst);
-	pthread_cond_destroy(&sst->tick_cv);
-	pthread_cond_destroy(&sst->con_cv);
-	pthread_mutex_destroy(&sst->lock);
 	free(sst);
 }
 
 void ulnet__sst_inject(struct ulnet_sst *sst, uint32_t count, uint32_t at)
 {
-	pthread_mutex_lock(&sst->lock);
+	ulnet__futex_lock(&sst->lock);
 	sst->inject_left = count;
 	sst->inject_at = at;
-	pthread_mutex_unlock(&sst->lock);
+	ulnet__futex_unlock(&sst->lock);
 }
 
 void ulnet__sst_stats(struct ulnet_sst *sst, struct ulnet_sst_stats *out)
 {
-	pthread_mutex_lock(&sst->lock);
+	ulnet__futex_lock(&sst->lock);
 	memset(out, 0, sizeof(*out));
 	out->rpc = sst->cnt;
 	out->brw_errors = sst->brw_errors;
@@ -290,5 +275,5 @@ void ulnet__sst_stats(struct ulnet_sst *sst, struct ulnet_sst_stats *out)
 	out->server_bulk_bytes = sst->srv_bulk_bytes;
 	out->sid = sst__cur_sid(sst);
 	memcpy(out->session_name, sst->ses_name, sizeof(out->session_name));
-	pthread_mutex_unlock(&sst->lock);
+	ulnet__futex_unlock(&sst->lock);
 }

@@ -4,7 +4,6 @@
 #include "sst_internal.h"
 
 #include <errno.h>
-#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -380,8 +379,7 @@ void sst__fw_test_add_ids(struct ulnet_sst *sst, struct sst_rpc *r)
 		return;
 	}
 	t = calloc(1, sizeof(*t));
-	if (!t || ulnet__cond_init(&t->cv)) {
-		free(t);
+	if (!t) {
 		r->out.body.tes_reply.status = ENOMEM;
 		sst__server_send_reply(sst, r);
 		return;
@@ -424,7 +422,6 @@ void sst__fw_test_add_ids(struct ulnet_sst *sst, struct sst_rpc *r)
 		t->p.duration_ms = 1;
 		if (!t->dests || (t->service == ULNET_SST_SVC_BRW && ulnet__sst_params_check(&t->p, sst->page, &why))) {
 			free(t->dests);
-			pthread_cond_destroy(&t->cv);
 			free(t);
 			r->out.body.tes_reply.status = EINVAL;
 			sst__server_send_reply(sst, r);

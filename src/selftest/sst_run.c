@@ -4,10 +4,8 @@
 #include "sst_internal.h"
 
 #include <errno.h>
-#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 int ulnet__sst_params_check(const struct ulnet_sst_params *p, uint32_t page_size, const char **why)
 {
@@ -73,10 +71,8 @@ int ulnet__sst_run(struct ulnet_sst *sst, const struct ulnet_sst_params *p, stru
 	if (rc)
 		return rc;
 	t = calloc(1, sizeof(*t));
-	if (!t || ulnet__cond_init(&t->cv)) {
-		free(t);
+	if (!t)
 		return -ENOMEM;
-	}
 	ulnet_list_init(&t->run_link);
 	t->p = *p;
 	if (!t->p.dest.pid)
@@ -88,10 +84,9 @@ int ulnet__sst_run(struct ulnet_sst *sst, const struct ulnet_sst_params *p, stru
 	t->limit = p->count;
 	t->corrupt_left = p->rw == ULNET_SST_BRW_WRITE ? p->corrupt_count : 0;
 
-	pthread_mutex_lock(&sst->lock);
+	ulnet__futex_lock(&sst->lock);
 	if (sst->stopping) {
-		pthread_mutex_unlock(&sst->lock);
-		pthread_cond_destroy(&t->cv);
+		ulnet__futex_unlock(&sst->lock);
 		free(t);
 		return -ESHUTDOWN;
 	}
@@ -105,16 +100,14 @@ int ulnet__sst_run(struct ulnet_sst *sst, const struct ulnet_sst_params *p, stru
 		sst__client_launch(sst, t);
 	sst__test_maybe_done(sst, t);
 	while (!t->done && !sst->stopping) {
-		struct timespec ts = ulnet__deadline_in(200000000u);
-
-		pthread_cond_timedwait(&t->cv, &sst->lock, &ts);
+		ulnet__futex_cond_wait(&t->cv, &sst->lock, ulnet__now_ns() + 200000000u);
 		if (p->progress && ulnet__now_ns() >= next_progress && !t->done) {
 			struct ulnet_sst_result so_far;
 			fill_result(t, t0, &so_far, false);
 			next_progress += 1000000000u;
-			pthread_mutex_unlock(&sst->lock);
+			ulnet__futex_unlock(&sst->lock);
 			int stop = p->progress(p->progress_arg, &so_far);
-			pthread_mutex_lock(&sst->lock);
+			ulnet__futex_lock(&sst->lock);
 			if (stop)
 				t->stopping = t->abort = true; /* the caller gave up: do not wait */
 		}
@@ -131,10 +124,10 @@ int ulnet__sst_run(struct ulnet_sst *sst, const struct ulnet_sst_params *p, stru
 		/* engine stopping with RPCs in flight: leave the test to ulnet__sst_stop() */
 		t->next = sst->tests;
 		sst->tests = t;
-		pthread_mutex_unlock(&sst->lock);
+		ulnet__futex_unlock(&sst->lock);
 		return rc;
 	}
-	pthread_mutex_unlock(&sst->lock);
+	ulnet__futex_unlock(&sst->lock);
 	sst__test_free(t);
 	return 0;
 }
