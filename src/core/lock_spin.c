@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* The contended path of the node lock and the event queues' locks (futex_lock.h: ulnet__futex_lock)
+/* The contended path of the node lock, the event queues' and the selftest engine's locks (futex_lock.h)
  * and the futex calls under it. Holds are short (most under 1 us, the stats' histogram), and a
  * thread that sleeps on the lock costs a futex wait, a wake-up system call by the holder and two
  * context switches. So a thread that finds the lock taken first polls it for up to
