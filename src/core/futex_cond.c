@@ -17,11 +17,14 @@ bool ulnet__futex_cond_wait(struct ulnet_futex_cond *c, struct ulnet_futex_lock 
 {
 	/* read under the lock: a broadcast after our unlock moves it, and the futex wait returns at once */
 	uint32_t seen = atomic_load_explicit(&c->seq, memory_order_relaxed);
+	bool passed;
 
 	atomic_fetch_add_explicit(&c->waiters, 1, memory_order_relaxed);
 	ulnet__futex_unlock(l);
-	ulnet__futex_wait(&c->seq, seen, deadline_ns);
+	/* the kernel's ETIMEDOUT, not a clock read: a wake-up at the deadline says "not passed" and the
+	 * caller's next wait, already late, says it at once */
+	passed = ulnet__futex_wait(&c->seq, seen, deadline_ns);
 	ulnet__futex_lock(l);
 	atomic_fetch_sub_explicit(&c->waiters, 1, memory_order_relaxed);
-	return deadline_ns && ulnet__now_ns() >= deadline_ns;
+	return passed;
 }

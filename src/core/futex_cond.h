@@ -33,7 +33,8 @@ static inline void ulnet__futex_cond_broadcast(struct ulnet_futex_cond *c)
 }
 
 /* With @l held: release it, sleep until a broadcast or until @deadline_ns (absolute,
- * CLOCK_MONOTONIC as ulnet__now_ns; 0: none), take @l again. True if the deadline has passed. */
+ * CLOCK_MONOTONIC as ulnet__now_ns; 0: none), take @l again. True if it slept until the deadline.
+ * (A wake-up at the deadline may say false: the caller checks its condition and waits again.) */
 bool ulnet__futex_cond_wait(struct ulnet_futex_cond *c, struct ulnet_futex_lock *l, uint64_t deadline_ns);
 
 #endif

@@ -28,8 +28,9 @@ static inline bool ulnet__futex_trylock(struct ulnet_futex_lock *l)
 void ulnet__futex_lock_wait(struct ulnet_futex_lock *l);
 /* Wake one sleeper on @word (a release found the lock waited for, or a park's sequence moved). */
 void ulnet__futex_wake(_Atomic uint32_t *word);
-/* Sleep while @word is @seen, until a wake, or until @deadline_ns (CLOCK_MONOTONIC; 0: none). */
-void ulnet__futex_wait(_Atomic uint32_t *word, uint32_t seen, uint64_t deadline_ns);
+/* Sleep while @word is @seen, until a wake, or until @deadline_ns (CLOCK_MONOTONIC; 0: none).
+ * True if it slept until the deadline. */
+bool ulnet__futex_wait(_Atomic uint32_t *word, uint32_t seen, uint64_t deadline_ns);
 
 /* Taken: poll it briefly before sleeping on it (lock_spin.c). */
 void ulnet__futex_lock_slow(struct ulnet_futex_lock *l);

@@ -6,6 +6,7 @@
  * ULNET_LOCK_SPIN_US (the holder runs on another core and lets go within that, typically; a lock
  * taken while polling stays in state 1, so its release makes no system call), and only then sleeps
  * on it. */
+#include <errno.h>
 #include <linux/futex.h>
 #include <sys/syscall.h>
 #include <time.h>
@@ -28,15 +29,15 @@ void ulnet__futex_wake(_Atomic uint32_t *word)
 	syscall(SYS_futex, word, FUTEX_WAKE_PRIVATE, 1, NULL, NULL, 0);
 }
 
-void ulnet__futex_wait(_Atomic uint32_t *word, uint32_t seen, uint64_t deadline_ns)
+bool ulnet__futex_wait(_Atomic uint32_t *word, uint32_t seen, uint64_t deadline_ns)
 {
 	struct timespec ts = { .tv_sec = (time_t)(deadline_ns / 1000000000u),
 			       .tv_nsec = (long)(deadline_ns % 1000000000u) };
 
 	/* FUTEX_WAIT_BITSET takes an absolute CLOCK_MONOTONIC deadline (ulnet__now_ns's clock); EAGAIN
 	 * (the word moved), EINTR and ETIMEDOUT all send the caller back to its own checks */
-	syscall(SYS_futex, word, FUTEX_WAIT_BITSET_PRIVATE, seen, deadline_ns ? &ts : NULL, NULL,
-		FUTEX_BITSET_MATCH_ANY);
+	return syscall(SYS_futex, word, FUTEX_WAIT_BITSET_PRIVATE, seen, deadline_ns ? &ts : NULL, NULL,
+		       FUTEX_BITSET_MATCH_ANY) == -1 && errno == ETIMEDOUT;
 }
 
 void ulnet__futex_lock_wait(struct ulnet_futex_lock *l)
