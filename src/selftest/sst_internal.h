@@ -138,8 +138,8 @@ struct ulnet_sst {
 	ulnet_node *node;
 	unsigned inst;                    /* its slot in the engine table (sst_engine.c), 1-based */
 	pthread_t thread;
-	/* a futex lock (the event handler takes it per event: ~110 instructions less per round trip than
-	 * glibc's mutex), so its waits are on futex conditions (futex_cond.h) */
+	/* a futex lock, as engines_lock (the event handler takes both per event: as glibc's mutexes they
+	 * cost ~240 instructions more per ping round trip), so its waits are futex conditions */
 	struct ulnet_futex_lock lock;
 	struct ulnet_futex_cond tick_cv;  /* the engine thread's 10 ms sleep; broadcast to stop */
 	bool stopping, thread_started;
