@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* bench helper for tcp_bench.sh: two nodes in one process over the tcp LND (loopback, addresses from
  * argv). Prints "put0_rate <msgs/s>" for 0-byte Puts without ACK (a window of 64 in flight, one API
- * thread binding an MD per Put, default tunables: peer_credits 8, so at most 8 in the LND; one peer,
+ * thread binding an MD per Put, at most peer_credits of them in the LND (below); one peer,
  * so with several loops its own loop posts and writes them and the others mostly idle) and, for the
  * same interval, "put0_cpu_us <CPU time of the process per Put>" and "put0_csw <context switches per
  * Put>" (getrusage: every thread of both nodes; what a Put costs, which swings less than the rate when
