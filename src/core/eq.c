@@ -106,6 +106,9 @@ int ulnet_eq_create(ulnet_eq **out)
 
 	if (!eq)
 		return -ENOMEM;
+	/* the lock's contended path times its spin in calibrated ticks: an application may contend a
+	 * queue before it opens its first node, which otherwise calibrates them */
+	ulnet__lock_clock_init();
 	*out = eq;
 	return 0;
 }

@@ -277,7 +277,7 @@ struct ulnet_node {
 #endif
 extern bool ulnet__lock_tsc;                 /* the TSC is the clock (set once, before any node) */
 extern uint64_t ulnet__lock_ticks_per_us;
-void ulnet__lock_clock_init(void);           /* once per process, before the first node lock */
+void ulnet__lock_clock_init(void);           /* once per process: first node or event queue */
 uint64_t ulnet__lock_ticks_ns(uint64_t ticks);
 
 static inline uint64_t ulnet__lock_ticks(void)
