@@ -20,6 +20,12 @@ done
 if ((${#missing[@]})) || [[ -n ${need_update:-} ]]; then
 	export DEBIAN_FRONTEND=noninteractive
 	echo "wireshark-common wireshark-common/install-setuid boolean false" | debconf-set-selections || true
-	apt-get update -qq
+	# a mirror mid-sync fails an index now and then ("File has unexpected size"): try again a few
+	# times, then go on with what was fetched (a package really missing still fails the install)
+	for try in 1 2 3 4 5; do
+		apt-get update -qq && break
+		echo "setup.sh: apt-get update failed (try $try of 5)" >&2
+		sleep $((try * 10))
+	done
 	((${#missing[@]} == 0)) || apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
 fi
