@@ -17,7 +17,8 @@
 #      rounds;
 #   3. the node lock's hold-time histogram of the server node over the whole run (stats show -v);
 #   4. 0-byte Put message rate (bench/tcp_msgrate.c, two nodes in one process, one API thread, 64 Puts
-#      in flight), with 1 and with 2 loop threads per node (node option loops), the process's CPU
+#      in flight; medians over ROUNDS interleaved rounds, every run printed), with 1 and with 2 loop
+#      threads per node (node option loops), the process's CPU
 #      time and context switches per Put beside it, and the load average it ran under; with the
 #      default peer_credits 8 (the kernel socklnd's), then with peer_credits 64: a Put's credit
 #      comes back once the LND has written it, so a sendmsg carries at most peer_credits Puts and
@@ -189,27 +190,36 @@ PY
 fi
 ul_step "0-byte Put rate (two nodes in one process)"
 ninja -C "$BUILD" bench/tcp_msgrate >/dev/null && cp "$BUILD/bench/tcp_msgrate" "$UL_TMP/tcp_msgrate"
-"$UL_TMP/tcp_msgrate" "$(ul_addr "$T" 3)" "$(ul_addr "$T" 4)" "$SECS" >"$UL_TMP/rate.txt" 2>"$UL_TMP/rate.err" \
-	|| ul_fail "tcp_msgrate: $(cat "$UL_TMP/rate.err")"
-"$UL_TMP/tcp_msgrate" "$(ul_addr "$T" 5)" "$(ul_addr "$T" 6)" "$SECS" 2 put0 >"$UL_TMP/rate2.txt" 2>"$UL_TMP/rate.err" \
-	|| ul_fail "tcp_msgrate (2 loops): $(cat "$UL_TMP/rate.err")"
-"$UL_TMP/tcp_msgrate" "$(ul_addr "$T" 3)" "$(ul_addr "$T" 4)" "$SECS" 1 put0 64 >"$UL_TMP/rate64.txt" 2>"$UL_TMP/rate.err" \
-	|| ul_fail "tcp_msgrate (peer_credits 64): $(cat "$UL_TMP/rate.err")"
-"$UL_TMP/tcp_msgrate" "$(ul_addr "$T" 5)" "$(ul_addr "$T" 6)" "$SECS" 2 put0 64 >"$UL_TMP/rate2_64.txt" 2>"$UL_TMP/rate.err" \
-	|| ul_fail "tcp_msgrate (2 loops, peer_credits 64): $(cat "$UL_TMP/rate.err")"
+# each configuration once per round, interleaved, and the medians compared (one sample moves by
+# half between runs on this host)
+msgrate() { # ROUND NAME LOOPS PEER_CREDITS ADDR_A ADDR_B
+	"$UL_TMP/tcp_msgrate" "$(ul_addr "$T" "$5")" "$(ul_addr "$T" "$6")" "$SECS" "$3" put0 "$4" \
+		>"$UL_TMP/$2.$1.txt" 2>"$UL_TMP/rate.err" \
+		|| ul_fail "tcp_msgrate ($3 loops, peer_credits $4): $(cat "$UL_TMP/rate.err")"
+}
+for r in $(seq "$ROUNDS"); do
+	ul_step "round $r/$ROUNDS: 0-byte Put rate, 1 and 2 loops, peer_credits 8 and 64, ${SECS} s each"
+	msgrate "$r" rate 1 8 3 4
+	msgrate "$r" rate2 2 8 5 6
+	msgrate "$r" rate64 1 64 3 4
+	msgrate "$r" rate2_64 2 64 5 6
+done
 cut -d' ' -f1 /proc/loadavg >"$UL_TMP/load.txt"
 
 "$UL_PYTHON" - "$UL_TMP" "$(median "${putc[@]}")" "$(median "${getc[@]}")" "$(median "${ipfc[@]}")" \
 	"$(median "${put[@]}")" "$(median "${get[@]}")" "$(median "${ipf[@]}")" \
 	"$(median "${png[@]}")" "$(median "${sst[@]}")" "$(median "${raw[@]}")" "$(median "${raws[@]}")" \
-	"$(median "${pngb[@]}")" "$(median "${sstb[@]}")" "$(median "${rawb[@]}")" "$(median "${rawsb[@]}")" <<'PY'
-import json, sys
+	"$(median "${pngb[@]}")" "$(median "${sstb[@]}")" "$(median "${rawb[@]}")" "$(median "${rawsb[@]}")" "$ROUNDS" <<'PY'
+import json, statistics, sys
 t = sys.argv[1]
-uc, gc, ic, u, g, i, p, s, r, rs, pb, sb, rb, rsb = map(float, sys.argv[2:])
-rate = dict(l.split() for l in open(f"{t}/rate.txt"))
-rate2 = dict(l.split() for l in open(f"{t}/rate2.txt"))
-rate64 = dict(l.split() for l in open(f"{t}/rate64.txt"))
-rate2_64 = dict(l.split() for l in open(f"{t}/rate2_64.txt"))
+uc, gc, ic, u, g, i, p, s, r, rs, pb, sb, rb, rsb = map(float, sys.argv[2:16])
+rounds = int(sys.argv[16])
+def rates(name):  # every field's median over the rounds, and the rates run by run
+    runs = [dict(l.split() for l in open(f"{t}/{name}.{r}.txt")) for r in range(1, rounds + 1)]
+    med = {k: statistics.median(float(x[k]) for x in runs) for k in ("put0_rate", "put0_cpu_us", "put0_csw")}
+    med["runs"] = " ".join(f"{float(x['put0_rate']) / 1e6:.2f}" for x in runs)
+    return med
+rate, rate2, rate64, rate2_64 = rates("rate"), rates("rate2"), rates("rate64"), rates("rate2_64")
 load = open(f"{t}/load.txt").read().strip()
 st = json.load(open(f"{t}/stats_n2.json"))["statistics"]
 print(f"1 MiB Put bandwidth : ulnet {u:9.1f} MB/s   iperf3 {i:9.1f} MB/s (medians)   ratio {u / i:.2f} (goal >= 0.95)")
@@ -221,10 +231,11 @@ print(f"  busy polling       : ulnet_ping {pb:6.1f} us vs raw TCP ping-pong {rb:
       f"selftest ping {sb:6.1f} us vs raw {rsb:6.1f} us  ratio {sb / rsb:.2f} (goal <= 1.05)")
 for pc, a, b in (("8 (default)", rate, rate2), ("64", rate64, rate2_64)):
     r1, r2 = float(a['put0_rate']), float(b['put0_rate'])
-    print(f"0-byte Put rate, peer_credits {pc}: {r1:9.0f} msg/s (1 loop per node) | {r2:9.0f} msg/s (2 loops per node)  "
+    print(f"0-byte Put rate, peer_credits {pc} (medians): {r1:9.0f} msg/s (1 loop per node) | {r2:9.0f} msg/s (2 loops per node)  "
           f"ratio {r2 / r1:.2f} (goal >= 1 M msg/s with 2 loops; one peer, so one loop does the work; load average {load})")
-    print(f"  per Put (process CPU time, context switches): {float(a['put0_cpu_us']):.2f} us, {float(a['put0_csw']):.3f} (1 loop) | "
-          f"{float(b['put0_cpu_us']):.2f} us, {float(b['put0_csw']):.3f} (2 loops); it swings less than the rate on shared cores")
+    print(f"  runs (M msg/s): 1 loop {a['runs']} | 2 loops {b['runs']}")
+    print(f"  per Put (process CPU time, context switches; medians): {a['put0_cpu_us']:.2f} us, {a['put0_csw']:.3f} (1 loop) | "
+          f"{b['put0_cpu_us']:.2f} us, {b['put0_csw']:.3f} (2 loops); it swings less than the rate on shared cores")
 h = st["lock_hold_us"]
 tot = sum(h.values())
 print(f"node lock hold times (server node, whole run; {tot} holds, longest {st['lock_hold_max_ns'] / 1000:.1f} us):")
