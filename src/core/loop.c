@@ -24,6 +24,11 @@
 /* A lazily handed-back loop (loop_unborrow) stays parked, its sockets polled by nobody, for a
  * busy-poll window but never longer than this */
 #define LOOP_LINGER_MAX_NS 100000u
+/* A lingering thread that wakes to find its window moved on (a lead came meanwhile: a ping stream
+ * goes on) sleeps past the window's end, twice as far each time up to this, instead of waking about
+ * every window: each such wake takes a core from a spinner. Work for the loop still ends the park at
+ * once (loop_unpark); only socket input to a parked loop waits up to this after a stream ends. */
+#define LOOP_LINGER_OVER_MAX_NS 400000u
 
 /* The loop whose thread runs this code (NULL on other threads). Initial-exec: read several times per
  * message, and the shared library's default (general dynamic) model makes each read a call to
@@ -321,20 +326,24 @@ static void loop_unborrow(struct ulnet_loop *loop, bool lazy)
 static void loop_park(struct ulnet_loop *loop)
 {
 	struct ulnet_node *node = loop->node;
+	uint64_t over = 0; /* how far past the window this sleep goes (LOOP_LINGER_OVER_MAX_NS) */
 
 	while (loop->borrowed || (loop->linger_until && !node->stopping &&
 				  !atomic_load_explicit(&loop->unpark, memory_order_relaxed) &&
-				  ulnet__now_ns() < loop->linger_until)) {
+				  ulnet__now_ns() < loop->linger_until + over)) {
 		/* read under the lock, before it goes: a signal after this point moves the sequence, and
 		 * the sleep ends (or does not start) */
 		uint32_t seq = atomic_load_explicit(&loop->park_seq, memory_order_acquire);
-		uint64_t until = loop->linger_until;
+		uint64_t window = loop->linger_until, until = window ? window + over : 0;
 
 		loop->borrow_waiting = true;
 		atomic_store_explicit(&loop->parked, true, memory_order_relaxed);
 		ulnet__lock_release(node);
 		ulnet__futex_wait(&loop->park_seq, seq, until);
 		ulnet__lock(node);
+		if (window && loop->linger_until > window) /* a lead moved the window while we slept */
+			over = over ? (over * 2 < LOOP_LINGER_OVER_MAX_NS ? over * 2 : LOOP_LINGER_OVER_MAX_NS)
+				    : loop_linger_ns(node);
 	}
 	loop->borrow_waiting = false;
 	loop->linger_until = 0;
