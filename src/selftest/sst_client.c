@@ -80,6 +80,7 @@ void sst__test_running(struct ulnet_sst *sst, struct sst_test *t)
 	t->done = false;
 	ulnet_list_del(&t->run_link);
 	ulnet_list_add_tail(&t->run_link, &sst->running);
+	sst__tick_due(sst);
 }
 
 void sst__test_free(struct sst_test *t)
@@ -232,6 +233,7 @@ void sst__client_launch(struct ulnet_sst *sst, struct sst_test *t)
 	if (sst->active)
 		sst->active->aprev = r;
 	sst->active = r;
+	sst__tick_due(sst);
 	t->started++;
 	t->inflight++;
 

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* The selftest engine (sst_internal.h): the MD handler that dispatches every event by RPC role on the
- * node's loop thread; the engine thread, which expires RPCs and sessions every 10 ms; start and
- * stop; and the inject and stats entry points. */
+ * node's loop thread; the engine thread, which expires RPCs and sessions every 10 ms (every 1 s
+ * while nothing has a deadline); start and stop; and the inject and stats entry points. */
 #include "sst_internal.h"
 #include "log.h"
 
@@ -14,6 +14,9 @@
 #include "log.h"
 
 #define SST_TEST_BUFS 256   /* posted request buffers per test service */
+#define SST_TICK_NS 10000000ull        /* the tick while RPCs or tests run */
+#define SST_IDLE_TICK_NS 1000000000ull /* with nothing to expire but a session (100 s): an idle node
+					* does not wake 100 times a second for nothing */
 #define SST_FW_BUFS 16      /* per framework service */
 
 /* The engines of this process, by instance number (an MD's user_ptr names its engine by it). */
@@ -52,6 +55,22 @@ static bool engine_idle(const struct ulnet_sst *sst)
 		if (sst->hash[i])
 			return false;
 	return true;
+}
+
+/* Nothing for the tick to watch but the session: no RPC with a deadline, no running test, no test
+ * to reap. */
+static bool engine_quiet(const struct ulnet_sst *sst)
+{
+	return !sst->active && ulnet_list_empty(&sst->running) && !sst->zombies && ulnet_list_empty(&sst->srv_rpcs) &&
+	       ulnet_list_empty(&sst->srv_waiting);
+}
+
+void sst__tick_due(struct ulnet_sst *sst)
+{
+	if (sst->tick_idle) {
+		sst->tick_idle = false;
+		ulnet__futex_cond_broadcast(&sst->tick_cv);
+	}
 }
 
 static void dispatch(struct ulnet_sst *sst, const struct ulnet_event *ev)
@@ -144,7 +163,8 @@ void sst__event_handler(const struct ulnet_event *ev)
 	ulnet__futex_unlock(&engines_lock);
 }
 
-/* The engine thread: timeouts and sessions every 10 ms; it ends once stopping and every MD is gone. */
+/* The engine thread: timeouts and sessions every 10 ms, or every 1 s while quiet (sst__tick_due ends
+ * that sleep); it ends once stopping and every MD is gone. */
 static void *sst_thread(void *arg)
 {
 	struct ulnet_sst *sst = arg;
@@ -156,7 +176,10 @@ static void *sst_thread(void *arg)
 		tick(sst);
 		if (sst->stopping && engine_idle(sst))
 			break;
-		ulnet__futex_cond_wait(&sst->tick_cv, &sst->lock, ulnet__now_ns() + 10000000u);
+		sst->tick_idle = !sst->stopping && engine_quiet(sst);
+		ulnet__futex_cond_wait(&sst->tick_cv, &sst->lock,
+				       ulnet__now_ns() + (sst->tick_idle ? SST_IDLE_TICK_NS : SST_TICK_NS));
+		sst->tick_idle = false;
 	}
 	ulnet__futex_unlock(&sst->lock);
 	return NULL;

@@ -44,6 +44,7 @@ void sst__session_end(struct ulnet_sst *sst)
 		if (t->framework && !t->zombie) {
 			t->zombie = true;
 			sst->zombies++;
+			sst__tick_due(sst);
 		}
 	sst->have_session = false;
 	sst->ses_ntests = 0;

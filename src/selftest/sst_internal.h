@@ -141,8 +141,9 @@ struct ulnet_sst {
 	/* a futex lock, as engines_lock (the event handler takes both per event: as glibc's mutexes they
 	 * cost ~240 instructions more per ping round trip), so its waits are futex conditions */
 	struct ulnet_futex_lock lock;
-	struct ulnet_futex_cond tick_cv;  /* the engine thread's 10 ms sleep; broadcast to stop */
+	struct ulnet_futex_cond tick_cv;  /* the engine thread's sleep; broadcast to stop */
 	bool stopping, thread_started;
+	bool tick_idle;                   /* the engine thread sleeps 1 s: nothing had a deadline */
 	uint32_t page;
 	uint64_t next_id;
 	uint64_t next_bits;               /* match bits for reply/bulk buffers */
@@ -228,6 +229,9 @@ int sst__post_reqbuf(struct ulnet_sst *sst, uint32_t service);
 bool sst__test_may_start(const struct sst_test *t, uint64_t now);
 /* @t runs (again): the tick watches it until it is done. */
 void sst__test_running(struct ulnet_sst *sst, struct sst_test *t);
+/* Something now has a deadline (an RPC, a running test): an engine thread in its idle sleep ticks
+ * again every 10 ms from now on. Lock held. */
+void sst__tick_due(struct ulnet_sst *sst);
 void sst__test_free(struct sst_test *t);
 void sst__test_maybe_done(struct ulnet_sst *sst, struct sst_test *t);
 void sst__client_launch(struct ulnet_sst *sst, struct sst_test *t);

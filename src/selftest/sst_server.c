@@ -248,6 +248,7 @@ bool sst__server_request(struct ulnet_sst *sst, struct sst_rpc *buf, const struc
 	r->holds_reqbuf = true;
 	r->deadline_ns = ulnet__now_ns() + (uint64_t)sst->srv_timeout_ms * 1000000u;
 	ulnet_list_add_tail(&r->slink, &sst->srv_rpcs);
+	sst__tick_due(sst);
 	r->service = buf->service;
 	r->peer = ev->initiator;
 	memcpy(r->req, buf->req, sizeof(r->req));
