@@ -24,7 +24,10 @@
 #      comes back once the LND has written it, so a sendmsg carries at most peer_credits Puts and
 #      that, not the per-message work, bounds the rate at 8. One peer: its conns and its
 #      submissions are on one loop, so a second loop only runs the timers (no hand-off, no gain
-#      either).
+#      either). Each once with the API thread sleeping when its event queue is empty and once with
+#      it polling the queue EQ_SPIN_US (default 20) before it sleeps (ulnet_eq_set_spin), as
+#      message-rate benchmarks poll their completions: the sleeping thread's wake-ups, not the
+#      cores, bound the rate then (the three threads keep the two cores about half busy).
 # Usage: bench/tcp_bench.sh [SECONDS]   (BUILD=build dir, default ./build; ROUNDS=3 medians;
 #        BENCH_T=T uses the 127.T.0.0/16 block, default 38; BUSY_US=50 the busy-poll window;
 #        LAT_ONLY=1 runs the round trips (2.) alone: no brw, iperf3, lock histogram or message rate;
@@ -37,6 +40,7 @@ SECS=${1:-5}
 ROUNDS=${ROUNDS:-3}
 CONC=${CONC:-4} # RPCs in flight: 4 keeps the working set cache-friendly on this VM (8 is ~10% slower)
 BUSY_US=${BUSY_US:-50}
+EQ_SPIN_US=${EQ_SPIN_US:-20}
 PINGS=${PINGS:-1000}
 # Bytes on the wire per round trip (socklnd V3: 24-byte ksock_msg_hdr + 72-byte LNet header = 96):
 # ulnet_ping is a GET (96) answered by a REPLY carrying the ping info (48 bytes for the two NIs, lo
@@ -192,24 +196,26 @@ ul_step "0-byte Put rate (two nodes in one process)"
 ninja -C "$BUILD" bench/tcp_msgrate >/dev/null && cp "$BUILD/bench/tcp_msgrate" "$UL_TMP/tcp_msgrate"
 # each configuration once per round, interleaved, and the medians compared (one sample moves by
 # half between runs on this host)
-msgrate() { # ROUND NAME LOOPS PEER_CREDITS ADDR_A ADDR_B
-	"$UL_TMP/tcp_msgrate" "$(ul_addr "$T" "$5")" "$(ul_addr "$T" "$6")" "$SECS" "$3" put0 "$4" \
+msgrate() { # ROUND NAME LOOPS PEER_CREDITS EQ_SPIN_US ADDR_A ADDR_B
+	"$UL_TMP/tcp_msgrate" "$(ul_addr "$T" "$6")" "$(ul_addr "$T" "$7")" "$SECS" "$3" put0 "$4" "$5" \
 		>"$UL_TMP/$2.$1.txt" 2>"$UL_TMP/rate.err" \
-		|| ul_fail "tcp_msgrate ($3 loops, peer_credits $4): $(cat "$UL_TMP/rate.err")"
+		|| ul_fail "tcp_msgrate ($3 loops, peer_credits $4, eq spin $5 us): $(cat "$UL_TMP/rate.err")"
 }
 for r in $(seq "$ROUNDS"); do
-	ul_step "round $r/$ROUNDS: 0-byte Put rate, 1 and 2 loops, peer_credits 8 and 64, ${SECS} s each"
-	msgrate "$r" rate 1 8 3 4
-	msgrate "$r" rate2 2 8 5 6
-	msgrate "$r" rate64 1 64 3 4
-	msgrate "$r" rate2_64 2 64 5 6
+	ul_step "round $r/$ROUNDS: 0-byte Put rate, 1 and 2 loops, peer_credits 8 and 64, API thread sleeping and polling, ${SECS} s each"
+	for pc in 8 64; do
+		for sp in 0 "$EQ_SPIN_US"; do
+			msgrate "$r" "rate1_${pc}_$sp" 1 "$pc" "$sp" 3 4
+			msgrate "$r" "rate2_${pc}_$sp" 2 "$pc" "$sp" 5 6
+		done
+	done
 done
 cut -d' ' -f1 /proc/loadavg >"$UL_TMP/load.txt"
 
 "$UL_PYTHON" - "$UL_TMP" "$(median "${putc[@]}")" "$(median "${getc[@]}")" "$(median "${ipfc[@]}")" \
 	"$(median "${put[@]}")" "$(median "${get[@]}")" "$(median "${ipf[@]}")" \
 	"$(median "${png[@]}")" "$(median "${sst[@]}")" "$(median "${raw[@]}")" "$(median "${raws[@]}")" \
-	"$(median "${pngb[@]}")" "$(median "${sstb[@]}")" "$(median "${rawb[@]}")" "$(median "${rawsb[@]}")" "$ROUNDS" <<'PY'
+	"$(median "${pngb[@]}")" "$(median "${sstb[@]}")" "$(median "${rawb[@]}")" "$(median "${rawsb[@]}")" "$ROUNDS" "$EQ_SPIN_US" <<'PY'
 import json, statistics, sys
 t = sys.argv[1]
 uc, gc, ic, u, g, i, p, s, r, rs, pb, sb, rb, rsb = map(float, sys.argv[2:16])
@@ -219,7 +225,7 @@ def rates(name):  # every field's median over the rounds, and the rates run by r
     med = {k: statistics.median(float(x[k]) for x in runs) for k in ("put0_rate", "put0_cpu_us", "put0_csw")}
     med["runs"] = " ".join(f"{float(x['put0_rate']) / 1e6:.2f}" for x in runs)
     return med
-rate, rate2, rate64, rate2_64 = rates("rate"), rates("rate2"), rates("rate64"), rates("rate2_64")
+spin = sys.argv[17]
 load = open(f"{t}/load.txt").read().strip()
 st = json.load(open(f"{t}/stats_n2.json"))["statistics"]
 print(f"1 MiB Put bandwidth : ulnet {u:9.1f} MB/s   iperf3 {i:9.1f} MB/s (medians)   ratio {u / i:.2f} (goal >= 0.95)")
@@ -229,13 +235,16 @@ print(f"round trip (medians): ulnet_ping {p:6.1f} us vs raw TCP ping-pong {r:6.1
       f"selftest ping {s:6.1f} us vs raw {rs:6.1f} us  ratio {s / rs:.2f} (goal <= 1.2)")
 print(f"  busy polling       : ulnet_ping {pb:6.1f} us vs raw TCP ping-pong {rb:6.1f} us  ratio {pb / rb:.2f} (goal <= 1.5) | "
       f"selftest ping {sb:6.1f} us vs raw {rsb:6.1f} us  ratio {sb / rsb:.2f} (goal <= 1.05)")
-for pc, a, b in (("8 (default)", rate, rate2), ("64", rate64, rate2_64)):
-    r1, r2 = float(a['put0_rate']), float(b['put0_rate'])
-    print(f"0-byte Put rate, peer_credits {pc} (medians): {r1:9.0f} msg/s (1 loop per node) | {r2:9.0f} msg/s (2 loops per node)  "
-          f"ratio {r2 / r1:.2f} (goal >= 1 M msg/s with 2 loops; one peer, so one loop does the work; load average {load})")
-    print(f"  runs (M msg/s): 1 loop {a['runs']} | 2 loops {b['runs']}")
-    print(f"  per Put (process CPU time, context switches; medians): {a['put0_cpu_us']:.2f} us, {a['put0_csw']:.3f} (1 loop) | "
-          f"{b['put0_cpu_us']:.2f} us, {b['put0_csw']:.3f} (2 loops); it swings less than the rate on shared cores")
+print(f"0-byte Put rate (medians; goal >= 1 M msg/s with 2 loops; one peer, so one loop does the work; load average {load}):")
+for pc in ("8", "64"):
+    for sp in ("0", spin):
+        a, b = rates(f"rate1_{pc}_{sp}"), rates(f"rate2_{pc}_{sp}")
+        r1, r2 = a['put0_rate'], b['put0_rate']
+        who = "API thread sleeps" if sp == "0" else f"API thread polls {sp} us"
+        print(f"  peer_credits {pc:>2}{' (default)' if pc == '8' else ''}, {who}: {r1:9.0f} msg/s (1 loop per node) | "
+              f"{r2:9.0f} msg/s (2 loops per node)  ratio {r2 / r1:.2f}")
+        print(f"    runs (M msg/s): 1 loop {a['runs']} | 2 loops {b['runs']}; per Put (process CPU time, context switches): "
+              f"{a['put0_cpu_us']:.2f} us, {a['put0_csw']:.3f} | {b['put0_cpu_us']:.2f} us, {b['put0_csw']:.3f}")
 h = st["lock_hold_us"]
 tot = sum(h.values())
 print(f"node lock hold times (server node, whole run; {tot} holds, longest {st['lock_hold_max_ns'] / 1000:.1f} us):")

@@ -8,10 +8,12 @@
  * the VM's cores are shared with other work), then
  * "ping_rtt_us <mean>" over ulnet_ping, then "tcp_rtt_us <mean>" for a raw TCP 8-byte ping-pong
  * between the same two addresses (TCP_NODELAY). Usage:
- * tcp_msgrate ADDR_A ADDR_B SECONDS [LOOPS [put0 [PEER_CREDITS]]]: LOOPS loop threads per node (node
- * option loops; default 1); "put0" stops after the first rate; PEER_CREDITS the NIs' peer_credits
- * (default 8, as the kernel's socklnd): a sendmsg carries at most that many Puts, since a Put's
- * credit comes back when the LND has written it. */
+ * tcp_msgrate ADDR_A ADDR_B SECONDS [LOOPS [put0 [PEER_CREDITS [EQ_SPIN_US]]]]: LOOPS loop threads per
+ * node (node option loops; default 1); "put0" stops after the first rate; PEER_CREDITS the NIs'
+ * peer_credits (default 8, as the kernel's socklnd): a sendmsg carries at most that many Puts, since
+ * a Put's credit comes back when the LND has written it; EQ_SPIN_US how long the API thread polls
+ * its event queue before it sleeps (ulnet_eq_set_spin; default 0), as message-rate benchmarks poll
+ * their completions. */
 #include <arpa/inet.h>
 #include <netinet/tcp.h>
 #include <pthread.h>
@@ -116,7 +118,7 @@ int main(int argc, char **argv)
 	char nidb[64];
 	unsigned loops;
 
-	if (argc < 4 || argc > 7)
+	if (argc < 4 || argc > 8)
 		return 2;
 	secs = atof(argv[3]);
 	loops = argc > 4 ? (unsigned)atoi(argv[4]) : 1;
@@ -127,6 +129,10 @@ int main(int argc, char **argv)
 	any.nid = ulnet_nid_any();
 	ulnet_eq_create(&eqa);
 	ulnet_eq_create(&eqb);
+	if (argc > 7 && ulnet_eq_set_spin(eqa, (unsigned)atoi(argv[7]))) {
+		fprintf(stderr, "bad EQ_SPIN_US %s\n", argv[7]);
+		return 2;
+	}
 	{
 		struct ulnet_md t = { .start = sink, .length = 0, .threshold = ULNET_MD_THRESH_INF,
 				      .options = ULNET_MD_OP_PUT | ULNET_MD_ACK_DISABLE };

@@ -51,6 +51,12 @@ ULNET_EXPORT int ulnet_eq_create(ulnet_eq **out);
 ULNET_EXPORT int ulnet_eq_destroy(ulnet_eq *eq);
 /* Take the oldest event. 1: *ev filled; 0: none within @timeout_ms (0 = poll, -1 = forever). */
 ULNET_EXPORT int ulnet_eq_wait(ulnet_eq *eq, int timeout_ms, struct ulnet_event *ev);
+/* A waiter that finds @eq empty polls it for up to @spin_us before it sleeps (default 0: it sleeps
+ * at once). An event that comes meanwhile costs no sleep and no wake-up: for a thread that takes a
+ * stream of completions (a message-rate loop), at the price of its core, which it does not yield
+ * while it polls. 0 to ULNET_EQ_SPIN_MAX_US; -EINVAL beyond. */
+#define ULNET_EQ_SPIN_MAX_US 10000u
+ULNET_EXPORT int ulnet_eq_set_spin(ulnet_eq *eq, unsigned spin_us);
 ULNET_EXPORT const char *ulnet_event_kind_name(enum ulnet_event_kind kind);
 
 #ifdef __cplusplus

@@ -27,6 +27,7 @@ struct ulnet_eq {
 	 * by every push (every completion phase) before it gets a core */
 	unsigned woken;
 	bool quiet_send; /* a successful SEND that does not end its MD wakes nobody (ulnet_ping) */
+	uint64_t spin_ticks; /* ulnet_eq_set_spin, in ulnet__lock_ticks */
 	/* pushers between their unlock and their signal: the queue is not freed under them */
 	atomic_uint signalling;
 	bool signal_deferred; /* on a pusher's deferred list (eq_defer): one signal for its batch */
@@ -111,6 +112,36 @@ int ulnet_eq_create(ulnet_eq **out)
 	ulnet__lock_clock_init();
 	*out = eq;
 	return 0;
+}
+
+int ulnet_eq_set_spin(ulnet_eq *eq, unsigned spin_us)
+{
+	if (!eq)
+		return -EINVAL;
+	if (spin_us > ULNET_EQ_SPIN_MAX_US) {
+		ULNET_LOG(CORE, ERR, "event queue spin %u us: at most %u (ulnet_eq_set_spin)", spin_us,
+			  ULNET_EQ_SPIN_MAX_US);
+		return -EINVAL;
+	}
+	ulnet__futex_lock(&eq->lock);
+	eq->spin_ticks = spin_us * ulnet__lock_ticks_per_us;
+	ulnet__futex_unlock(&eq->lock);
+	return 0;
+}
+
+/* Poll @eq's futex word, which every push moves, until it leaves @seq or @spin ticks pass (the lock
+ * not held: the word is read, never written). True if it moved. */
+static bool eq_spin(ulnet_eq *eq, uint32_t seq, uint64_t spin)
+{
+	uint64_t end = ulnet__lock_ticks() + spin;
+
+	for (unsigned i = 1;; i++) {
+		if (atomic_load_explicit(&eq->seq, memory_order_acquire) != seq)
+			return true;
+		ulnet__cpu_relax();
+		if (!(i % 32) && ulnet__lock_ticks() >= end)
+			return false;
+	}
 }
 
 void ulnet__eq_quiet_send(ulnet_eq *eq)
@@ -220,7 +251,7 @@ void ulnet__eq_push(ulnet_eq *eq, const struct ulnet_event *ev)
 int ulnet_eq_wait(ulnet_eq *eq, int timeout_ms, struct ulnet_event *ev)
 {
 	struct timespec dl;
-	bool have_dl = false;
+	bool have_dl = false, spun = false;
 	int rc = 0;
 
 	if (!eq || !ev)
@@ -230,6 +261,19 @@ int ulnet_eq_wait(ulnet_eq *eq, int timeout_ms, struct ulnet_event *ev)
 		uint32_t seq;
 		int w;
 
+		if (eq->spin_ticks && !spun) {
+			/* once per call, before any sleep; not counted in waiters, so pushes make no
+			 * wake-up call for us meanwhile (a push moves seq, whether it signals now or at
+			 * the end of its batch) */
+			uint64_t spin = eq->spin_ticks;
+
+			spun = true;
+			seq = atomic_load_explicit(&eq->seq, memory_order_relaxed);
+			ulnet__futex_unlock(&eq->lock);
+			eq_spin(eq, seq, spin);
+			ulnet__futex_lock(&eq->lock);
+			continue;
+		}
 		if (timeout_ms > 0 && !have_dl) {
 			/* the deadline only when we wait: an event already queued costs no clock read */
 			dl = ulnet__deadline_in((uint64_t)timeout_ms * 1000000u);

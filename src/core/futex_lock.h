@@ -16,6 +16,19 @@ struct ulnet_futex_lock {
 	_Atomic uint32_t word;
 };
 
+/* One step of a polling loop: tells the core (and a sibling hyperthread) that this one waits. */
+static inline void ulnet__cpu_relax(void)
+{
+#if defined(__x86_64__) || defined(__i386__)
+	__builtin_ia32_pause();
+#elif defined(__aarch64__)
+	__asm__ __volatile__("yield");
+#elif defined(__powerpc64__)
+	__asm__ __volatile__("or 27,27,27"); /* low thread priority while polling */
+	__asm__ __volatile__("or 2,2,2");    /* back to medium */
+#endif
+}
+
 static inline bool ulnet__futex_trylock(struct ulnet_futex_lock *l)
 {
 	uint32_t free_word = 0;

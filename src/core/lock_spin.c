@@ -15,15 +15,6 @@
 
 #define ULNET_LOCK_SPIN_US 4
 
-static inline void cpu_relax(void)
-{
-#if defined(__x86_64__) || defined(__i386__)
-	__builtin_ia32_pause();
-#elif defined(__aarch64__)
-	__asm__ __volatile__("yield");
-#endif
-}
-
 void ulnet__futex_wake(_Atomic uint32_t *word)
 {
 	syscall(SYS_futex, word, FUTEX_WAKE_PRIVATE, 1, NULL, NULL, 0);
@@ -55,7 +46,7 @@ void ulnet__futex_lock_slow(struct ulnet_futex_lock *l)
 		/* a few pauses between looks; a try (an atomic write to the holder's cache line) only
 		 * when the lock looks free */
 		for (int i = 0; i < 8; i++)
-			cpu_relax();
+			ulnet__cpu_relax();
 		if (atomic_load_explicit(&l->word, memory_order_relaxed) == 0 && ulnet__futex_trylock(l))
 			return;
 	} while (ulnet__lock_ticks() - t0 < spin);

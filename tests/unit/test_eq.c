@@ -1,6 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /* Event queues and handlers: unbounded queue (nothing dropped), wait timeouts, -EBUSY while MDs use
- * a queue, several waiters woken by one batch, and handlers that run on the loop thread and may call the API themselves. */
+ * a queue, several waiters woken by one batch, each with waiters that sleep at once and with waiters
+ * that poll first (ulnet_eq_set_spin, and its bounds), and handlers that run on the loop thread and
+ * may call the API themselves. */
 #include <errno.h>
 #include <pthread.h>
 #include <setjmp.h>
@@ -12,7 +14,7 @@
 #include <cmocka.h>
 #include "ulnet/ulnet.h"
 
-static void eq_never_drops(void **state)
+static void never_drops(unsigned spin_us)
 {
 	struct ulnet_process_id self = { .pid = ULNET_PID_LUSTRE }, any = { .pid = ULNET_PID_ANY };
 	static uint8_t tbuf[8], ibuf[8];
@@ -26,11 +28,11 @@ static void eq_never_drops(void **state)
 	int puts = 0, sends = 0;
 	const int n = 5000;
 
-	(void)state;
 	any.nid = ulnet_nid_any();
 	assert_int_equal(ulnet_node_open(NULL, &node), 0);
 	assert_int_equal(ulnet_nid_parse("0@lo", &self.nid, NULL), 0);
 	assert_int_equal(ulnet_eq_create(&eq), 0);
+	assert_int_equal(ulnet_eq_set_spin(eq, spin_us), 0);
 	tmd.eq = imd.eq = eq;
 	assert_int_equal(ulnet_me_attach(node, 2, &any, 0, 0, ULNET_UNLINK, ULNET_INS_AFTER, &me), 0);
 	assert_int_equal(ulnet_md_attach(node, me, &tmd, ULNET_UNLINK, &th), 0);
@@ -60,6 +62,37 @@ static void eq_never_drops(void **state)
 	ulnet_node_close(node);
 }
 
+static void eq_never_drops(void **state)
+{
+	(void)state;
+	never_drops(0);
+}
+
+/* the same with a waiter that polls the queue 200 us before it sleeps: the waits that find the queue
+ * empty take events pushed during the poll, and the one that finds nothing still times out */
+static void eq_never_drops_spinning(void **state)
+{
+	(void)state;
+	never_drops(200);
+}
+
+static void eq_spin_bounds(void **state)
+{
+	ulnet_eq *eq;
+	struct ulnet_event ev;
+
+	(void)state;
+	assert_int_equal(ulnet_eq_set_spin(NULL, 1), -EINVAL);
+	assert_int_equal(ulnet_eq_create(&eq), 0);
+	assert_int_equal(ulnet_eq_set_spin(eq, ULNET_EQ_SPIN_MAX_US + 1), -EINVAL);
+	assert_int_equal(ulnet_eq_set_spin(eq, ULNET_EQ_SPIN_MAX_US), 0);
+	/* an empty queue: a poll (timeout 0) finds nothing, a wait with a timeout finds nothing after
+	 * its spin and its sleep */
+	assert_int_equal(ulnet_eq_wait(eq, 0, &ev), 0);
+	assert_int_equal(ulnet_eq_wait(eq, 20, &ev), 0);
+	assert_int_equal(ulnet_eq_destroy(eq), 0);
+}
+
 /* Several threads asleep on one queue: a completion phase that queues several events wakes as many of
  * them (its wake-ups wait for the phase's end, one call for the batch). Each lo Put's completion
  * phase queues two events (the target's PUT, the initiator's SEND). */
@@ -82,7 +115,7 @@ static void *one_waiter(void *arg)
 	return NULL;
 }
 
-static void eq_batch_wakes_each_waiter(void **state)
+static void batch_wakes_each_waiter(unsigned spin_us)
 {
 	struct ulnet_process_id self = { .pid = ULNET_PID_LUSTRE }, any = { .pid = ULNET_PID_ANY };
 	static uint8_t buf[8];
@@ -94,11 +127,11 @@ static void eq_batch_wakes_each_waiter(void **state)
 	int got[WAITERS];
 	ulnet_node *node;
 
-	(void)state;
 	any.nid = ulnet_nid_any();
 	assert_int_equal(ulnet_node_open(NULL, &node), 0);
 	assert_int_equal(ulnet_nid_parse("0@lo", &self.nid, NULL), 0);
 	assert_int_equal(ulnet_eq_create(&wait_eq), 0);
+	assert_int_equal(ulnet_eq_set_spin(wait_eq, spin_us), 0);
 	tmd.eq = imd.eq = wait_eq;
 	assert_int_equal(ulnet_me_attach(node, 2, &any, 0, 0, ULNET_UNLINK, ULNET_INS_AFTER, &me), 0);
 	assert_int_equal(ulnet_md_attach(node, me, &tmd, ULNET_UNLINK, &th), 0);
@@ -118,6 +151,19 @@ static void eq_batch_wakes_each_waiter(void **state)
 	assert_int_equal(ulnet_md_unlink(node, th), 0);
 	ulnet_node_close(node);
 	assert_int_equal(ulnet_eq_destroy(wait_eq), 0);
+}
+
+static void eq_batch_wakes_each_waiter(void **state)
+{
+	(void)state;
+	batch_wakes_each_waiter(0);
+}
+
+/* waiters that poll 1 ms first: whether an event comes during a poll or after the sleep, each gets one */
+static void eq_batch_reaches_spinning_waiters(void **state)
+{
+	(void)state;
+	batch_wakes_each_waiter(1000);
 }
 
 /* A handler chain: each PUT event's handler sends the next PUT until the count is reached. */
@@ -184,7 +230,10 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(eq_never_drops),
+		cmocka_unit_test(eq_never_drops_spinning),
+		cmocka_unit_test(eq_spin_bounds),
 		cmocka_unit_test(eq_batch_wakes_each_waiter),
+		cmocka_unit_test(eq_batch_reaches_spinning_waiters),
 		cmocka_unit_test(handlers_run_on_loop_thread),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
