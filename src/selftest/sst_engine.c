@@ -14,10 +14,10 @@
 #include "log.h"
 
 #define SST_TEST_BUFS 256   /* posted request buffers per test service */
+#define SST_FW_BUFS 16      /* per framework service */
 #define SST_TICK_NS 10000000ull        /* the tick while RPCs or tests run */
 #define SST_IDLE_TICK_NS 1000000000ull /* with nothing to expire but a session (100 s): an idle node
 					* does not wake 100 times a second for nothing */
-#define SST_FW_BUFS 16      /* per framework service */
 
 /* The engines of this process, by instance number (an MD's user_ptr names its engine by it). */
 static struct ulnet_futex_lock engines_lock; /* per event: a futex lock, not glibc's mutex */
