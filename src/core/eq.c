@@ -130,17 +130,15 @@ int ulnet_eq_set_spin(ulnet_eq *eq, unsigned spin_us)
 }
 
 /* Poll @eq's futex word, which every push moves, until it leaves @seq or @spin ticks pass (the lock
- * not held: the word is read, never written). True if it moved. */
-static bool eq_spin(ulnet_eq *eq, uint32_t seq, uint64_t spin)
+ * not held: the word is read, never written); the caller looks at the queue either way. */
+static void eq_spin(ulnet_eq *eq, uint32_t seq, uint64_t spin)
 {
 	uint64_t end = ulnet__lock_ticks() + spin;
 
-	for (unsigned i = 1;; i++) {
-		if (atomic_load_explicit(&eq->seq, memory_order_acquire) != seq)
-			return true;
+	for (unsigned i = 1; atomic_load_explicit(&eq->seq, memory_order_acquire) == seq; i++) {
 		ulnet__cpu_relax();
 		if (!(i % 32) && ulnet__lock_ticks() >= end)
-			return false;
+			return;
 	}
 }
 

@@ -341,9 +341,11 @@ static void loop_park(struct ulnet_loop *loop)
 		ulnet__lock_release(node);
 		ulnet__futex_wait(&loop->park_seq, seq, until);
 		ulnet__lock(node);
-		if (window && loop->linger_until > window) /* a lead moved the window while we slept */
-			over = over ? (over * 2 < LOOP_LINGER_OVER_MAX_NS ? over * 2 : LOOP_LINGER_OVER_MAX_NS)
-				    : loop_linger_ns(node);
+		if (window && loop->linger_until > window) { /* a lead moved the window while we slept */
+			over = over ? over * 2 : loop_linger_ns(node);
+			if (over > LOOP_LINGER_OVER_MAX_NS)
+				over = LOOP_LINGER_OVER_MAX_NS;
+		}
 	}
 	loop->borrow_waiting = false;
 	loop->linger_until = 0;
