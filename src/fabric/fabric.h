@@ -58,12 +58,19 @@ struct fab_limits {
 	 * SENDs), as an HCA's engines do, so a post returns at once; 0 = the posting thread executes
 	 * them inside post_send. verbs refuses 1 (its HCA moves the data). */
 	uint32_t copy_thread;
+	/* Not limits: shm only, who besides this process's own uid may connect (docs/fabric.md, Trust
+	 * model): a peer of uid allow_uid, or of a process in group allow_gid (primary or
+	 * supplementary). FAB_ALLOW_NONE (the default): nobody else. verbs refuses them (the fabric,
+	 * not a local uid, decides who reaches an HCA). */
+	uint32_t allow_uid;
+	uint32_t allow_gid;
 };
+#define FAB_ALLOW_NONE 0xffffffffu
 
 /* Defaults: an mlx5-like device (max_send_sge 30, max_qp_wr 32768, 4 KiB pages...). */
 void fab_limits_default(struct fab_limits *lim);
 /* Parse the o2ib NI's `lnd tunables: device: {...}` pairs (keys: max_send_sge, max_recv_sge,
- * max_qp_wr, max_qp, max_mr, max_mr_size, max_msg_sz, page_size, copy_thread) over @lim, which holds the
+ * max_qp_wr, max_qp, max_mr, max_mr_size, max_msg_sz, page_size, copy_thread, allow_uid, allow_gid) over @lim, which holds the
  * defaults. A key may carry a "device." prefix. 0, or -EINVAL with one line naming the key, the value
  * and the allowed range (an unknown key names the known ones). Pure: no I/O besides the log line;
  * @lim is unchanged on error. */

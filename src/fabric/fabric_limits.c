@@ -21,6 +21,8 @@ void fab_limits_default(struct fab_limits *lim)
 		.max_mr_size = 1ull << 32,
 		.max_msg_sz = 65536,
 		.page_size = 4096,
+		.allow_uid = FAB_ALLOW_NONE,
+		.allow_gid = FAB_ALLOW_NONE,
 	};
 }
 
@@ -30,9 +32,11 @@ struct limit_key {
 	bool is64;
 	uint64_t min, max;
 	bool pow2;
+	bool none_ok; /* "-1" is FAB_ALLOW_NONE */
 };
 
-#define LK(f, lo, hi, p2) {#f, offsetof(struct fab_limits, f), sizeof(((struct fab_limits *)0)->f) == 8, lo, hi, p2}
+#define LK(f, lo, hi, p2) {#f, offsetof(struct fab_limits, f), sizeof(((struct fab_limits *)0)->f) == 8, lo, hi, p2, false}
+#define LK_ID(f) {#f, offsetof(struct fab_limits, f), false, 0, FAB_ALLOW_NONE - 1, false, true}
 static const struct limit_key limit_keys[] = {
 	LK(max_send_sge, 1, 256, false),
 	LK(max_recv_sge, 1, 256, false),
@@ -43,6 +47,8 @@ static const struct limit_key limit_keys[] = {
 	LK(max_msg_sz, 256, 1u << 20, false),
 	LK(page_size, 4096, 1u << 21, true),
 	LK(copy_thread, 0, 1, false),
+	LK_ID(allow_uid),
+	LK_ID(allow_gid),
 };
 
 int fab_limits_parse(const struct ulnet_kv *kv, size_t n, struct fab_limits *lim)
@@ -62,8 +68,13 @@ int fab_limits_parse(const struct ulnet_kv *kv, size_t n, struct fab_limits *lim
 				lk = &limit_keys[j];
 		if (!lk) {
 			ULNET_LOG(FABRIC, ERR, "device: unknown key '%s' (known: max_send_sge, max_recv_sge, "
-				  "max_qp_wr, max_qp, max_mr, max_mr_size, max_msg_sz, page_size, copy_thread)", key);
+				  "max_qp_wr, max_qp, max_mr, max_mr_size, max_msg_sz, page_size, copy_thread, allow_uid, "
+				  "allow_gid)", key);
 			return -EINVAL;
+		}
+		if (lk->none_ok && kv[i].value && !strcmp(kv[i].value, "-1")) {
+			*(uint32_t *)(void *)((char *)&tmp + lk->off) = FAB_ALLOW_NONE;
+			continue;
 		}
 		errno = 0;
 		v = kv[i].value && kv[i].value[0] != '-' ? strtoull(kv[i].value, &end, 0) : 0;

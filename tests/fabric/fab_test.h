@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* Helpers for the fabric tests: drive devices until an observable state (a CM event, a completion)
- * appears, with a deadline; never a sleep. Addresses 127.220.0.N (abstract unix names only). */
+ * appears, with a deadline; never a sleep. Addresses 127.X.Y.N, X.Y from the pid (abstract unix names
+ * only; a device holds its address, so two test processes at once must not share one). */
 #ifndef ULNET_FAB_TEST_H
 #define ULNET_FAB_TEST_H
 
@@ -23,12 +24,16 @@
 #endif
 #define WAIT_MS 10000
 
+/* The test process's pid, taken at start: forked children name the same addresses. */
+static int ft_pid;
+__attribute__((constructor)) static void ft_pid_init(void) { ft_pid = (int)getpid(); }
+
 static inline struct sockaddr_in ft_addr(int n, int port)
 {
 	struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons((uint16_t)port)};
 	char s[32];
 
-	snprintf(s, sizeof(s), "127.220.0.%d", n);
+	snprintf(s, sizeof(s), "127.%d.%d.%d", 200 + ft_pid / 256 % 50, ft_pid % 256, n);
 	inet_pton(AF_INET, s, &a.sin_addr);
 	return a;
 }

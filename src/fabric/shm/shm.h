@@ -10,6 +10,7 @@
 
 #include <pthread.h>
 #include <stdatomic.h>
+#include <sys/socket.h>
 #include <sys/types.h>
 #include "fabric.h"
 #include "list.h"
@@ -17,24 +18,26 @@
 #include "shm_ring.h"
 #include "shm_life.h"
 
-/* One registration table entry, in the memfd both sides map. The owner writes the plain fields
- * only while the entry is invalid and no peer holds it (busy == 0), then publishes with a release
- * store of @state. A peer takes busy, then checks @state (gen and valid bit) against the rkey: a
- * deregistration (valid cleared) waits until busy drops back to 0, so it invalidates at once. */
+/* One registration table entry, in the memfd the peers map read-only (sealed against writes: only
+ * the owner writes it, through its own mapping). The owner writes the plain fields only while the
+ * entry is invalid and no peer copies with its key (the connections' copying words), then publishes
+ * with a release store of @state. A peer says in its connection's copying word which key it copies
+ * with, then checks @state (gen and valid bit) against the rkey: a deregistration (valid cleared)
+ * waits until no connection's word names the key, so it invalidates at once. */
 struct shm_mr_entry {
 	_Atomic uint32_t state; /* gen << 1 | valid */
-	_Atomic uint32_t busy;  /* peers copying from/into the region right now */
 	uint32_t access;        /* enum fab_access */
 	uint32_t nseg;
+	uint32_t mem_len;
 	uint64_t addr;          /* byte 0 of the region: the VA of the first range */
 	uint64_t length;
 	uint64_t segs;          /* nseg > 1: VA (in the owner) of nseg struct shm_seg */
-	/* mem_ino != 0: every range lies in one memfd from mem_alloc (fd mem_fd in the owner, mapped at
-	 * mem_base there, mem_len bytes), which the peer maps to copy with memcpy (shm_mem.c) */
-	uint64_t mem_ino;
+	/* mem_id != 0: every range lies in one memfd from mem_alloc (arena mem_id of the owner's
+	 * process, mapped at mem_base there, mem_len bytes), which the owner sent the peer over the
+	 * connection's memory channel; the peer copies through its mapping (shm_mem.c) */
+	uint64_t mem_id;
 	uint64_t mem_base;
-	uint32_t mem_len;
-	int32_t mem_fd;
+	uint64_t reserved;
 };
 _Static_assert(sizeof(struct shm_mr_entry) == 64, "one cache line per entry");
 
@@ -54,6 +57,7 @@ struct shm_seg {
 
 struct shm_mr {
 	struct shm_seg *segs; /* nseg > 1 (the entry's segs points here) */
+	_Atomic uint32_t busy; /* our copy thread reads the region's segment list (never a peer) */
 	bool used;
 };
 
@@ -96,13 +100,14 @@ struct fab_qp {
 	bool eng_stopped;     /* being destroyed: never executed again */
 };
 
-/* A peer memfd this connection has mapped (map NULL: it could not be, process_vm_* copies). */
+/* A peer arena this connection has mapped (a sealed memfd the peer sent over the memory channel). */
 struct shm_peer_map {
-	uint64_t ino, len, base, used;
-	int32_t fd;
+	uint64_t mid, base, len, used;
 	char *map;
 };
 #define SHM_PEER_MAPS 64
+/* Half-open connections (accepted, no CONNREQ yet) a listener keeps; past it the oldest goes. */
+#define SHM_HALF_OPEN_MAX 256
 
 enum shm_id_state {
 	SHM_ID_IDLE,
@@ -123,26 +128,32 @@ struct fab_cm_id {
 	int fd;
 	uint32_t ep_events;       /* registered epoll interest (0 = not registered) */
 	struct fab_qp *qp;
-	uint64_t deadline_ns;     /* REQ_SENT / REQ_WAIT / ACCEPTED timeout */
+	uint64_t deadline_ns;     /* REQ_SENT / REQ_WAIT / ACCEPTED timeout; LISTEN: accept paused until */
 	struct sockaddr_in local, peer;
 	pid_t peer_pid;
-	struct shm_mr_entry *peer_tbl;
+	uid_t peer_uid;
+	const struct shm_mr_entry *peer_tbl; /* mapped read-only */
 	uint32_t peer_tbl_n;
-	int peer_tbl_fd;          /* passive: received with CONNREQ, mapped on accept */
 	struct fab_cm_id *listener;
+	uint32_t n_half;          /* listener: children in REQ_WAIT */
 	bool disconnect_reported;
-	struct shm_peer_map maps[SHM_PEER_MAPS]; /* LRU */
+	struct shm_peer_map maps[SHM_PEER_MAPS]; /* LRU; used only by the thread that executes the QP */
 	uint64_t map_clock;
-	/* SEND rings (shm_ring.h; NULL: none, the socket carries every SEND): made by the connector,
-	 * passed with the CONNREQ, mapped by the acceptor on accept */
+	/* the connection's memory channel (a socketpair the connector made; one end each): the owner of
+	 * an arena sends it, sealed, before any key into it can reach the peer (shm_mem.c) */
+	int mem_fd;
+	uint64_t *sent;           /* arenas announced on it */
+	uint32_t n_sent, cap_sent;
+	/* SEND rings and the connection's control words (shm_ring.h): made by the connector, passed
+	 * with the CONNREQ, mapped by the acceptor; every connection has them */
 	void *ring_map;
-	int ring_fd;              /* passive: received with CONNREQ until accept */
-	int peer_db;              /* the peer device's doorbell eventfd (-1: none) */
+	int db_fd;                /* our doorbell for this connection: the peer writes it */
+	int peer_db;              /* the peer's doorbell for this connection */
+	uint32_t db_ep;           /* db_fd's epoll interest is registered */
 	struct shm_ring ring_tx, ring_rx;
 	bool ring_send;           /* our SENDs go through ring_tx (the peer reads it, no copy thread here) */
 	/* the peer process's life word (shm_life.h; NULL: none came, its socket is polled) */
 	const _Atomic uint32_t *peer_life;
-	int peer_life_fd;         /* passive: received with CONNREQ until accept */
 };
 
 /* The copy engine: one thread per device that executes send queues in post order, as an HCA does,
@@ -166,7 +177,11 @@ struct fab_dev {
 	struct shm_engine eng;
 	struct sockaddr_in addr;
 	int epfd, evfd, timerfd;
-	int dbfd;                 /* our doorbell: peers write it when they put into a ring we sleep on */
+	/* holds the name "ulnet-shm-id/<IPv4>": whoever listens on it owns the address, so a CONNREQ's
+	 * source is checked against the connecting process (shm_cm.c); never passed to anyone */
+	int idfd;
+	uint64_t id_paused_ns;    /* accept on idfd paused (EMFILE) until then */
+	uint64_t recheck_ns;      /* the next look at every ring (a lost wake-up costs at most this) */
 	bool ev_signaled;
 	/* the owner may sleep on dev_fd (true until its first poll, again from each arm): completions
 	 * raise the eventfd and the rings' consumers say they sleep. false: it busy polls (fab poll),
@@ -179,6 +194,8 @@ struct fab_dev {
 	struct shm_mr_entry *tbl;
 	struct shm_mr *mrs;
 	uint32_t mr_cursor, n_mr;
+	uint64_t *exported;       /* arenas holding a region with remote rights (announced to peers) */
+	uint32_t n_exported, cap_exported;
 	/* completion queue and CM event queue: growable rings */
 	struct shm_cqe *cq;
 	size_t cq_head, cq_len, cq_cap;
@@ -232,15 +249,15 @@ int shm_mr_table_open(struct fab_dev *dev);
 void shm_mr_table_close(struct fab_dev *dev);
 int shm_reg_mr(struct fab_dev *dev, const struct iovec *ranges, unsigned n, unsigned access, struct fab_mr *out);
 int shm_dereg_mr(struct fab_dev *dev, const struct fab_mr *mr);
-/* Map [addr, addr+len) of region @key in @tbl to at most @max iovecs (in the owner's address space).
- * Holds the entry (busy) on success: call shm_mr_release. @pid: the owner, to read a segment list
- * (0: this process; a getpid() per local SGE showed in the profile).
- * Returns the iovec count, or -EACCES (bad/stale key, out of range, no right), -ESRCH (owner gone). */
-int shm_mr_acquire(struct shm_mr_entry *tbl, uint32_t tbl_n, pid_t pid, uint32_t key, uint64_t addr,
-		   uint64_t len, unsigned access, struct iovec *iov, int max, struct shm_mr_entry **held);
-void shm_mr_release(struct shm_mr_entry *held);
-/* @e is valid for @key, allows @access and holds [addr, addr + len): shm_mr_acquire's check (made
- * after it takes busy on an entry another thread or process may deregister). */
+/* Map [addr, addr+len) of region @key in @tbl (@tbl_n entries) to at most @max iovecs (in the
+ * owner's address space), *@e the entry. The caller has made the key busy first (our copy thread:
+ * the region's busy; a peer's region: our connection's copying word). @pid: the owner, to read a
+ * segment list (0: this process). Returns the iovec count, or -EACCES (bad/stale key, out of range,
+ * no right), -ESRCH (owner gone), -EPERM. */
+int shm_mr_check(const struct shm_mr_entry *tbl, uint32_t tbl_n, pid_t pid, uint32_t key, uint64_t addr,
+		 uint64_t len, unsigned access, struct iovec *iov, int max, const struct shm_mr_entry **e);
+/* @e is valid for @key, allows @access and holds [addr, addr + len): shm_mr_check's test (made after
+ * the key is busy, on an entry another thread or process may deregister). */
 static inline bool shm_mr_entry_ok(const struct shm_mr_entry *e, uint32_t key, uint64_t addr, uint64_t len,
 				   unsigned access)
 {
@@ -257,17 +274,29 @@ int shm_iov_slice(const struct iovec *in, int n, uint64_t off, uint64_t len, str
 /* shm_mem.c */
 void *shm_mem_alloc(size_t align, size_t len);
 void shm_mem_free(void *p, size_t len);
-/* Fill @e's mem_* fields: the arena holding every range, or mem_ino 0. */
+/* Fill @e's mem_* fields: the arena holding every range, or mem_id 0. */
 void shm_mem_describe(struct shm_mr_entry *e, const struct iovec *ranges, unsigned n);
-/* @iov (owner addresses of held entry @e) -> addresses in this process's mapping of the owner's
- * memfd. false: not a memfd region or not mappable (@iov unchanged). */
-bool shm_peer_translate(struct fab_cm_id *id, const struct shm_mr_entry *e, struct iovec *iov, int n);
+/* Announce arena @mid to the peer of @id (once per connection; 0 or -errno). */
+int shm_mem_announce(struct fab_cm_id *id, uint64_t mid);
+/* Announce every arena the device exported (at accept, and when the connector is established). */
+void shm_mem_announce_all(struct fab_cm_id *id);
+/* @iov (owner addresses of entry @e) -> addresses in this process's mapping of the owner's arena.
+ * 1: translated; 0: not an arena region or the arena never came (@iov unchanged: process_vm);
+ * -EPROTO: the peer broke the memory channel's rules (logged; the connection must go). */
+int shm_peer_translate(struct fab_cm_id *id, const struct shm_mr_entry *e, struct iovec *iov, int n);
 void shm_peer_maps_drop(struct fab_cm_id *id);
 /* Copy up to @max bytes from @src to @dst; the bytes copied. */
 uint64_t shm_iov_copy(const struct iovec *dst, int nd, const struct iovec *src, int ns, uint64_t max);
 /* The peer has not closed the connection nor died (its life word and the rings' closed flag, or a
  * poll of the socket when it sent no life page). */
 bool shm_peer_alive(const struct fab_cm_id *id);
+/* Pure: the memory channel's message (24 bytes: magic, length, arena id, base). */
+#define SHM_MEM_MSG 24
+void shm_mem_msg_pack(uint8_t b[SHM_MEM_MSG], uint64_t mid, uint64_t base, uint32_t len);
+int shm_mem_msg_unpack(const uint8_t *b, size_t n, uint64_t *mid, uint64_t *base, uint32_t *len);
+/* @fd is a memfd sealed against shrinking and growing, of at least @len bytes (what a peer hands us
+ * to map: nothing it does to it later can SIGBUS us). 0 or -EPROTO. */
+int shm_fd_sealed(int fd, uint64_t len);
 
 /* shm_cm.c */
 int shm_create_id(struct fab_dev *dev, void *context, struct fab_cm_id **out);
@@ -283,6 +312,29 @@ void shm_id_io(struct fab_cm_id *id, uint32_t revents);
 void shm_id_timeouts(struct fab_dev *dev, uint64_t now, uint64_t *next);
 /* Tear the connection down once: QP to error, socket shut, DISCONNECTED raised. */
 void shm_id_teardown(struct fab_cm_id *id, int status);
+/* The device's identity name (dev_open): listen on it, or -errno (-EADDRINUSE logged with the
+ * holder). shm_id_accept drains probes of it. */
+int shm_identity_open(struct fab_dev *dev);
+void shm_identity_accept(struct fab_dev *dev);
+/* Who may connect (docs/fabric.md, Trust model): the peer's credentials on @fd are our uid's or
+ * what the device's allow_uid / allow_gid say. 0 and *@cr, or -EACCES (logged, naming @what). */
+int shm_peer_cred_check(const struct fab_dev *dev, int fd, const char *what, struct ucred *cr);
+/* Pure: the credential rule. @groups: the peer's supplementary groups. */
+bool shm_cred_allowed(uid_t self, const struct fab_limits *lim, uid_t uid, gid_t gid, const gid_t *groups,
+		      int ngroups);
+/* Pure: the CM message codec (SHM_CM_SIZE bytes). */
+#define SHM_CM_SIZE 80
+struct shm_cm_msg {
+	uint8_t type;
+	int32_t status;     /* REJECT: -errno from the provider, 0 from the consumer */
+	uint32_t tbl_n;     /* CONNREQ/CONNACK: entries of the attached table */
+	uint8_t flags;      /* SHM_CM_RING_OK, SHM_CM_LIFE */
+	struct sockaddr_in src;
+	uint8_t pdata_len;
+	uint8_t pdata[FAB_PRIVATE_DATA_MAX];
+};
+void shm_cm_pack(const struct shm_cm_msg *m, uint8_t b[SHM_CM_SIZE]);
+int shm_cm_unpack(const uint8_t *b, size_t len, struct shm_cm_msg *m);
 
 /* shm_qp.c */
 int shm_create_qp(struct fab_cm_id *id, const struct fab_qp_attr *attr, void *context, struct fab_qp **out);
@@ -296,7 +348,8 @@ int shm_post_send(struct fab_qp *qp, const struct fab_send_wr *wr, const struct 
 void shm_qp_run(struct fab_qp *qp);
 /* Deliver incoming SENDs into posted receives. */
 void shm_qp_rx(struct fab_qp *qp);
-/* After our doorbell: deliver what the rings hold, run SENDs that waited for ring space. */
+/* After the connection's doorbell (or the periodic look): deliver what the ring holds, run SENDs
+ * that waited for ring space. */
 void shm_qp_ring_poll(struct fab_qp *qp);
 /* Busy polling (fab poll): deliver what the ring from the peer holds if it looks non-empty (one
  * load when it is empty). */

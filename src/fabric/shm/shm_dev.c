@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
+#include <sys/socket.h>
 #include <sys/eventfd.h>
 #include <sys/prctl.h>
 #include <sys/timerfd.h>
@@ -80,7 +81,7 @@ static int shm_dev_open(const struct sockaddr_in *addr, const struct fab_limits 
 	dev->lim = *lim;
 	dev->addr = *addr;
 	dev->addr.sin_port = 0;
-	dev->tbl_fd = dev->evfd = dev->timerfd = dev->dbfd = -1;
+	dev->tbl_fd = dev->evfd = dev->timerfd = dev->idfd = -1;
 	dev->armed = true;
 	ulnet_list_init(&dev->ids);
 	pthread_mutex_init(&dev->lock, NULL);
@@ -88,8 +89,7 @@ static int shm_dev_open(const struct sockaddr_in *addr, const struct fab_limits 
 	dev->epfd = epoll_create1(EPOLL_CLOEXEC);
 	dev->evfd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
 	dev->timerfd = timerfd_create(CLOCK_MONOTONIC, TFD_NONBLOCK | TFD_CLOEXEC);
-	dev->dbfd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
-	if (dev->epfd < 0 || dev->evfd < 0 || dev->timerfd < 0 || dev->dbfd < 0) {
+	if (dev->epfd < 0 || dev->evfd < 0 || dev->timerfd < 0) {
 		rc = -errno;
 		goto fail;
 	}
@@ -103,12 +103,7 @@ static int shm_dev_open(const struct sockaddr_in *addr, const struct fab_limits 
 		rc = -errno;
 		goto fail;
 	}
-	ev.data.ptr = &dev->dbfd; /* the doorbell */
-	if (epoll_ctl(dev->epfd, EPOLL_CTL_ADD, dev->dbfd, &ev) < 0) {
-		rc = -errno;
-		goto fail;
-	}
-	if ((rc = shm_mr_table_open(dev)))
+	if ((rc = shm_identity_open(dev)) || (rc = shm_mr_table_open(dev)))
 		goto fail;
 	shm_allow_peers(dev);
 	*out = dev;
@@ -120,8 +115,8 @@ fail:
 		close(dev->evfd);
 	if (dev->timerfd >= 0)
 		close(dev->timerfd);
-	if (dev->dbfd >= 0)
-		close(dev->dbfd);
+	if (dev->idfd >= 0)
+		close(dev->idfd);
 	pthread_mutex_destroy(&dev->lock);
 	free(dev);
 	return rc;
@@ -139,7 +134,8 @@ static void shm_dev_close(struct fab_dev *dev)
 	close(dev->epfd);
 	close(dev->evfd);
 	close(dev->timerfd);
-	close(dev->dbfd);
+	close(dev->idfd);
+	free(dev->exported);
 	free(dev->cq);
 	free(dev->evq);
 	pthread_mutex_destroy(&dev->lock);
@@ -302,11 +298,36 @@ static void arm_timer(struct fab_dev *dev, uint64_t when)
 	dev->timer_armed_ns = when;
 }
 
+/* Look at every ring: after a doorbell nobody could tell apart, or periodically, so one lost
+ * wake-up (a peer that never rings, a bug) costs at most SHM_RECHECK_NS. */
+#define SHM_RECHECK_NS 1000000000ull
+static void rings_look(struct fab_dev *dev)
+{
+	struct ulnet_list *pos, *tmp;
+
+	ulnet_list_for_each_safe(pos, tmp, &dev->ids) {
+		struct fab_cm_id *id = ulnet_container_of(pos, struct fab_cm_id, link);
+
+		if (id->qp)
+			shm_qp_ring_poll(id->qp);
+	}
+}
+
+/* The connection's doorbell rang: what the peer put into the ring, or room it made. */
+static void doorbell(struct fab_cm_id *id)
+{
+	char junk[16];
+
+	while (recv(id->db_fd, junk, sizeof(junk), MSG_DONTWAIT) >= 0)
+		;
+	if (id->qp)
+		shm_qp_ring_poll(id->qp);
+}
+
 static int shm_progress(struct fab_dev *dev)
 {
 	struct epoll_event evs[64];
 	uint64_t now, next = UINT64_MAX, junk;
-	bool bell = false;
 	int n;
 
 	do {
@@ -314,28 +335,36 @@ static int shm_progress(struct fab_dev *dev)
 		if (n < 0 && errno != EINTR)
 			return -errno;
 		for (int i = 0; i < n; i++) {
-			if (evs[i].data.ptr == dev) {
+			void *p = evs[i].data.ptr;
+
+			if (p == dev) {
 				if (read(dev->timerfd, &junk, sizeof(junk)) == sizeof(junk))
 					dev->timer_armed_ns = 0;
-			} else if (evs[i].data.ptr == &dev->dbfd) {
-				bell = read(dev->dbfd, &junk, sizeof(junk)) == sizeof(junk) || bell;
-			} else if (evs[i].data.ptr) {
-				shm_id_io(evs[i].data.ptr, evs[i].events);
+			} else if (p == &dev->idfd) {
+				shm_identity_accept(dev);
+			} else if ((uintptr_t)p & 1) {
+				doorbell((struct fab_cm_id *)((uintptr_t)p & ~(uintptr_t)1));
+			} else if (p) {
+				shm_id_io(p, evs[i].events);
 			}
 		}
 	} while (n == 64);
-	if (bell) { /* a peer put into a ring we slept on, or made room in one we wait on: look at all */
-		struct ulnet_list *pos, *tmp;
-
-		ulnet_list_for_each_safe(pos, tmp, &dev->ids) {
-			struct fab_cm_id *id = ulnet_container_of(pos, struct fab_cm_id, link);
-
-			if (id->qp)
-				shm_qp_ring_poll(id->qp);
-		}
-	}
 	shm_engine_attend(dev);
 	now = shm_now_ns();
+	if (now >= dev->recheck_ns) {
+		rings_look(dev);
+		dev->recheck_ns = now + SHM_RECHECK_NS;
+	}
+	if (dev->n_qp && dev->recheck_ns < next)
+		next = dev->recheck_ns;
+	if (dev->id_paused_ns && now >= dev->id_paused_ns) { /* the identity listener's EMFILE pause */
+		struct epoll_event ev = {.events = EPOLLIN, .data.ptr = &dev->idfd};
+
+		dev->id_paused_ns = 0;
+		epoll_ctl(dev->epfd, EPOLL_CTL_ADD, dev->idfd, &ev);
+	} else if (dev->id_paused_ns && dev->id_paused_ns < next) {
+		next = dev->id_paused_ns;
+	}
 	shm_id_timeouts(dev, now, &next);
 	shm_lock(dev);
 	if (dev->cq_len && dev->cq[dev->cq_head].ready_ns > now && dev->cq[dev->cq_head].ready_ns < next)

@@ -20,6 +20,7 @@
 #include <unistd.h>
 #include "log.h"
 #include "shm_life.h"
+#include "shm.h"
 
 /* The page: the robust list entry the kernel walks (in our address space) and the word after it. */
 struct life_page {
@@ -89,8 +90,17 @@ static int life_make(void)
 	fd = memfd_create("ulnet-shm-life", MFD_CLOEXEC | MFD_ALLOW_SEALING);
 	if (fd < 0)
 		return -errno;
-	if (ftruncate(fd, SHM_LIFE_LEN) < 0 || fcntl(fd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL) < 0 ||
+	/* peers get this fd: after our own mapping nobody may map it writable or write it (one write to
+	 * the word would make every peer see us dead), nor resize it (a SIGBUS in every mapper) */
+	if (ftruncate(fd, SHM_LIFE_LEN) < 0 ||
 	    (p = mmap(NULL, SHM_LIFE_LEN, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0)) == MAP_FAILED) {
+		rc = -errno;
+		close(fd);
+		return rc;
+	}
+	if (fcntl(fd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_FUTURE_WRITE | F_SEAL_SEAL) < 0) {
+		rc = -errno;
+		munmap(p, SHM_LIFE_LEN);
 		rc = -errno;
 		close(fd);
 		return rc;
@@ -140,14 +150,10 @@ int shm_life_fd(void)
 const _Atomic uint32_t *shm_life_map(int fd)
 {
 	struct stat st;
-	int seals;
 	void *p;
 
-	if (fd < 0)
-		return NULL;
-	seals = fcntl(fd, F_GET_SEALS);
 	/* (sealed against shrinking: a peer cannot truncate it under our mapping, no SIGBUS) */
-	if (seals < 0 || !(seals & F_SEAL_SHRINK) || fstat(fd, &st) < 0 || st.st_size != SHM_LIFE_LEN ||
+	if (shm_fd_sealed(fd, SHM_LIFE_LEN) || fstat(fd, &st) < 0 || st.st_size != SHM_LIFE_LEN ||
 	    (p = mmap(NULL, SHM_LIFE_LEN, PROT_READ, MAP_SHARED, fd, 0)) == MAP_FAILED)
 		return NULL;
 	return &((const struct life_page *)p)->word;

@@ -1,9 +1,11 @@
 /* SPDX-License-Identifier: MIT */
-/* shm memory a peer can map. mem_alloc hands out memfd-backed memory and remembers it (an arena);
- * a region registered inside one arena carries the memfd's fd number, inode and base address in its
- * table entry, and the peer maps that memfd (opening /proc/<owner>/fd/<fd>, which needs the same
- * ptrace access as process_vm_*), so its RDMA is a memcpy, still checked against key, generation,
- * rights and bounds under the entry's busy count. Other memory keeps process_vm_readv/writev. */
+/* shm memory a peer can map. mem_alloc hands out memfd-backed memory, sealed against shrinking and
+ * growing, and remembers it (an arena, with a process-unique id); a region registered inside one
+ * arena carries the arena's id and base address in its table entry. The owner sends the arena's
+ * memfd over the connection's memory channel before the key can reach the peer, and the peer maps
+ * what it received (nothing is ever reopened by path), so its RDMA is a memcpy, still checked
+ * against key, generation, rights and bounds while its connection's copying word names the key.
+ * Other memory keeps process_vm_readv/writev. */
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
@@ -12,17 +14,24 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <unistd.h>
 #include "log.h"
 #include "shm.h"
+#include "wire.h"
+
+#define SHM_MEM_MAGIC 0x4d4d5355u /* "USMM" */
+/* messages read from the memory channel per look (a peer that floods it slows its own RDMA only) */
+#define SHM_MEM_DRAIN_MAX 256
 
 struct shm_arena {
 	uintptr_t base;
 	size_t len;
 	int fd;
-	uint64_t ino;
+	uint64_t id;
 };
+static uint64_t arena_next_id = 1;
 
 /* Memory belongs to the process, not to a device: one list, any thread. */
 static pthread_mutex_t arena_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -61,7 +70,6 @@ static void *map_aligned(int fd, size_t len, size_t align)
 void *shm_mem_alloc(size_t align, size_t len)
 {
 	struct shm_arena a = {.fd = -1};
-	struct stat st;
 	void *p = MAP_FAILED;
 	int err;
 
@@ -72,12 +80,15 @@ void *shm_mem_alloc(size_t align, size_t len)
 	if (align < (size_t)sysconf(_SC_PAGESIZE))
 		align = (size_t)sysconf(_SC_PAGESIZE);
 	a.len = arena_round(len);
-	if ((a.fd = memfd_create("ulnet-shm-mem", MFD_CLOEXEC)) < 0 || ftruncate(a.fd, (off_t)a.len) < 0 ||
-	    fstat(a.fd, &st) < 0 || (p = map_aligned(a.fd, a.len, align)) == MAP_FAILED)
+	/* sealed: a peer we send it to can neither shrink it under our mapping nor grow it */
+	if ((a.fd = memfd_create("ulnet-shm-mem", MFD_CLOEXEC | MFD_ALLOW_SEALING)) < 0 ||
+	    ftruncate(a.fd, (off_t)a.len) < 0 ||
+	    fcntl(a.fd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL) < 0 ||
+	    (p = map_aligned(a.fd, a.len, align)) == MAP_FAILED)
 		goto fail;
 	a.base = (uintptr_t)p;
-	a.ino = (uint64_t)st.st_ino;
 	pthread_mutex_lock(&arena_lock);
+	a.id = arena_next_id++;
 	if (n_arenas == cap_arenas) {
 		size_t cap = cap_arenas ? cap_arenas * 2 : 16;
 		struct shm_arena *na = realloc(arenas, cap * sizeof(*na));
@@ -127,7 +138,7 @@ void shm_mem_free(void *p, size_t len)
 
 void shm_mem_describe(struct shm_mr_entry *e, const struct iovec *ranges, unsigned n)
 {
-	e->mem_ino = 0;
+	e->mem_id = 0;
 	pthread_mutex_lock(&arena_lock);
 	for (size_t i = 0; i < n_arenas; i++) {
 		const struct shm_arena *a = &arenas[i];
@@ -140,59 +151,204 @@ void shm_mem_describe(struct shm_mr_entry *e, const struct iovec *ranges, unsign
 				break;
 		}
 		if (k == n) {
-			e->mem_ino = a->ino;
+			e->mem_id = a->id;
 			e->mem_base = a->base;
-			e->mem_len = a->len;
-			e->mem_fd = a->fd;
+			e->mem_len = (uint32_t)a->len;
 			break;
 		}
 	}
 	pthread_mutex_unlock(&arena_lock);
 }
 
-/* Map the owner's memfd named by @e (held), or find it mapped: the local address of its byte 0, or
- * NULL (not a memfd region, or it cannot be mapped: process_vm_* then does the copy). */
-static char *peer_map(struct fab_cm_id *id, const struct shm_mr_entry *e)
+void shm_mem_msg_pack(uint8_t b[SHM_MEM_MSG], uint64_t mid, uint64_t base, uint32_t len)
 {
-	uint64_t ino = e->mem_ino, len = e->mem_len;
-	struct shm_peer_map *m, *victim = &id->maps[0];
-	char path[64];
-	struct stat st;
-	void *p;
-	int fd;
+	ulnet_put_le32(b, SHM_MEM_MAGIC);
+	ulnet_put_le32(b + 4, len);
+	ulnet_put_le64(b + 8, mid);
+	ulnet_put_le64(b + 16, base);
+}
 
-	if (!ino)
-		return NULL;
-	/* inode, fd, base and length: an inode number alone may come back after a memfd is freed */
+int shm_mem_msg_unpack(const uint8_t *b, size_t n, uint64_t *mid, uint64_t *base, uint32_t *len)
+{
+	if (n != SHM_MEM_MSG || ulnet_get_le32(b) != SHM_MEM_MAGIC)
+		return -EPROTO;
+	*len = ulnet_get_le32(b + 4);
+	*mid = ulnet_get_le64(b + 8);
+	*base = ulnet_get_le64(b + 16);
+	/* (a base whose arena would wrap the address space cannot hold a region) */
+	if (!*mid || !*len || *len > SHM_MEM_MAX || *base > UINT64_MAX - *len)
+		return -EPROTO;
+	return 0;
+}
+
+int shm_fd_sealed(int fd, uint64_t len)
+{
+	struct stat st;
+	int seals;
+
+	/* (F_GET_SEALS fails on anything but a memfd: a file, an O_PATH descriptor, a socket) */
+	if (fd < 0 || (seals = fcntl(fd, F_GET_SEALS)) < 0 ||
+	    (seals & (F_SEAL_SHRINK | F_SEAL_GROW)) != (F_SEAL_SHRINK | F_SEAL_GROW) || fstat(fd, &st) < 0 ||
+	    !S_ISREG(st.st_mode) || (uint64_t)st.st_size < len)
+		return -EPROTO;
+	return 0;
+}
+
+int shm_mem_announce(struct fab_cm_id *id, uint64_t mid)
+{
+	uint8_t b[SHM_MEM_MSG];
+	union {
+		struct cmsghdr h;
+		char buf[CMSG_SPACE(sizeof(int))];
+	} ctl;
+	struct iovec iov = {b, sizeof(b)};
+	struct msghdr mh = {.msg_iov = &iov, .msg_iovlen = 1, .msg_control = ctl.buf, .msg_controllen = sizeof(ctl.buf)};
+	uint64_t base = 0;
+	uint32_t len = 0;
+	int fd = -1, rc;
+
+	if (id->mem_fd < 0)
+		return -ENOTCONN;
+	for (uint32_t i = 0; i < id->n_sent; i++)
+		if (id->sent[i] == mid)
+			return 0;
+	if (id->n_sent == id->cap_sent) {
+		uint32_t cap = id->cap_sent ? id->cap_sent * 2 : 8;
+		uint64_t *n = realloc(id->sent, cap * sizeof(*n));
+
+		if (!n)
+			return -ENOMEM;
+		id->sent = n;
+		id->cap_sent = cap;
+	}
+	pthread_mutex_lock(&arena_lock);
+	for (size_t i = 0; i < n_arenas; i++)
+		if (arenas[i].id == mid) {
+			fd = dup(arenas[i].fd); /* (freed meanwhile by another thread: our copy stays valid) */
+			base = arenas[i].base;
+			len = (uint32_t)arenas[i].len;
+			break;
+		}
+	pthread_mutex_unlock(&arena_lock);
+	if (fd < 0)
+		return -ENOENT; /* freed: no region of it is valid any more */
+	shm_mem_msg_pack(b, mid, base, len);
+	memset(&ctl, 0, sizeof(ctl));
+	CMSG_FIRSTHDR(&mh)->cmsg_level = SOL_SOCKET;
+	CMSG_FIRSTHDR(&mh)->cmsg_type = SCM_RIGHTS;
+	CMSG_FIRSTHDR(&mh)->cmsg_len = CMSG_LEN(sizeof(int));
+	memcpy(CMSG_DATA(CMSG_FIRSTHDR(&mh)), &fd, sizeof(int));
+	rc = sendmsg(id->mem_fd, &mh, MSG_DONTWAIT | MSG_NOSIGNAL) == (ssize_t)sizeof(b) ? 0 : -errno;
+	close(fd);
+	if (rc) {
+		/* (the peer then copies with process_vm, as for other memory) */
+		ULNET_LOG(FABRIC, WARN, "shm: could not send memory arena %llu to pid %d: %s",
+			  (unsigned long long)mid, (int)id->peer_pid, strerror(-rc));
+		return rc;
+	}
+	id->sent[id->n_sent++] = mid;
+	return 0;
+}
+
+void shm_mem_announce_all(struct fab_cm_id *id)
+{
+	struct fab_dev *dev = id->dev;
+
+	for (uint32_t i = 0; i < dev->n_exported;) {
+		if (shm_mem_announce(id, dev->exported[i]) == -ENOENT) { /* freed: forget it */
+			dev->exported[i] = dev->exported[--dev->n_exported];
+			continue;
+		}
+		i++;
+	}
+}
+
+/* Install arena @mid (@fd, taken) in the least recently used slot. */
+static void map_install(struct fab_cm_id *id, uint64_t mid, uint64_t base, uint32_t len, int fd)
+{
+	struct shm_peer_map *m, *victim = &id->maps[0];
+	void *p;
+
 	for (m = id->maps; m < id->maps + SHM_PEER_MAPS; m++) {
-		if (m->ino == ino && m->len == len && m->base == e->mem_base && m->fd == e->mem_fd) {
-			m->used = ++id->map_clock;
-			return m->map;
+		if (m->map && m->mid == mid) { /* announced again: keep the mapping we have */
+			close(fd);
+			return;
 		}
 		if (m->used < victim->used)
 			victim = m;
-	}
-	/* a miss: map it in the least recently used slot (a failure is remembered there too, so a
-	 * memfd that cannot be mapped costs one open, not one per WR) */
-	if (victim->map)
-		munmap(victim->map, victim->len);
-	*victim = (struct shm_peer_map){.ino = ino, .len = len, .base = e->mem_base, .fd = e->mem_fd,
-					.used = ++id->map_clock};
-	snprintf(path, sizeof(path), "/proc/%d/fd/%d", (int)id->peer_pid, e->mem_fd);
-	if ((fd = open(path, O_RDWR | O_CLOEXEC)) < 0)
-		return NULL;
-	/* the fd number may have been reused by the owner: the inode says whether it is the same memfd */
-	if (fstat(fd, &st) < 0 || (uint64_t)st.st_ino != ino || (uint64_t)st.st_size < len) {
-		close(fd);
-		return NULL;
 	}
 	/* not populated: that would allocate the memfd's holes; a page faults in once per mapping */
 	p = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
 	close(fd);
 	if (p == MAP_FAILED)
-		return NULL;
-	victim->map = p;
-	return p;
+		return;
+	if (victim->map)
+		munmap(victim->map, victim->len);
+	*victim = (struct shm_peer_map){.mid = mid, .base = base, .len = len, .used = ++id->map_clock, .map = p};
+}
+
+/* Read what the peer announced on the memory channel. 0, or -EPROTO (logged): a message that is not
+ * an announcement, or memory that is not a sealed memfd of the size announced. */
+static int mem_drain(struct fab_cm_id *id)
+{
+	for (int k = 0; k < SHM_MEM_DRAIN_MAX; k++) {
+		uint8_t b[SHM_MEM_MSG + 1];
+		union {
+			struct cmsghdr h;
+			char buf[CMSG_SPACE(4 * sizeof(int))];
+		} ctl;
+		struct iovec iov = {b, sizeof(b)};
+		struct msghdr mh = {.msg_iov = &iov, .msg_iovlen = 1, .msg_control = ctl.buf,
+				    .msg_controllen = sizeof(ctl.buf)};
+		ssize_t n = recvmsg(id->mem_fd, &mh, MSG_DONTWAIT | MSG_CMSG_CLOEXEC);
+		int fd = -1, extra = 0, rc;
+		uint64_t mid, base;
+		uint32_t len;
+
+		if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
+			return 0;
+		if (n <= 0)
+			return 0; /* closed: the connection's socket says so */
+		for (struct cmsghdr *c = CMSG_FIRSTHDR(&mh); c; c = CMSG_NXTHDR(&mh, c)) {
+			if (c->cmsg_level != SOL_SOCKET || c->cmsg_type != SCM_RIGHTS)
+				continue;
+			for (size_t i = 0; i < (c->cmsg_len - CMSG_LEN(0)) / sizeof(int); i++) {
+				int f;
+
+				memcpy(&f, CMSG_DATA(c) + i * sizeof(int), sizeof(int));
+				if (fd < 0) {
+					fd = f;
+				} else {
+					close(f);
+					extra++;
+				}
+			}
+		}
+		rc = (mh.msg_flags & (MSG_TRUNC | MSG_CTRUNC)) || extra ? -EPROTO
+		     : shm_mem_msg_unpack(b, (size_t)n, &mid, &base, &len);
+		if (!rc && shm_fd_sealed(fd, len))
+			rc = -EPROTO;
+		if (rc) {
+			if (fd >= 0)
+				close(fd);
+			ULNET_LOG(FABRIC, ERR, "shm: pid %d (uid %u) announced memory that is not a memfd sealed against "
+				  "shrinking and growing of the size it says (or a malformed announcement); its connection "
+				  "is closed", (int)id->peer_pid, (unsigned)id->peer_uid);
+			return -EPROTO;
+		}
+		map_install(id, mid, base, len, fd);
+	}
+	return 0;
+}
+
+static struct shm_peer_map *map_find(struct fab_cm_id *id, const struct shm_mr_entry *e)
+{
+	for (struct shm_peer_map *m = id->maps; m < id->maps + SHM_PEER_MAPS; m++)
+		if (m->map && m->mid == e->mem_id) {
+			m->used = ++id->map_clock;
+			return m;
+		}
+	return NULL;
 }
 
 void shm_peer_maps_drop(struct fab_cm_id *id)
@@ -204,22 +360,30 @@ void shm_peer_maps_drop(struct fab_cm_id *id)
 	}
 }
 
-bool shm_peer_translate(struct fab_cm_id *id, const struct shm_mr_entry *e, struct iovec *iov, int n)
+int shm_peer_translate(struct fab_cm_id *id, const struct shm_mr_entry *e, struct iovec *iov, int n)
 {
-	char *map = peer_map(id, e);
+	struct shm_peer_map *m;
+	uint64_t mid = e->mem_id;
 
-	if (!map)
-		return false;
+	if (!mid)
+		return 0;
+	/* the owner announced the arena before it sent the key (the channel holds it by now) */
+	if (!(m = map_find(id, e))) {
+		if (mem_drain(id))
+			return -EPROTO;
+		if (!(m = map_find(id, e)))
+			return 0;
+	}
 	for (int i = 0; i < n; i++) {
 		uintptr_t b = (uintptr_t)iov[i].iov_base;
 
-		/* the owner's segment list comes from its memory: checked against the memfd's bounds */
-		if (b < e->mem_base || iov[i].iov_len > e->mem_len || b - e->mem_base > e->mem_len - iov[i].iov_len)
-			return false;
+		/* the entry and the segment list come from the peer: checked against what we mapped */
+		if (b < m->base || iov[i].iov_len > m->len || b - m->base > m->len - iov[i].iov_len)
+			return 0;
 	}
 	for (int i = 0; i < n; i++)
-		iov[i].iov_base = map + ((uintptr_t)iov[i].iov_base - e->mem_base);
-	return true;
+		iov[i].iov_base = m->map + ((uintptr_t)iov[i].iov_base - m->base);
+	return 1;
 }
 
 uint64_t shm_iov_copy(const struct iovec *dst, int nd, const struct iovec *src, int ns, uint64_t max)

@@ -1,8 +1,11 @@
 /* SPDX-License-Identifier: MIT */
-/* shm memory regions: the registration table (a memfd the peers map), keys with a generation, and
- * the access check both local SGEs and peers' RDMA go through. */
+/* shm memory regions: the registration table (a memfd the peers map read-only), keys with a
+ * generation, the access check both local SGEs and peers' RDMA go through, and the wait of a
+ * deregistration for copies in flight. */
 #include <errno.h>
+#include <fcntl.h>
 #include <sched.h>
+#include <time.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -14,7 +17,7 @@ int shm_mr_table_open(struct fab_dev *dev)
 {
 	size_t bytes = (size_t)dev->lim.max_mr * sizeof(struct shm_mr_entry);
 
-	dev->tbl_fd = memfd_create("ulnet-shm-mr", MFD_CLOEXEC);
+	dev->tbl_fd = memfd_create("ulnet-shm-mr", MFD_CLOEXEC | MFD_ALLOW_SEALING);
 	if (dev->tbl_fd < 0)
 		return -errno;
 	if (ftruncate(dev->tbl_fd, (off_t)bytes) < 0)
@@ -24,6 +27,10 @@ int shm_mr_table_open(struct fab_dev *dev)
 		dev->tbl = NULL;
 		goto fail;
 	}
+	/* peers get this fd: after our own mapping, nobody may map it writable, write, or resize it (a
+	 * truncation would SIGBUS every mapper; a write would forge keys) */
+	if (fcntl(dev->tbl_fd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_FUTURE_WRITE | F_SEAL_SEAL) < 0)
+		goto fail;
 	dev->mrs = calloc(dev->lim.max_mr, sizeof(*dev->mrs));
 	if (!dev->mrs) {
 		errno = ENOMEM;
@@ -77,6 +84,35 @@ void shm_seg_fill(const struct iovec *ranges, unsigned n, struct shm_seg *segs)
 	}
 }
 
+/* Arena @mid holds a region peers may reach: every connected peer gets its memfd now, before the key
+ * can reach it (the LND sends the key after reg_mr returns); later connections at connect time. */
+static void export_arena(struct fab_dev *dev, uint64_t mid)
+{
+	struct ulnet_list *pos, *tmp;
+	uint32_t i;
+
+	for (i = 0; i < dev->n_exported && dev->exported[i] != mid; i++)
+		;
+	if (i == dev->n_exported) {
+		if (dev->n_exported == dev->cap_exported) {
+			uint32_t cap = dev->cap_exported ? dev->cap_exported * 2 : 8;
+			uint64_t *n = realloc(dev->exported, cap * sizeof(*n));
+
+			if (!n)
+				return; /* (peers copy with process_vm, as for other memory) */
+			dev->exported = n;
+			dev->cap_exported = cap;
+		}
+		dev->exported[dev->n_exported++] = mid;
+	}
+	ulnet_list_for_each_safe(pos, tmp, &dev->ids) {
+		struct fab_cm_id *id = ulnet_container_of(pos, struct fab_cm_id, link);
+
+		if (id->mem_fd >= 0)
+			shm_mem_announce(id, mid);
+	}
+}
+
 int shm_reg_mr(struct fab_dev *dev, const struct iovec *ranges, unsigned n, unsigned access, struct fab_mr *out)
 {
 	struct shm_mr_entry *e;
@@ -111,40 +147,78 @@ int shm_reg_mr(struct fab_dev *dev, const struct iovec *ranges, unsigned n, unsi
 	e->length = total;
 	e->segs = nseg > 1 ? (uintptr_t)segs : (uintptr_t)ranges[0].iov_base;
 	shm_mem_describe(e, ranges, n);
+	if (e->mem_id && (access & (FAB_ACCESS_REMOTE_WRITE | FAB_ACCESS_REMOTE_READ)))
+		export_arena(dev, e->mem_id);
 	atomic_store_explicit(&e->state, SHM_STATE(gen, true), memory_order_release);
-	dev->mrs[idx] = (struct shm_mr){.segs = segs, .used = true};
+	dev->mrs[idx].segs = segs;
+	dev->mrs[idx].used = true;
 	dev->n_mr++;
 	*out = (struct fab_mr){.lkey = SHM_KEY(idx, gen), .rkey = SHM_KEY(idx, gen), .addr = e->addr, .length = total};
 	return 0;
+}
+
+/* Sleep @ns (a deregistration waiting for a copy: a copy takes microseconds, a preempted one
+ * milliseconds). */
+static void nap(uint64_t ns)
+{
+	struct timespec ts = {.tv_sec = 0, .tv_nsec = (long)ns};
+
+	nanosleep(&ts, NULL);
+}
+
+/* Wait until no peer copies with @key. A peer that holds it past SHM_DEREG_WAIT_NS loses its
+ * connection (it can only be slow or hostile; its copy, if any, lands in memory it was given). */
+#define SHM_DEREG_WAIT_NS 200000000ull
+static void wait_peers(struct fab_dev *dev, uint32_t key)
+{
+	struct ulnet_list *pos, *tmp;
+
+	ulnet_list_for_each_safe(pos, tmp, &dev->ids) {
+		struct fab_cm_id *id = ulnet_container_of(pos, struct fab_cm_id, link);
+		uint64_t start = 0, pause = 1000;
+
+		if (!id->ring_map)
+			continue;
+		while (atomic_load(&id->ring_rx.ctl->copying) == key) {
+			uint64_t now = shm_now_ns();
+
+			if (!start) {
+				start = now;
+			} else if (now - start > SHM_DEREG_WAIT_NS) {
+				ULNET_LOG(FABRIC, ERR, "shm: pid %d (uid %u) held region key %#x for %llu ms after its "
+					  "deregistration (a copy takes microseconds); its connection is closed",
+					  (int)id->peer_pid, (unsigned)id->peer_uid, key,
+					  (unsigned long long)(SHM_DEREG_WAIT_NS / 1000000));
+				shm_id_teardown(id, -ETIMEDOUT);
+				break;
+			}
+			nap(pause);
+			pause = pause < 1000000 ? pause * 2 : pause;
+		}
+	}
 }
 
 int shm_dereg_mr(struct fab_dev *dev, const struct fab_mr *mr)
 {
 	uint32_t idx = SHM_KEY_IDX(mr->lkey), gen = SHM_KEY_GEN(mr->lkey);
 	struct shm_mr_entry *e;
-	uint64_t deadline;
 
 	if (mr->lkey < (1u << 16) || idx >= dev->lim.max_mr || !dev->mrs[idx].used)
 		return -ENOENT;
 	e = &dev->tbl[idx];
 	if (atomic_load(&e->state) != SHM_STATE(gen, true))
 		return -ENOENT;
+	/* (seq_cst: a copier stores its copying word, then loads the state; we store the state, then
+	 * load the words: one of us sees the other) */
 	atomic_store(&e->state, SHM_STATE(gen, false));
-	/* a peer that took busy before the store above may be copying now: wait for it (a copy takes
-	 * microseconds). A peer killed while holding busy never drops it: give up after 2 s, it can no
-	 * longer write. */
-	deadline = shm_now_ns() + 2000000000ull;
-	while (atomic_load(&e->busy)) {
-		if (shm_now_ns() > deadline) {
-			ULNET_LOG(FABRIC, WARN, "shm: region key %#x still held by a peer after 2 s (peer died "
-				  "mid-RDMA?); deregistered anyway", mr->lkey);
-			atomic_store(&e->busy, 0);
-			break;
-		}
+	/* our copy thread may be reading the segment list (microseconds, never a peer) */
+	while (atomic_load(&dev->mrs[idx].busy))
 		sched_yield();
-	}
+	if (e->access & (FAB_ACCESS_REMOTE_WRITE | FAB_ACCESS_REMOTE_READ))
+		wait_peers(dev, mr->lkey);
 	free(dev->mrs[idx].segs);
-	dev->mrs[idx] = (struct shm_mr){0};
+	dev->mrs[idx].segs = NULL;
+	dev->mrs[idx].used = false;
 	dev->n_mr--;
 	return 0;
 }
@@ -171,26 +245,27 @@ int shm_iov_slice(const struct iovec *in, int n, uint64_t off, uint64_t len, str
 }
 
 /* The iovecs of [addr, addr + len) in @e's segments (more than one): count, or -errno. Apart from
- * shm_mr_acquire so that its one-segment path (every SGE of the LND's message areas, every 1 MiB
+ * shm_mr_check so that its one-segment path (every SGE of the LND's message areas, every 1 MiB
  * region) carries none of this stack room. */
-static __attribute__((noinline)) int acquire_segs(const struct shm_mr_entry *e, pid_t pid, uint64_t addr,
-						   uint64_t len, struct iovec *iov, int max)
+static __attribute__((noinline)) int check_segs(const struct shm_mr_entry *e, pid_t pid, uint64_t addr,
+						 uint64_t len, struct iovec *iov, int max)
 {
 	struct shm_seg stack_segs[16], *segs = stack_segs;
 	struct iovec stack_iov[16], *ranges = stack_iov;
+	uint32_t nseg = e->nseg; /* (a peer's table: loaded once) */
 	int n = -EACCES;
 
-	if (e->nseg > 1024)
+	if (nseg > 1024)
 		return -EACCES;
-	if (e->nseg > sizeof(stack_segs) / sizeof(stack_segs[0]) &&
-	    (!(segs = malloc(e->nseg * sizeof(*segs))) || !(ranges = malloc(e->nseg * sizeof(*ranges))))) {
+	if (nseg > sizeof(stack_segs) / sizeof(stack_segs[0]) &&
+	    (!(segs = malloc(nseg * sizeof(*segs))) || !(ranges = malloc(nseg * sizeof(*ranges))))) {
 		n = -ENOMEM;
 		goto out;
 	}
 	if (pid == 0 || pid == getpid()) {
-		memcpy(segs, (const void *)(uintptr_t)e->segs, e->nseg * sizeof(*segs));
+		memcpy(segs, (const void *)(uintptr_t)e->segs, nseg * sizeof(*segs));
 	} else {
-		struct iovec l = {segs, e->nseg * sizeof(*segs)}, r = {(void *)(uintptr_t)e->segs, l.iov_len};
+		struct iovec l = {segs, nseg * sizeof(*segs)}, r = {(void *)(uintptr_t)e->segs, l.iov_len};
 		ssize_t got = process_vm_readv(pid, &l, 1, &r, 1, 0);
 
 		if (got != (ssize_t)l.iov_len) {
@@ -198,9 +273,9 @@ static __attribute__((noinline)) int acquire_segs(const struct shm_mr_entry *e, 
 			goto out;
 		}
 	}
-	for (uint32_t i = 0; i < e->nseg; i++)
+	for (uint32_t i = 0; i < nseg; i++)
 		ranges[i] = (struct iovec){(void *)(uintptr_t)segs[i].base, segs[i].len};
-	n = shm_iov_slice(ranges, (int)e->nseg, addr - e->addr, len, iov, max);
+	n = shm_iov_slice(ranges, (int)nseg, addr - e->addr, len, iov, max);
 	if (n < 0)
 		n = -EACCES;
 out:
@@ -211,39 +286,23 @@ out:
 	return n;
 }
 
-int shm_mr_acquire(struct shm_mr_entry *tbl, uint32_t tbl_n, pid_t pid, uint32_t key, uint64_t addr,
-		   uint64_t len, unsigned access, struct iovec *iov, int max, struct shm_mr_entry **held)
+int shm_mr_check(const struct shm_mr_entry *tbl, uint32_t tbl_n, pid_t pid, uint32_t key, uint64_t addr,
+		 uint64_t len, unsigned access, struct iovec *iov, int max, const struct shm_mr_entry **out)
 {
 	uint32_t idx = SHM_KEY_IDX(key);
-	struct shm_mr_entry *e;
-	int n = -EACCES;
+	const struct shm_mr_entry *e;
 
 	if (key < (1u << 16) || idx >= tbl_n)
 		return -EACCES;
 	e = &tbl[idx];
-	atomic_fetch_add(&e->busy, 1);
-	/* busy first, then the state: a dereg that cleared valid after this point waits for us */
+	*out = e;
 	if (!shm_mr_entry_ok(e, key, addr, len, access))
-		goto out;
+		return -EACCES;
 	if (e->nseg == 1) {
 		if (max < 1)
-			goto out;
+			return -EACCES;
 		iov[0] = (struct iovec){(void *)(uintptr_t)addr, len};
-		*held = e;
 		return 1;
 	}
-	n = acquire_segs(e, pid, addr, len, iov, max);
-out:
-	if (n < 0) {
-		atomic_fetch_sub(&e->busy, 1);
-		return n;
-	}
-	*held = e;
-	return n;
-}
-
-void shm_mr_release(struct shm_mr_entry *held)
-{
-	if (held)
-		atomic_fetch_sub(&held->busy, 1);
+	return check_segs(e, pid, addr, len, iov, max);
 }

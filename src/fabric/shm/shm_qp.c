@@ -162,7 +162,7 @@ void shm_qp_set_error(struct fab_qp *qp)
 
 /* A one-segment region of our own table (every SGE of the LND's message areas and of a 1 MiB source)
  * holds @sge with @access: with no copy thread only this thread deregisters, so there is no busy to
- * take (a peer's busy guards only its own copies); the checks are shm_mr_acquire's. */
+ * take; the checks are shm_mr_check's. */
 static inline bool local_sge_ok(const struct fab_dev *dev, const struct fab_sge *sge, unsigned access)
 {
 	uint32_t idx = SHM_KEY_IDX(sge->lkey);
@@ -171,7 +171,8 @@ static inline bool local_sge_ok(const struct fab_dev *dev, const struct fab_sge 
 	       shm_mr_entry_ok(&dev->tbl[idx], sge->lkey, sge->addr, sge->length, access);
 }
 
-/* local_iov's loop, through shm_mr_acquire where the quick check does not do. */
+/* local_iov's loop, through shm_mr_check where the quick check does not do (our copy thread holds
+ * the region busy while it reads its segment list: the owner's dereg frees it). */
 static __attribute__((noinline)) int local_iov_slow(struct fab_qp *qp, const struct fab_sge *sge, uint32_t n,
 						    unsigned access, struct iovec *iov, int max, uint64_t *total)
 {
@@ -180,7 +181,8 @@ static __attribute__((noinline)) int local_iov_slow(struct fab_qp *qp, const str
 
 	*total = 0;
 	for (uint32_t i = 0; i < n; i++) {
-		struct shm_mr_entry *held;
+		const struct shm_mr_entry *e;
+		uint32_t idx = SHM_KEY_IDX(sge[i].lkey);
 		int k;
 
 		if (!sge[i].length)
@@ -190,11 +192,14 @@ static __attribute__((noinline)) int local_iov_slow(struct fab_qp *qp, const str
 			*total += sge[i].length;
 			continue;
 		}
-		k = shm_mr_acquire(dev->tbl, dev->lim.max_mr, 0, sge[i].lkey, sge[i].addr, sge[i].length,
-				   access, iov + cnt, max - cnt, &held);
+		if (sge[i].lkey < (1u << 16) || idx >= dev->lim.max_mr)
+			return -1;
+		atomic_fetch_add(&dev->mrs[idx].busy, 1);
+		k = shm_mr_check(dev->tbl, dev->lim.max_mr, 0, sge[i].lkey, sge[i].addr, sge[i].length, access,
+				 iov + cnt, max - cnt, &e);
+		atomic_fetch_sub(&dev->mrs[idx].busy, 1);
 		if (k < 0)
 			return -1;
-		shm_mr_release(held);
 		cnt += k;
 		*total += sge[i].length;
 	}
@@ -290,35 +295,14 @@ static enum fab_wc_status rdma_mapped(struct fab_qp *qp, bool write, const struc
 	return vouched || shm_peer_alive(qp->id) ? FAB_WC_SUCCESS : FAB_WC_RETRY_EXC_ERR;
 }
 
-static enum fab_wc_status exec_rdma(struct fab_qp *qp, const struct shm_swr *s, uint32_t *len, int *via,
-				    bool vouched)
+/* The copy through process_vm_* (memory the peer did not map for us). */
+static enum fab_wc_status rdma_process_vm(struct fab_qp *qp, bool write, struct iovec *liov, int ln,
+					  struct iovec *riov, int rn, uint64_t total)
 {
 	struct fab_dev *dev = qp->id->dev;
-	bool write = s->wr.opcode == FAB_WR_RDMA_WRITE;
-	struct iovec liov[SHM_IOV_MAX], riov[SHM_IOV_MAX], l2[SHM_IOV_MAX], r2[SHM_IOV_MAX];
-	struct shm_mr_entry *held;
-	enum fab_wc_status st = FAB_WC_SUCCESS;
-	uint64_t total, done = 0;
-	int ln, rn;
+	struct iovec l2[SHM_IOV_MAX], r2[SHM_IOV_MAX];
+	uint64_t done = 0;
 
-	ln = local_iov(qp, s->sge, s->wr.num_sge, write ? 0 : FAB_ACCESS_LOCAL_WRITE, liov, SHM_IOV_MAX, &total);
-	if (ln < 0)
-		return FAB_WC_LOC_PROT_ERR;
-	*len = (uint32_t)total;
-	if (!total)
-		return FAB_WC_SUCCESS;
-	rn = shm_mr_acquire(qp->id->peer_tbl, qp->id->peer_tbl_n, qp->id->peer_pid, s->wr.rkey, s->wr.remote_addr,
-			    total, write ? FAB_ACCESS_REMOTE_WRITE : FAB_ACCESS_REMOTE_READ, riov, SHM_IOV_MAX, &held);
-	if (rn < 0)
-		return rn == -EACCES ? FAB_WC_REM_ACCESS_ERR : vm_errno_status(qp, -rn);
-	/* the entry is held (busy): the checks above stay true until the release */
-	if (shm_peer_translate(qp->id, held, riov, rn)) {
-		*via = 1;
-		st = rdma_mapped(qp, write, liov, ln, riov, rn, total, vouched);
-		shm_mr_release(held);
-		return st;
-	}
-	*via = 0;
 	if (dev->faults.kill_peer_rdma_nth && --dev->faults.kill_peer_rdma_nth == 0) {
 		/* move the first half, then the peer dies: the rest must fail, not hang or crash */
 		int a = shm_iov_slice(liov, ln, 0, total / 2, l2, SHM_IOV_MAX);
@@ -338,30 +322,69 @@ static enum fab_wc_status exec_rdma(struct fab_qp *qp, const struct shm_swr *s, 
 		ssize_t n = write ? process_vm_writev(qp->id->peer_pid, liov, (unsigned long)ln, riov, (unsigned long)rn, 0)
 				  : process_vm_readv(qp->id->peer_pid, liov, (unsigned long)ln, riov, (unsigned long)rn, 0);
 
-		if (n <= 0) {
-			st = vm_errno_status(qp, n < 0 ? errno : EFAULT);
-			break;
-		}
+		if (n <= 0)
+			return vm_errno_status(qp, n < 0 ? errno : EFAULT);
 		done += (uint64_t)n;
-		if (done < total) { /* partial: a page of the peer's region is not mapped any more */
-			st = FAB_WC_REM_OP_ERR;
-			break;
-		}
+		if (done < total) /* partial: a page of the peer's region is not mapped any more */
+			return FAB_WC_REM_OP_ERR;
 	}
-	shm_mr_release(held);
+	return FAB_WC_SUCCESS;
+}
+
+static enum fab_wc_status exec_rdma(struct fab_qp *qp, const struct shm_swr *s, uint32_t *len, int *via,
+				    bool vouched)
+{
+	struct fab_cm_id *id = qp->id;
+	bool write = s->wr.opcode == FAB_WR_RDMA_WRITE;
+	struct iovec liov[SHM_IOV_MAX], riov[SHM_IOV_MAX];
+	const struct shm_mr_entry *e;
+	enum fab_wc_status st;
+	_Atomic uint32_t *copying;
+	uint64_t total;
+	int ln, rn, mapped;
+
+	ln = local_iov(qp, s->sge, s->wr.num_sge, write ? 0 : FAB_ACCESS_LOCAL_WRITE, liov, SHM_IOV_MAX, &total);
+	if (ln < 0)
+		return FAB_WC_LOC_PROT_ERR;
+	*len = (uint32_t)total;
+	if (!total)
+		return FAB_WC_SUCCESS;
+	if (!id->peer_tbl || !id->ring_map)
+		return FAB_WC_REM_ACCESS_ERR;
+	/* our connection's copying word names the key before we look at the peer's entry: a
+	 * deregistration that cleared it after this point waits for the store of 0 below */
+	copying = &id->ring_tx.ctl->copying;
+	atomic_store(copying, s->wr.rkey);
+	rn = shm_mr_check(id->peer_tbl, id->peer_tbl_n, id->peer_pid, s->wr.rkey, s->wr.remote_addr, total,
+			  write ? FAB_ACCESS_REMOTE_WRITE : FAB_ACCESS_REMOTE_READ, riov, SHM_IOV_MAX, &e);
+	if (rn < 0) {
+		atomic_store_explicit(copying, 0, memory_order_release);
+		return rn == -EACCES ? FAB_WC_REM_ACCESS_ERR : vm_errno_status(qp, -rn);
+	}
+	mapped = shm_peer_translate(id, e, riov, rn);
+	if (mapped > 0) {
+		*via = 1;
+		st = rdma_mapped(qp, write, liov, ln, riov, rn, total, vouched);
+	} else if (mapped == 0) {
+		*via = 0;
+		st = rdma_process_vm(qp, write, liov, ln, riov, rn, total);
+	} else {
+		st = FAB_WC_REM_ACCESS_ERR; /* (the memory channel broke the rules: logged) */
+	}
+	atomic_store_explicit(copying, 0, memory_order_release);
 	return st;
 }
 
 static void ring_bell(struct fab_cm_id *id)
 {
-	uint64_t one = 1;
+	static const char one = 1;
 
 	if (id->peer_db < 0)
 		return;
 	id->dev->stats.doorbells++;
-	/* (EAGAIN: the counter is full, the peer has plenty to wake it) */
-	if (write(id->peer_db, &one, sizeof(one)) < 0 && errno != EAGAIN)
-		ULNET_LOG(FABRIC, WARN, "shm: doorbell write failed: %s", strerror(errno));
+	/* (never blocks, whatever the peer does to its end; EAGAIN: the peer has plenty to wake it) */
+	if (send(id->peer_db, &one, 1, MSG_DONTWAIT | MSG_NOSIGNAL) < 0 && errno != EAGAIN)
+		ULNET_LOG(FABRIC, WARN, "shm: doorbell to pid %d failed: %s", (int)id->peer_pid, strerror(errno));
 }
 
 /* A SEND through the shared ring: 1 = no room (the peer rings our doorbell when it makes some). */

@@ -31,7 +31,11 @@ struct shm_ring_ctl {
 	_Atomic uint32_t sleeping;   /* consumer: drained, ring the doorbell */
 	_Atomic uint32_t want_space; /* producer: waits for room, ring the doorbell when tail moves */
 	_Atomic uint32_t closed;     /* producer: its side closed the connection (before its socket) */
-	uint8_t pad2[52];
+	/* the producer's side copies from/into the consumer's memory with this rkey right now (0: no
+	 * copy): a deregistration of that key waits for it (shm_mr.c). Per connection, so a peer that
+	 * holds it only delays the deregistration, then loses its own connection. */
+	_Atomic uint32_t copying;
+	uint8_t pad2[48];
 };
 _Static_assert(2 * sizeof(struct shm_ring_ctl) <= SHM_RING_CTL_LEN, "control blocks fit their page");
 

@@ -53,6 +53,8 @@ static int query_caps(struct fab_dev *dev, struct fab_limits *cap)
 		.max_mr_size = da.max_mr_size,
 		.max_msg_sz = pa.max_msg_sz,
 		.page_size = page > 0 ? (uint32_t)page : 4096,
+		.allow_uid = FAB_ALLOW_NONE,
+		.allow_gid = FAB_ALLOW_NONE,
 	};
 	return 0;
 }
@@ -85,6 +87,12 @@ static int vrb_dev_open(const struct sockaddr_in *addr, const struct fab_limits 
 	if (lim->copy_thread) {
 		ULNET_LOG(FABRIC, ERR, "verbs: copy_thread is the shm provider's (an RDMA device's HCA moves the "
 			  "data itself): leave lnd tunable device.copy_thread at 0");
+		return -EINVAL;
+	}
+	if (lim->allow_uid != FAB_ALLOW_NONE || lim->allow_gid != FAB_ALLOW_NONE) {
+		ULNET_LOG(FABRIC, ERR, "verbs: allow_uid/allow_gid are the shm provider's (the fabric, not a "
+			  "local uid, decides who reaches an RDMA device): leave lnd tunables device.allow_uid and "
+			  "device.allow_gid unset");
 		return -EINVAL;
 	}
 	if (!(dev = calloc(1, sizeof(*dev))))

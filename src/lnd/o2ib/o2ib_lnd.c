@@ -51,6 +51,10 @@ static const struct ulnet_tunable o2ib_tunables[] = {
 	DEV("max_mr_size"), DEV("max_msg_sz"), DEV("page_size"),
 	I("device.copy_thread", 0, 1, 0, "shm provider: 1 = a copy thread per device runs the send queues (RDMA "
 	  "copies, SENDs) as an HCA would, so the loop goes on meanwhile; 0 = the loop copies (verbs: 0 only)"),
+	I("device.allow_uid", -1, 4294967294L, -1, "shm provider: a uid besides this process's own whose "
+	  "processes may connect (-1: none; docs/fabric.md, Trust model)"),
+	I("device.allow_gid", -1, 4294967294L, -1, "shm provider: a group whose processes (primary or "
+	  "supplementary) may connect (-1: none)"),
 };
 #undef DEV
 #undef I
