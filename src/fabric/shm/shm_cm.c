@@ -715,8 +715,23 @@ static void listener_io(struct fab_cm_id *l)
 		struct fab_cm_id *id;
 		struct ucred cr;
 
-		/* before anything is read: a peer we may not trust never gets a byte of ours */
-		if (shm_peer_cred_check(l->dev, fd, "connection from", &cr) || shm_create_id(l->dev, NULL, &id)) {
+		/* before anything is read: a peer we may not trust gets nothing of ours but a REJECT */
+		if (shm_peer_cred_check(l->dev, fd, "connection from", &cr)) {
+			struct shm_cm_msg r = {.type = SHM_CM_REJECT, .status = -EACCES};
+			uint8_t b[SHM_CM_SIZE];
+
+			shm_cm_pack(&r, b);
+			if (send(fd, b, sizeof(b), MSG_DONTWAIT | MSG_NOSIGNAL) < 0) {
+				/* (its socket buffer is full or it left: nothing to tell) */
+			}
+			/* what it sent already goes unread (descriptors in it are dropped by the kernel,
+			 * never installed here): a close with it queued would reset the REJECT away */
+			while (recv(fd, b, sizeof(b), MSG_DONTWAIT) > 0)
+				;
+			close(fd);
+			continue;
+		}
+		if (shm_create_id(l->dev, NULL, &id)) {
 			close(fd);
 			continue;
 		}
