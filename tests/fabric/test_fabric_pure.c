@@ -32,6 +32,12 @@ static const struct limits_case limits_cases[] = {
 	{"max_msg_sz minimum", {{"max_msg_sz", "256"}}, 1, 0, "max_msg_sz", 256},
 	{"copy thread on", {{"device.copy_thread", "1"}}, 1, 0, "copy_thread", 1},
 	{"copy thread 2", {{"copy_thread", "2"}}, 1, -EINVAL, NULL, 0},
+	{"allow a uid", {{"device.allow_uid", "1001"}}, 1, 0, "allow_uid", 1001},
+	{"allow root", {{"allow_uid", "0"}}, 1, 0, "allow_uid", 0},
+	{"allow no uid (-1)", {{"allow_uid", "1001"}, {"allow_uid", "-1"}}, 2, 0, "allow_uid", FAB_ALLOW_NONE},
+	{"allow a group", {{"allow_gid", "100"}}, 1, 0, "allow_gid", 100},
+	{"allow uid -2", {{"allow_uid", "-2"}}, 1, -EINVAL, NULL, 0},
+	{"allow uid 2^32-1 (means none)", {{"allow_uid", "4294967295"}}, 1, -EINVAL, NULL, 0},
 	{"zero sge", {{"max_send_sge", "0"}}, 1, -EINVAL, NULL, 0},
 	{"negative", {{"max_qp_wr", "-1"}}, 1, -EINVAL, NULL, 0},
 	{"over range", {{"max_qp_wr", "65537"}}, 1, -EINVAL, NULL, 0},
@@ -53,6 +59,8 @@ static uint64_t limit_get(const struct fab_limits *l, const char *f)
 	if (!strcmp(f, "max_msg_sz")) return l->max_msg_sz;
 	if (!strcmp(f, "page_size")) return l->page_size;
 	if (!strcmp(f, "copy_thread")) return l->copy_thread;
+	if (!strcmp(f, "allow_uid")) return l->allow_uid;
+	if (!strcmp(f, "allow_gid")) return l->allow_gid;
 	fail_msg("unknown field %s", f);
 	return 0;
 }
@@ -234,11 +242,80 @@ static void test_eperm_msg(void **state)
 	fab_shm_eperm_msg(buf, sizeof(buf), 42, NULL, "no Yama");
 	assert_non_null(strstr(buf, "(no Yama)"));
 }
+
+/* Who may connect to an shm device (shm_cred_allowed): its own uid, allow_uid, allow_gid as the
+ * primary or a supplementary group; nobody else. */
+static void test_cred_rule(void **state)
+{
+	static const struct {
+		uint32_t allow_uid, allow_gid;
+		uid_t uid;
+		gid_t gid, sup;
+		bool ok;
+	} cases[] = {
+		{FAB_ALLOW_NONE, FAB_ALLOW_NONE, 0, 0, 0, true},          /* our own uid (0 here) */
+		{FAB_ALLOW_NONE, FAB_ALLOW_NONE, 1001, 1001, 1001, false}, /* another uid */
+		{1001, FAB_ALLOW_NONE, 1001, 1001, 1001, true},
+		{1001, FAB_ALLOW_NONE, 1002, 1001, 1001, false},
+		{FAB_ALLOW_NONE, 100, 1002, 100, 1002, true},              /* primary group */
+		{FAB_ALLOW_NONE, 100, 1002, 1002, 100, true},              /* supplementary group */
+		{FAB_ALLOW_NONE, 100, 1002, 1002, 1002, false},
+		{FAB_ALLOW_NONE, 0, 1002, 1002, 1002, false},              /* group 0 is not "none" */
+		{FAB_ALLOW_NONE, 0, 1002, 0, 1002, true},
+	};
+	struct fab_limits lim;
+
+	(void)state;
+	fab_limits_default(&lim);
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		lim.allow_uid = cases[i].allow_uid;
+		lim.allow_gid = cases[i].allow_gid;
+		if (shm_cred_allowed(0, &lim, cases[i].uid, cases[i].gid, &cases[i].sup, 1) != cases[i].ok)
+			fail_msg("case %zu: uid %u gid %u sup %u", i, (unsigned)cases[i].uid, (unsigned)cases[i].gid,
+				 (unsigned)cases[i].sup);
+	}
+}
+
+/* The CM message and the memory channel's announcement: round trips and what is refused. */
+static void test_shm_codecs(void **state)
+{
+	struct shm_cm_msg m = {.type = 3, .status = -13, .pdata_len = 5, .pdata = "hello", .tbl_n = 7}, o;
+	uint8_t b[SHM_CM_SIZE], mb[SHM_MEM_MSG];
+	uint64_t mid, base;
+	uint32_t len;
+
+	(void)state;
+	shm_cm_pack(&m, b);
+	assert_int_equal(shm_cm_unpack(b, sizeof(b), &o), 0);
+	assert_int_equal(o.type, 3);
+	assert_int_equal(o.status, -13);
+	assert_memory_equal(o.pdata, "hello", 5);
+	assert_int_equal(shm_cm_unpack(b, sizeof(b) - 1, &o), -EPROTO);
+	b[5] = FAB_PRIVATE_DATA_MAX + 1;
+	assert_int_equal(shm_cm_unpack(b, sizeof(b), &o), -EPROTO);
+	m.status = 5; /* a REJECT's status from a peer reads as an errno */
+	shm_cm_pack(&m, b);
+	assert_int_equal(shm_cm_unpack(b, sizeof(b), &o), 0);
+	assert_int_equal(o.status, -ECONNREFUSED);
+	b[0] ^= 1; /* USM1 or anything else */
+	assert_int_equal(shm_cm_unpack(b, sizeof(b), &o), -EPROTO);
+	shm_mem_msg_pack(mb, 9, 0x7f0000000000ull, 1 << 20);
+	assert_int_equal(shm_mem_msg_unpack(mb, sizeof(mb), &mid, &base, &len), 0);
+	assert_int_equal(mid, 9);
+	assert_int_equal(len, 1 << 20);
+	shm_mem_msg_pack(mb, 0, 4096, 4096); /* id 0 names no arena */
+	assert_int_equal(shm_mem_msg_unpack(mb, sizeof(mb), &mid, &base, &len), -EPROTO);
+	shm_mem_msg_pack(mb, 1, UINT64_MAX - 100, 4096); /* wraps */
+	assert_int_equal(shm_mem_msg_unpack(mb, sizeof(mb), &mid, &base, &len), -EPROTO);
+	shm_mem_msg_pack(mb, 1, 4096, 0);
+	assert_int_equal(shm_mem_msg_unpack(mb, sizeof(mb), &mid, &base, &len), -EPROTO);
+	assert_int_equal(shm_mem_msg_unpack(mb, sizeof(mb) - 1, &mid, &base, &len), -EPROTO);
+}
 #endif
 
 int main(void)
 {
-	struct CMUnitTest tests[sizeof(limits_cases) / sizeof(limits_cases[0]) + 7];
+	struct CMUnitTest tests[sizeof(limits_cases) / sizeof(limits_cases[0]) + 9];
 	size_t n = 0;
 
 	for (size_t i = 0; i < sizeof(limits_cases) / sizeof(limits_cases[0]); i++)
@@ -252,6 +329,8 @@ int main(void)
 	tests[n++] = (struct CMUnitTest){.name = "iovec slice", .test_func = test_iov_slice};
 	tests[n++] = (struct CMUnitTest){.name = "segment join", .test_func = test_seg_join};
 	tests[n++] = (struct CMUnitTest){.name = "EPERM line", .test_func = test_eperm_msg};
+	tests[n++] = (struct CMUnitTest){.name = "shm credential rule", .test_func = test_cred_rule};
+	tests[n++] = (struct CMUnitTest){.name = "shm CM and memory channel codecs", .test_func = test_shm_codecs};
 #endif
 	return _cmocka_run_group_tests("fabric_pure", tests, n, NULL, NULL);
 }
