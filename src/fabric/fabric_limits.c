@@ -79,14 +79,14 @@ int fab_limits_parse(const struct ulnet_kv *kv, size_t n, struct fab_limits *lim
 		errno = 0;
 		v = kv[i].value && kv[i].value[0] != '-' ? strtoull(kv[i].value, &end, 0) : 0;
 		if (!kv[i].value || kv[i].value[0] == '-' || end == kv[i].value || *end || errno) {
-			ULNET_LOG(FABRIC, ERR, "device: %s '%s': not a non-negative integer (allowed %llu..%llu)",
-				  key, kv[i].value ? kv[i].value : "", (unsigned long long)lk->min,
-				  (unsigned long long)lk->max);
+			ULNET_LOG(FABRIC, ERR, "device: %s '%s': not a non-negative integer (allowed %s%llu..%llu)",
+				  key, kv[i].value ? kv[i].value : "", lk->none_ok ? "-1: nobody, or " : "",
+				  (unsigned long long)lk->min, (unsigned long long)lk->max);
 			return -EINVAL;
 		}
 		if (v < lk->min || v > lk->max || (lk->pow2 && (v & (v - 1)))) {
-			ULNET_LOG(FABRIC, ERR, "device: %s %llu out of range (allowed %llu..%llu%s)", key, v,
-				  (unsigned long long)lk->min, (unsigned long long)lk->max,
+			ULNET_LOG(FABRIC, ERR, "device: %s %llu out of range (allowed %s%llu..%llu%s)", key, v,
+				  lk->none_ok ? "-1: nobody, or " : "", (unsigned long long)lk->min, (unsigned long long)lk->max,
 				  lk->pow2 ? ", a power of two" : "");
 			return -EINVAL;
 		}

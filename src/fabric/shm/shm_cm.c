@@ -410,6 +410,17 @@ static int db_open(struct fab_cm_id *id, int *peer_end)
 	return 0;
 }
 
+/* The doorbell leaves the epoll set: a peer whose connection is gone cannot wake us any more. */
+static void db_stop(struct fab_cm_id *id)
+{
+	struct epoll_event ev = {0};
+
+	if (id->db_fd >= 0 && id->db_ep) {
+		epoll_ctl(id->dev->epfd, EPOLL_CTL_DEL, id->db_fd, &ev);
+		id->db_ep = 0;
+	}
+}
+
 static void peer_cred(struct fab_cm_id *id, const struct ucred *cr)
 {
 	id->peer_pid = cr->pid;
@@ -478,12 +489,9 @@ void shm_destroy_id(struct fab_cm_id *id)
 		munmap((void *)id->peer_tbl, (size_t)id->peer_tbl_n * sizeof(struct shm_mr_entry));
 	if (id->ring_map)
 		shm_ring_unmap(id->ring_map);
-	if (id->db_fd >= 0) {
-		struct epoll_event ev = {0};
-
-		epoll_ctl(dev->epfd, EPOLL_CTL_DEL, id->db_fd, &ev);
+	db_stop(id);
+	if (id->db_fd >= 0)
 		close(id->db_fd);
-	}
 	if (id->peer_db >= 0)
 		close(id->peer_db);
 	if (id->mem_fd >= 0)
@@ -655,6 +663,7 @@ void shm_id_teardown(struct fab_cm_id *id, int status)
 	if (id->qp)
 		shm_qp_set_error(id->qp);
 	ring_mark_closed(id);
+	db_stop(id);
 	if (id->fd >= 0)
 		shutdown(id->fd, SHUT_RDWR);
 	shm_ep_set(id, 0);

@@ -234,10 +234,11 @@ int shm_iov_slice(const struct iovec *in, int n, uint64_t off, uint64_t len, str
 			off -= in[i].iov_len;
 			continue;
 		}
-		if (k == max)
+		if (k >= max)
 			return -1;
 		take = in[i].iov_len - off < len ? in[i].iov_len - off : len;
-		out[k++] = (struct iovec){(char *)in[i].iov_base + off, take};
+		/* (a peer's segment may sit anywhere: address arithmetic, never a pointer overflow) */
+		out[k++] = (struct iovec){(void *)((uintptr_t)in[i].iov_base + off), take};
 		len -= take;
 		off = 0;
 	}
@@ -292,15 +293,13 @@ int shm_mr_check(const struct shm_mr_entry *tbl, uint32_t tbl_n, pid_t pid, uint
 	uint32_t idx = SHM_KEY_IDX(key);
 	const struct shm_mr_entry *e;
 
-	if (key < (1u << 16) || idx >= tbl_n)
+	if (key < (1u << 16) || idx >= tbl_n || max < 1)
 		return -EACCES;
 	e = &tbl[idx];
 	*out = e;
 	if (!shm_mr_entry_ok(e, key, addr, len, access))
 		return -EACCES;
 	if (e->nseg == 1) {
-		if (max < 1)
-			return -EACCES;
 		iov[0] = (struct iovec){(void *)(uintptr_t)addr, len};
 		return 1;
 	}
