@@ -84,26 +84,47 @@ static void link_up(struct node *a, struct node *b, struct link *k, const void *
 	ft_expect_event(ba, 2, FAB_CM_ESTABLISHED, &ev);
 }
 
+/* A receive posted on @qr (device @dr) and a 4-byte SEND on @qs (device @ds) into it, wr_id @wr
+ * both; the buffers' registrations are kept in @x until sr_done. */
+struct sendrec {
+	struct fab_dev *ds, *dr;
+	struct fab_mr ms, mr;
+};
+
+static void sr_post(struct sendrec *x, struct fab_dev *ds, struct fab_qp *qs, struct fab_dev *dr, struct fab_qp *qr,
+		    uint64_t wr)
+{
+	static uint8_t sbuf[64] = "ping", rbuf[64];
+	struct iovec si = {sbuf, sizeof(sbuf)}, ri = {rbuf, sizeof(rbuf)};
+	struct fab_sge s, r;
+
+	x->ds = ds;
+	x->dr = dr;
+	assert_int_equal(OPS->reg_mr(ds, &si, 1, ALL, &x->ms), 0);
+	assert_int_equal(OPS->reg_mr(dr, &ri, 1, ALL, &x->mr), 0);
+	r = (struct fab_sge){(uintptr_t)rbuf, sizeof(rbuf), x->mr.lkey};
+	s = (struct fab_sge){(uintptr_t)sbuf, 4, x->ms.lkey};
+	assert_int_equal(ft_post_recv1(qr, wr, &r, 1), 0);
+	assert_int_equal(ft_post_send1(qs, wr, FAB_WR_SEND, false, &s, 1, 0, 0), 0);
+}
+
+static void sr_done(struct sendrec *x)
+{
+	OPS->dereg_mr(x->ds, &x->ms);
+	OPS->dereg_mr(x->dr, &x->mr);
+}
+
 /* One SEND from @qs (device @ds) into @qr (device @dr): it arrives. */
 static void send_one(struct fab_dev *ds, struct fab_qp *qs, struct fab_dev *dr, struct fab_qp *qr, uint64_t wr)
 {
-	static uint8_t sbuf[64] = "ping", rbuf[64];
-	struct fab_mr ms, mr;
-	struct iovec si = {sbuf, sizeof(sbuf)}, ri = {rbuf, sizeof(rbuf)};
-	struct fab_sge s, r;
 	struct fab_dev *devs[2] = {dr, ds};
+	struct sendrec x;
 	struct fab_wc wc;
 
-	assert_int_equal(OPS->reg_mr(ds, &si, 1, ALL, &ms), 0);
-	assert_int_equal(OPS->reg_mr(dr, &ri, 1, ALL, &mr), 0);
-	r = (struct fab_sge){(uintptr_t)rbuf, sizeof(rbuf), mr.lkey};
-	s = (struct fab_sge){(uintptr_t)sbuf, 4, ms.lkey};
-	assert_int_equal(ft_post_recv1(qr, wr, &r, 1), 0);
-	assert_int_equal(ft_post_send1(qs, wr, FAB_WR_SEND, false, &s, 1, 0, 0), 0);
+	sr_post(&x, ds, qs, dr, qr, wr);
 	ft_expect_wc(devs, 2, wr, FAB_WC_SUCCESS, &wc);
 	assert_int_equal(wc.byte_len, 4);
-	OPS->dereg_mr(ds, &ms);
-	OPS->dereg_mr(dr, &mr);
+	sr_done(&x);
 }
 
 static bool no_event(struct fab_dev *d)
@@ -578,86 +599,82 @@ static void test_unsealed_memfd_refused(void **state)
 
 /* ---- per-connection control words ---- */
 
+/* a listens; b and c are connected to it (kb, kc); devs: {a, b, c}. */
+struct star {
+	struct node a, b, c;
+	struct link kb, kc;
+	struct fab_dev *devs[3];
+};
+
+static void star_up(struct star *st)
+{
+	assert_int_equal(node_open(&st->a, 1, NULL, true), 0);
+	assert_int_equal(node_open(&st->b, 2, NULL, false), 0);
+	assert_int_equal(node_open(&st->c, 3, NULL, false), 0);
+	link_up(&st->b, &st->a, &st->kb, NULL, 0);
+	link_up(&st->c, &st->a, &st->kc, NULL, 0);
+	st->devs[0] = st->a.d;
+	st->devs[1] = st->b.d;
+	st->devs[2] = st->c.d;
+}
+
+static void star_down(struct star *st)
+{
+	OPS->dev_close(st->c.d);
+	OPS->dev_close(st->b.d);
+	OPS->dev_close(st->a.d);
+}
+
 /* A peer that claims to copy with a key for ever delays that key's deregistration by a bounded time,
  * then loses its connection; the node's other connections go on. */
 static void test_copying_word_bounded(void **state)
 {
-	struct node a, b, c;
-	struct link kb, kc;
+	struct star st;
 	static uint8_t region[4096];
 	struct iovec ri = {region, sizeof(region)};
-	struct fab_dev *devs[3];
 	struct fab_cm_event ev;
 	struct fab_mr mr;
 	uint64_t t0, ms;
 
 	(void)state;
-	assert_int_equal(node_open(&a, 1, NULL, true), 0);
-	assert_int_equal(node_open(&b, 2, NULL, false), 0);
-	assert_int_equal(node_open(&c, 3, NULL, false), 0);
-	link_up(&b, &a, &kb, NULL, 0);
-	link_up(&c, &a, &kc, NULL, 0);
-	assert_int_equal(OPS->reg_mr(a.d, &ri, 1, ALL, &mr), 0);
-	atomic_store(&kc.ia->ring_tx.ctl->copying, mr.rkey); /* c: "copying into it", never done */
+	star_up(&st);
+	assert_int_equal(OPS->reg_mr(st.a.d, &ri, 1, ALL, &mr), 0);
+	atomic_store(&st.kc.ia->ring_tx.ctl->copying, mr.rkey); /* c: "copying into it", never done */
 	t0 = ft_now_ms();
-	assert_int_equal(OPS->dereg_mr(a.d, &mr), 0);
+	assert_int_equal(OPS->dereg_mr(st.a.d, &mr), 0);
 	ms = ft_now_ms() - t0;
 	print_message("dereg with a peer holding the key: %llu ms\n", (unsigned long long)ms);
 	assert_true(ms >= 150); /* it waited (and came back: the peer lost its connection, below) */
-	devs[0] = a.d;
-	devs[1] = b.d;
-	devs[2] = c.d;
-	ft_expect_event(devs, 3, FAB_CM_DISCONNECTED, &ev);
-	assert_ptr_equal(ev.id, kc.ib);
-	send_one(b.d, kb.qa, a.d, kb.qb, 9); /* b's connection is untouched */
-	assert_true(no_event(a.d));
-	OPS->dev_close(c.d);
-	OPS->dev_close(b.d);
-	OPS->dev_close(a.d);
+	ft_expect_event(st.devs, 3, FAB_CM_DISCONNECTED, &ev);
+	assert_ptr_equal(ev.id, st.kc.ib);
+	send_one(st.b.d, st.kb.qa, st.a.d, st.kb.qb, 9); /* b's connection is untouched */
+	assert_true(no_event(st.a.d));
+	star_down(&st);
 }
 
 /* Each connection has its own doorbell: a peer that reads whatever it was given steals no wake-up
  * of another connection (the bell stays there for the node to read). */
 static void test_doorbell_per_connection(void **state)
 {
-	struct node a, b, c;
-	struct link kb, kc;
-	struct fab_dev *devs[3];
+	struct star st;
 
 	(void)state;
-	assert_int_equal(node_open(&a, 1, NULL, true), 0);
-	assert_int_equal(node_open(&b, 2, NULL, false), 0);
-	assert_int_equal(node_open(&c, 3, NULL, false), 0);
-	link_up(&b, &a, &kb, NULL, 0);
-	link_up(&c, &a, &kc, NULL, 0);
-	devs[0] = a.d;
-	devs[1] = b.d;
-	devs[2] = c.d;
+	star_up(&st);
 	for (uint64_t i = 1; i <= 10; i++) {
-		static uint8_t sbuf[8] = "x", rbuf[8];
-		struct iovec si = {sbuf, 8}, ri = {rbuf, 8};
-		struct fab_mr ms, mr;
-		struct fab_sge s, r;
+		struct sendrec x;
 		struct fab_wc wc;
 		char junk[64];
 
-		assert_int_equal(OPS->reg_mr(b.d, &si, 1, ALL, &ms), 0);
-		assert_int_equal(OPS->reg_mr(a.d, &ri, 1, ALL, &mr), 0);
-		r = (struct fab_sge){(uintptr_t)rbuf, 8, mr.lkey};
-		s = (struct fab_sge){(uintptr_t)sbuf, 1, ms.lkey};
-		assert_int_equal(ft_post_recv1(kb.qb, i, &r, 1), 0);
-		assert_int_equal(ft_post_send1(kb.qa, i, FAB_WR_SEND, false, &s, 1, 0, 0), 0);
+		sr_post(&x, st.b.d, st.kb.qa, st.a.d, st.kb.qb, i);
 		/* c reads everything it holds of a's before a looks: b's bell stays a's to read */
-		while (read(kc.ia->peer_db, junk, sizeof(junk)) > 0 || recv(kc.ia->peer_db, junk, sizeof(junk), MSG_DONTWAIT) > 0)
+		while (read(st.kc.ia->peer_db, junk, sizeof(junk)) > 0 ||
+		       recv(st.kc.ia->peer_db, junk, sizeof(junk), MSG_DONTWAIT) > 0)
 			;
-		assert_true(recv(kb.ib->db_fd, junk, sizeof(junk), MSG_PEEK | MSG_DONTWAIT) > 0);
-		ft_expect_wc(devs, 3, i, FAB_WC_SUCCESS, &wc);
-		OPS->dereg_mr(b.d, &ms);
-		OPS->dereg_mr(a.d, &mr);
+		assert_true(recv(st.kb.ib->db_fd, junk, sizeof(junk), MSG_PEEK | MSG_DONTWAIT) > 0);
+		ft_expect_wc(st.devs, 3, i, FAB_WC_SUCCESS, &wc);
+		sr_done(&x);
 	}
-	OPS->dev_close(c.d);
-	OPS->dev_close(b.d);
-	OPS->dev_close(a.d);
+	star_down(&st);
 }
 
 /* A wake-up lost all the same (here: the node's own doorbell read behind its back) costs at most the
@@ -667,10 +684,7 @@ static void test_lost_wakeup_recovers(void **state)
 	struct node a, b;
 	struct link k;
 	struct fab_dev *devs[2];
-	static uint8_t sbuf[8] = "y", rbuf[8];
-	struct iovec si = {sbuf, 8}, ri = {rbuf, 8};
-	struct fab_mr ms, mr;
-	struct fab_sge s, r;
+	struct sendrec x;
 	struct fab_wc wc;
 	char junk[64];
 	uint64_t t0;
@@ -679,24 +693,14 @@ static void test_lost_wakeup_recovers(void **state)
 	assert_int_equal(node_open(&a, 1, NULL, true), 0);
 	assert_int_equal(node_open(&b, 2, NULL, false), 0);
 	link_up(&b, &a, &k, NULL, 0);
-	if (!k.ia->ring_send) { /* (the copy thread sends over the socket: no doorbell to lose) */
-		OPS->dev_close(b.d);
-		OPS->dev_close(a.d);
-		skip();
-	}
 	devs[0] = a.d;
 	devs[1] = b.d;
-	assert_int_equal(OPS->reg_mr(b.d, &si, 1, ALL, &ms), 0);
-	assert_int_equal(OPS->reg_mr(a.d, &ri, 1, ALL, &mr), 0);
-	r = (struct fab_sge){(uintptr_t)rbuf, 8, mr.lkey};
-	s = (struct fab_sge){(uintptr_t)sbuf, 1, ms.lkey};
-	assert_int_equal(ft_post_recv1(k.qb, 1, &r, 1), 0);
-	ft_pump(devs, 2, 0);
-	assert_int_equal(ft_post_send1(k.qa, 1, FAB_WR_SEND, false, &s, 1, 0, 0), 0);
+	sr_post(&x, b.d, k.qa, a.d, k.qb, 1); /* (a sleeps on the ring: b rings it) */
 	assert_true(recv(k.ib->db_fd, junk, sizeof(junk), MSG_DONTWAIT) > 0); /* the bell, gone */
 	t0 = ft_now_ms();
 	ft_expect_wc(devs, 2, 1, FAB_WC_SUCCESS, &wc);
 	print_message("SEND after a lost wake-up: %llu ms\n", (unsigned long long)(ft_now_ms() - t0));
+	sr_done(&x);
 	OPS->dev_close(b.d);
 	OPS->dev_close(a.d);
 }
