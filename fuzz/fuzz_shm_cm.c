@@ -7,9 +7,8 @@
  *      bytes it came from (reserved bytes and the pdata tail zero) and to the same fields.
  *   1  shm_mem_msg_unpack: the 24-byte memory-channel announcement. One that decodes has mid != 0,
  *      0 < len <= SHM_MEM_MAX, base + len not wrapping, and re-packs to the same bytes.
- *   2  shm_mr_check on a peer-written registration table of 1-8 entries (pid 0: a segment list is
- *      read in this process, so every entry's segs points at an array this harness owns, exactly
- *      nseg long; nseg > 1024 points at one segment and must be refused before it is read). On
+ *   2  shm_mr_check on a peer-written registration table of 1-8 entries and its segment area (one
+ *      allocation, as the peer's memfd: an entry's segment list must lie inside the area). On
  *      success the entry matched the key's generation with the valid bit, the access and the range;
  *      1..max iovecs (0 allowed for len 0, which no caller passes) total len, each inside one of the
  *      entry's segments modulo 2^64 (nseg 1: exactly [addr, addr + len)).
@@ -25,7 +24,6 @@
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t len);
 
 #define TBL_MAX 8
-#define NSEG_OWNED_MAX 64
 #define IOV_MAX_FUZZ 18
 /* shm_cm.c's message types (CONNREQ 1, CONNACK 2, REJECT 3, RTU 4) */
 #define CM_TYPE_MAX 4
@@ -89,12 +87,15 @@ static bool in_some_seg(const struct iovec *iv, const struct shm_seg *segs, uint
 	return false;
 }
 
-/* Input: [ntbl][key 4][addr 8][len 8][access][max] then ntbl 64-byte entries, then each multi-segment
- * entry's segments (16 bytes each); short input reads as zeros. */
+/* Input: [ntbl][key 4][addr 8][len 8][access][max] then ntbl 64-byte entries, then up to
+ * SEG_FUZZ_MAX segments (16 bytes each) written at the start of the segment area; short input reads
+ * as zeros. The table and its whole segment area are one buffer of at least shm_tbl_bytes(ntbl), as
+ * the peer's memfd is: an entry's segs (fuzzed) may point anywhere in it or past it. */
+#define SEG_FUZZ_MAX 96
 static void fuzz_mr(const uint8_t *in, size_t n)
 {
-	struct shm_mr_entry tbl[TBL_MAX];
-	struct shm_seg *owned[TBL_MAX] = {0};
+	struct shm_mr_entry *tbl;
+	struct shm_seg *area;
 	const struct shm_mr_entry *e = NULL;
 	uint8_t hdr[23] = {0};
 	size_t off = sizeof(hdr);
@@ -110,34 +111,28 @@ static void fuzz_mr(const uint8_t *in, size_t n)
 	addr = ulnet_get_le64(hdr + 5);
 	rlen = ulnet_get_le64(hdr + 13);
 	access = hdr[21] & 7u;
-	/* 0..18: callers never pass less than 0 (shm_iov_slice has no bound for a negative max) */
 	max = hdr[22] % (IOV_MAX_FUZZ + 1);
-	memset(tbl, 0, sizeof(tbl));
-	for (uint32_t i = 0; i < ntbl; i++, off += sizeof(tbl[0])) {
+	/* one buffer for every input (1 MiB: a calloc per input would be most of the run); what any
+	 * input may write is cleared first, the rest stays zero */
+	static struct shm_mr_entry *buf;
+
+	if (!buf && !(buf = calloc(1, shm_tbl_bytes(TBL_MAX))))
+		return;
+	memset(buf, 0, TBL_MAX * sizeof(*buf) + SEG_FUZZ_MAX * sizeof(struct shm_seg));
+	tbl = buf;
+	area = (struct shm_seg *)(void *)(tbl + ntbl);
+	for (uint32_t i = 0; i < ntbl; i++, off += sizeof(tbl[0]))
 		if (off < n)
 			memcpy(&tbl[i], in + off, n - off < sizeof(tbl[0]) ? n - off : sizeof(tbl[0]));
-		if (tbl[i].nseg > NSEG_OWNED_MAX && tbl[i].nseg <= 1024)
-			tbl[i].nseg = 2 + tbl[i].nseg % (NSEG_OWNED_MAX - 1); /* 2..64 */
-	}
-	for (uint32_t i = 0; i < ntbl; i++) {
-		/* one segment where none is read (nseg 0, 1, > 1024): a read past it is caught */
-		uint32_t k = tbl[i].nseg > 1 && tbl[i].nseg <= 1024 ? tbl[i].nseg : 1;
+	for (uint32_t j = 0; j < SEG_FUZZ_MAX && off < n; j++, off += sizeof(struct shm_seg)) {
+		uint8_t sg[16] = {0};
 
-		if (!(owned[i] = calloc(k, sizeof(struct shm_seg))))
-			goto out;
-		if (k > 1)
-			for (uint32_t j = 0; j < k; j++, off += sizeof(struct shm_seg)) {
-				uint8_t s[16] = {0};
-
-				if (off < n)
-					memcpy(s, in + off, n - off < sizeof(s) ? n - off : sizeof(s));
-				owned[i][j] = (struct shm_seg){ulnet_get_le64(s), ulnet_get_le64(s + 8)};
-			}
-		tbl[i].segs = (uintptr_t)owned[i];
+		memcpy(sg, in + off, n - off < sizeof(sg) ? n - off : sizeof(sg));
+		area[j] = (struct shm_seg){ulnet_get_le64(sg), ulnet_get_le64(sg + 8)};
 	}
 	if (!(iov = calloc(max > 0 ? (size_t)max : 1, sizeof(*iov))))
-		goto out;
-	rc = shm_mr_check(tbl, ntbl, 0, key, addr, rlen, access, iov, max, &e);
+		return;
+	rc = shm_mr_check(tbl, ntbl, key, addr, rlen, access, iov, max, &e);
 	if (rc < 0) {
 		if (rc != -EACCES && rc != -ENOMEM)
 			abort();
@@ -147,21 +142,18 @@ static void fuzz_mr(const uint8_t *in, size_t n)
 		if (key < (1u << 16) || idx >= ntbl || e != &tbl[idx] || rc > max || (rc == 0 && rlen) ||
 		    !shm_mr_entry_ok(e, key, addr, rlen, access) ||
 		    atomic_load(&e->state) != SHM_STATE(SHM_KEY_GEN(key), true) || (e->access & access) != access ||
-		    e->nseg > 1024)
+		    e->nseg > 1024 || (e->nseg != 1 && (e->segs > shm_seg_cap(ntbl) || e->nseg > shm_seg_cap(ntbl) - e->segs)))
 			abort();
 		for (int i = 0; i < rc; i++) {
 			total += iov[i].iov_len;
 			if (e->nseg == 1 ? rc != 1 || (uintptr_t)iov[0].iov_base != addr || iov[0].iov_len != rlen
-					 : !in_some_seg(&iov[i], owned[idx], e->nseg))
+					 : !in_some_seg(&iov[i], area + e->segs, e->nseg))
 				abort();
 		}
 		if (total != rlen)
 			abort();
 	}
 	free(iov);
-out:
-	for (uint32_t i = 0; i < ntbl; i++)
-		free(owned[i]);
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t len)

@@ -431,7 +431,7 @@ static void test_unsealed_table_refused(void **state)
 	assert_int_equal(node_open(&a, 1, NULL, true), 0);
 	assert_int_equal(node_open(&c, 3, NULL, true), 0);
 	assert_true(fake >= 0);
-	assert_int_equal(ftruncate(fake, (off_t)c.d->lim.max_mr * (off_t)sizeof(struct shm_mr_entry)), 0);
+	assert_int_equal(ftruncate(fake, (off_t)shm_tbl_bytes(c.d->lim.max_mr)), 0);
 	real = c.d->tbl_fd;
 	c.d->tbl_fd = fake;
 	/* c connects to a with it */
@@ -445,7 +445,7 @@ static void test_unsealed_table_refused(void **state)
 	assert_int_equal(ftruncate(fake, 0), 0); /* what the attacker did next: nobody maps it */
 	assert_true(no_event(a.d));
 	/* a connects to c, which answers with it */
-	assert_int_equal(ftruncate(fake, (off_t)c.d->lim.max_mr * (off_t)sizeof(struct shm_mr_entry)), 0);
+	assert_int_equal(ftruncate(fake, (off_t)shm_tbl_bytes(c.d->lim.max_mr)), 0);
 	devs[0] = a.d;
 	devs[1] = c.d;
 	assert_int_equal(OPS->create_id(a.d, NULL, &id), 0);

@@ -31,7 +31,7 @@ struct shm_mr_entry {
 	uint32_t mem_len;
 	uint64_t addr;          /* byte 0 of the region: the VA of the first range */
 	uint64_t length;
-	uint64_t segs;          /* nseg > 1: VA (in the owner) of nseg struct shm_seg */
+	uint64_t segs;          /* nseg > 1: index of the first of its segments in the table's segment area */
 	/* mem_id != 0: every range lies in one memfd from mem_alloc (arena mem_id of the owner's
 	 * process, mapped at mem_base there, mem_len bytes), which the owner sent the peer over the
 	 * connection's memory channel; the peer copies through its mapping (shm_mem.c) */
@@ -41,13 +41,31 @@ struct shm_mr_entry {
 };
 _Static_assert(sizeof(struct shm_mr_entry) == 64, "one cache line per entry");
 
-/* mem_alloc's largest allocation (an entry holds mem_len in 32 bits) */
-#define SHM_MEM_MAX 0xffff0000u
-#define SHM_MEM_ALIGN_MAX (1u << 21)
-
 struct shm_seg {
 	uint64_t base, len;
 };
+
+/* The table's memfd: its n entries, then its segment area, where regions of several separate ranges
+ * keep their segment lists in chunks of SHM_SEG_CHUNK (a peer reads them there, read-only like the
+ * entries): SHM_SEG_CHUNK segments per entry, for 4096 entries at least (a device with few regions
+ * may still register a few of 1024 ranges). Sparse: untouched pages cost nothing. */
+#define SHM_SEG_CHUNK 16u
+static inline uint64_t shm_seg_cap(uint32_t n)
+{
+	return (uint64_t)(n < 4096 ? 4096 : n) * SHM_SEG_CHUNK;
+}
+static inline size_t shm_tbl_bytes(uint32_t n)
+{
+	return (size_t)n * sizeof(struct shm_mr_entry) + (size_t)shm_seg_cap(n) * sizeof(struct shm_seg);
+}
+static inline const struct shm_seg *shm_seg_area(const struct shm_mr_entry *tbl, uint32_t n)
+{
+	return (const struct shm_seg *)(const void *)(tbl + n);
+}
+
+/* mem_alloc's largest allocation (an entry holds mem_len in 32 bits) */
+#define SHM_MEM_MAX 0xffff0000u
+#define SHM_MEM_ALIGN_MAX (1u << 21)
 
 /* rkey/lkey = (index + 1) << 16 | generation (16 bits). Key 0 never names a region. */
 #define SHM_KEY(idx, gen) ((uint32_t)(((idx) + 1) << 16 | ((gen) & 0xffffu)))
@@ -56,7 +74,7 @@ struct shm_seg {
 #define SHM_STATE(gen, valid) ((uint32_t)((gen) << 1 | ((valid) ? 1u : 0u)))
 
 struct shm_mr {
-	struct shm_seg *segs; /* nseg > 1 (the entry's segs points here) */
+	uint32_t seg_chunk, seg_chunks; /* nseg > 1: the chunks of the segment area it holds */
 	_Atomic uint32_t busy; /* our copy thread reads the region's segment list (never a peer) */
 	bool used;
 };
@@ -194,6 +212,8 @@ struct fab_dev {
 	struct shm_mr_entry *tbl;
 	struct shm_mr *mrs;
 	uint32_t mr_cursor, n_mr;
+	uint8_t *seg_used;        /* per chunk of the segment area (shm_seg_cap / SHM_SEG_CHUNK) */
+	uint32_t seg_cursor;
 	uint64_t *exported;       /* arenas holding a region with remote rights (announced to peers) */
 	uint32_t n_exported, cap_exported;
 	/* completion queue and CM event queue: growable rings */
@@ -249,13 +269,12 @@ int shm_mr_table_open(struct fab_dev *dev);
 void shm_mr_table_close(struct fab_dev *dev);
 int shm_reg_mr(struct fab_dev *dev, const struct iovec *ranges, unsigned n, unsigned access, struct fab_mr *out);
 int shm_dereg_mr(struct fab_dev *dev, const struct fab_mr *mr);
-/* Map [addr, addr+len) of region @key in @tbl (@tbl_n entries) to at most @max iovecs (in the
- * owner's address space), *@e the entry. The caller has made the key busy first (our copy thread:
- * the region's busy; a peer's region: our connection's copying word). @pid: the owner, to read a
- * segment list (0: this process). Returns the iovec count, or -EACCES (bad/stale key, out of range,
- * no right), -ESRCH (owner gone), -EPERM. */
-int shm_mr_check(const struct shm_mr_entry *tbl, uint32_t tbl_n, pid_t pid, uint32_t key, uint64_t addr,
-		 uint64_t len, unsigned access, struct iovec *iov, int max, const struct shm_mr_entry **e);
+/* Map [addr, addr+len) of region @key in @tbl (@tbl_n entries, then their segment area) to at most
+ * @max iovecs (in the owner's address space), *@e the entry. The caller has made the key busy first
+ * (our copy thread: the region's busy; a peer's region: our connection's copying word). Returns the
+ * iovec count, or -EACCES (bad/stale key, out of range, no right, a segment list out of the area). */
+int shm_mr_check(const struct shm_mr_entry *tbl, uint32_t tbl_n, uint32_t key, uint64_t addr, uint64_t len,
+		 unsigned access, struct iovec *iov, int max, const struct shm_mr_entry **e);
 /* @e is valid for @key, allows @access and holds [addr, addr + len): shm_mr_check's test (made after
  * the key is busy, on an entry another thread or process may deregister). */
 static inline bool shm_mr_entry_ok(const struct shm_mr_entry *e, uint32_t key, uint64_t addr, uint64_t len,

@@ -377,9 +377,9 @@ static int map_peer_table(struct fab_cm_id *id, int fd, uint32_t n)
 
 	/* a table shorter than announced would SIGBUS us on the first look-up past its end; one the
 	 * peer could shrink later, too */
-	if (n == 0 || n > 65535 || shm_fd_sealed(fd, (uint64_t)n * sizeof(struct shm_mr_entry)))
+	if (n == 0 || n > 65535 || shm_fd_sealed(fd, shm_tbl_bytes(n)))
 		return -EPROTO;
-	p = mmap(NULL, (size_t)n * sizeof(struct shm_mr_entry), PROT_READ, MAP_SHARED, fd, 0);
+	p = mmap(NULL, shm_tbl_bytes(n), PROT_READ, MAP_SHARED, fd, 0);
 	if (p == MAP_FAILED)
 		return -errno;
 	id->peer_tbl = p;
@@ -486,7 +486,7 @@ void shm_destroy_id(struct fab_cm_id *id)
 	id_close_fd(id);
 	shm_peer_maps_drop(id);
 	if (id->peer_tbl)
-		munmap((void *)id->peer_tbl, (size_t)id->peer_tbl_n * sizeof(struct shm_mr_entry));
+		munmap((void *)id->peer_tbl, shm_tbl_bytes(id->peer_tbl_n));
 	if (id->ring_map)
 		shm_ring_unmap(id->ring_map);
 	db_stop(id);

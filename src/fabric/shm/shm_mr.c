@@ -15,7 +15,7 @@
 
 int shm_mr_table_open(struct fab_dev *dev)
 {
-	size_t bytes = (size_t)dev->lim.max_mr * sizeof(struct shm_mr_entry);
+	size_t bytes = shm_tbl_bytes(dev->lim.max_mr);
 
 	dev->tbl_fd = memfd_create("ulnet-shm-mr", MFD_CLOEXEC | MFD_ALLOW_SEALING);
 	if (dev->tbl_fd < 0)
@@ -32,7 +32,8 @@ int shm_mr_table_open(struct fab_dev *dev)
 	if (fcntl(dev->tbl_fd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_FUTURE_WRITE | F_SEAL_SEAL) < 0)
 		goto fail;
 	dev->mrs = calloc(dev->lim.max_mr, sizeof(*dev->mrs));
-	if (!dev->mrs) {
+	dev->seg_used = calloc(shm_seg_cap(dev->lim.max_mr) / SHM_SEG_CHUNK, 1);
+	if (!dev->mrs || !dev->seg_used) {
 		errno = ENOMEM;
 		goto fail;
 	}
@@ -47,13 +48,12 @@ fail: {
 
 void shm_mr_table_close(struct fab_dev *dev)
 {
-	if (dev->mrs)
-		for (uint32_t i = 0; i < dev->lim.max_mr; i++)
-			free(dev->mrs[i].segs);
 	free(dev->mrs);
 	dev->mrs = NULL;
+	free(dev->seg_used);
+	dev->seg_used = NULL;
 	if (dev->tbl)
-		munmap(dev->tbl, (size_t)dev->lim.max_mr * sizeof(struct shm_mr_entry));
+		munmap(dev->tbl, shm_tbl_bytes(dev->lim.max_mr));
 	dev->tbl = NULL;
 	if (dev->tbl_fd >= 0)
 		close(dev->tbl_fd);
@@ -113,12 +113,33 @@ static void export_arena(struct fab_dev *dev, uint64_t mid)
 	}
 }
 
+/* @k consecutive free chunks of the segment area, first fit from where the last search ended: the
+ * first one, or -1. */
+static int64_t seg_alloc(struct fab_dev *dev, uint32_t k)
+{
+	uint32_t n = (uint32_t)(shm_seg_cap(dev->lim.max_mr) / SHM_SEG_CHUNK), run = 0;
+
+	for (uint32_t i = 0; i < n + k; i++) {
+		uint32_t c = (dev->seg_cursor + i) % n;
+
+		if (c == 0)
+			run = 0; /* (a run does not wrap) */
+		run = dev->seg_used[c] ? 0 : run + 1;
+		if (run == k) {
+			memset(dev->seg_used + c + 1 - k, 1, k);
+			dev->seg_cursor = (c + 1) % n;
+			return (int64_t)(c + 1 - k);
+		}
+	}
+	return -1;
+}
+
 int shm_reg_mr(struct fab_dev *dev, const struct iovec *ranges, unsigned n, unsigned access, struct fab_mr *out)
 {
 	struct shm_mr_entry *e;
-	struct shm_seg *segs = NULL;
+	int64_t chunk = 0;
+	uint32_t idx, gen, chunks = 0;
 	uint64_t total;
-	uint32_t idx, gen;
 	unsigned nseg;
 	int rc;
 
@@ -130,9 +151,16 @@ int shm_reg_mr(struct fab_dev *dev, const struct iovec *ranges, unsigned n, unsi
 	 * page by page is one segment, which a peer's RDMA reaches without reading a segment list */
 	nseg = shm_seg_count(ranges, n);
 	if (nseg > 1) {
-		if (!(segs = malloc(nseg * sizeof(*segs))))
+		chunks = (nseg + SHM_SEG_CHUNK - 1) / SHM_SEG_CHUNK;
+		if ((chunk = seg_alloc(dev, chunks)) < 0) {
+			ULNET_LOG(FABRIC, ERR, "shm: no room for the %u segments of a region of separate ranges (the "
+				  "table's segment area holds %llu segments for max_mr %u, in chunks of %u; lnd tunable "
+				  "device: max_mr)", nseg, (unsigned long long)shm_seg_cap(dev->lim.max_mr),
+				  dev->lim.max_mr, SHM_SEG_CHUNK);
 			return -ENOMEM;
-		shm_seg_fill(ranges, n, segs);
+		}
+		shm_seg_fill(ranges, n, (struct shm_seg *)(void *)(dev->tbl + dev->lim.max_mr) +
+					       (uint64_t)chunk * SHM_SEG_CHUNK);
 	}
 	/* round robin over the indexes: a freed index is reused as late as possible, so a stale key
 	 * meets a new generation only after the whole table has turned over */
@@ -145,12 +173,13 @@ int shm_reg_mr(struct fab_dev *dev, const struct iovec *ranges, unsigned n, unsi
 	e->nseg = nseg;
 	e->addr = (uintptr_t)ranges[0].iov_base;
 	e->length = total;
-	e->segs = nseg > 1 ? (uintptr_t)segs : (uintptr_t)ranges[0].iov_base;
+	e->segs = nseg > 1 ? (uint64_t)chunk * SHM_SEG_CHUNK : 0;
 	shm_mem_describe(e, ranges, n);
 	if (e->mem_id && (access & (FAB_ACCESS_REMOTE_WRITE | FAB_ACCESS_REMOTE_READ)))
 		export_arena(dev, e->mem_id);
 	atomic_store_explicit(&e->state, SHM_STATE(gen, true), memory_order_release);
-	dev->mrs[idx].segs = segs;
+	dev->mrs[idx].seg_chunk = (uint32_t)chunk;
+	dev->mrs[idx].seg_chunks = chunks;
 	dev->mrs[idx].used = true;
 	dev->n_mr++;
 	*out = (struct fab_mr){.lkey = SHM_KEY(idx, gen), .rkey = SHM_KEY(idx, gen), .addr = e->addr, .length = total};
@@ -216,8 +245,9 @@ int shm_dereg_mr(struct fab_dev *dev, const struct fab_mr *mr)
 		sched_yield();
 	if (e->access & (FAB_ACCESS_REMOTE_WRITE | FAB_ACCESS_REMOTE_READ))
 		wait_peers(dev, mr->lkey);
-	free(dev->mrs[idx].segs);
-	dev->mrs[idx].segs = NULL;
+	if (dev->mrs[idx].seg_chunks)
+		memset(dev->seg_used + dev->mrs[idx].seg_chunk, 0, dev->mrs[idx].seg_chunks);
+	dev->mrs[idx].seg_chunks = 0;
 	dev->mrs[idx].used = false;
 	dev->n_mr--;
 	return 0;
@@ -245,50 +275,31 @@ int shm_iov_slice(const struct iovec *in, int n, uint64_t off, uint64_t len, str
 	return len ? -1 : k;
 }
 
-/* The iovecs of [addr, addr + len) in @e's segments (more than one): count, or -errno. Apart from
- * shm_mr_check so that its one-segment path (every SGE of the LND's message areas, every 1 MiB
- * region) carries none of this stack room. */
-static __attribute__((noinline)) int check_segs(const struct shm_mr_entry *e, pid_t pid, uint64_t addr,
-						 uint64_t len, struct iovec *iov, int max)
+/* The iovecs of [addr, addr + len) in @e's segments (more than one), read from @area (@cap
+ * segments): count, or -errno. Apart from shm_mr_check so that its one-segment path (every SGE of the
+ * LND's message areas, every 1 MiB region) carries none of this stack room. */
+static __attribute__((noinline)) int check_segs(const struct shm_mr_entry *e, const struct shm_seg *area,
+						 uint64_t cap, uint64_t addr, uint64_t len, struct iovec *iov, int max)
 {
-	struct shm_seg stack_segs[16], *segs = stack_segs;
 	struct iovec stack_iov[16], *ranges = stack_iov;
 	uint32_t nseg = e->nseg; /* (a peer's table: loaded once) */
-	int n = -EACCES;
+	uint64_t first = e->segs;
+	int n;
 
-	if (nseg > 1024)
+	if (nseg < 2 || nseg > 1024 || first > cap || nseg > cap - first)
 		return -EACCES;
-	if (nseg > sizeof(stack_segs) / sizeof(stack_segs[0]) &&
-	    (!(segs = malloc(nseg * sizeof(*segs))) || !(ranges = malloc(nseg * sizeof(*ranges))))) {
-		n = -ENOMEM;
-		goto out;
-	}
-	if (pid == 0 || pid == getpid()) {
-		memcpy(segs, (const void *)(uintptr_t)e->segs, nseg * sizeof(*segs));
-	} else {
-		struct iovec l = {segs, nseg * sizeof(*segs)}, r = {(void *)(uintptr_t)e->segs, l.iov_len};
-		ssize_t got = process_vm_readv(pid, &l, 1, &r, 1, 0);
-
-		if (got != (ssize_t)l.iov_len) {
-			n = got < 0 && errno == ESRCH ? -ESRCH : got < 0 && errno == EPERM ? -EPERM : -EACCES;
-			goto out;
-		}
-	}
-	for (uint32_t i = 0; i < nseg; i++)
-		ranges[i] = (struct iovec){(void *)(uintptr_t)segs[i].base, segs[i].len};
+	if (nseg > sizeof(stack_iov) / sizeof(stack_iov[0]) && !(ranges = malloc(nseg * sizeof(*ranges))))
+		return -ENOMEM;
+	for (uint32_t i = 0; i < nseg; i++) /* (each segment loaded once: its owner may rewrite it) */
+		ranges[i] = (struct iovec){(void *)(uintptr_t)area[first + i].base, area[first + i].len};
 	n = shm_iov_slice(ranges, (int)nseg, addr - e->addr, len, iov, max);
-	if (n < 0)
-		n = -EACCES;
-out:
-	if (segs != stack_segs)
-		free(segs);
 	if (ranges != stack_iov)
 		free(ranges);
-	return n;
+	return n < 0 ? -EACCES : n;
 }
 
-int shm_mr_check(const struct shm_mr_entry *tbl, uint32_t tbl_n, pid_t pid, uint32_t key, uint64_t addr,
-		 uint64_t len, unsigned access, struct iovec *iov, int max, const struct shm_mr_entry **out)
+int shm_mr_check(const struct shm_mr_entry *tbl, uint32_t tbl_n, uint32_t key, uint64_t addr, uint64_t len,
+		 unsigned access, struct iovec *iov, int max, const struct shm_mr_entry **out)
 {
 	uint32_t idx = SHM_KEY_IDX(key);
 	const struct shm_mr_entry *e;
@@ -303,5 +314,5 @@ int shm_mr_check(const struct shm_mr_entry *tbl, uint32_t tbl_n, pid_t pid, uint
 		iov[0] = (struct iovec){(void *)(uintptr_t)addr, len};
 		return 1;
 	}
-	return check_segs(e, pid, addr, len, iov, max);
+	return check_segs(e, shm_seg_area(tbl, tbl_n), shm_seg_cap(tbl_n), addr, len, iov, max);
 }

@@ -195,7 +195,7 @@ static __attribute__((noinline)) int local_iov_slow(struct fab_qp *qp, const str
 		if (sge[i].lkey < (1u << 16) || idx >= dev->lim.max_mr)
 			return -1;
 		atomic_fetch_add(&dev->mrs[idx].busy, 1);
-		k = shm_mr_check(dev->tbl, dev->lim.max_mr, 0, sge[i].lkey, sge[i].addr, sge[i].length, access,
+		k = shm_mr_check(dev->tbl, dev->lim.max_mr, sge[i].lkey, sge[i].addr, sge[i].length, access,
 				 iov + cnt, max - cnt, &e);
 		atomic_fetch_sub(&dev->mrs[idx].busy, 1);
 		if (k < 0)
@@ -355,7 +355,7 @@ static enum fab_wc_status exec_rdma(struct fab_qp *qp, const struct shm_swr *s, 
 	 * deregistration that cleared it after this point waits for the store of 0 below */
 	copying = &id->ring_tx.ctl->copying;
 	atomic_store(copying, s->wr.rkey);
-	rn = shm_mr_check(id->peer_tbl, id->peer_tbl_n, id->peer_pid, s->wr.rkey, s->wr.remote_addr, total,
+	rn = shm_mr_check(id->peer_tbl, id->peer_tbl_n, s->wr.rkey, s->wr.remote_addr, total,
 			  write ? FAB_ACCESS_REMOTE_WRITE : FAB_ACCESS_REMOTE_READ, riov, SHM_IOV_MAX, &e);
 	if (rn < 0) {
 		atomic_store_explicit(copying, 0, memory_order_release);
