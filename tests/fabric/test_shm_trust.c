@@ -597,6 +597,68 @@ static void test_unsealed_memfd_refused(void **state)
 	arena_attack(1);
 }
 
+/* A peer that announces arena after arena of 4 GiB gets at most SHM_PEER_MAP_BYTES of our address
+ * space mapped (least recently used unmapped first); the RDMA goes on (process_vm: same process). */
+static void announce(int chan, uint64_t mid, uint32_t len)
+{
+	int fd = memfd_create("big-arena", MFD_CLOEXEC | MFD_ALLOW_SEALING);
+	uint8_t msg[SHM_MEM_MSG];
+	union {
+		struct cmsghdr h;
+		char buf[CMSG_SPACE(sizeof(int))];
+	} ctl;
+	struct iovec iov = {msg, sizeof(msg)};
+	struct msghdr mh = {.msg_iov = &iov, .msg_iovlen = 1, .msg_control = ctl.buf, .msg_controllen = sizeof(ctl.buf)};
+
+	assert_true(fd >= 0);
+	assert_int_equal(ftruncate(fd, len), 0);
+	assert_int_equal(fcntl(fd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW), 0);
+	shm_mem_msg_pack(msg, mid, 1ull << 40, len);
+	memset(&ctl, 0, sizeof(ctl));
+	CMSG_FIRSTHDR(&mh)->cmsg_level = SOL_SOCKET;
+	CMSG_FIRSTHDR(&mh)->cmsg_type = SCM_RIGHTS;
+	CMSG_FIRSTHDR(&mh)->cmsg_len = CMSG_LEN(sizeof(int));
+	memcpy(CMSG_DATA(CMSG_FIRSTHDR(&mh)), &fd, sizeof(int));
+	assert_int_equal(sendmsg(chan, &mh, 0), sizeof(msg));
+	close(fd);
+}
+
+static void test_peer_arenas_capped(void **state)
+{
+	struct node a, c;
+	struct link k;
+	static uint8_t region[4096], src[64];
+	struct iovec ri = {region, sizeof(region)}, si = {src, sizeof(src)};
+	struct fab_dev *devs[2];
+	struct fab_mr mr, ms;
+	struct fab_sge sg;
+	struct fab_wc wc;
+	int mapped = 0;
+
+	(void)state;
+	assert_int_equal(node_open(&a, 1, NULL, true), 0);
+	assert_int_equal(node_open(&c, 3, NULL, false), 0);
+	link_up(&c, &a, &k, NULL, 0);
+	devs[0] = a.d;
+	devs[1] = c.d;
+	assert_int_equal(OPS->reg_mr(c.d, &ri, 1, ALL, &mr), 0);
+	c.d->tbl[SHM_KEY_IDX(mr.rkey)].mem_id = 0x999; /* an arena never announced: a miss, then process_vm */
+	for (uint64_t i = 1; i <= 6; i++)
+		announce(k.ia->mem_fd, 0x100 + i, SHM_MEM_MAX);
+	assert_int_equal(OPS->reg_mr(a.d, &si, 1, ALL, &ms), 0);
+	sg = (struct fab_sge){(uintptr_t)src, sizeof(src), ms.lkey};
+	assert_int_equal(ft_post_send1(k.qb, 1, FAB_WR_RDMA_WRITE, true, &sg, 1, mr.addr, mr.rkey), 0);
+	ft_expect_wc(devs, 2, 1, FAB_WC_SUCCESS, &wc);
+	for (int i = 0; i < SHM_PEER_MAPS; i++)
+		mapped += k.ib->maps[i].map != NULL;
+	print_message("6 arenas of 4 GiB announced: %d mapped, %llu GiB\n", mapped,
+		      (unsigned long long)(k.ib->map_bytes >> 30));
+	assert_true(k.ib->map_bytes <= SHM_PEER_MAP_BYTES);
+	assert_int_equal(mapped, (int)(SHM_PEER_MAP_BYTES / SHM_MEM_MAX));
+	OPS->dev_close(c.d);
+	OPS->dev_close(a.d);
+}
+
 /* ---- per-connection control words ---- */
 
 /* a listens; b and c are connected to it (kb, kc); devs: {a, b, c}. */
@@ -850,6 +912,7 @@ int main(int argc, char **argv)
 		cmocka_unit_test_setup(test_unsealed_table_refused, case_setup),
 		cmocka_unit_test_setup(test_path_fd_never_opened, case_setup),
 		cmocka_unit_test_setup(test_unsealed_memfd_refused, case_setup),
+		cmocka_unit_test_setup(test_peer_arenas_capped, case_setup),
 		cmocka_unit_test_setup(test_copying_word_bounded, case_setup),
 		cmocka_unit_test_setup(test_doorbell_per_connection, case_setup),
 		cmocka_unit_test_setup(test_lost_wakeup_recovers, case_setup),

@@ -124,6 +124,9 @@ struct shm_peer_map {
 	char *map;
 };
 #define SHM_PEER_MAPS 64
+/* address space a connection's peer arenas may take (SHM_MEM_MAX is 4 GiB an arena) */
+#define SHM_PEER_MAP_BYTES (16ull << 30)
+_Static_assert(SHM_PEER_MAP_BYTES > SHM_MEM_MAX, "one arena fits");
 /* Half-open connections (accepted, no CONNREQ yet) a listener keeps; past it the oldest goes. */
 #define SHM_HALF_OPEN_MAX 256
 
@@ -156,7 +159,7 @@ struct fab_cm_id {
 	uint32_t n_half;          /* listener: children in REQ_WAIT */
 	bool disconnect_reported;
 	struct shm_peer_map maps[SHM_PEER_MAPS]; /* LRU; used only by the thread that executes the QP */
-	uint64_t map_clock;
+	uint64_t map_clock, map_bytes;
 	/* the connection's memory channel (a socketpair the connector made; one end each): the owner of
 	 * an arena sends it, sealed, before any key into it can reach the peer (shm_mem.c) */
 	int mem_fd;

@@ -263,28 +263,57 @@ void shm_mem_announce_all(struct fab_cm_id *id)
 	}
 }
 
-/* Install arena @mid (@fd, taken) in the least recently used slot. */
+/* An empty slot, or NULL. */
+static struct shm_peer_map *map_empty(struct fab_cm_id *id)
+{
+	for (struct shm_peer_map *m = id->maps; m < id->maps + SHM_PEER_MAPS; m++)
+		if (!m->map)
+			return m;
+	return NULL;
+}
+
+/* The least recently used mapped slot, or NULL. */
+static struct shm_peer_map *map_lru(struct fab_cm_id *id)
+{
+	struct shm_peer_map *lru = NULL;
+
+	for (struct shm_peer_map *m = id->maps; m < id->maps + SHM_PEER_MAPS; m++)
+		if (m->map && (!lru || m->used < lru->used))
+			lru = m;
+	return lru;
+}
+
+static void map_drop(struct fab_cm_id *id, struct shm_peer_map *m)
+{
+	if (m->map) {
+		munmap(m->map, m->len);
+		id->map_bytes -= m->len;
+	}
+	*m = (struct shm_peer_map){0};
+}
+
+/* Install arena @mid (@fd, taken), least recently used ones unmapped first to make room: a slot,
+ * and address space within SHM_PEER_MAP_BYTES per connection (a peer announcing arena after arena
+ * of 4 GiB cannot exhaust ours). */
 static void map_install(struct fab_cm_id *id, uint64_t mid, uint64_t base, uint32_t len, int fd)
 {
-	struct shm_peer_map *m, *victim = &id->maps[0];
+	struct shm_peer_map *m;
 	void *p;
 
-	for (m = id->maps; m < id->maps + SHM_PEER_MAPS; m++) {
+	for (m = id->maps; m < id->maps + SHM_PEER_MAPS; m++)
 		if (m->map && m->mid == mid) { /* announced again: keep the mapping we have */
 			close(fd);
 			return;
 		}
-		if (m->used < victim->used)
-			victim = m;
-	}
+	while (!map_empty(id) || id->map_bytes + len > SHM_PEER_MAP_BYTES)
+		map_drop(id, map_lru(id)); /* (len <= SHM_MEM_MAX < the cap: dropping all makes room) */
 	/* not populated: that would allocate the memfd's holes; a page faults in once per mapping */
 	p = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
 	close(fd);
 	if (p == MAP_FAILED)
 		return;
-	if (victim->map)
-		munmap(victim->map, victim->len);
-	*victim = (struct shm_peer_map){.mid = mid, .base = base, .len = len, .used = ++id->map_clock, .map = p};
+	*map_empty(id) = (struct shm_peer_map){.mid = mid, .base = base, .len = len, .used = ++id->map_clock, .map = p};
+	id->map_bytes += len;
 }
 
 /* Read what the peer announced on the memory channel. 0, or -EPROTO (logged): a message that is not
@@ -353,11 +382,8 @@ static struct shm_peer_map *map_find(struct fab_cm_id *id, const struct shm_mr_e
 
 void shm_peer_maps_drop(struct fab_cm_id *id)
 {
-	for (int i = 0; i < SHM_PEER_MAPS; i++) {
-		if (id->maps[i].map)
-			munmap(id->maps[i].map, id->maps[i].len);
-		id->maps[i] = (struct shm_peer_map){0};
-	}
+	for (int i = 0; i < SHM_PEER_MAPS; i++)
+		map_drop(id, &id->maps[i]);
 }
 
 int shm_peer_translate(struct fab_cm_id *id, const struct shm_mr_entry *e, struct iovec *iov, int n)
