@@ -191,6 +191,7 @@ struct o2ib_conn {
 	 * to a slot it frees, conn_destroy_id empties them all and sets 0 */
 	uint32_t slot_low;
 	uint64_t last_send_ns;      /* ulnet__now_coarse_ns: the keepalive counts in seconds */
+	uint64_t accept_deadline_ns; /* PASSIVE_WAIT: the peer must complete the handshake by then */
 	struct ulnet_list check_link; /* net->checks while check_due */
 	bool check_due;             /* a send check waits (o2ib_conn_check_sends inside o2ib_progress) */
 	bool destroyed;             /* id destroyed: no completion follows */
@@ -254,6 +255,9 @@ void o2ib_rx_repost(struct o2ib_rx *rx, bool credit);
 void o2ib_progress(struct o2ib_net *net, bool provider);
 void o2ib_conn_tick(struct o2ib_conn *conn, uint64_t now_ns);
 void o2ib_reap_zombies(struct o2ib_net *net);
+/* Close the accepted connections whose peer did not complete the handshake within the timeout (a
+ * peer that died between its CONNREQ and its RTU would hold a QP and block its reconnects for good). */
+void o2ib_pending_tick(struct o2ib_net *net, uint64_t now_ns);
 const char *o2ib_nid_str(const struct ulnet_nid *nid, char *buf, size_t len);
 /* @nid's IPv4 socket address at @port, through the core's one conversion (ulnet__nid_sockaddr).
  * 0; -EAFNOSUPPORT for a NID that is not IPv4 (o2ib addresses are). */

@@ -185,6 +185,23 @@ static void conn_destroy_id(struct o2ib_conn *conn)
 	conn->slot_low = 0; /* (the conn is closing: nothing posts again; kept true all the same) */
 }
 
+void o2ib_pending_tick(struct o2ib_net *net, uint64_t now_ns)
+{
+	struct ulnet_list *p = net->pending.next, *next;
+	char why[96];
+
+	for (; p != &net->pending; p = next) {
+		struct o2ib_conn *conn = ulnet_container_of(p, struct o2ib_conn, link);
+
+		next = p->next;
+		if (conn->state != O2IB_CONN_PASSIVE_WAIT || now_ns < conn->accept_deadline_ns)
+			continue;
+		snprintf(why, sizeof(why), "the peer did not complete the connection within %d s (lnd tunable timeout)",
+			 net->tun.timeout);
+		o2ib_conn_close(conn, -ETIMEDOUT, why);
+	}
+}
+
 void o2ib_reap_zombies(struct o2ib_net *net)
 {
 	struct ulnet_list *p = net->zombies.next, *next;
@@ -914,6 +931,7 @@ static void on_connect_request(struct o2ib_net *net, const struct fab_cm_event *
 		return;
 	}
 	conn->state = O2IB_CONN_PASSIVE_WAIT;
+	conn->accept_deadline_ns = ulnet__now_ns() + (uint64_t)net->tun.timeout * NS_PER_S;
 	peer->accepting++;
 	ulnet_list_add_tail(&conn->link, &net->pending); /* becomes the peer's conn at ESTABLISHED */
 }
@@ -984,7 +1002,11 @@ static void on_event(struct o2ib_net *net, const struct fab_cm_event *ev)
 		break;
 	case FAB_CM_UNREACHABLE:
 	case FAB_CM_TIMED_OUT:
-		if (conn->state == O2IB_CONN_ACTIVE_CONNECT) {
+		if (conn->state == O2IB_CONN_PASSIVE_WAIT) { /* (verbs: the REP went unanswered) */
+			snprintf(why, sizeof(why), "the handshake failed before it completed (%s)",
+				 fab_cm_event_str(ev->type));
+			o2ib_conn_close(conn, ev->type == FAB_CM_TIMED_OUT ? -ETIMEDOUT : -ECONNABORTED, why);
+		} else if (conn->state == O2IB_CONN_ACTIVE_CONNECT) {
 			struct o2ib_peer *peer = conn->peer;
 
 			rc = ev->type == FAB_CM_TIMED_OUT ? -ETIMEDOUT : (ev->status ? ev->status : -ECONNREFUSED);

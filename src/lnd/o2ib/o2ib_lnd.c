@@ -485,6 +485,7 @@ static void o2iblnd_tick(struct ulnet_ni *ni, uint64_t now_ns)
 			}
 		}
 	}
+	o2ib_pending_tick(net, now_ns);
 	net->in_tick = false;
 	o2ib_reap_zombies(net);
 }
