@@ -114,6 +114,28 @@ static void sr_done(struct sendrec *x)
 	OPS->dereg_mr(x->dr, &x->mr);
 }
 
+/* a listens, @k connects node @bk to it; devs: {a, b}. */
+struct pair {
+	struct node a, b;
+	struct link k;
+	struct fab_dev *devs[2];
+};
+
+static void pair_up(struct pair *p, int bk)
+{
+	assert_int_equal(node_open(&p->a, 1, NULL, true), 0);
+	assert_int_equal(node_open(&p->b, bk, NULL, false), 0);
+	link_up(&p->b, &p->a, &p->k, NULL, 0);
+	p->devs[0] = p->a.d;
+	p->devs[1] = p->b.d;
+}
+
+static void pair_down(struct pair *p)
+{
+	OPS->dev_close(p->b.d);
+	OPS->dev_close(p->a.d);
+}
+
 /* One SEND from @qs (device @ds) into @qr (device @dr): it arrives. */
 static void send_one(struct fab_dev *ds, struct fab_qp *qs, struct fab_dev *dr, struct fab_qp *qr, uint64_t wr)
 {
@@ -348,32 +370,25 @@ static void spoofer(int wfd, void *arg)
 
 static void test_spoofed_source(void **state)
 {
-	struct node a, b;
-	struct link k;
-	struct fab_dev *ab[2];
+	struct pair p;
 	struct evil_args ea = {0};
 	int32_t r[2];
 	int rd;
 	pid_t ch;
 
 	(void)state;
-	assert_int_equal(node_open(&a, 1, NULL, true), 0);
-	assert_int_equal(node_open(&b, 2, NULL, false), 0);
-	link_up(&b, &a, &k, NULL, 0);
-	ab[0] = a.d;
-	ab[1] = b.d;
-	ea.target = a.a;
+	pair_up(&p, 2);
+	ea.target = p.a.a;
 	ch = spawn(&rd, spoofer, &ea);
-	child_read(rd, r, sizeof(r), ab, 2);
+	child_read(rd, r, sizeof(r), p.devs, 2);
 	assert_int_equal(r[0], FAB_CM_REJECTED);
 	assert_int_equal(r[1], -EACCES);
-	ft_pump(ab, 2, 0);
-	assert_true(no_event(a.d)); /* no CONNECT_REQUEST claiming b, no disconnect */
-	assert_true(no_event(b.d));
-	send_one(b.d, k.qa, a.d, k.qb, 7);
+	ft_pump(p.devs, 2, 0);
+	assert_true(no_event(p.a.d)); /* no CONNECT_REQUEST claiming b, no disconnect */
+	assert_true(no_event(p.b.d));
+	send_one(p.b.d, p.k.qa, p.a.d, p.k.qb, 7);
 	child_done(ch, rd);
-	OPS->dev_close(b.d);
-	OPS->dev_close(a.d);
+	pair_down(&p);
 }
 
 /* ---- what the node shares is read-only ---- */
@@ -465,6 +480,27 @@ static void test_unsealed_table_refused(void **state)
 
 /* ---- memory a peer hands us ---- */
 
+/* Send the memory channel's announcement of arena @mid (@base, @len) with descriptor @fd on @chan,
+ * as an owner does (shm_mem_announce), whatever @fd is. */
+static int announce_fd(int chan, uint64_t mid, uint64_t base, uint32_t len, int fd)
+{
+	uint8_t msg[SHM_MEM_MSG];
+	union {
+		struct cmsghdr h;
+		char buf[CMSG_SPACE(sizeof(int))];
+	} ctl;
+	struct iovec iov = {msg, sizeof(msg)};
+	struct msghdr mh = {.msg_iov = &iov, .msg_iovlen = 1, .msg_control = ctl.buf, .msg_controllen = sizeof(ctl.buf)};
+
+	shm_mem_msg_pack(msg, mid, base, len);
+	memset(&ctl, 0, sizeof(ctl));
+	CMSG_FIRSTHDR(&mh)->cmsg_level = SOL_SOCKET;
+	CMSG_FIRSTHDR(&mh)->cmsg_type = SCM_RIGHTS;
+	CMSG_FIRSTHDR(&mh)->cmsg_len = CMSG_LEN(sizeof(int));
+	memcpy(CMSG_DATA(CMSG_FIRSTHDR(&mh)), &fd, sizeof(int));
+	return sendmsg(chan, &mh, 0) == (ssize_t)sizeof(msg) ? 0 : -errno;
+}
+
 /* The attacker: a region of its own whose table entry says it lies in arena 0x777, and an
  * announcement of that arena on the memory channel with @mode 0: an O_PATH descriptor of a root
  * file it cannot read (the node used to reopen such a descriptor read-write with its own rights);
@@ -481,13 +517,7 @@ static void evil_arena(int wfd, void *arg)
 	struct fab_qp *qp;
 	struct fab_mr mr;
 	struct shm_mr_entry *e;
-	uint8_t pd[12], msg[SHM_MEM_MSG];
-	union {
-		struct cmsghdr h;
-		char buf[CMSG_SPACE(sizeof(int))];
-	} ctl;
-	struct iovec iov = {msg, sizeof(msg)};
-	struct msghdr mh = {.msg_iov = &iov, .msg_iovlen = 1, .msg_control = ctl.buf, .msg_controllen = sizeof(ctl.buf)};
+	uint8_t pd[12];
 	int32_t r[2];
 	int fd;
 
@@ -509,13 +539,7 @@ static void evil_arena(int wfd, void *arg)
 	fd = a->mode == 0 ? open(a->path, O_PATH | O_CLOEXEC) : memfd_create("evil-arena", MFD_CLOEXEC);
 	if (fd < 0 || (a->mode == 1 && ftruncate(fd, sizeof(region))))
 		_exit(95);
-	shm_mem_msg_pack(msg, 0x777, (uintptr_t)region, sizeof(region));
-	memset(&ctl, 0, sizeof(ctl));
-	CMSG_FIRSTHDR(&mh)->cmsg_level = SOL_SOCKET;
-	CMSG_FIRSTHDR(&mh)->cmsg_type = SCM_RIGHTS;
-	CMSG_FIRSTHDR(&mh)->cmsg_len = CMSG_LEN(sizeof(int));
-	memcpy(CMSG_DATA(CMSG_FIRSTHDR(&mh)), &fd, sizeof(int));
-	if (sendmsg(id->mem_fd, &mh, 0) != sizeof(msg))
+	if (announce_fd(id->mem_fd, 0x777, (uintptr_t)region, sizeof(region), fd))
 		_exit(96);
 	if (a->mode == 1 && ftruncate(fd, 0))
 		_exit(97);
@@ -602,61 +626,41 @@ static void test_unsealed_memfd_refused(void **state)
 static void announce(int chan, uint64_t mid, uint32_t len)
 {
 	int fd = memfd_create("big-arena", MFD_CLOEXEC | MFD_ALLOW_SEALING);
-	uint8_t msg[SHM_MEM_MSG];
-	union {
-		struct cmsghdr h;
-		char buf[CMSG_SPACE(sizeof(int))];
-	} ctl;
-	struct iovec iov = {msg, sizeof(msg)};
-	struct msghdr mh = {.msg_iov = &iov, .msg_iovlen = 1, .msg_control = ctl.buf, .msg_controllen = sizeof(ctl.buf)};
 
 	assert_true(fd >= 0);
 	assert_int_equal(ftruncate(fd, len), 0);
 	assert_int_equal(fcntl(fd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW), 0);
-	shm_mem_msg_pack(msg, mid, 1ull << 40, len);
-	memset(&ctl, 0, sizeof(ctl));
-	CMSG_FIRSTHDR(&mh)->cmsg_level = SOL_SOCKET;
-	CMSG_FIRSTHDR(&mh)->cmsg_type = SCM_RIGHTS;
-	CMSG_FIRSTHDR(&mh)->cmsg_len = CMSG_LEN(sizeof(int));
-	memcpy(CMSG_DATA(CMSG_FIRSTHDR(&mh)), &fd, sizeof(int));
-	assert_int_equal(sendmsg(chan, &mh, 0), sizeof(msg));
+	assert_int_equal(announce_fd(chan, mid, 1ull << 40, len, fd), 0);
 	close(fd);
 }
 
 static void test_peer_arenas_capped(void **state)
 {
-	struct node a, c;
-	struct link k;
+	struct pair p;
 	static uint8_t region[4096], src[64];
 	struct iovec ri = {region, sizeof(region)}, si = {src, sizeof(src)};
-	struct fab_dev *devs[2];
 	struct fab_mr mr, ms;
 	struct fab_sge sg;
 	struct fab_wc wc;
 	int mapped = 0;
 
 	(void)state;
-	assert_int_equal(node_open(&a, 1, NULL, true), 0);
-	assert_int_equal(node_open(&c, 3, NULL, false), 0);
-	link_up(&c, &a, &k, NULL, 0);
-	devs[0] = a.d;
-	devs[1] = c.d;
-	assert_int_equal(OPS->reg_mr(c.d, &ri, 1, ALL, &mr), 0);
-	c.d->tbl[SHM_KEY_IDX(mr.rkey)].mem_id = 0x999; /* an arena never announced: a miss, then process_vm */
+	pair_up(&p, 3);
+	assert_int_equal(OPS->reg_mr(p.b.d, &ri, 1, ALL, &mr), 0);
+	p.b.d->tbl[SHM_KEY_IDX(mr.rkey)].mem_id = 0x999; /* an arena never announced: a miss, then process_vm */
 	for (uint64_t i = 1; i <= 6; i++)
-		announce(k.ia->mem_fd, 0x100 + i, SHM_MEM_MAX);
-	assert_int_equal(OPS->reg_mr(a.d, &si, 1, ALL, &ms), 0);
+		announce(p.k.ia->mem_fd, 0x100 + i, SHM_MEM_MAX);
+	assert_int_equal(OPS->reg_mr(p.a.d, &si, 1, ALL, &ms), 0);
 	sg = (struct fab_sge){(uintptr_t)src, sizeof(src), ms.lkey};
-	assert_int_equal(ft_post_send1(k.qb, 1, FAB_WR_RDMA_WRITE, true, &sg, 1, mr.addr, mr.rkey), 0);
-	ft_expect_wc(devs, 2, 1, FAB_WC_SUCCESS, &wc);
+	assert_int_equal(ft_post_send1(p.k.qb, 1, FAB_WR_RDMA_WRITE, true, &sg, 1, mr.addr, mr.rkey), 0);
+	ft_expect_wc(p.devs, 2, 1, FAB_WC_SUCCESS, &wc);
 	for (int i = 0; i < SHM_PEER_MAPS; i++)
-		mapped += k.ib->maps[i].map != NULL;
+		mapped += p.k.ib->maps[i].map != NULL;
 	print_message("6 arenas of 4 GiB announced: %d mapped, %llu GiB\n", mapped,
-		      (unsigned long long)(k.ib->map_bytes >> 30));
-	assert_true(k.ib->map_bytes <= SHM_PEER_MAP_BYTES);
+		      (unsigned long long)(p.k.ib->map_bytes >> 30));
+	assert_true(p.k.ib->map_bytes <= SHM_PEER_MAP_BYTES);
 	assert_int_equal(mapped, (int)(SHM_PEER_MAP_BYTES / SHM_MEM_MAX));
-	OPS->dev_close(c.d);
-	OPS->dev_close(a.d);
+	pair_down(&p);
 }
 
 /* ---- per-connection control words ---- */
@@ -743,28 +747,21 @@ static void test_doorbell_per_connection(void **state)
  * periodic look, never the connection. */
 static void test_lost_wakeup_recovers(void **state)
 {
-	struct node a, b;
-	struct link k;
-	struct fab_dev *devs[2];
+	struct pair p;
 	struct sendrec x;
 	struct fab_wc wc;
 	char junk[64];
 	uint64_t t0;
 
 	(void)state;
-	assert_int_equal(node_open(&a, 1, NULL, true), 0);
-	assert_int_equal(node_open(&b, 2, NULL, false), 0);
-	link_up(&b, &a, &k, NULL, 0);
-	devs[0] = a.d;
-	devs[1] = b.d;
-	sr_post(&x, b.d, k.qa, a.d, k.qb, 1); /* (a sleeps on the ring: b rings it) */
-	assert_true(recv(k.ib->db_fd, junk, sizeof(junk), MSG_DONTWAIT) > 0); /* the bell, gone */
+	pair_up(&p, 2);
+	sr_post(&x, p.b.d, p.k.qa, p.a.d, p.k.qb, 1); /* (a sleeps on the ring: b rings it) */
+	assert_true(recv(p.k.ib->db_fd, junk, sizeof(junk), MSG_DONTWAIT) > 0); /* the bell, gone */
 	t0 = ft_now_ms();
-	ft_expect_wc(devs, 2, 1, FAB_WC_SUCCESS, &wc);
+	ft_expect_wc(p.devs, 2, 1, FAB_WC_SUCCESS, &wc);
 	print_message("SEND after a lost wake-up: %llu ms\n", (unsigned long long)(ft_now_ms() - t0));
 	sr_done(&x);
-	OPS->dev_close(b.d);
-	OPS->dev_close(a.d);
+	pair_down(&p);
 }
 
 /* ---- the listener ---- */
