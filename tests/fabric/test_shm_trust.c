@@ -485,20 +485,9 @@ static void test_unsealed_table_refused(void **state)
 static int announce_fd(int chan, uint64_t mid, uint64_t base, uint32_t len, int fd)
 {
 	uint8_t msg[SHM_MEM_MSG];
-	union {
-		struct cmsghdr h;
-		char buf[CMSG_SPACE(sizeof(int))];
-	} ctl;
-	struct iovec iov = {msg, sizeof(msg)};
-	struct msghdr mh = {.msg_iov = &iov, .msg_iovlen = 1, .msg_control = ctl.buf, .msg_controllen = sizeof(ctl.buf)};
 
 	shm_mem_msg_pack(msg, mid, base, len);
-	memset(&ctl, 0, sizeof(ctl));
-	CMSG_FIRSTHDR(&mh)->cmsg_level = SOL_SOCKET;
-	CMSG_FIRSTHDR(&mh)->cmsg_type = SCM_RIGHTS;
-	CMSG_FIRSTHDR(&mh)->cmsg_len = CMSG_LEN(sizeof(int));
-	memcpy(CMSG_DATA(CMSG_FIRSTHDR(&mh)), &fd, sizeof(int));
-	return sendmsg(chan, &mh, 0) == (ssize_t)sizeof(msg) ? 0 : -errno;
+	return shm_send_fds(chan, msg, sizeof(msg), &fd, 1);
 }
 
 /* The attacker: a region of its own whose table entry says it lies in arena 0x777, and an

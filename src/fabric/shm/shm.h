@@ -170,7 +170,7 @@ struct fab_cm_id {
 	void *ring_map;
 	int db_fd;                /* our doorbell for this connection: the peer writes it */
 	int peer_db;              /* the peer's doorbell for this connection */
-	uint32_t db_ep;           /* db_fd's epoll interest is registered */
+	bool db_polled;           /* db_fd is in the device's epoll set */
 	struct shm_ring ring_tx, ring_rx;
 	bool ring_send;           /* our SENDs go through ring_tx (the peer reads it, no copy thread here) */
 	/* the peer process's life word (shm_life.h; NULL: none came, its socket is polled) */
@@ -319,6 +319,18 @@ int shm_mem_msg_unpack(const uint8_t *b, size_t n, uint64_t *mid, uint64_t *base
 /* @fd is a memfd sealed against shrinking and growing, of at least @len bytes (what a peer hands us
  * to map: nothing it does to it later can SIGBUS us). 0 or -EPROTO. */
 int shm_fd_sealed(int fd, uint64_t len);
+
+/* shm_fds.c */
+#define SHM_FDS_MAX 5 /* descriptors a message carries at most (a CONNREQ's) */
+/* Send @len bytes of @buf with @fds[0..nfd) (SCM_RIGHTS) on @sock, never blocking. 0 or -errno. */
+int shm_send_fds(int sock, const void *buf, size_t len, const int *fds, int nfd);
+/* Receive one message of at most @len bytes from @sock, never blocking, its descriptors in
+ * @fds[0..max) (-1 where none came). The bytes (0: end of file), -errno (-EAGAIN: nothing), or
+ * -EPROTO for a message cut short or with more than @max descriptors (all of them closed). */
+ssize_t shm_recv_fds(int sock, void *buf, size_t len, int *fds, int max);
+/* Seal memfd @fd (mapped writable by its owner already) so that whoever gets it can map it only
+ * read-only, and can neither write nor resize it. 0 or -errno. */
+int shm_seal_read_only(int fd);
 
 /* shm_cm.c */
 int shm_create_id(struct fab_dev *dev, void *context, struct fab_cm_id **out);

@@ -32,7 +32,7 @@
 #define SHM_RTU_WAIT_NS 10000000000ull
 #define SHM_ACCEPT_PAUSE_NS 100000000ull /* accept paused this long at EMFILE (it would spin) */
 /* CONNREQ: table, rings, doorbell, memory channel, [life]; CONNACK: table, doorbell, [life] */
-#define SHM_CM_FDS 5
+#define SHM_CM_FDS SHM_FDS_MAX
 #define SHM_CM_RING_OK 0x01    /* CONNACK flags: the acceptor reads the rings */
 #define SHM_CM_LIFE 0x02       /* CONNREQ/CONNACK flags: the sender's life page comes last */
 
@@ -166,6 +166,13 @@ int shm_identity_open(struct fab_dev *dev)
 	return rc;
 }
 
+/* accept failed for want of descriptors or memory: the listener stays readable, so polling it again
+ * at once would spin a core; it pauses instead */
+static bool accept_exhausted(int err)
+{
+	return err == EMFILE || err == ENFILE || err == ENOBUFS || err == ENOMEM;
+}
+
 void shm_identity_accept(struct fab_dev *dev)
 {
 	int fd;
@@ -173,7 +180,7 @@ void shm_identity_accept(struct fab_dev *dev)
 	/* probes of our identity: the prober has read our pid when its connect returned */
 	while ((fd = accept4(dev->idfd, NULL, NULL, SOCK_CLOEXEC)) >= 0)
 		close(fd);
-	if (errno == EMFILE || errno == ENFILE || errno == ENOBUFS || errno == ENOMEM) {
+	if (accept_exhausted(errno)) {
 		struct epoll_event ev = {0};
 
 		epoll_ctl(dev->epfd, EPOLL_CTL_DEL, dev->idfd, &ev);
@@ -218,24 +225,9 @@ static bool is_pair_end(int fd, int type)
 static int cm_send(struct fab_cm_id *id, const struct shm_cm_msg *m, const int *fds, int nfd)
 {
 	uint8_t b[SHM_CM_SIZE];
-	union {
-		struct cmsghdr h;
-		char buf[CMSG_SPACE(SHM_CM_FDS * sizeof(int))];
-	} ctl;
-	struct iovec iov = {b, sizeof(b)};
-	struct msghdr mh = {.msg_iov = &iov, .msg_iovlen = 1};
 
 	shm_cm_pack(m, b);
-	if (nfd > 0) {
-		memset(&ctl, 0, sizeof(ctl));
-		mh.msg_control = ctl.buf;
-		mh.msg_controllen = CMSG_SPACE((size_t)nfd * sizeof(int));
-		CMSG_FIRSTHDR(&mh)->cmsg_level = SOL_SOCKET;
-		CMSG_FIRSTHDR(&mh)->cmsg_type = SCM_RIGHTS;
-		CMSG_FIRSTHDR(&mh)->cmsg_len = CMSG_LEN((size_t)nfd * sizeof(int));
-		memcpy(CMSG_DATA(CMSG_FIRSTHDR(&mh)), fds, (size_t)nfd * sizeof(int));
-	}
-	return sendmsg(id->fd, &mh, MSG_NOSIGNAL | MSG_DONTWAIT) == (ssize_t)sizeof(b) ? 0 : -errno;
+	return shm_send_fds(id->fd, b, sizeof(b), fds, nfd);
 }
 
 static void close_fds(int *fds, int n)
@@ -251,36 +243,15 @@ static void close_fds(int *fds, int n)
 static int cm_recv(struct fab_cm_id *id, struct shm_cm_msg *m, int fds[SHM_CM_FDS])
 {
 	uint8_t b[SHM_CM_SIZE + 1];
-	union {
-		struct cmsghdr h;
-		char buf[CMSG_SPACE(SHM_CM_FDS * sizeof(int))];
-	} ctl;
-	struct iovec iov = {b, sizeof(b)};
-	struct msghdr mh = {.msg_iov = &iov, .msg_iovlen = 1, .msg_control = ctl.buf, .msg_controllen = sizeof(ctl.buf)};
-	struct cmsghdr *c;
-	ssize_t n = recvmsg(id->fd, &mh, MSG_DONTWAIT | MSG_CMSG_CLOEXEC);
-	int k = 0;
+	ssize_t n = shm_recv_fds(id->fd, b, sizeof(b), fds, SHM_CM_FDS);
 
-	for (int i = 0; i < SHM_CM_FDS; i++)
-		fds[i] = -1;
-	if (n < 0)
-		return errno == EAGAIN || errno == EWOULDBLOCK ? -EAGAIN : -ECONNRESET;
-	if (n == 0)
+	if (n == -EAGAIN || n == -EWOULDBLOCK)
+		return -EAGAIN;
+	if (n == -EPROTO)
+		return -EPROTO;
+	if (n <= 0)
 		return -ECONNRESET;
-	for (c = CMSG_FIRSTHDR(&mh); c; c = CMSG_NXTHDR(&mh, c)) {
-		if (c->cmsg_level != SOL_SOCKET || c->cmsg_type != SCM_RIGHTS || c->cmsg_len < CMSG_LEN(0))
-			continue;
-		for (size_t i = 0; i < (c->cmsg_len - CMSG_LEN(0)) / sizeof(int); i++) {
-			int fd;
-
-			memcpy(&fd, CMSG_DATA(c) + i * sizeof(int), sizeof(int));
-			if (k < SHM_CM_FDS)
-				fds[k++] = fd;
-			else
-				close(fd);
-		}
-	}
-	if ((mh.msg_flags & (MSG_TRUNC | MSG_CTRUNC)) || shm_cm_unpack(b, (size_t)n, m)) {
+	if (shm_cm_unpack(b, (size_t)n, m)) {
 		close_fds(fds, SHM_CM_FDS);
 		return -EPROTO;
 	}
@@ -404,7 +375,7 @@ static int db_open(struct fab_cm_id *id, int *peer_end)
 		return rc;
 	}
 	id->db_fd = sv[0];
-	id->db_ep = EPOLLIN;
+	id->db_polled = true;
 	shutdown(sv[0], SHUT_WR); /* (nothing goes the other way) */
 	*peer_end = sv[1];
 	return 0;
@@ -415,9 +386,9 @@ static void db_stop(struct fab_cm_id *id)
 {
 	struct epoll_event ev = {0};
 
-	if (id->db_fd >= 0 && id->db_ep) {
+	if (id->db_fd >= 0 && id->db_polled) {
 		epoll_ctl(id->dev->epfd, EPOLL_CTL_DEL, id->db_fd, &ev);
-		id->db_ep = 0;
+		id->db_polled = false;
 	}
 }
 
@@ -760,10 +731,9 @@ static void listener_io(struct fab_cm_id *l)
 		}
 		req_wait_io(id); /* a connector sends its CONNREQ with its connect: usually there already */
 	}
-	if (errno == EMFILE || errno == ENFILE || errno == ENOBUFS || errno == ENOMEM) {
+	if (accept_exhausted(errno)) {
 		struct rlimit rl = {0};
 
-		/* the listener stays readable: polling it now would spin a core */
 		getrlimit(RLIMIT_NOFILE, &rl);
 		ULNET_LOG(FABRIC, ERR, "shm: accept: %s (RLIMIT_NOFILE %llu); pausing the listener for %llu ms (raise "
 			  "the limit with ulimit -n)", strerror(errno), (unsigned long long)rl.rlim_cur,

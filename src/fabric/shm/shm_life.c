@@ -98,10 +98,8 @@ static int life_make(void)
 		close(fd);
 		return rc;
 	}
-	if (fcntl(fd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_FUTURE_WRITE | F_SEAL_SEAL) < 0) {
-		rc = -errno;
+	if ((rc = shm_seal_read_only(fd))) {
 		munmap(p, SHM_LIFE_LEN);
-		rc = -errno;
 		close(fd);
 		return rc;
 	}

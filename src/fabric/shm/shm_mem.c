@@ -197,12 +197,6 @@ int shm_fd_sealed(int fd, uint64_t len)
 int shm_mem_announce(struct fab_cm_id *id, uint64_t mid)
 {
 	uint8_t b[SHM_MEM_MSG];
-	union {
-		struct cmsghdr h;
-		char buf[CMSG_SPACE(sizeof(int))];
-	} ctl;
-	struct iovec iov = {b, sizeof(b)};
-	struct msghdr mh = {.msg_iov = &iov, .msg_iovlen = 1, .msg_control = ctl.buf, .msg_controllen = sizeof(ctl.buf)};
 	uint64_t base = 0;
 	uint32_t len = 0;
 	int fd = -1, rc;
@@ -233,12 +227,7 @@ int shm_mem_announce(struct fab_cm_id *id, uint64_t mid)
 	if (fd < 0)
 		return -ENOENT; /* freed: no region of it is valid any more */
 	shm_mem_msg_pack(b, mid, base, len);
-	memset(&ctl, 0, sizeof(ctl));
-	CMSG_FIRSTHDR(&mh)->cmsg_level = SOL_SOCKET;
-	CMSG_FIRSTHDR(&mh)->cmsg_type = SCM_RIGHTS;
-	CMSG_FIRSTHDR(&mh)->cmsg_len = CMSG_LEN(sizeof(int));
-	memcpy(CMSG_DATA(CMSG_FIRSTHDR(&mh)), &fd, sizeof(int));
-	rc = sendmsg(id->mem_fd, &mh, MSG_DONTWAIT | MSG_NOSIGNAL) == (ssize_t)sizeof(b) ? 0 : -errno;
+	rc = shm_send_fds(id->mem_fd, b, sizeof(b), &fd, 1);
 	close(fd);
 	if (rc) {
 		/* (the peer then copies with process_vm, as for other memory) */
@@ -322,39 +311,14 @@ static int mem_drain(struct fab_cm_id *id)
 {
 	for (int k = 0; k < SHM_MEM_DRAIN_MAX; k++) {
 		uint8_t b[SHM_MEM_MSG + 1];
-		union {
-			struct cmsghdr h;
-			char buf[CMSG_SPACE(4 * sizeof(int))];
-		} ctl;
-		struct iovec iov = {b, sizeof(b)};
-		struct msghdr mh = {.msg_iov = &iov, .msg_iovlen = 1, .msg_control = ctl.buf,
-				    .msg_controllen = sizeof(ctl.buf)};
-		ssize_t n = recvmsg(id->mem_fd, &mh, MSG_DONTWAIT | MSG_CMSG_CLOEXEC);
-		int fd = -1, extra = 0, rc;
 		uint64_t mid, base;
 		uint32_t len;
+		int fd, rc;
+		ssize_t n = shm_recv_fds(id->mem_fd, b, sizeof(b), &fd, 1);
 
-		if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
-			return 0;
-		if (n <= 0)
-			return 0; /* closed: the connection's socket says so */
-		for (struct cmsghdr *c = CMSG_FIRSTHDR(&mh); c; c = CMSG_NXTHDR(&mh, c)) {
-			if (c->cmsg_level != SOL_SOCKET || c->cmsg_type != SCM_RIGHTS)
-				continue;
-			for (size_t i = 0; i < (c->cmsg_len - CMSG_LEN(0)) / sizeof(int); i++) {
-				int f;
-
-				memcpy(&f, CMSG_DATA(c) + i * sizeof(int), sizeof(int));
-				if (fd < 0) {
-					fd = f;
-				} else {
-					close(f);
-					extra++;
-				}
-			}
-		}
-		rc = (mh.msg_flags & (MSG_TRUNC | MSG_CTRUNC)) || extra ? -EPROTO
-		     : shm_mem_msg_unpack(b, (size_t)n, &mid, &base, &len);
+		if (n == 0 || (n < 0 && n != -EPROTO))
+			return 0; /* nothing more (or closed: the connection's socket says so) */
+		rc = n < 0 ? -EPROTO : shm_mem_msg_unpack(b, (size_t)n, &mid, &base, &len);
 		if (!rc && shm_fd_sealed(fd, len))
 			rc = -EPROTO;
 		if (rc) {

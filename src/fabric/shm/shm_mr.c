@@ -29,7 +29,7 @@ int shm_mr_table_open(struct fab_dev *dev)
 	}
 	/* peers get this fd: after our own mapping, nobody may map it writable, write, or resize it (a
 	 * truncation would SIGBUS every mapper; a write would forge keys) */
-	if (fcntl(dev->tbl_fd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_FUTURE_WRITE | F_SEAL_SEAL) < 0)
+	if ((errno = -shm_seal_read_only(dev->tbl_fd)))
 		goto fail;
 	dev->mrs = calloc(dev->lim.max_mr, sizeof(*dev->mrs));
 	dev->seg_used = calloc(shm_seg_cap(dev->lim.max_mr) / SHM_SEG_CHUNK, 1);
