@@ -7,13 +7,10 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include "export.h"
 
 #ifdef __cplusplus
 extern "C" {
-#endif
-
-#ifndef ULNET_EXPORT
-#define ULNET_EXPORT __attribute__((visibility("default")))
 #endif
 
 /* LND type numbers; never reuse (nidstr.h). */

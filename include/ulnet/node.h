@@ -6,6 +6,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 #include "event.h"
+#include "log.h"
 #include "tunable.h"
 
 #ifdef __cplusplus
@@ -38,12 +39,6 @@ struct ulnet_node_opts {
 #define ULNET_MAX_PEERS_DEFAULT 16384
 #define ULNET_TXN_TIMEOUT_DEFAULT 50
 #define ULNET_TXN_TIMEOUT_MAX 86400
-
-/* One "key: value" tunable for an NI (config file: tunables / lnd tunables). */
-struct ulnet_kv {
-	const char *key;
-	const char *value;
-};
 
 /* NI configuration, as lnetctl's "net" entries carry it. */
 struct ulnet_ni_conf {
@@ -152,19 +147,6 @@ ULNET_EXPORT int ulnet_ni_info_get(ulnet_node *node, unsigned idx, struct ulnet_
 /* The value of lnd_tunables[@k] of NI @idx. -ENOENT past the last NI or key. */
 ULNET_EXPORT int ulnet_ni_lnd_tunable_get(ulnet_node *node, unsigned idx, size_t k, long *out);
 
-/* The RDMA fabric under an NI (o2ib): the provider in force and the limits its device enforces (the
- * defaults or the device, shrunk by the NI's `lnd tunables: device: {...}`). */
-struct ulnet_ni_fabric {
-	char provider[16];              /* "shm", "verbs" */
-	uint32_t max_send_sge, max_recv_sge, max_qp_wr, max_qp, max_mr;
-	uint64_t max_mr_size;
-	uint32_t max_msg_sz;
-	uint32_t page_size;             /* registration page size */
-	uint32_t copy_thread;           /* shm: 1 = a copy thread per device runs the send queues */
-};
-/* Fill @out for NI @idx. -ENOENT past the last NI; -EOPNOTSUPP its LND runs on no fabric. */
-ULNET_EXPORT int ulnet_ni_fabric_get(ulnet_node *node, unsigned idx, struct ulnet_ni_fabric *out);
-
 /* @len bytes aligned to @align (a power of two up to 2 MiB) for bulk MDs of @node: memory its
  * fabric moves fastest when an NI has such (o2ib over the shm provider: memfd-backed, so a peer's
  * RDMA into it is a memcpy rather than process_vm_writev), else heap memory. Contents undefined.
@@ -191,69 +173,6 @@ struct ulnet_peer_limits {
 /* The limits of peer @nid. 0; -EHOSTUNREACH no NI reaches it; -EOPNOTSUPP its LND cannot say;
  * -ENOENT the LND has no state for it (not connected yet). */
 ULNET_EXPORT int ulnet_peer_limits_get(ulnet_node *node, const struct ulnet_nid *nid, struct ulnet_peer_limits *out);
-
-/* RDMA data-path counters of one peer (o2ib), by transfer size bucket: bucket k holds transfers of
- * at most ulnet_rdma_bucket_max[k] bytes (the last takes everything larger). */
-#define ULNET_RDMA_BUCKETS 4
-ULNET_EXPORT extern const uint32_t ulnet_rdma_bucket_max[ULNET_RDMA_BUCKETS];
-struct ulnet_rdma_bucket {
-	uint64_t transfers;     /* transfers we wrote into the peer's memory (source side) */
-	uint64_t wrs;           /* RDMA WRITE work requests they took */
-	uint64_t sges;          /* SGEs in those work requests */
-	uint32_t max_wrs;       /* most WRs one transfer took */
-	uint64_t sinks;         /* sinks we described to the peer (PUT_ACK, GET_REQ) */
-	uint64_t sink_frags;    /* fragments in those descriptors */
-	uint64_t bounces;       /* transfers copied through a bounce buffer (either side) */
-	uint64_t registrations; /* memory regions registered for them (either side) */
-};
-struct ulnet_peer_rdma_stats {
-	uint64_t renegotiations; /* connection attempts retried with the peer's smaller max_frags/queue depth */
-	uint64_t post_rejects;   /* posts the provider refused (each closes the connection) */
-	uint64_t window_waits;   /* times a transfer's next window found the send queue too full */
-	/* the NI's source registration cache, for transfers to this peer: found, made, and others
-	 * dropped (least recently used) to stay within reg_cache_entries / reg_cache_mb */
-	uint64_t reg_cache_hits, reg_cache_misses, reg_cache_evictions;
-	struct ulnet_rdma_bucket bucket[ULNET_RDMA_BUCKETS];
-};
-/* The RDMA counters of peer @nid. 0; -EHOSTUNREACH no NI reaches it; -EOPNOTSUPP its LND has none;
- * -ENOENT the LND has no state for it. */
-ULNET_EXPORT int ulnet_peer_rdma_stats_get(ulnet_node *node, const struct ulnet_nid *nid,
-					   struct ulnet_peer_rdma_stats *out);
-
-/* Logging: one line per call to the sink (default: stderr). @level: 0 error, 1 warning, 2 info,
- * 3 debug. Thread-safe. The sink is called with no ulnet lock held, possibly from several threads at
- * once; a sink replaced by ulnet_log_set may still finish lines it was handed just before. */
-enum ulnet_log_level { ULNET_LOG_ERR = 0, ULNET_LOG_WARN = 1, ULNET_LOG_INFO = 2, ULNET_LOG_DEBUG = 3 };
-typedef void (*ulnet_log_sink)(int level, const char *subsys, const char *line);
-/* Set the sink (NULL: stderr) and the global default level, which every subsystem without a level of
- * its own follows. */
-ULNET_EXPORT void ulnet_log_set(ulnet_log_sink sink, int max_level);
-/* Give subsystem @subsys ("CORE", "LO", "TCP", "SST", "ULNETD", "FABRIC", "O2IB";
- * case ignored) its own level, or -1 to
- * follow the global default again; @subsys NULL sets the global default (-1: info). 0, -EINVAL bad
- * level, -ENOENT unknown subsystem. */
-ULNET_EXPORT int ulnet_log_set_level(const char *subsys, int level);
-/* Rate limit per call site: at most @burst error/warning/info lines per @interval_ms (default 10 per
- * 5000 ms); the rest are counted and reported as "suppressed N similar lines". @burst 0: no limit. */
-ULNET_EXPORT void ulnet_log_set_rate(unsigned burst, unsigned interval_ms);
-/* One log call site: its rate-limit window. Static and zero-initialised (ULNET_LOGF makes one); only
- * the log code touches it, under its lock. */
-struct ulnet_log_site {
-	const char *file;
-	int line;
-	uint64_t window_start_ns;
-	uint32_t printed, suppressed;
-};
-/* Log one line as subsystem @subsys (a name ulnet_log_set_level knows; an application such as ulnetd
- * logs as "ULNETD") at @level, through the sink, with that subsystem's level and @site's rate limit.
- * Nothing is logged for an unknown subsystem or a level above the subsystem's. */
-ULNET_EXPORT void ulnet_logf(struct ulnet_log_site *site, int level, const char *subsys, const char *fmt, ...)
-	__attribute__((format(printf, 4, 5)));
-#define ULNET_LOGF(level, subsys, ...)                                                                     \
-	do {                                                                                               \
-		static struct ulnet_log_site ulnet_site_ = { __FILE__, __LINE__, 0, 0, 0 };                \
-		ulnet_logf(&ulnet_site_, (level), (subsys), __VA_ARGS__);                                   \
-	} while (0)
 
 ULNET_EXPORT const char *ulnet_strerror(int err);
 ULNET_EXPORT const char *ulnet_version(void);

@@ -19,13 +19,23 @@ enum ulnet_tunable_type {
 	ULNET_TUNABLE_ENUM,     /* one of names[min..max], stored as its index */
 };
 
+/* One "key: value" tunable for an NI (config file: tunables / lnd tunables). */
+struct ulnet_kv {
+	const char *key;
+	const char *value;
+};
+
 struct ulnet_tunable {
 	const char *key;
 	enum ulnet_tunable_type type;
 	long min, max, def;
 	const char *const *names; /* ULNET_TUNABLE_ENUM: names[v] for v in [min, max] */
 	const char *desc;         /* one line, for help and error messages */
+	size_t store;             /* where the library keeps the value, an int in its own struct
+				   * (ULNET_TUNABLE_AT); 0: it reads the value otherwise */
 };
+/* The @store of a tunable kept in field @field (an int) of struct @type. */
+#define ULNET_TUNABLE_AT(type, field) (offsetof(type, field) + 1)
 
 /* The keys of the `lnd tunables` of LND @lnd ("tcp", "lo"). The table is static. 0, or
  * -EPROTONOSUPPORT when that LND is not built into this ulnet. An LND may have no keys (*n = 0). */

@@ -17,7 +17,7 @@
 #include <unistd.h>
 #include <yaml.h>
 
-#include "internal.h"
+#include "internal.h" /* the node's own checks: bool, page size, NI NID */
 
 #define CFG_MAX_INTERFACES 16
 #define CFG_MAX_FILE (16u << 20)

@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <ulnet/config_file.h>
+#include <ulnet/ulnet.h>
 #include <ulnet/writer.h>
 
 #define MAX_NIS 256

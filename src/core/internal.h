@@ -20,6 +20,8 @@
 #include "list.h"
 #include "lnd.h"
 #include "log.h"
+
+ULNET_LOG_SUBSYS_DECLARE(CORE);
 #include "mem_ranges.h"
 
 #define ULNET_HANDLE_BUCKETS 1024
@@ -267,28 +269,8 @@ struct ulnet_node {
 };
 
 /* The node lock, timed: the hold-time histogram and the longest hold in the stats (stats show -v).
- * Two reads of a cheap clock a hold (clock.c: the TSC where it runs at a constant rate, else
+ * Two reads of a cheap clock a hold (util/clock.h: the TSC where it runs at a constant rate, else
  * CLOCK_MONOTONIC), converted at release with a rate measured once per process. */
-#if defined(__x86_64__) || defined(__i386__)
-#define ULNET_LOCK_TSC 1
-#include <x86intrin.h>
-#else
-#define ULNET_LOCK_TSC 0
-#endif
-extern bool ulnet__lock_tsc;                 /* the TSC is the clock (set once, before any node) */
-extern uint64_t ulnet__lock_ticks_per_us;
-void ulnet__lock_clock_init(void);           /* once per process: first node or event queue */
-uint64_t ulnet__lock_ticks_ns(uint64_t ticks);
-
-static inline uint64_t ulnet__lock_ticks(void)
-{
-#if ULNET_LOCK_TSC
-	if (ulnet__lock_tsc)
-		return __rdtsc();
-#endif
-	return ulnet__now_ns();
-}
-
 /* A hold starts (the lock just taken): ulnet__lock_hold_end times it. */
 static inline void ulnet__lock_hold_begin(struct ulnet_node *node)
 {

@@ -1,28 +1,11 @@
 /* SPDX-License-Identifier: MIT */
-/* The LNDs built into this library, by wire type; config.h says which ones. */
+/* The LNDs of this library, by wire type: the built-in ones (src/lnd/meson.build generates their list)
+ * registered on first use. */
 #include <errno.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
-#include <ulnet/rdma_plan.h>
 #include "internal.h"
-#include "config.h"
-
-#ifdef ULNET_HAVE_LND_TCP
-extern const struct ulnet_lnd_ops ulnet__tcplnd_ops;
-#endif
-#ifdef ULNET_HAVE_LND_O2IB
-extern const struct ulnet_lnd_ops ulnet__o2iblnd_ops;
-#endif
-
-static const struct ulnet_lnd_ops *const builtin_lnds[] = {
-	&ulnet__lolnd_ops,
-#ifdef ULNET_HAVE_LND_TCP
-	&ulnet__tcplnd_ops,
-#endif
-#ifdef ULNET_HAVE_LND_O2IB
-	&ulnet__o2iblnd_ops,
-#endif
-};
 
 static const struct ulnet_lnd_ops *lnds[256];
 static pthread_once_t lnds_once = PTHREAD_ONCE_INIT;
@@ -47,8 +30,9 @@ int ulnet__lnd_register(const struct ulnet_lnd_ops *ops)
 
 static void register_builtins(void)
 {
-	for (size_t i = 0; i < sizeof(builtin_lnds) / sizeof(builtin_lnds[0]); i++)
-		ulnet__lnd_register(builtin_lnds[i]);
+	for (size_t i = 0; ulnet__lnd_builtin[i]; i++)
+		if (ulnet__lnd_register(ulnet__lnd_builtin[i]) < 0)
+			abort(); /* two built-in LNDs with one type, or a table without an op: a build defect */
 }
 
 const struct ulnet_lnd_ops *ulnet__lnd_find(const char *name)
@@ -61,18 +45,3 @@ const struct ulnet_lnd_ops *ulnet__lnd_find(const char *name)
 			return lnds[i];
 	return NULL;
 }
-
-#ifndef ULNET_HAVE_LND_O2IB
-/* ulnet/rdma_plan.h without the o2ib LND (-Dlnd_o2ib=disabled): the API stays, and says so. */
-void ulnet_rdma_plan_defaults(struct ulnet_rdma_plan_query *q)
-{
-	memset(q, 0, sizeof(*q));
-}
-
-int ulnet_rdma_plan_print(FILE *f, const struct ulnet_rdma_plan_query *q, bool json, char *why, size_t whylen)
-{
-	(void)f, (void)q, (void)json;
-	snprintf(why, whylen, "the o2ib LND is not built (-Dlnd_o2ib=disabled)");
-	return -EPROTONOSUPPORT;
-}
-#endif

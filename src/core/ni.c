@@ -157,6 +157,16 @@ long ulnet__ni_lnd_tunable(const struct ulnet_ni *ni, size_t k)
 	return k < ni->ops->lnd_n_tunables ? ni->lnd_tun[k] : 0;
 }
 
+void ulnet__ni_lnd_tunables_load(const struct ulnet_ni *ni, void *tun)
+{
+	for (size_t k = 0; k < ni->ops->lnd_n_tunables; k++) {
+		size_t at = ni->ops->lnd_tunables[k].store;
+
+		if (at)
+			memcpy((char *)tun + at - 1, &(int){ (int)ni->lnd_tun[k] }, sizeof(int));
+	}
+}
+
 int ulnet__ni_create(struct ulnet_node *node, const struct ulnet_ni_conf *conf, struct ulnet_ni **out)
 {
 	const struct ulnet_lnd_ops *ops;

@@ -7,6 +7,8 @@
 #include <unistd.h>
 #include "internal.h"
 
+ULNET_LOG_SUBSYS_DEFINE(CORE, "CORE")
+
 int ulnet__page_size_check(uint32_t ps, char *why, size_t whylen)
 {
 	if (ps < 4096 || ps > (2u << 20) || (ps & (ps - 1))) {
@@ -86,7 +88,7 @@ int ulnet_node_open(const struct ulnet_node_opts *opts, ulnet_node **out)
 		free(node);
 		return rc;
 	}
-	/* node->lock starts free (zeroed; futex_lock.h, lock_spin.c) */
+	/* node->lock starts free (zeroed; util/futex_lock.h) */
 	ulnet__lock_clock_init();
 	/* the interface cookie names this incarnation in wire MD handles: a restarted node must not
 	 * accept ACKs and REPLYs meant for its previous life */

@@ -10,17 +10,17 @@
 
 const struct ulnet_tunable ulnet__ni_tunable_table[ULNET__NI_TUN_COUNT] = {
 	[ULNET__NI_TUN_PEER_TIMEOUT] = { "peer_timeout", ULNET_TUNABLE_INT, 0, 3600, 180, NULL,
-		"seconds without news before a peer is considered down (0: never)" },
+		"seconds without news before a peer is considered down (0: never)", 0 },
 	[ULNET__NI_TUN_PEER_CREDITS] = { "peer_credits", ULNET_TUNABLE_INT, 1, 255, 8, NULL,
-		"messages in flight to one peer" },
+		"messages in flight to one peer", 0 },
 	[ULNET__NI_TUN_PEER_BUFFER_CREDITS] = { "peer_buffer_credits", ULNET_TUNABLE_INT, 0, 65535, 0, NULL,
-		"router buffers one peer may hold (0: peer_credits)" },
+		"router buffers one peer may hold (0: peer_credits)", 0 },
 	[ULNET__NI_TUN_CREDITS] = { "credits", ULNET_TUNABLE_INT, 1, 65535, 256, NULL,
-		"messages in flight on the NI" },
+		"messages in flight on the NI", 0 },
 	[ULNET__NI_TUN_PEER_QUEUE_MSGS] = { "peer_queue_msgs", ULNET_TUNABLE_INT, 1, 1L << 24,
-		ULNET_PEER_QUEUE_MSGS_DEFAULT, NULL, "messages one peer may have waiting for credits" },
+		ULNET_PEER_QUEUE_MSGS_DEFAULT, NULL, "messages one peer may have waiting for credits", 0 },
 	[ULNET__NI_TUN_PEER_QUEUE_BYTES] = { "peer_queue_bytes", ULNET_TUNABLE_INT, 1L << 20, 1L << 40,
-		(long)ULNET_PEER_QUEUE_BYTES_DEFAULT, NULL, "payload bytes one peer may have waiting for credits" },
+		(long)ULNET_PEER_QUEUE_BYTES_DEFAULT, NULL, "payload bytes one peer may have waiting for credits", 0 },
 };
 
 void ulnet_ni_tunables(const struct ulnet_tunable **table, size_t *n)

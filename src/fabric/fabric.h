@@ -40,7 +40,10 @@
 #include <netinet/in.h>
 #include <sys/uio.h>
 #include "config.h"      /* ULNET_HAVE_FABRIC_SHM, ULNET_HAVE_FABRIC_VERBS */
-#include "ulnet/node.h" /* struct ulnet_kv */
+#include "log.h"
+#include "ulnet/tunable.h" /* struct ulnet_kv */
+
+ULNET_LOG_SUBSYS_DECLARE(FABRIC);
 
 #define FAB_PRIVATE_DATA_MAX 56 /* RDMA CM REQ over IB, TCP port space (lnet-wire.md §2.5.5) */
 

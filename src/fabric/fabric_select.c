@@ -12,6 +12,8 @@
 #include "fabric.h"
 #include "log.h"
 
+ULNET_LOG_SUBSYS_DEFINE(FABRIC, "FABRIC")
+
 const char *fab_provider_choose(const char *requested, bool rdma_dev_serves_addr, int *err)
 {
 	*err = 0;

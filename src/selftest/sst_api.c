@@ -8,7 +8,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "internal.h"
+#include "ulnet/ulnet.h"
 #include "sst_lst.h"
 
 #define RUN_POLL_US 100000      /* one-shot on another node: how often the console asks it */

@@ -5,7 +5,8 @@
  * says no or does not answer. Session, group and batch bookkeeping is the caller's (ulnetd). */
 #include "selftest.h"
 #include "sst_node_health.h"
-#include "internal.h"
+#include "ulnet/ulnet.h"
+#include "clock.h"
 
 #include <errno.h>
 #include <stdio.h>

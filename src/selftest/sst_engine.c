@@ -5,6 +5,8 @@
 #include "sst_internal.h"
 #include "log.h"
 
+ULNET_LOG_SUBSYS_DEFINE(SST, "SST")
+
 #include <errno.h>
 #include <pthread.h>
 #include <stdlib.h>

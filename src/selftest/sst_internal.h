@@ -29,8 +29,11 @@
 
 #include "futex_cond.h"
 #include "list.h"
-#include "lnd.h" /* ulnet__now_ns */
+#include "clock.h"
+#include "log.h"
 #include "selftest.h"
+
+ULNET_LOG_SUBSYS_DECLARE(SST);
 
 enum { SLOT_REQ = 0, SLOT_RPY = 1, SLOT_BULK = 2, NSLOTS = 3 };
 enum sst_role { ROLE_REQBUF = 1, ROLE_CLIENT, ROLE_SERVER, ROLE_CONSOLE };

@@ -10,7 +10,8 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "internal.h"
+#include "ulnet/ulnet.h"
+#include "clock.h"
 #include "sst_lst.h"
 
 uint64_t lst_mono_ms(void)

@@ -10,6 +10,7 @@
 #include <time.h>
 #include <cmocka.h>
 #include "internal.h"
+ULNET_LOG_SUBSYS_DECLARE(TCP); /* defined by the tcp LND */
 
 static int nlines, nsuppressed, depth;
 static char last[256];

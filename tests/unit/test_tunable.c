@@ -13,9 +13,9 @@
 #include "config.h"
 
 static const char *const colours[] = { "red", "green", "blue" };
-static const struct ulnet_tunable t_int = { "n", ULNET_TUNABLE_INT, -2, 100, 7, NULL, "an integer" };
-static const struct ulnet_tunable t_bool = { "b", ULNET_TUNABLE_BOOL, 0, 1, 1, NULL, "a bool" };
-static const struct ulnet_tunable t_enum = { "c", ULNET_TUNABLE_ENUM, 0, 2, 0, colours, "an enum" };
+static const struct ulnet_tunable t_int = { "n", ULNET_TUNABLE_INT, -2, 100, 7, NULL, "an integer", 0 };
+static const struct ulnet_tunable t_bool = { "b", ULNET_TUNABLE_BOOL, 0, 1, 1, NULL, "a bool", 0 };
+static const struct ulnet_tunable t_enum = { "c", ULNET_TUNABLE_ENUM, 0, 2, 0, colours, "an enum", 0 };
 
 struct parse_case {
 	const struct ulnet_tunable *t;

@@ -14,7 +14,7 @@
 #include <time.h>
 #include <unistd.h>
 #include "log.h"
-#include "lnd.h" /* ulnet__now_ns */
+#include "clock.h"
 #include "shm.h"
 
 uint64_t shm_now_ns(void)

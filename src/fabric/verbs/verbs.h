@@ -10,7 +10,7 @@
 #include <rdma/rdma_cma.h>
 #include "fabric.h"
 #include "list.h"
-#include "lnd.h" /* ulnet__now_ns: the core's one clock */
+#include "clock.h"
 
 #define VRB_RECV_BIT (1ull << 63) /* ibv wr_id: receive sequence numbers carry it */
 #define VRB_MR_BUCKETS 1024u

@@ -2,7 +2,10 @@
 /* The loopback LND: a message to one of the node's own NIDs is parsed and received at once, copying
  * from the sender's fragments straight into the matched MD's fragments. */
 #include <string.h>
-#include "internal.h"
+#include "iov.h"
+#include "lnd.h"
+
+ULNET_LOG_SUBSYS_DEFINE(LO, "LO")
 
 static int lolnd_startup(struct ulnet_ni *ni)
 {
@@ -17,49 +20,26 @@ static void lolnd_shutdown(struct ulnet_ni *ni)
 
 static int lolnd_send(struct ulnet_ni *ni, void *rx_priv, struct ulnet_msg *msg)
 {
+	const struct ulnet_hdr *hdr = &ulnet__msg_view(msg)->hdr;
 	int rc;
 
 	(void)rx_priv;
-	rc = ulnet__parse(ni, &msg->v.hdr, &msg->v.hdr.src_nid, msg);
+	rc = ulnet__parse(ni, hdr, &hdr->src_nid, msg);
 	ulnet__finalize(msg, rc < 0 ? rc : 0);
 	return 0;
-}
-
-/* Copy @len bytes between two fragment lists. */
-static void iov_copy(const struct iovec *dst, unsigned ndst, const struct iovec *src, unsigned nsrc, size_t len)
-{
-	unsigned di = 0, si = 0;
-	size_t doff = 0, soff = 0;
-
-	while (len > 0 && di < ndst && si < nsrc) {
-		size_t n = dst[di].iov_len - doff;
-
-		if (n > src[si].iov_len - soff)
-			n = src[si].iov_len - soff;
-		if (n > len)
-			n = len;
-		memcpy((char *)dst[di].iov_base + doff, (const char *)src[si].iov_base + soff, n);
-		doff += n;
-		soff += n;
-		len -= n;
-		if (doff == dst[di].iov_len)
-			di++, doff = 0;
-		if (soff == src[si].iov_len)
-			si++, soff = 0;
-	}
 }
 
 static int lolnd_recv(struct ulnet_ni *ni, void *rx_priv, struct ulnet_msg *msg, const struct iovec *iov,
 		      unsigned niov, uint32_t mlen, uint32_t rlen)
 {
-	const struct ulnet_msg *tx = rx_priv;
+	const struct ulnet_msg_lnd_view *tx = ulnet__msg_view(rx_priv);
 
 	(void)ni;
 	(void)rlen;
 	if (!msg)
 		return 0;
 	if (mlen)
-		iov_copy(iov, niov, tx->v.iov, tx->v.niov, mlen);
+		ulnet__iov_copy(iov, niov, tx->iov, tx->niov, mlen);
 	ulnet__finalize(msg, 0);
 	return 0;
 }

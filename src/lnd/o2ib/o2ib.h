@@ -16,6 +16,8 @@
 #include "o2ib_plan.h"
 #include "o2ib_wire.h"
 
+ULNET_LOG_SUBSYS_DECLARE(O2IB);
+
 #define O2IB_PEER_BUCKETS 64u
 
 struct o2ib_tun {

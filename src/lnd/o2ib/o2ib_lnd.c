@@ -15,6 +15,8 @@
 #include <time.h>
 #include "o2ib.h"
 
+ULNET_LOG_SUBSYS_DEFINE(O2IB, "O2IB")
+
 #define NS_PER_S 1000000000ull
 
 static struct o2ib_net *net_of(struct ulnet_ni *ni) { return ulnet__ni_priv(ni); }
@@ -25,27 +27,30 @@ enum o2ib_provider { O2IB_PROVIDER_AUTO, O2IB_PROVIDER_SHM, O2IB_PROVIDER_VERBS 
 static const char *const provider_names[] = { [O2IB_PROVIDER_AUTO] = "auto", [O2IB_PROVIDER_SHM] = "shm",
 					      [O2IB_PROVIDER_VERBS] = "verbs" };
 
-#define I(k, lo, hi, def, d) { k, ULNET_TUNABLE_INT, lo, hi, def, NULL, d }
+/* Kept in struct o2ib_tun (T), or read otherwise (I: the device.* keys go to the fabric's parser). */
+#define T(k, lo, hi, def, d) { #k, ULNET_TUNABLE_INT, lo, hi, def, NULL, d, ULNET_TUNABLE_AT(struct o2ib_tun, k) }
+#define I(k, lo, hi, def, d) { k, ULNET_TUNABLE_INT, lo, hi, def, NULL, d, 0 }
 /* Device limits: the range here only admits integers; fab_limits_parse checks each key's real range. */
 #define DEV(k) I("device." k, 0, 0x7fffffffffffffffL, 0, "device limit (fab_limits_parse); 0: the device's own")
 static const struct ulnet_tunable o2ib_tunables[] = {
 	{ "provider", ULNET_TUNABLE_ENUM, O2IB_PROVIDER_AUTO, O2IB_PROVIDER_VERBS, O2IB_PROVIDER_AUTO,
-	  provider_names, "fabric provider: shm, verbs, or auto (verbs if an RDMA device serves the NID)" },
-	I("port", 1, 65535, 987, "RDMA CM port of the listener and of outgoing connections"),
-	I("peer_credits", 0, 255, 0, "queue depth proposed and accepted, 8..255 (0: the NI's peer_credits)"),
-	I("peer_credits_hiw", 0, 255, 0, "owed credits that trigger a NOOP (0: half the queue depth)"),
-	I("concurrent_sends", 0, 1024, 0, "messages posted at once per connection (0: the queue depth)"),
-	I("map_on_demand", 0, 257, 1, "0: describe RDMA buffers page by page; N: one region above N fragments"),
-	I("timeout", 1, 3600, 50, "seconds before a message or a connection attempt fails"),
-	I("keepalive", 0, 3600, 100, "seconds of silence before a keepalive NOOP (0: off)"),
-	I("max_frags", 1, 257, 257, "RDMA fragments per transfer proposed and accepted (a peer asking more is "
+	  provider_names, "fabric provider: shm, verbs, or auto (verbs if an RDMA device serves the NID)",
+	  ULNET_TUNABLE_AT(struct o2ib_tun, provider) },
+	T(port, 1, 65535, 987, "RDMA CM port of the listener and of outgoing connections"),
+	T(peer_credits, 0, 255, 0, "queue depth proposed and accepted, 8..255 (0: the NI's peer_credits)"),
+	T(peer_credits_hiw, 0, 255, 0, "owed credits that trigger a NOOP (0: half the queue depth)"),
+	T(concurrent_sends, 0, 1024, 0, "messages posted at once per connection (0: the queue depth)"),
+	T(map_on_demand, 0, 257, 1, "0: describe RDMA buffers page by page; N: one region above N fragments"),
+	T(timeout, 1, 3600, 50, "seconds before a message or a connection attempt fails"),
+	T(keepalive, 0, 3600, 100, "seconds of silence before a keepalive NOOP (0: off)"),
+	T(max_frags, 1, 257, 257, "RDMA fragments per transfer proposed and accepted (a peer asking more is "
 				    "rejected with RDMA_FRAGS and retries with this)"),
-	I("reg_cache_entries", 0, 65536, 1024, "source registrations kept for reuse, least recently used dropped "
+	T(reg_cache_entries, 0, 65536, 1024, "source registrations kept for reuse, least recently used dropped "
 					       "first (0: register per transfer)"),
-	I("reg_cache_mb", 1, 1 << 20, 1024, "MiB of memory the kept source registrations may cover"),
-	I("max_peers", 1, 1048576, 4096, "peers remembered at once; idle ones (no connection, nothing queued) "
+	T(reg_cache_mb, 1, 1 << 20, 1024, "MiB of memory the kept source registrations may cover"),
+	T(max_peers, 1, 1048576, 4096, "peers remembered at once; idle ones (no connection, nothing queued) "
 	  "are forgotten after timeout s, or at once to make room"),
-	I("use_privileged_port", 0, 1, 0, "1: connect from a source port below 1024 (peers that "
+	T(use_privileged_port, 0, 1, 0, "1: connect from a source port below 1024 (peers that "
 	  "require_privileged_port; needs CAP_NET_BIND_SERVICE)"),
 	DEV("max_send_sge"), DEV("max_recv_sge"), DEV("max_qp_wr"), DEV("max_qp"), DEV("max_mr"),
 	DEV("max_mr_size"), DEV("max_msg_sz"), DEV("page_size"),
@@ -58,23 +63,12 @@ static const struct ulnet_tunable o2ib_tunables[] = {
 };
 #undef DEV
 #undef I
+#undef T
 #define N_TUNABLES (sizeof(o2ib_tunables) / sizeof(o2ib_tunables[0]))
-/* The plain keys, in table order; the device.* keys follow them. */
-static const size_t tunable_off[] = {
-	offsetof(struct o2ib_tun, provider), offsetof(struct o2ib_tun, port),
-	offsetof(struct o2ib_tun, peer_credits), offsetof(struct o2ib_tun, peer_credits_hiw),
-	offsetof(struct o2ib_tun, concurrent_sends), offsetof(struct o2ib_tun, map_on_demand),
-	offsetof(struct o2ib_tun, timeout), offsetof(struct o2ib_tun, keepalive),
-	offsetof(struct o2ib_tun, max_frags), offsetof(struct o2ib_tun, reg_cache_entries),
-	offsetof(struct o2ib_tun, reg_cache_mb), offsetof(struct o2ib_tun, max_peers),
-	offsetof(struct o2ib_tun, use_privileged_port),
-};
-#define N_PLAIN_TUNABLES (sizeof(tunable_off) / sizeof(tunable_off[0]))
 
 static int tunables_load(struct o2ib_net *net, struct ulnet_ni *ni)
 {
-	for (size_t k = 0; k < N_PLAIN_TUNABLES; k++)
-		*(int *)(void *)((char *)&net->tun + tunable_off[k]) = (int)ulnet__ni_lnd_tunable(ni, k);
+	ulnet__ni_lnd_tunables_load(ni, &net->tun);
 	if (net->tun.peer_credits && net->tun.peer_credits < (int)O2IB_CREDITS_MIN) {
 		ULNET_LOG(O2IB, ERR, "lnd tunables: peer_credits %d below the o2ib minimum %u (use 8..255, or 0 "
 			  "for the NI's peer_credits)", net->tun.peer_credits, O2IB_CREDITS_MIN);

@@ -7,9 +7,9 @@
 #include <string.h>
 #include <ulnet/rdma_plan.h>
 
-#include "internal.h"
-#include "lnd/o2ib/o2ib_plan.h"
-#include "lnd/o2ib/o2ib_wire.h"
+#include "ulnet/ulnet.h"
+#include "o2ib_plan.h"
+#include "o2ib_wire.h"
 
 _Static_assert(ULNET_RDMA_FRAGS_DEFAULT == O2IB_MAX_RDMA_FRAGS, "public default is the wire's");
 _Static_assert(ULNET_RDMA_FRAGS_CAP == O2IB_RD_FRAGS_CAP, "public cap is the wire's");

@@ -245,6 +245,8 @@ void tcplnd_rx_deliver(struct tcplnd_rx *rx, void *msg, const struct iovec *iov,
 #include "lnd.h"
 #include "list.h"
 
+ULNET_LOG_SUBSYS_DECLARE(TCP);
+
 #define TCPLND_PEER_BUCKETS 256
 #define TCPLND_MAX_HELLO_CONNS 64        /* passive conns still in the handshake, per NI */
 #define TCPLND_ACCEPT_TIMEOUT_S 5        /* acceptor and passive HELLO deadline (accept_timeout) */

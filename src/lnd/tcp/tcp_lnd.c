@@ -18,6 +18,8 @@
 #include <time.h>
 #include "tcp.h"
 
+ULNET_LOG_SUBSYS_DEFINE(TCP, "TCP")
+
 #define NS_PER_MS 1000000ull
 #define NS_PER_S 1000000000ull
 
@@ -27,12 +29,13 @@ static struct tcplnd_net *net_of(struct ulnet_ni *ni) { return ulnet__ni_priv(ni
 
 static const char *const accept_names[] = { [TCPLND_ACCEPT_NONE] = "none", [TCPLND_ACCEPT_ALL] = "all",
 					    [TCPLND_ACCEPT_SECURE] = "secure" };
-#define I(k, lo, hi, def, d) { #k, ULNET_TUNABLE_INT, lo, hi, def, NULL, d }
-#define B(k, def, d) { #k, ULNET_TUNABLE_BOOL, 0, 1, def, NULL, d }
+#define AT(k) ULNET_TUNABLE_AT(struct tcplnd_tunables, k)
+#define I(k, lo, hi, def, d) { #k, ULNET_TUNABLE_INT, lo, hi, def, NULL, d, AT(k) }
+#define B(k, def, d) { #k, ULNET_TUNABLE_BOOL, 0, 1, def, NULL, d, AT(k) }
 static const struct ulnet_tunable tcplnd_tunables[] = {
 	I(accept_port, 1, 65535, 988, "TCP port of the acceptor and of outgoing connections"),
 	{ "accept", ULNET_TUNABLE_ENUM, TCPLND_ACCEPT_NONE, TCPLND_ACCEPT_SECURE, TCPLND_ACCEPT_SECURE,
-	  accept_names, "which connections to accept: none, all, or secure (privileged source port)" },
+	  accept_names, "which connections to accept: none, all, or secure (privileged source port)", AT(accept) },
 	I(timeout, 1, 3600, 50, "seconds without progress before a connection is closed"),
 	I(keepalive, 0, 3600, 30, "seconds of silence before a keepalive NOOP (0: off)"),
 	I(keepalive_idle, 0, 3600, 30, "TCP_KEEPIDLE seconds (0: system default)"),
@@ -53,28 +56,13 @@ static const struct ulnet_tunable tcplnd_tunables[] = {
 };
 #undef I
 #undef B
+#undef AT
 #define N_TUNABLES (sizeof(tcplnd_tunables) / sizeof(tcplnd_tunables[0]))
-
-/* Where each table entry lands in struct tcplnd_tunables, in table order. */
-static const size_t tunable_off[] = {
-	offsetof(struct tcplnd_tunables, accept_port), offsetof(struct tcplnd_tunables, accept),
-	offsetof(struct tcplnd_tunables, timeout), offsetof(struct tcplnd_tunables, keepalive),
-	offsetof(struct tcplnd_tunables, keepalive_idle), offsetof(struct tcplnd_tunables, keepalive_intvl),
-	offsetof(struct tcplnd_tunables, keepalive_count), offsetof(struct tcplnd_tunables, typed_conns),
-	offsetof(struct tcplnd_tunables, conns_per_peer), offsetof(struct tcplnd_tunables, min_bulk),
-	offsetof(struct tcplnd_tunables, enable_csum), offsetof(struct tcplnd_tunables, min_reconnectms),
-	offsetof(struct tcplnd_tunables, max_reconnectms), offsetof(struct tcplnd_tunables, nagle),
-	offsetof(struct tcplnd_tunables, tx_buffer_size), offsetof(struct tcplnd_tunables, rx_buffer_size),
-	offsetof(struct tcplnd_tunables, protocol), offsetof(struct tcplnd_tunables, zc_min_payload),
-	offsetof(struct tcplnd_tunables, nonblk_zcack),
-};
-_Static_assert(sizeof(tunable_off) / sizeof(tunable_off[0]) == N_TUNABLES, "one offset per tunable");
 
 /* The core parsed the configuration against the table; copy it into our struct and cross-check. */
 static int tunables_load(struct tcplnd_net *net, struct ulnet_ni *ni)
 {
-	for (size_t k = 0; k < N_TUNABLES; k++)
-		*(int *)(void *)((char *)&net->tun + tunable_off[k]) = (int)ulnet__ni_lnd_tunable(ni, k);
+	ulnet__ni_lnd_tunables_load(ni, &net->tun);
 	if (net->tun.max_reconnectms < net->tun.min_reconnectms) {
 		ULNET_LOG(TCP, ERR, "lnd tunables: max_reconnectms %d < min_reconnectms %d", net->tun.max_reconnectms,
 			  net->tun.min_reconnectms);

@@ -4,7 +4,6 @@
 #include <linux/futex.h>
 #include <sys/syscall.h>
 #include <unistd.h>
-#include "internal.h"
 #include "futex_cond.h"
 
 void ulnet__futex_cond_broadcast_slow(struct ulnet_futex_cond *c)

@@ -11,7 +11,8 @@
 #include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
-#include "internal.h"
+#include "clock.h"
+#include "futex_lock.h"
 
 #define ULNET_LOCK_SPIN_US 4
 

@@ -24,8 +24,10 @@
 #include <sys/uio.h>
 #include <time.h>
 #include "ulnet/node.h"
+#include "ulnet/rdma.h"
 #include "ulnet/tunable.h"
 #include "hdr.h"
+#include "clock.h"
 #include "log.h"
 
 struct ulnet_ni;
@@ -154,10 +156,13 @@ struct ulnet_lnd_ops {
 	void *(*lnd_mem_alloc)(struct ulnet_ni *ni, size_t align, size_t len, void (**free_fn)(void *p, size_t len));
 };
 
-/* Make an LND that is not built into the library (a test LND, an out-of-tree one) available by its
- * name; call it before the first NI of that type is added. 0, -EINVAL for an incomplete ops table,
- * -EEXIST when the type is taken. */
+/* Make an LND that is not built into the library (a test's LND) available by its name; call it
+ * before any node opens (no lock). 0, -EINVAL for an incomplete ops table, -EEXIST when the type is
+ * taken. Not exported from libulnet.so: this SDK is not a stable ABI, and an LND is built into the
+ * library (a directory under src/lnd/ that adds itself to src/lnd/meson.build's lnd_builtin). */
 int ulnet__lnd_register(const struct ulnet_lnd_ops *ops);
+/* The built-in LNDs, NULL-terminated (generated: lnd_builtin.c). */
+extern const struct ulnet_lnd_ops *const ulnet__lnd_builtin[];
 
 /* What an LND reads from its message. Everything else in struct ulnet_msg is the core's. */
 struct ulnet_msg_lnd_view {
@@ -206,17 +211,6 @@ const struct ulnet_ni_conf *ulnet__ni_conf(const struct ulnet_ni *ni);
 uint32_t ulnet__ni_peer_timeout(const struct ulnet_ni *ni);
 uint32_t ulnet__ni_peer_credits(const struct ulnet_ni *ni);
 uint32_t ulnet__node_page_size(const struct ulnet_node *node);
-/* The one clock: monotonic for every duration, deadline and rate; wall time only for stamps a peer or a
- * session compares across restarts (an LND's incarnation, a selftest session id). */
-uint64_t ulnet__now_ns(void);  /* CLOCK_MONOTONIC */
-/* The same at clock-tick resolution (a few ms; never ahead of ulnet__now_ns), a fraction of the cost
- * (no clock read in a VM's kvm-clock vDSO): for per-message stamps that count in seconds (timeouts,
- * keepalives), compared with ulnet__now_ns readings (they fire at most a tick early). */
-uint64_t ulnet__now_coarse_ns(void);
-uint64_t ulnet__wall_ns(void); /* CLOCK_REALTIME */
-/* A condition variable timed on that clock, and the absolute deadline @ns from now to wait for on it. */
-int ulnet__cond_init(pthread_cond_t *cv);
-struct timespec ulnet__deadline_in(uint64_t ns);
 /* @nid (an IPv4 or IPv6 NID) as a socket address with @port. 0, or -EAFNOSUPPORT for other NIDs. */
 int ulnet__nid_sockaddr(const struct ulnet_nid *nid, uint16_t port, struct sockaddr_storage *ss, socklen_t *len);
 /* A well-mixed hash of @nid for an LND's peer table (take it modulo the bucket count). */
@@ -301,5 +295,7 @@ void ulnet__io_relock(struct ulnet_node *node);
 
 /* The value of lnd_tunables[@k] for @ni: configured, or the table's default. */
 long ulnet__ni_lnd_tunable(const struct ulnet_ni *ni, size_t k);
+/* Every lnd tunable of @ni whose table row has a store (ULNET_TUNABLE_AT) into the LND's struct @tun. */
+void ulnet__ni_lnd_tunables_load(const struct ulnet_ni *ni, void *tun);
 
 #endif

@@ -7,31 +7,49 @@
 #include <stdio.h>
 #include <string.h>
 #include <time.h>
-#include "internal.h"
+#include "clock.h"
+#include "log.h"
 
 #define LOG_DEFAULT_LEVEL ULNET_LOG_INFO
 #define LOG_DEFAULT_BURST 10u         /* lines per call site per interval (as the kernel's printk_ratelimit) */
 #define LOG_DEFAULT_INTERVAL_MS 5000u
 
-static const char *const subsys_names[ULNET_LOGSYS_COUNT] = { "CORE", "LO", "TCP", "SST", "ULNETD", "FABRIC",
-								     "O2IB" };
 static const char *const level_names[] = { "error", "warning", "info", "debug" };
-
-int ulnet__log_sys_level[ULNET_LOGSYS_COUNT] = { [0 ... ULNET_LOGSYS_COUNT - 1] = LOG_DEFAULT_LEVEL };
 
 /* Everything below is under log_lock; the sink is not. */
 static pthread_mutex_t log_lock = PTHREAD_MUTEX_INITIALIZER;
 static ulnet_log_sink log_sink;
 static int global_level = LOG_DEFAULT_LEVEL;
-static int own_level[ULNET_LOGSYS_COUNT] = { [0 ... ULNET_LOGSYS_COUNT - 1] = -1 }; /* -1: follow global_level */
+static struct ulnet_log_subsys *subsystems;
 static uint32_t rate_burst = LOG_DEFAULT_BURST;
 static uint64_t rate_interval_ns = LOG_DEFAULT_INTERVAL_MS * UINT64_C(1000000);
 
 static void publish_levels(void)
 {
-	for (int i = 0; i < ULNET_LOGSYS_COUNT; i++)
-		__atomic_store_n(&ulnet__log_sys_level[i], own_level[i] >= 0 ? own_level[i] : global_level,
-				 __ATOMIC_RELAXED);
+	for (struct ulnet_log_subsys *s = subsystems; s; s = s->next)
+		__atomic_store_n(&s->in_force, s->own_level >= 0 ? s->own_level : global_level, __ATOMIC_RELAXED);
+}
+
+/* An application's own lines (ulnet_logf "ULNETD"): the library holds that subsystem for it. */
+ULNET_LOG_SUBSYS_DEFINE(ULNETD, "ULNETD")
+
+void ulnet__log_subsys_register(struct ulnet_log_subsys *s)
+{
+	pthread_mutex_lock(&log_lock);
+	s->next = subsystems;
+	subsystems = s;
+	publish_levels();
+	pthread_mutex_unlock(&log_lock);
+}
+
+/* Under log_lock. */
+static struct ulnet_log_subsys *subsys_find(const char *name)
+{
+	struct ulnet_log_subsys *s = subsystems;
+
+	while (s && strcasecmp(name, s->name))
+		s = s->next;
+	return s;
 }
 
 void ulnet_log_set(ulnet_log_sink sink, int max_level)
@@ -45,21 +63,19 @@ void ulnet_log_set(ulnet_log_sink sink, int max_level)
 
 int ulnet_log_set_level(const char *subsys, int level)
 {
-	int i = 0;
+	struct ulnet_log_subsys *s = NULL;
 
 	if (level < -1 || level > ULNET_LOG_DEBUG)
 		return -EINVAL;
-	if (subsys) {
-		while (i < ULNET_LOGSYS_COUNT && strcasecmp(subsys, subsys_names[i]))
-			i++;
-		if (i == ULNET_LOGSYS_COUNT)
-			return -ENOENT;
-	}
 	pthread_mutex_lock(&log_lock);
-	if (!subsys)
+	if (subsys && !(s = subsys_find(subsys))) {
+		pthread_mutex_unlock(&log_lock);
+		return -ENOENT;
+	}
+	if (!s)
 		global_level = level < 0 ? LOG_DEFAULT_LEVEL : level;
 	else
-		own_level[i] = level;
+		s->own_level = level;
 	publish_levels();
 	pthread_mutex_unlock(&log_lock);
 	return 0;
@@ -81,9 +97,10 @@ static void emit(ulnet_log_sink sink, int level, const char *subsys, const char 
 		fprintf(stderr, "ulnet %s %s: %s\n", level_names[level & 3], subsys, line);
 }
 
-static void log_v(struct ulnet_log_site *site, int level, int subsys, const char *fmt, va_list ap)
+static void log_v(struct ulnet_log_site *site, int level, const struct ulnet_log_subsys *subsys, const char *fmt,
+		  va_list ap)
 {
-	const char *name = subsys >= 0 && subsys < ULNET_LOGSYS_COUNT ? subsys_names[subsys] : "?";
+	const char *name = subsys->name;
 	char line[1024], note[160];
 	uint32_t suppressed = 0;
 	ulnet_log_sink sink;
@@ -118,7 +135,7 @@ static void log_v(struct ulnet_log_site *site, int level, int subsys, const char
 	emit(sink, level, name, line);
 }
 
-void ulnet__log(struct ulnet_log_site *site, int level, int subsys, const char *fmt, ...)
+void ulnet__log(struct ulnet_log_site *site, int level, const struct ulnet_log_subsys *subsys, const char *fmt, ...)
 {
 	va_list ap;
 
@@ -129,15 +146,16 @@ void ulnet__log(struct ulnet_log_site *site, int level, int subsys, const char *
 
 void ulnet_logf(struct ulnet_log_site *site, int level, const char *subsys, const char *fmt, ...)
 {
-	int i = 0;
+	struct ulnet_log_subsys *s;
 	va_list ap;
 
-	while (i < ULNET_LOGSYS_COUNT && strcasecmp(subsys, subsys_names[i]))
-		i++;
-	if (i == ULNET_LOGSYS_COUNT || level < ULNET_LOG_ERR || level > ULNET_LOG_DEBUG ||
-	    level > __atomic_load_n(&ulnet__log_sys_level[i], __ATOMIC_RELAXED))
+	pthread_mutex_lock(&log_lock);
+	s = subsys_find(subsys);
+	pthread_mutex_unlock(&log_lock);
+	if (!s || level < ULNET_LOG_ERR || level > ULNET_LOG_DEBUG ||
+	    level > __atomic_load_n(&s->in_force, __ATOMIC_RELAXED))
 		return;
 	va_start(ap, fmt);
-	log_v(site, level, i, fmt, ap);
+	log_v(site, level, s, fmt, ap);
 	va_end(ap);
 }

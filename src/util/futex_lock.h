@@ -45,7 +45,7 @@ void ulnet__futex_wake(_Atomic uint32_t *word);
  * True if it slept until the deadline. */
 bool ulnet__futex_wait(_Atomic uint32_t *word, uint32_t seen, uint64_t deadline_ns);
 
-/* Taken: poll it briefly before sleeping on it (lock_spin.c). */
+/* Taken: poll it briefly before sleeping on it (futex.c). */
 void ulnet__futex_lock_slow(struct ulnet_futex_lock *l);
 
 static inline void ulnet__futex_lock(struct ulnet_futex_lock *l)

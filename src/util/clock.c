@@ -1,21 +1,14 @@
 /* SPDX-License-Identifier: MIT */
-/* The library's one clock. Every duration, deadline and rate is CLOCK_MONOTONIC nanoseconds
- * (ulnet__now_ns); wall time only stamps what a peer or a session compares across restarts. Around it:
- *  - a coarse read (clock-tick resolution, a fifth of the cost) for what counts in seconds on a
- *    per-message path;
- *  - the node's clock (ulnet__node_now): the same, unless a test injects its own for the timers;
- *  - condition-variable deadlines on the same monotonic clock (a wall-clock step never shortens or
- *    stretches a wait);
- *  - the node lock's hold-time ticks (internal.h: ulnet__lock_ticks). A hold is timed at every lock
- *    and release, several times per message, so that read must be cheap: on x86 with an invariant
- *    TSC it is the TSC itself (one rdtsc, about half a vDSO clock_gettime here), elsewhere
- *    CLOCK_MONOTONIC. The TSC rate is measured once per process against CLOCK_MONOTONIC; holds are
- *    converted to microseconds with it (histogram bucket at release, the maximum when the stats are
- *    read). */
+/* The library's one clock (clock.h). Every duration, deadline and rate is CLOCK_MONOTONIC nanoseconds;
+ * wall time only stamps what a peer or a session compares across restarts. Condition-variable deadlines
+ * use the same monotonic clock, so a wall-clock step never shortens or stretches a wait.
+ *
+ * Lock hold times are read at every lock and release, several times per message, so that read must be
+ * cheap: on x86 with an invariant TSC it is the TSC itself, elsewhere CLOCK_MONOTONIC. The TSC rate is
+ * measured once per process against CLOCK_MONOTONIC, and holds are converted with it. */
 #include <pthread.h>
 #include <time.h>
-#include "internal.h"
-#include "ulnet/node.h"
+#include "clock.h"
 
 static uint64_t ts_ns(const struct timespec *ts)
 {
@@ -38,33 +31,12 @@ uint64_t ulnet__now_coarse_ns(void)
 	return ts_ns(&ts);
 }
 
-uint64_t ulnet_clock_ns(void)
-{
-	return ulnet__now_ns();
-}
-
 uint64_t ulnet__wall_ns(void)
 {
 	struct timespec ts;
 
 	clock_gettime(CLOCK_REALTIME, &ts);
 	return ts_ns(&ts);
-}
-
-uint64_t ulnet__node_now(const struct ulnet_node *node)
-{
-	return node->clock ? node->clock(node->clock_arg) : ulnet__now_ns();
-}
-
-uint64_t ulnet__node_now_coarse(const struct ulnet_node *node)
-{
-	return node->clock ? node->clock(node->clock_arg) : ulnet__now_coarse_ns();
-}
-
-void ulnet__node_set_clock(struct ulnet_node *node, uint64_t (*clock)(void *arg), void *arg)
-{
-	node->clock = clock;
-	node->clock_arg = arg;
 }
 
 int ulnet__cond_init(pthread_cond_t *cv)
