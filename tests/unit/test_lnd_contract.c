@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* The LND contract (src/core/lnd.h) driven through a scripted LND (tests/common/tst_lnd.h): rendezvous
+/* The LND contract (src/core/sdk/lnd.h) driven through a scripted LND (tests/common/tst_lnd.h): rendezvous
  * GET, out-of-band REPLY, delayed and eager receive with forwarding under peer_buffer_credits, an MD
  * unlinked while its registration is held, a peer reported down, peer limits, bulk memory from the
  * LND, the fabric an NI runs on. Each case asserts the events the application sees. */

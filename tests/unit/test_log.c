@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* Log lines (src/core/log.c): per-subsystem levels over a global default, the rate limit per call
+/* Log lines (src/util/log.c): per-subsystem levels over a global default, the rate limit per call
  * site with its "suppressed N" line, and a sink that may log again (it is called with no lock held). */
 #include <setjmp.h>
 #include <stdarg.h>
