@@ -43,11 +43,6 @@ enum ulnet_obj_kind { ULNET_OBJ_MD = 1, ULNET_OBJ_ME = 2 };
 /* A timer on the node's heap (timer.c). @fn runs on the loop thread with the node lock held, once
  * per arming; it may re-arm. */
 struct ulnet_node;
-struct ulnet_timer {
-	uint64_t deadline;           /* node clock, ns */
-	unsigned idx;                /* heap position + 1; 0 = not armed */
-	void (*fn)(struct ulnet_node *node, struct ulnet_timer *t, uint64_t now);
-};
 
 /* A live MD. Its fragments are normalised to an iovec array whatever the user's form was; a kiov's
  * pages that continue one another are one fragment (md.c: kiov_runs). */
@@ -485,9 +480,6 @@ uint64_t ulnet__node_now_coarse(const struct ulnet_node *node);
 void ulnet__node_set_clock(struct ulnet_node *node, uint64_t (*clock)(void *arg), void *arg);
 
 /* timer.c */
-/* Arm (or move) @t to @deadline. -ENOMEM only when the heap cannot grow (logged). */
-int ulnet__timer_arm(struct ulnet_node *node, struct ulnet_timer *t, uint64_t deadline);
-void ulnet__timer_cancel(struct ulnet_node *node, struct ulnet_timer *t);
 /* Run every timer due at @now; returns how many ran. */
 unsigned ulnet__timers_run(struct ulnet_node *node, uint64_t now);
 /* Milliseconds until the next deadline, at most @max_ms. */

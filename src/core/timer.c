@@ -72,6 +72,18 @@ int ulnet__timer_arm(struct ulnet_node *node, struct ulnet_timer *t, uint64_t de
 	return 0;
 }
 
+int ulnet__timer_arm_by(struct ulnet_node *node, struct ulnet_timer *t, uint64_t deadline)
+{
+	if (node->clock) { /* a test's clock: the same distance from its now */
+		uint64_t real = ulnet__now_ns(), now = ulnet__node_now(node);
+
+		deadline = deadline > real ? now + (deadline - real) : now;
+	}
+	if (t->idx && t->deadline <= deadline)
+		return 0;
+	return ulnet__timer_arm(node, t, deadline);
+}
+
 void ulnet__timer_cancel(struct ulnet_node *node, struct ulnet_timer *t)
 {
 	unsigned i;

@@ -156,6 +156,26 @@ struct ulnet_lnd_ops {
 	void *(*lnd_mem_alloc)(struct ulnet_ni *ni, size_t align, size_t len, void (**free_fn)(void *p, size_t len));
 };
 
+/* Timers: a deadline on the node's clock and the function loop 0 calls, with the node lock held, once
+ * it has passed (after the io callbacks of that turn). Intrusive: arming allocates nothing except when
+ * the node's heap grows. A timer is unarmed when its function runs; the function may arm it again or
+ * free its object. Cancel a timer before freeing the memory it lives in (cancel is idempotent). An LND
+ * arms one per object that has deadlines (a connection, a peer), at the earliest of them, and looks
+ * again when it fires: no periodic walk over every object. */
+struct ulnet_timer {
+	uint64_t deadline;           /* node clock, ns */
+	unsigned idx;                /* heap position + 1; 0 = not armed */
+	void (*fn)(struct ulnet_node *node, struct ulnet_timer *t, uint64_t now);
+};
+/* Arm (or move) @t to @deadline, a ulnet__node_now reading. -ENOMEM only when the heap cannot grow
+ * (logged). */
+int ulnet__timer_arm(struct ulnet_node *node, struct ulnet_timer *t, uint64_t deadline);
+/* The same with @deadline a ulnet__now_ns reading (the clock LNDs stamp their state with), and only if
+ * that is earlier than where @t is armed now (an unarmed @t is armed): cheap enough for every event
+ * that may bring a deadline closer. */
+int ulnet__timer_arm_by(struct ulnet_node *node, struct ulnet_timer *t, uint64_t deadline);
+void ulnet__timer_cancel(struct ulnet_node *node, struct ulnet_timer *t);
+
 /* Make an LND that is not built into the library (a test's LND) available by its name; call it
  * before any node opens (no lock). 0, -EINVAL for an incomplete ops table, -EEXIST when the type is
  * taken. Not exported from libulnet.so: this SDK is not a stable ABI, and an LND is built into the

@@ -252,6 +252,7 @@ ULNET_LOG_SUBSYS_DECLARE(TCP);
 #define TCPLND_ACCEPT_TIMEOUT_S 5        /* acceptor and passive HELLO deadline (accept_timeout) */
 #define TCPLND_KEEPALIVE_RETRY_S 10      /* at most one keepalive NOOP per peer this often */
 #define TCPLND_PEER_IDLE_S 60            /* forget a peer with nothing left this long */
+#define TCPLND_REAP_NS 100000000ull      /* look at closed conns (and a paused acceptor) this often */
 #define TCPLND_TX_BATCH_IOV 256          /* iovecs per writev */
 #define TCPLND_RCVLOWAT_MIN (64u << 10)  /* payload left before the socket wakes us only for more... */
 #define TCPLND_RCVLOWAT_MAX (512u << 10) /* ...up to this many bytes at a time */
@@ -391,6 +392,7 @@ struct tcplnd_conn {
 	bool io_busy;                   /* a socket call runs on it without the node lock (tcp_conn.c) */
 	int close_rc;                   /* closed meanwhile: the status the I/O side fails the rest with */
 	int rcvlowat;                   /* SO_RCVLOWAT set on the socket (0: the default, 1) */
+	struct ulnet_timer timer;       /* its next deadline: handshake, stalled rx or tx, or a look again */
 };
 
 struct tcplnd_peer {
@@ -408,6 +410,8 @@ struct tcplnd_peer {
 	uint64_t retry_at, retry_ms;
 	uint64_t last_alive, keepalive_at, idle_since;
 	int last_error;
+	unsigned n_closed;              /* its conns on net->closed (they still name it): not forgotten */
+	struct ulnet_timer timer;       /* its next deadline: queued tx, keepalive, retry, forget */
 };
 
 struct tcplnd_net {
@@ -423,7 +427,9 @@ struct tcplnd_net {
 	bool listen_paused;
 	struct ulnet_list peers[TCPLND_PEER_BUCKETS];
 	struct ulnet_list conns;
-	struct ulnet_list closed;       /* closed conns, freed at the next tick (see tcp_conn.c) */
+	struct ulnet_list closed;       /* closed conns, freed by reap_timer (see tcp_conn.c) */
+	struct ulnet_timer reap_timer;  /* armed while closed is not empty */
+	struct ulnet_timer accept_timer; /* restarts a paused acceptor */
 	struct ulnet_list hello_conns;  /* passive, in the handshake, oldest first */
 	unsigned n_hello, n_conns;
 	int next_port;                  /* connector's next privileged port */
@@ -448,7 +454,10 @@ void tcplnd_conn_queue_noop(struct tcplnd_conn *conn, uint64_t c0, uint64_t c1);
 void tcplnd_conn_zcack(struct tcplnd_conn *conn, uint64_t cookie);
 /* After a delayed lnd_recv: go on receiving. */
 void tcplnd_conn_rx_resume(struct tcplnd_conn *conn);
+/* The conn's deadlines at @now: a handshake or a stalled message past its time closes it. */
 void tcplnd_conn_tick(struct tcplnd_conn *conn, uint64_t now);
+/* Arm the conn's timer for its next deadline (after a new handshake deadline). */
+void tcplnd_conn_timer_update(struct tcplnd_conn *conn);
 /* Passive: reply with our HELLO (ctype NONE) in @proto and close once it is out. */
 void tcplnd_conn_reply_none(struct tcplnd_conn *conn, uint32_t proto, const struct ulnet_nid *dst);
 /* Passive, accepted: queue our HELLO reply ahead of any message; @conn must be UP. */
@@ -464,7 +473,8 @@ void tcplnd_log_bad(struct tcplnd_conn *conn, const char *what, const struct uln
 /* tcp_acceptor.c */
 int tcplnd_acceptor_start(struct tcplnd_net *net);
 void tcplnd_acceptor_stop(struct tcplnd_net *net);
-void tcplnd_acceptor_tick(struct tcplnd_net *net);
+/* A paused acceptor (out of descriptors) listens again (net->accept_timer). */
+void tcplnd_acceptor_resume(struct tcplnd_net *net);
 
 /* tcp_lnd.c: peers and policy */
 struct tcplnd_peer *tcplnd_peer_find(struct tcplnd_net *net, const struct ulnet_nid *nid, bool create);

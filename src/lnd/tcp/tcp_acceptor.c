@@ -76,9 +76,11 @@ static void acceptor_cb(struct ulnet_io *io, uint32_t revents)
 				drop_oldest(net, "out of file descriptors");
 				continue;
 			}
-			ULNET_LOG(TCP, ERR, "acceptor: accept: %s; pausing it until the next tick", strerror(errno));
+			ULNET_LOG(TCP, ERR, "acceptor: accept: %s; pausing it for %llu ms", strerror(errno),
+				  TCPLND_REAP_NS / 1000000ull);
 			ulnet__io_stop(net->node, &net->lio);
 			net->listen_paused = true;
+			ulnet__timer_arm_by(net->node, &net->accept_timer, ulnet__now_ns() + TCPLND_REAP_NS);
 			return;
 		}
 		port = ss.ss_family == AF_INET ? ntohs(((struct sockaddr_in *)(void *)&ss)->sin_port)
@@ -109,6 +111,7 @@ static void acceptor_cb(struct ulnet_io *io, uint32_t revents)
 		net->n_hello++;
 		conn->deadline = ulnet__now_ns() + TCPLND_ACCEPT_TIMEOUT_S * 1000000000ull;
 		conn->state = TCPLND_CONN_HELLO_RX;
+		tcplnd_conn_timer_update(conn);
 		tcplnd_hs_init(&conn->hs, true);
 		ULNET_LOG(TCP, DEBUG, "%s: accepted", conn->name);
 		tcplnd_conn_update_io(conn);
@@ -166,7 +169,7 @@ void tcplnd_acceptor_stop(struct tcplnd_net *net)
 	net->lfd = -1;
 }
 
-void tcplnd_acceptor_tick(struct tcplnd_net *net)
+void tcplnd_acceptor_resume(struct tcplnd_net *net)
 {
 	if (net->listen_paused && net->lfd >= 0) {
 		net->listen_paused = false;

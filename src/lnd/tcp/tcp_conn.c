@@ -8,8 +8,14 @@
  * may queue on this very conn or close it, so the rx loop re-checks conn->state after it.
  * A closed conn is not freed at once: close may run inside the conn's own io callback, which still
  * touches the conn after it returns, and the core may hold a header of ours and owe lnd_recv
- * (recv_owed) with the conn as rx_priv. It waits on net->closed until the next tick, and longer while
- * that lnd_recv is owed.
+ * (recv_owed) with the conn as rx_priv. It waits on net->closed until the net's reap timer finds it
+ * unused (tcp_lnd.c), and longer while that lnd_recv is owed.
+ *
+ * Each conn has one timer, armed at its next deadline: the handshake's, half the timeout and the
+ * timeout of a stalled message (rx or tx), or at most half the timeout from now to look again. A
+ * stall that starts between two looks is seen at the next one, which is never more than half the
+ * timeout later, and arms its exact deadline: every deadline is kept to the nanosecond without
+ * re-arming on every byte.
  *
  * Socket I/O runs without the node lock (docs/progress.md): only conn_io_cb calls the socket (readv,
  * sendmsg, the handshake's send/recv), at its top level, between conn_sys_begin and conn_sys_end.
@@ -94,6 +100,7 @@ void tcplnd_log_bad(struct tcplnd_conn *conn, const char *what, const struct uln
 
 static void conn_io_cb(struct ulnet_io *io, uint32_t revents);
 static int conn_spin(struct ulnet_io *io);
+static void conn_timer_fire(struct ulnet_node *node, struct ulnet_timer *t, uint64_t now);
 
 struct tcplnd_conn *tcplnd_conn_new(struct tcplnd_net *net, int fd, bool passive)
 {
@@ -117,11 +124,15 @@ struct tcplnd_conn *tcplnd_conn_new(struct tcplnd_net *net, int fd, bool passive
 	ulnet_list_add_tail(&conn->link, &net->conns);
 	net->n_conns++;
 	conn->rx_progress = conn->tx_progress = ulnet__now_ns();
+	conn->timer.fn = conn_timer_fire;
 	return conn;
 }
 
 void tcplnd_conn_free(struct tcplnd_conn *conn)
 {
+	ulnet__timer_cancel(conn->net->node, &conn->timer);
+	if (conn->peer && !conn->net->shutting_down) /* at shutdown the peers are gone first */
+		conn->peer->n_closed--;
 	ulnet_list_del(&conn->link);
 	free(conn->rx_iov);
 	free(conn->ra);
@@ -194,9 +205,13 @@ void tcplnd_conn_close(struct tcplnd_conn *conn, int rc, const char *why)
 			tcplnd_peer_connect_failed(conn->peer, rc, false, false);
 		}
 	}
+	ulnet__timer_cancel(net->node, &conn->timer);
 	ulnet_list_del(&conn->link);
 	ulnet_list_add_tail(&conn->link, &net->closed);
 	net->n_conns--;
+	if (conn->peer)
+		conn->peer->n_closed++;
+	ulnet__timer_arm_by(net->node, &net->reap_timer, ulnet__now_ns() + TCPLND_REAP_NS);
 	if (conn->io_busy) {
 		/* a socket call uses the fd, the queue and the rx message: conn_sys_end finishes */
 		conn->close_rc = rc;
@@ -1130,6 +1145,7 @@ int tcplnd_conn_connect(struct tcplnd_peer *peer, int ctype)
 	peer->n_connecting[ctype]++;
 	conn->deadline = ulnet__now_ns() + (uint64_t)net->tun.timeout * 1000000000ull;
 	conn->state = TCPLND_CONN_CONNECTING;
+	tcplnd_conn_timer_update(conn);
 	ulnet__io_bind(net->node, &conn->io, ulnet__nid_loop(net->node, &peer->nid)); /* the peer's loop */
 	ULNET_LOG(TCP, DEBUG, "%s: connecting, protocol V%u", conn->name, proto);
 	tcplnd_conn_update_io(conn);
@@ -1178,4 +1194,52 @@ void tcplnd_conn_tick(struct tcplnd_conn *conn, uint64_t now)
 	case TCPLND_CONN_CLOSING:
 		return;
 	}
+}
+
+/* The conn's next deadline after @now (tcplnd_conn_tick's tests pass just after it), or 0 for none. A
+ * deadline already past was acted on at the last look: it is not armed again. */
+static uint64_t conn_next_deadline(const struct tcplnd_conn *conn, uint64_t now)
+{
+	uint64_t tmo = (uint64_t)conn->net->tun.timeout * 1000000000ull, next = now + tmo / 2, c[3];
+	unsigned n = 0;
+
+	switch (conn->state) {
+	case TCPLND_CONN_CONNECTING:
+	case TCPLND_CONN_HELLO_TX:
+	case TCPLND_CONN_HELLO_RX:
+		c[n++] = conn->deadline + 1;
+		break;
+	case TCPLND_CONN_UP:
+		if (conn->rx->started) {
+			if (conn->rcvlowat > 1)
+				c[n++] = conn->rx_progress + tmo / 2 + 1;
+			c[n++] = conn->rx_progress + tmo + 1;
+		}
+		if (!ulnet_list_empty(&conn->txq))
+			c[n++] = conn->tx_progress + tmo + 1;
+		break;
+	case TCPLND_CONN_CLOSING:
+		return 0;
+	}
+	for (unsigned i = 0; i < n; i++)
+		if (c[i] > now && c[i] < next)
+			next = c[i];
+	return next;
+}
+
+void tcplnd_conn_timer_update(struct tcplnd_conn *conn)
+{
+	uint64_t next = conn_next_deadline(conn, ulnet__now_ns());
+
+	if (next)
+		ulnet__timer_arm_by(conn->net->node, &conn->timer, next);
+}
+
+static void conn_timer_fire(struct ulnet_node *node, struct ulnet_timer *t, uint64_t now)
+{
+	struct tcplnd_conn *conn = ulnet_container_of(t, struct tcplnd_conn, timer);
+
+	(void)node, (void)now; /* the conn's stamps are on ulnet__now_ns's clock */
+	tcplnd_conn_tick(conn, ulnet__now_ns());
+	tcplnd_conn_timer_update(conn);
 }

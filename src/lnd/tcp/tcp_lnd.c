@@ -24,6 +24,10 @@ ULNET_LOG_SUBSYS_DEFINE(TCP, "TCP")
 #define NS_PER_S 1000000000ull
 
 static struct tcplnd_net *net_of(struct ulnet_ni *ni) { return ulnet__ni_priv(ni); }
+static uint64_t peer_look_ns(const struct tcplnd_net *net);
+static void peer_timer_fire(struct ulnet_node *node, struct ulnet_timer *t, uint64_t now_node);
+static void reap_timer_fire(struct ulnet_node *node, struct ulnet_timer *t, uint64_t now);
+static void accept_timer_fire(struct ulnet_node *node, struct ulnet_timer *t, uint64_t now);
 
 /* ---- tunables ---- */
 
@@ -93,6 +97,8 @@ struct tcplnd_peer *tcplnd_peer_find(struct tcplnd_net *net, const struct ulnet_
 	ulnet_list_init(&peer->conns);
 	ulnet_list_init(&peer->txq);
 	peer->last_alive = peer->idle_since = ulnet__now_ns();
+	peer->timer.fn = peer_timer_fire;
+	ulnet__timer_arm_by(net->node, &peer->timer, peer->idle_since + peer_look_ns(net));
 	ulnet_list_add_tail(&peer->link, head);
 	return peer;
 }
@@ -192,6 +198,7 @@ void tcplnd_peer_connect_failed(struct tcplnd_peer *peer, int rc, bool retry, bo
 	if (retry) {
 		/* lost a race or must renegotiate: not the peer's fault */
 		peer->retry_at = now ? 0 : t + (uint64_t)net->tun.min_reconnectms * NS_PER_MS;
+		ulnet__timer_arm_by(net->node, &peer->timer, now ? t : peer->retry_at);
 		return;
 	}
 	peer->retry_ms = peer->retry_ms ? peer->retry_ms * 2 : (uint64_t)net->tun.min_reconnectms;
@@ -201,6 +208,7 @@ void tcplnd_peer_connect_failed(struct tcplnd_peer *peer, int rc, bool retry, bo
 		peer->retry_ms = (uint64_t)net->tun.min_reconnectms;
 	peer->retry_at = t + peer->retry_ms * NS_PER_MS;
 	peer->last_error = rc;
+	ulnet__timer_arm_by(net->node, &peer->timer, peer->retry_at);
 	/* nothing up and nothing on the way: what waits for this peer fails now */
 	if (ulnet_list_empty(&peer->conns) && !peer_connecting(peer))
 		peer_fail_txq(peer, rc);
@@ -501,6 +509,8 @@ static int tcplnd_startup(struct ulnet_ni *ni)
 	ulnet_list_init(&net->conns);
 	ulnet_list_init(&net->closed);
 	ulnet_list_init(&net->hello_conns);
+	net->reap_timer.fn = reap_timer_fire;
+	net->accept_timer.fn = accept_timer_fire;
 	net->next_port = TCPLND_MAX_RESERVED_PORT;
 	rc = tunables_load(net, ni);
 	if (rc)
@@ -563,11 +573,14 @@ static void tcplnd_shutdown(struct ulnet_ni *ni)
 			struct tcplnd_peer *peer = ulnet_list_first(&net->peers[b], struct tcplnd_peer, link);
 
 			peer_fail_txq(peer, -ESHUTDOWN);
+			ulnet__timer_cancel(net->node, &peer->timer);
 			ulnet_list_del(&peer->link);
 			free(peer);
 		}
 	}
 	free_closed_conns(net, true);
+	ulnet__timer_cancel(net->node, &net->reap_timer);
+	ulnet__timer_cancel(net->node, &net->accept_timer);
 }
 
 static int tcplnd_send(struct ulnet_ni *ni, void *rx_priv, struct ulnet_msg *msg)
@@ -601,6 +614,7 @@ static int tcplnd_send(struct ulnet_ni *ni, void *rx_priv, struct ulnet_msg *msg
 	}
 	tx->deadline = ulnet__now_ns() + (uint64_t)net->tun.timeout * NS_PER_S;
 	ulnet_list_add_tail(&tx->link, &peer->txq);
+	ulnet__timer_arm_by(net->node, &peer->timer, tx->deadline + 1);
 	if (!peer_connecting(peer)) {
 		if (ulnet__now_ns() < peer->retry_at && ulnet_list_empty(&peer->conns)) {
 			/* still backing off after a failure: fail at once, as a down peer would */
@@ -691,61 +705,86 @@ static void peer_tick(struct tcplnd_peer *peer, uint64_t now)
 	}
 }
 
-static void tcplnd_tick(struct ulnet_ni *ni, uint64_t now)
+/* How long a peer's timer may sleep: half its shortest period, so that whatever starts meanwhile (a
+ * message queued, traffic that ends) is looked at before its own deadline (see tcp_conn.c). */
+static uint64_t peer_look_ns(const struct tcplnd_net *net)
 {
-	struct tcplnd_net *net = net_of(ni);
-	struct tcplnd_conn **cv;
-	struct tcplnd_peer **pv = NULL;
-	size_t n, np = 0, i, cap = 0;
-	unsigned b;
+	uint64_t p = TCPLND_PEER_IDLE_S;
 
-	cv = conns_snapshot(net, &n);
-	for (i = 0; cv && i < n; i++)
-		tcplnd_conn_tick(cv[i], now);
-	free(cv);
+	if ((uint64_t)net->tun.timeout < p)
+		p = (uint64_t)net->tun.timeout;
+	if (net->tun.keepalive > 0 && (uint64_t)net->tun.keepalive < p)
+		p = (uint64_t)net->tun.keepalive;
+	return p * NS_PER_S / 2;
+}
 
-	for (b = 0; b < TCPLND_PEER_BUCKETS; b++) {
-		struct ulnet_list *p;
+static bool peer_idle(const struct tcplnd_peer *peer)
+{
+	return ulnet_list_empty(&peer->conns) && ulnet_list_empty(&peer->txq) && !peer_connecting(peer);
+}
 
-		for (p = net->peers[b].next; p != &net->peers[b]; p = p->next) {
-			if (np == cap) {
-				struct tcplnd_peer **nv = realloc(pv, (cap ? cap * 2 : 64) * sizeof(*pv));
+/* The peer's next deadline after @now (peer_tick's tests pass just after it). */
+static uint64_t peer_next_deadline(const struct tcplnd_peer *peer, uint64_t now)
+{
+	const struct tcplnd_net *net = peer->net;
+	uint64_t next = now + peer_look_ns(net), c[4];
+	unsigned n = 0;
 
-				if (!nv)
-					break;
-				pv = nv;
-				cap = cap ? cap * 2 : 64;
-			}
-			pv[np++] = ulnet_container_of(p, struct tcplnd_peer, link);
-		}
+	if (!ulnet_list_empty(&peer->txq)) {
+		c[n++] = ulnet_list_first(&peer->txq, struct tcplnd_tx, link)->deadline + 1; /* oldest first */
+		if (!peer_connecting(peer))
+			c[n++] = peer->retry_at;
 	}
-	for (i = 0; i < np; i++)
-		peer_tick(pv[i], now);
-	/* forget peers with nothing left (no callbacks below) */
-	for (i = 0; i < np; i++) {
-		struct tcplnd_peer *peer = pv[i];
+	if (net->tun.keepalive > 0 && peer->proto >= TCPLND_PROTO_V3 && !ulnet_list_empty(&peer->conns)) {
+		uint64_t ka = peer->last_alive + (uint64_t)net->tun.keepalive * NS_PER_S + 1;
 
-		if (!ulnet_list_empty(&peer->conns) || !ulnet_list_empty(&peer->txq) || peer_connecting(peer)) {
-			peer->idle_since = now;
-			continue;
-		}
-		if (now - peer->idle_since > TCPLND_PEER_IDLE_S * NS_PER_S && now >= peer->retry_at) {
-			struct ulnet_list *p;
-			bool referenced = false;
-
-			/* closed conns still name their peer while the core owes them an lnd_recv */
-			for (p = net->closed.next; p != &net->closed; p = p->next)
-				if (ulnet_container_of(p, struct tcplnd_conn, link)->peer == peer)
-					referenced = true;
-			if (referenced)
-				continue;
-			ulnet_list_del(&peer->link);
-			free(peer);
-		}
+		c[n++] = ka > peer->keepalive_at ? ka : peer->keepalive_at;
 	}
-	free(pv);
+	if (peer_idle(peer)) {
+		uint64_t forget = peer->idle_since + TCPLND_PEER_IDLE_S * NS_PER_S + 1;
+
+		c[n++] = forget > peer->retry_at ? forget : peer->retry_at;
+	}
+	for (unsigned i = 0; i < n; i++)
+		if (c[i] > now && c[i] < next)
+			next = c[i];
+	return next;
+}
+
+/* A peer with nothing left for TCPLND_PEER_IDLE_S is forgotten (no callbacks below), unless a closed
+ * conn still names it. */
+static void peer_timer_fire(struct ulnet_node *node, struct ulnet_timer *t, uint64_t now_node)
+{
+	struct tcplnd_peer *peer = ulnet_container_of(t, struct tcplnd_peer, timer);
+	uint64_t now = ulnet__now_ns(); /* the peer's stamps are on this clock */
+
+	(void)now_node;
+	peer_tick(peer, now);
+	if (!peer_idle(peer))
+		peer->idle_since = now;
+	else if (now - peer->idle_since > TCPLND_PEER_IDLE_S * NS_PER_S && now >= peer->retry_at &&
+		 !peer->n_closed) {
+		ulnet_list_del(&peer->link);
+		free(peer);
+		return;
+	}
+	ulnet__timer_arm_by(node, t, peer_next_deadline(peer, now));
+}
+
+static void reap_timer_fire(struct ulnet_node *node, struct ulnet_timer *t, uint64_t now)
+{
+	struct tcplnd_net *net = ulnet_container_of(t, struct tcplnd_net, reap_timer);
+
+	(void)now;
 	free_closed_conns(net, false);
-	tcplnd_acceptor_tick(net);
+	if (!ulnet_list_empty(&net->closed))
+		ulnet__timer_arm_by(node, t, ulnet__now_ns() + TCPLND_REAP_NS);
+}
+
+static void accept_timer_fire(struct ulnet_node *node, struct ulnet_timer *t, uint64_t now)
+{
+	(void)node, (void)now;
+	tcplnd_acceptor_resume(ulnet_container_of(t, struct tcplnd_net, accept_timer));
 }
 
 /* socklnd negotiates no limits: a payload goes inline as any number of fragments up to LNET_MTU, and
@@ -770,7 +809,6 @@ const struct ulnet_lnd_ops ulnet__tcplnd_ops = {
 	.lnd_shutdown = tcplnd_shutdown,
 	.lnd_send = tcplnd_send,
 	.lnd_recv = tcplnd_recv,
-	.lnd_tick = tcplnd_tick,
 	.lnd_tunables = tcplnd_tunables,
 	.lnd_n_tunables = N_TUNABLES,
 	.lnd_query_peer = tcplnd_query_peer,
