@@ -22,8 +22,7 @@ enum ulnet_event_kind {
 };
 
 /* Message types on the wire (lnet_hdr type). */
-enum ulnet_msg_type { ULNET_MSG_ACK = 0, ULNET_MSG_PUT = 1, ULNET_MSG_GET = 2, ULNET_MSG_REPLY = 3,
-		      ULNET_MSG_HELLO = 4 };
+enum ulnet_msg_type { ULNET_MSG_ACK = 0, ULNET_MSG_PUT = 1, ULNET_MSG_GET = 2, ULNET_MSG_REPLY = 3 };
 
 struct ulnet_event {
 	enum ulnet_event_kind type;

@@ -116,6 +116,9 @@ struct ulnet_stats {
 	uint64_t send_length, recv_length, route_length, drop_length;
 	uint64_t tx_queue_full;  /* sends refused: the peer's queue was at peer_queue_msgs/_bytes */
 	uint64_t tx_timeouts;    /* GET/PUT+ACK transactions that ended in -ETIMEDOUT */
+	/* Events not delivered: the process was out of memory growing an event queue or the handler
+	 * queue (each drop is also logged). Anything but 0 means the application missed events. */
+	uint64_t events_dropped;
 	/* Message descriptors (messages, ACKs, LND tx and NOOP descriptors) handed out, and how many of
 	 * them needed the heap: in steady state the free lists serve them and the second stops growing. */
 	uint64_t desc_gets, desc_heap_allocs;

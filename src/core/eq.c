@@ -188,10 +188,11 @@ void ulnet__eq_release(ulnet_eq *eq)
 }
 
 /* Push @ev; with @unref, also drop one reference in the same critical section, so a waiter that sees
- * the event (say an MD's last) and destroys the queue never finds the reference still held. */
-static void eq_push(ulnet_eq *eq, const struct ulnet_event *ev, bool unref)
+ * the event (say an MD's last) and destroys the queue never finds the reference still held. false: the
+ * event was dropped (out of memory growing the queue; the caller counts it). */
+static bool eq_push(ulnet_eq *eq, const struct ulnet_event *ev, bool unref)
 {
-	bool gone, signal = false;
+	bool gone, signal = false, pushed = false;
 
 	ulnet__futex_lock(&eq->lock);
 	if (eq->count == eq->cap) {
@@ -199,9 +200,10 @@ static void eq_push(ulnet_eq *eq, const struct ulnet_event *ev, bool unref)
 		struct ulnet_event *n = malloc(ncap * sizeof(*n));
 
 		if (!n) {
-			/* Keep the event rather than lose it: block-free fallback is impossible here, so
-			 * log loudly; this only happens when the process is out of memory. */
-			ULNET_LOG(CORE, ERR, "event queue: out of memory growing to %zu events; event lost", ncap);
+			/* the pusher may hold the node lock and must not block: the event is lost, logged
+			 * here and counted in the node's events_dropped */
+			ULNET_LOG(CORE, ERR, "event queue: out of memory growing to %zu events; %s event lost "
+				  "(stats: events_dropped)", ncap, ulnet_event_kind_name(ev->type));
 			goto out;
 		}
 		for (size_t i = 0; i < eq->count; i++)
@@ -213,6 +215,7 @@ static void eq_push(ulnet_eq *eq, const struct ulnet_event *ev, bool unref)
 	}
 	eq->ring[(eq->head + eq->count) & (eq->cap - 1)] = *ev;
 	eq->count++;
+	pushed = true;
 	atomic_fetch_add_explicit(&eq->seq, 1, memory_order_relaxed);
 	/* one wake-up per delivery: signal only a thread that waits, after the unlock */
 	signal = eq->waiters > eq->woken &&
@@ -239,11 +242,12 @@ out:
 	}
 	if (gone)
 		eq_free(eq);
+	return pushed;
 }
 
-void ulnet__eq_push(ulnet_eq *eq, const struct ulnet_event *ev)
+bool ulnet__eq_push(ulnet_eq *eq, const struct ulnet_event *ev)
 {
-	eq_push(eq, ev, false);
+	return eq_push(eq, ev, false);
 }
 
 int ulnet_eq_wait(ulnet_eq *eq, int timeout_ms, struct ulnet_event *ev)
@@ -333,14 +337,14 @@ void ulnet__event_deliver(struct ulnet_node *node, const struct ulnet_md *umd, c
 {
 	if (umd->handler)
 		ulnet__queue_cb(node, umd->handler, ev);
-	if (umd->eq)
-		eq_push(umd->eq, ev, false);
+	if (umd->eq && !eq_push(umd->eq, ev, false))
+		node->stats.events_dropped++;
 }
 
 void ulnet__event_deliver_unref(struct ulnet_node *node, const struct ulnet_md *umd, const struct ulnet_event *ev)
 {
 	if (umd->handler)
 		ulnet__queue_cb(node, umd->handler, ev);
-	if (umd->eq)
-		eq_push(umd->eq, ev, true);
+	if (umd->eq && !eq_push(umd->eq, ev, true))
+		node->stats.events_dropped++;
 }

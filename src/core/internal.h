@@ -369,7 +369,7 @@ void ulnet__md_free_all(struct ulnet_node *node);
 /* eq.c */
 /* ulnet_eq_wait, polling for up to @spin_ns before it sleeps (busy_poll_us). */
 int ulnet__eq_wait_busy(ulnet_eq *eq, uint64_t spin_ns, int timeout_ms, struct ulnet_event *ev);
-void ulnet__eq_push(ulnet_eq *eq, const struct ulnet_event *ev);
+bool ulnet__eq_push(ulnet_eq *eq, const struct ulnet_event *ev);
 /* Between these (a completion phase, nested or not), a push that would wake a waiter leaves the
  * signal to the outermost _end: one wake-up per queue per phase. */
 void ulnet__eq_defer_begin(void);

@@ -429,7 +429,9 @@ void ulnet__queue_cb(struct ulnet_node *node, ulnet_event_handler h, const struc
 		struct ulnet_pending_cb *n = realloc(node->cbs, ncap * sizeof(*n));
 
 		if (!n) {
-			ULNET_LOG(CORE, ERR, "out of memory queueing an event handler call; event lost");
+			ULNET_LOG(CORE, ERR, "out of memory queueing an event handler call; %s event lost "
+				  "(stats: events_dropped)", ulnet_event_kind_name(ev->type));
+			node->stats.events_dropped++;
 			return;
 		}
 		node->cbs = n;
@@ -686,7 +688,7 @@ static void *loop_main(void *arg)
 	cur_loop = loop;
 	ulnet__lock(node);
 	while (!node->stopping) {
-		int n, timeout;
+		int n, timeout, wait_errno = 0;
 		bool spin, hooked, hot;
 
 		if (skip_wait) {
@@ -715,13 +717,14 @@ static void *loop_main(void *arg)
 		loop->spinning = spin;
 		ulnet__lock_release(node);
 		n = loop_wait(loop, evs, timeout, spin ? busy_until : 0, hooked, hot);
+		wait_errno = errno; /* the lock and park below may make futex calls that overwrite it */
 		atomic_store_explicit(&loop->sleeping, false, memory_order_relaxed);
 		ulnet__lock(node);
 		loop->in_wait = loop->spinning = false; /* no new borrower: one at most to wait for */
 		/* an API call does our work: our batch waits for it (loop_borrow, ulnet__loop_lead) */
 		loop_park(loop);
-		if (n < 0 && errno != EINTR) {
-			ULNET_LOG(CORE, ERR, "epoll_wait: %s", strerror(errno));
+		if (n < 0 && wait_errno != EINTR) {
+			ULNET_LOG(CORE, ERR, "epoll_wait: %s", strerror(wait_errno));
 			n = 0;
 		}
 		if (node->busy_poll_ns && (n > 0 || loop->kicked || atomic_load_explicit(&loop->poked, memory_order_relaxed)))

@@ -188,6 +188,7 @@ static int cmd_stats_show(struct ulnetd *d, int argc, char **argv, struct ulnetd
 	ulnetd_emit_uint(&e, "drop_length", st.drop_length);
 	ulnetd_emit_uint(&e, "tx_queue_full", st.tx_queue_full);
 	ulnetd_emit_uint(&e, "tx_timeouts", st.tx_timeouts);
+	ulnetd_emit_uint(&e, "events_dropped", st.events_dropped);
 	ulnetd_emit_uint(&e, "loops", st.loops);
 	if (verbose) {
 		/* descriptors handed out vs taken from the heap: flat in steady state (free lists) */

@@ -8,6 +8,10 @@
 #include "ulnet/nid.h"
 #include "nid_equal.h"
 #include "wire.h"
+#include "ulnet/event.h" /* enum ulnet_msg_type */
+
+/* The type of socklnd's HELLO in an LNet header: a connection's first message, never a user's. */
+#define ULNET_MSG_HELLO 4
 
 #define ULNET_HDR_NID4_SIZE 72
 #define ULNET_HDR_NID16_SIZE 96
