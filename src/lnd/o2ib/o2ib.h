@@ -13,6 +13,7 @@
 #include "lnd.h"
 #include "list.h"
 #include "o2ib_conn_policy.h"
+#include "o2ib_credits.h"
 #include "o2ib_plan.h"
 #include "o2ib_wire.h"
 

@@ -325,15 +325,6 @@ int o2ib_connect(struct o2ib_peer *peer)
 
 /* ---- credits and posting (lnet-wire.md §4.1) ---- */
 
-static int hiw(const struct o2ib_conn *conn)
-{
-	int d = conn->queue_depth, h = conn->net->tun.peer_credits_hiw ? conn->net->tun.peer_credits_hiw : d / 2;
-
-	if (h >= d)
-		h = d - 1;
-	return h > 0 ? h : 1; /* a depth of 1 (a small max_qp_wr) returns every credit at once */
-}
-
 static bool v2(const struct o2ib_conn *conn) { return conn->version != O2IB_MSG_VERSION_1; }
 
 static bool keepalive_due(const struct o2ib_conn *conn, uint64_t now)
@@ -342,46 +333,34 @@ static bool keepalive_due(const struct o2ib_conn *conn, uint64_t now)
 	       now >= conn->last_send_ns + (uint64_t)conn->net->tun.keepalive * NS_PER_S;
 }
 
-static bool need_noop(const struct o2ib_conn *conn, uint64_t now)
+/* The counters o2ib_credits decides on, as they are now. */
+static struct o2ib_credit_state credit_state(const struct o2ib_conn *conn, uint64_t now)
 {
-	if (conn->outstanding_credits < conn->hiw && !keepalive_due(conn, now))
-		return false;
-	if (v2(conn) && (conn->noops_posted >= 2 || !ulnet_list_empty(&conn->txq_nocred)))
-		return false;
-	return ulnet_list_empty(&conn->txq) || conn->credits == 0;
-}
-
-static bool needs_credit(const struct o2ib_conn *conn, uint8_t type)
-{
-	switch (type) {
-	case O2IB_MSG_NOOP:
-		return !v2(conn);
-	case O2IB_MSG_PUT_ACK:
-	case O2IB_MSG_PUT_NAK:
-	case O2IB_MSG_PUT_DONE:
-	case O2IB_MSG_GET_DONE:
-		return false;
-	default:
-		return true;
-	}
+	return (struct o2ib_credit_state){
+		.version = conn->version,
+		.queue_depth = conn->queue_depth,
+		.credits = conn->credits,
+		.outstanding_credits = conn->outstanding_credits,
+		.reserved_credits = conn->reserved_credits,
+		.nsends_posted = conn->nsends_posted,
+		.max_sends = conn->max_sends,
+		.noops_posted = conn->noops_posted,
+		.hiw = conn->hiw,
+		.keepalive_due = keepalive_due(conn, now),
+		.credit_queued = !ulnet_list_empty(&conn->txq),
+		.nocred_queued = !ulnet_list_empty(&conn->txq_nocred),
+	};
 }
 
 void o2ib_conn_queue(struct o2ib_conn *conn, struct o2ib_tx *tx)
 {
-	bool nocred = !needs_credit(conn, tx->msg.type);
+	bool nocred = !o2ib_credit_needed(conn->version, tx->msg.type);
 
 	if (tx->advertise && o2ib_tx_advertise(conn, tx))
 		return; /* no description for its sink: the tx is done with that error */
 	if (!tx->deadline_ns)
 		tx->deadline_ns = o2ib_now(conn->net) + (uint64_t)conn->net->tun.timeout * NS_PER_S;
 	ulnet_list_add_tail(&tx->link, nocred ? &conn->txq_nocred : &conn->txq);
-}
-
-static int max_sends(const struct o2ib_conn *conn)
-{
-	int c = conn->net->tun.concurrent_sends ? conn->net->tun.concurrent_sends : conn->queue_depth;
-
-	return c < (int)conn->nslots ? c : (int)conn->nslots;
 }
 
 /* Post what @tx has next on send slot @s: the next window of its RDMA WRITEs (o2ib_xfer_window) and,
@@ -500,44 +479,43 @@ static void check_sends_now(struct o2ib_conn *conn)
 		o2ib_conn_close(conn, rc, "cannot post an RDMA window");
 		return;
 	}
-	if (need_noop(conn, now)) {
-		struct o2ib_tx *noop = o2ib_tx_new(conn->net, O2IB_MSG_NOOP);
+	{
+		struct o2ib_credit_state cs = credit_state(conn, now);
 
-		if (noop)
-			o2ib_conn_queue(conn, noop);
+		if (o2ib_credit_need_noop(&cs)) {
+			struct o2ib_tx *noop = o2ib_tx_new(conn->net, O2IB_MSG_NOOP);
+
+			if (noop)
+				o2ib_conn_queue(conn, noop);
+		}
 	}
-	while (conn->nsends_posted < conn->max_sends) {
+	for (;;) {
+		/* answers first; each queue holds what o2ib_credit_needed put there */
 		struct ulnet_list *q = !ulnet_list_empty(&conn->txq_nocred) ? &conn->txq_nocred
 				     : !ulnet_list_empty(&conn->txq) ? &conn->txq : NULL;
+		struct o2ib_credit_state cs;
 		struct o2ib_tx *tx;
-		int credit;
+		enum o2ib_credit_verdict v;
 
 		if (!q)
 			break;
 		tx = ulnet_container_of(q->next, struct o2ib_tx, link);
-		credit = q == &conn->txq;
-		if (credit && conn->credits == 0)
-			break;
-		/* the last credit is kept for a NOOP, so credits can always flow back (V2 NOOPs need no
-		 * credit, and at depth 1 the rule would stop everything) */
-		if (credit && conn->credits == 1 && conn->outstanding_credits == 0 && tx->msg.type != O2IB_MSG_NOOP &&
-		    !v2(conn) && conn->queue_depth > 1)
-			break;
-		if (tx->msg.type == O2IB_MSG_NOOP && conn->outstanding_credits == 0 && !keepalive_due(conn, now)) {
-			ulnet_list_del(&tx->link); /* redundant: nothing to return */
+		cs = credit_state(conn, now);
+		v = o2ib_credit_decide(&cs, tx->msg.type);
+		if (v == O2IB_CREDIT_DROP_NOOP) {
+			ulnet_list_del(&tx->link);
 			o2ib_tx_done(conn->net, tx, 0);
 			continue;
 		}
-		/* a PUT_REQ/GET_REQ also holds a reserved credit: a receive kept for its answer */
-		if ((tx->msg.type == O2IB_MSG_PUT_REQ || tx->msg.type == O2IB_MSG_GET_REQ) && conn->reserved_credits <= 0)
+		if (v != O2IB_CREDIT_POST && v != O2IB_CREDIT_POST_NOCRED)
 			break;
 		ulnet_list_del(&tx->link);
-		rc = post_tx(conn, tx, credit);
+		rc = post_tx(conn, tx, v == O2IB_CREDIT_POST);
 		if (rc == 1) {
 			ulnet_list_add_head(&tx->link, q);
 			break;
 		}
-		if (rc == 0 && (tx->msg.type == O2IB_MSG_PUT_REQ || tx->msg.type == O2IB_MSG_GET_REQ))
+		if (rc == 0 && o2ib_credit_reserves(tx->msg.type))
 			conn->reserved_credits--;
 		if (rc < 0) {
 			tx->waiting = false;
@@ -815,8 +793,9 @@ static void conn_established(struct o2ib_conn *conn)
 	}
 	conn->state = O2IB_CONN_ESTABLISHED;
 	conn->credits = conn->reserved_credits = conn->queue_depth;
-	conn->hiw = hiw(conn); /* (depth, slots and tunables stay as they are now: not per check) */
-	conn->max_sends = max_sends(conn);
+	/* (depth, slots and tunables stay as they are now: not per check) */
+	conn->hiw = o2ib_credit_hiw(conn->queue_depth, conn->net->tun.peer_credits_hiw);
+	conn->max_sends = o2ib_credit_max_sends(conn->net->tun.concurrent_sends, conn->queue_depth, conn->nslots);
 	peer->last_version = conn->version;
 	peer->last_stamp = conn->peer_stamp;
 	peer->races = 0;
