@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* The o2ib LND: its ops table, typed tunables, startup over a fabric provider, peers, and the send
- * and receive entry points. Connections, credits and posting are o2ib_conn.c's.
+ * and receive entry points. Connections are o2ib_conn.c's and o2ib_cm.c's, sending o2ib_tx.c's,
+ * completions o2ib_cb.c's.
  *
  * IMMEDIATE carries payloads up to 3976 bytes (lnet-wire.md §3.1); larger ones, and GETs whose sink
  * is larger, take the RDMA rendezvous of o2ib_rdma.c. */

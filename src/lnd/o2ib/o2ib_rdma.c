@@ -10,7 +10,7 @@
  *     remote write for that transfer only: its key dies when the transfer completes;
  *   - a source writes the WRs o2ib_plan_source gives (gather within max_send_sge, the MD's region, or
  *     a copy into a bounce buffer), never more than max_frags, posted in windows that fit the send
- *     queue (o2ib_conn.c posts them). Its memory is registered for local access only, once per MD, in
+ *     queue (o2ib_tx.c posts them). Its memory is registered for local access only, once per MD, in
  *     the MD's registration slot until the core says the MD is unlinked.
  * A registration holds the fragments concatenated, so a descriptor's addresses are the region's
  * (byte k of the transfer at mr.addr + k), whatever the fragments' virtual addresses. */
