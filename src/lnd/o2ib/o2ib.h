@@ -112,7 +112,8 @@ struct o2ib_peer {
 	struct ulnet_peer_rdma_stats stats;
 };
 
-enum o2ib_conn_state { O2IB_CONN_ACTIVE_CONNECT = 1, O2IB_CONN_PASSIVE_WAIT, O2IB_CONN_ESTABLISHED,
+/* INIT: allocated, not yet connecting nor accepted (a calloc'd conn). */
+enum o2ib_conn_state { O2IB_CONN_INIT = 0, O2IB_CONN_ACTIVE_CONNECT, O2IB_CONN_PASSIVE_WAIT, O2IB_CONN_ESTABLISHED,
 		       O2IB_CONN_CLOSING };
 
 /* The source side of one transfer as o2ib_plan_source planned it: the WRITEs as they are posted. */
@@ -271,6 +272,10 @@ void o2ib_conn_close(struct o2ib_conn *conn, int status, const char *why);
 void o2ib_peer_failed(struct o2ib_peer *peer, int status);
 /* The peer's NID, or "(unknown peer)". */
 const char *o2ib_conn_peer_str(const struct o2ib_conn *conn, char *buf, size_t len);
+/* "ESTABLISHED", ... */
+const char *o2ib_conn_state_name(enum o2ib_conn_state s);
+/* Every state change goes through here (logged at DEBUG). */
+void o2ib_conn_set_state(struct o2ib_conn *conn, enum o2ib_conn_state next);
 void o2ib_reap_zombies(struct o2ib_net *net);
 /* Close the accepted connections whose peer did not complete the handshake within the timeout (a
  * peer that died between its CONNREQ and its RTU would hold a QP and block its reconnects for good). */

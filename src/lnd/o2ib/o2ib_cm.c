@@ -40,7 +40,7 @@ static int connect_attempt(struct o2ib_peer *peer)
 	}
 	if ((rc = f->connect(conn->id, &dst, pd, (size_t)n, timeout_ms)))
 		goto fail;
-	conn->state = O2IB_CONN_ACTIVE_CONNECT;
+	o2ib_conn_set_state(conn, O2IB_CONN_ACTIVE_CONNECT);
 	peer->conn = conn;
 	return 0;
 fail:
@@ -73,7 +73,7 @@ void o2ib_conn_established(struct o2ib_conn *conn)
 		ulnet_list_del(&conn->link);
 		peer->accepting--;
 	}
-	conn->state = O2IB_CONN_ESTABLISHED;
+	o2ib_conn_set_state(conn, O2IB_CONN_ESTABLISHED);
 	conn->credits = conn->reserved_credits = conn->queue_depth;
 	/* (depth, slots and tunables stay as they are now: not per check) */
 	conn->hiw = o2ib_credit_hiw(conn->queue_depth, conn->net->tun.peer_credits_hiw);
@@ -191,7 +191,7 @@ static void on_connect_request(struct o2ib_net *net, const struct fab_cm_event *
 		reject_no_resources(net, ev->id, d.version);
 		return;
 	}
-	conn->state = O2IB_CONN_PASSIVE_WAIT;
+	o2ib_conn_set_state(conn, O2IB_CONN_PASSIVE_WAIT);
 	conn->accept_deadline_ns = ulnet__now_ns() + (uint64_t)net->tun.timeout * NS_PER_S;
 	peer->accepting++;
 	ulnet_list_add_tail(&conn->link, &net->pending); /* becomes the peer's conn at ESTABLISHED */

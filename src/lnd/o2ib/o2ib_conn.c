@@ -16,6 +16,27 @@ const char *o2ib_conn_peer_str(const struct o2ib_conn *conn, char *buf, size_t l
 	return conn->peer ? o2ib_nid_str(&conn->peer->nid, buf, len) : "(unknown peer)";
 }
 
+const char *o2ib_conn_state_name(enum o2ib_conn_state s)
+{
+	switch (s) {
+	case O2IB_CONN_INIT: return "INIT";
+	case O2IB_CONN_ACTIVE_CONNECT: return "ACTIVE_CONNECT";
+	case O2IB_CONN_PASSIVE_WAIT: return "PASSIVE_WAIT";
+	case O2IB_CONN_ESTABLISHED: return "ESTABLISHED";
+	case O2IB_CONN_CLOSING: return "CLOSING";
+	}
+	return "?";
+}
+
+void o2ib_conn_set_state(struct o2ib_conn *conn, enum o2ib_conn_state next)
+{
+	char ns[ULNET_NID_STRLEN];
+
+	ULNET_LOG(O2IB, DEBUG, "%s: %s -> %s", o2ib_conn_peer_str(conn, ns, sizeof(ns)),
+		  o2ib_conn_state_name(conn->state), o2ib_conn_state_name(next));
+	conn->state = next;
+}
+
 struct o2ib_conn *o2ib_conn_alloc(struct o2ib_net *net, struct o2ib_peer *peer)
 {
 	struct o2ib_conn *conn = calloc(1, sizeof(*conn));
@@ -222,7 +243,7 @@ void o2ib_conn_close(struct o2ib_conn *conn, int status, const char *why)
 	if (why)
 		ULNET_LOG(O2IB, ERR, "%s: closing the connection (%s): %s", o2ib_conn_peer_str(conn, ns, sizeof(ns)),
 			  strerror(-status), why);
-	conn->state = O2IB_CONN_CLOSING;
+	o2ib_conn_set_state(conn, O2IB_CONN_CLOSING);
 	conn->close_status = status;
 	fail_list(conn->net, &conn->txq, status);
 	fail_list(conn->net, &conn->txq_nocred, status);
