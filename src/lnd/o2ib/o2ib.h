@@ -228,6 +228,11 @@ const char *o2ib_nid_str(const struct ulnet_nid *nid, char *buf, size_t len);
 /* @nid's IPv4 socket address at @port, through the core's one conversion (ulnet__nid_sockaddr).
  * 0; -EAFNOSUPPORT for a NID that is not IPv4 (o2ib addresses are). */
 int o2ib_nid_sockaddr(const struct ulnet_nid *nid, uint16_t port, struct sockaddr_in *out);
+/* Tests only (NULL otherwise): an NI starting while this is set uses wrap(the provider ops it chose),
+ * so a test can decorate the provider, e.g. record what post_send is given. The provider's table is
+ * const and chosen inside the NI's startup; this seam is read there, once per NI, never on the data
+ * path. Set and read atomically. */
+extern const struct fab_provider_ops *(*o2ib_test_fab_wrap)(const struct fab_provider_ops *chosen);
 
 /* o2ib_rdma.c: the rendezvous (PUT_REQ/PUT_ACK/PUT_NAK/PUT_DONE, GET_REQ/GET_DONE), the source side's
  * WRITEs, registrations and bounce buffers */
@@ -247,8 +252,6 @@ void o2ib_xfer_free(struct o2ib_xfer *x);
 uint32_t o2ib_xfer_window(struct o2ib_xfer *x, uint64_t wr_id, struct fab_send_wr **first, struct fab_send_wr **last,
 			  bool *final);
 void o2ib_xfer_posted(struct o2ib_xfer *x, uint32_t n);
-/* Tests: called with every chain the LND hands the provider (NULL: none); set and read atomically. */
-extern void (*o2ib_post_observer)(const struct o2ib_conn *conn, const struct o2ib_tx *tx, const struct fab_send_wr *chain);
 /* Free what a tx holds for its transfer (xfer, bounce, sink copy list). */
 void o2ib_tx_release(struct o2ib_net *net, struct o2ib_tx *tx);
 /* GET_REQ queued on @conn: describe its sink with the conn's max_frags. 0, or the tx is done (failed). */

@@ -263,6 +263,8 @@ static bool o2ib_io_arm(struct ulnet_io *io)
 	return net->fab->arm(net->dev);
 }
 
+const struct fab_provider_ops *(*o2ib_test_fab_wrap)(const struct fab_provider_ops *chosen);
+
 static int o2iblnd_startup(struct ulnet_ni *ni)
 {
 	struct o2ib_net *net = net_of(ni);
@@ -297,6 +299,13 @@ static int o2iblnd_startup(struct ulnet_ni *ni)
 	requested = net->tun.provider == O2IB_PROVIDER_AUTO ? NULL : provider_names[net->tun.provider];
 	if ((rc = fab_provider_select(requested, &net->addr, &net->fab)))
 		return rc;
+	{
+		const struct fab_provider_ops *(*wrap)(const struct fab_provider_ops *) =
+			__atomic_load_n(&o2ib_test_fab_wrap, __ATOMIC_ACQUIRE);
+
+		if (wrap)
+			net->fab = wrap(net->fab);
+	}
 	if ((rc = net->fab->dev_open(&net->addr, &lim, &net->dev))) {
 		ULNET_LOG(O2IB, ERR, "%s: %s provider: cannot open the device: %s", o2ib_nid_str(nid, ns, sizeof(ns)),
 			  net->fab->name, strerror(-rc));

@@ -22,8 +22,6 @@
 
 uint64_t o2ib_next_cookie(struct o2ib_net *net) { return ++net->cookies; }
 
-void (*o2ib_post_observer)(const struct o2ib_conn *conn, const struct o2ib_tx *tx, const struct fab_send_wr *chain);
-
 /* Register the first @nob bytes of @iov as one region. 0 or -errno (logged by the caller). */
 int o2ib_mem_reg(struct o2ib_net *net, const struct iovec *iov, unsigned niov, uint32_t nob, unsigned access,
 		 struct fab_mr *out)

@@ -88,13 +88,6 @@ static int post_window(struct o2ib_conn *conn, struct o2ib_tx *tx, uint32_t s, i
 		conn->peer->stats.post_rejects++;
 		return rc; /* (a provider error, not a full queue: the room was checked) */
 	}
-	{
-		void (*observe)(const struct o2ib_conn *, const struct o2ib_tx *, const struct fab_send_wr *) =
-			__atomic_load_n(&o2ib_post_observer, __ATOMIC_ACQUIRE);
-
-		if (observe)
-			observe(conn, tx, first);
-	}
 	if (tx->xfer)
 		o2ib_xfer_posted(tx->xfer, nw);
 	if (tx->slot < 0) {
