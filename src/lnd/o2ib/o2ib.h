@@ -245,6 +245,9 @@ void o2ib_rx_answer(struct o2ib_conn *conn, struct o2ib_rx *rx);
 uint64_t o2ib_next_cookie(struct o2ib_net *net);
 void o2ib_md_unlinked(struct ulnet_ni *ni, const struct ulnet_lnd_md *md, void *reg);
 void o2ib_mem_freed(struct ulnet_ni *ni, void *reg);
+/* Copy @nob bytes (at most what @iov holds) between @iov and a flat buffer: gathered into @to when it
+ * is set, else scattered from @from. */
+void o2ib_iov_copy(const struct iovec *iov, unsigned niov, uint8_t *to, const uint8_t *from, uint32_t nob);
 /* Free what @x allocated (its WR and SGE arrays beyond one of each); @x itself is a tx's xfer_room. */
 void o2ib_xfer_free(struct o2ib_xfer *x);
 /* The next window of @x (WRs from x->next, wr_id @wr_id, chained, the last one's next NULL): the count

@@ -398,12 +398,7 @@ static int send_immediate(struct o2ib_peer *peer, struct ulnet_msg *msg)
 
 	if (!tx)
 		return -ENOMEM;
-	for (uint32_t i = 0, off = 0; i < v->niov && off < nob; i++) {
-		uint32_t n = (uint32_t)v->iov[i].iov_len < nob - off ? (uint32_t)v->iov[i].iov_len : nob - off;
-
-		memcpy(tx->payload + off, v->iov[i].iov_base, n);
-		off += n;
-	}
+	o2ib_iov_copy(v->iov, v->niov, tx->payload, NULL, nob);
 	tx->msg.u.immediate.hdr = v->hdr;
 	tx->msg.u.immediate.payload = tx->payload;
 	tx->msg.u.immediate.payload_len = nob;
@@ -434,7 +429,6 @@ static int o2iblnd_recv(struct ulnet_ni *ni, void *rx_priv, struct ulnet_msg *ms
 			unsigned niov, uint32_t mlen, uint32_t rlen)
 {
 	struct o2ib_rx *rx = rx_priv;
-	const uint8_t *src = rx->msg.u.immediate.payload;
 
 	(void)rlen;
 	rx->held = false;
@@ -442,14 +436,7 @@ static int o2iblnd_recv(struct ulnet_ni *ni, void *rx_priv, struct ulnet_msg *ms
 	if (rx->msg.type == O2IB_MSG_PUT_REQ || rx->msg.type == O2IB_MSG_GET_REQ)
 		return o2ib_recv_rdma(net_of(ni), rx, msg, iov, niov, mlen);
 	if (msg) {
-		uint32_t off = 0;
-
-		for (unsigned i = 0; i < niov && off < mlen; i++) {
-			uint32_t n = (uint32_t)iov[i].iov_len < mlen - off ? (uint32_t)iov[i].iov_len : mlen - off;
-
-			memcpy(iov[i].iov_base, src + off, n);
-			off += n;
-		}
+		o2ib_iov_copy(iov, niov, NULL, rx->msg.u.immediate.payload, mlen);
 		ulnet__finalize(msg, 0);
 	}
 	o2ib_rx_repost(rx, true);
