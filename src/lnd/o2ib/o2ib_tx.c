@@ -200,20 +200,18 @@ static void check_sends_now(struct o2ib_conn *conn)
 	}
 }
 
-/* Deferred send checks. Handling one completion or event used to check the conn's sends at once,
- * about ten times per RPC (each answer, repost, queued message and send completion), most finding
- * nothing new to post. Inside o2ib_progress a check only marks the conn; o2ib_run_checks() does one check
- * per marked conn after each batch (the CM events, then each poll of up to 16 completions), before
- * the next poll, and o2ib_progress drains the marks before it returns, so no queued message waits for
- * a later call (a check that queues or completes more, nested, marks again and runs in the same
- * drain).
- * Ordering: each queue still posts in FIFO order, and the no-credit queue still goes before the
- * credit queue at each check, as before. What changes is within one batch: sends that several of its
- * completions make possible go out together after it, so a no-credit message (PUT_ACK, PUT_DONE,
- * GET_DONE, PUT_NAK) queued by a later completion of the batch may be posted before a credit message
- * queued by an earlier one, just as when both wait on a full set of slots. Nothing orders messages
- * across the two queues (lnet-wire.md §4.1; the kernel's o2iblnd keeps the same two queues). NOOP
- * decisions see the batch's credits together (never more NOOPs than before). */
+/* Deferred send checks. Handling a completion or event may make a send possible (each answer,
+ * repost, queued message and send completion: about ten per RPC), and most checks would find nothing
+ * new to post. So inside o2ib_progress a check only marks the conn; o2ib_run_checks() does one check
+ * per marked conn after each batch (the CM events, then each poll of up to 16 completions), before the
+ * next poll, and o2ib_progress drains the marks before it returns, so no queued message waits for a
+ * later call (a check that queues or completes more, nested, marks again and runs in the same drain).
+ * Ordering: each queue posts in FIFO order, and the no-credit queue goes before the credit queue at
+ * each check. Within one batch, sends that several of its completions make possible go out together
+ * after it, so a no-credit message (PUT_ACK, PUT_DONE, GET_DONE, PUT_NAK) queued by a later completion
+ * of the batch may be posted before a credit message queued by an earlier one, just as when both wait
+ * on a full set of slots. Nothing orders messages across the two queues (lnet-wire.md §4.1; the
+ * kernel's o2iblnd keeps the same two queues). NOOP decisions see the batch's credits together. */
 void o2ib_conn_check_sends(struct o2ib_conn *conn)
 {
 	if (conn->net->in_progress) {
