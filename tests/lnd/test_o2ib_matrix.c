@@ -430,13 +430,26 @@ static struct rec_wr rec[MAX_REC];
 static unsigned nrec, rec_windows;
 static const struct o2ib_conn *rec_conn;
 static pthread_mutex_t rec_lock = PTHREAD_MUTEX_INITIALIZER; /* both nodes' loop threads post */
+static bool recording;
 
-static void observe(const struct o2ib_conn *conn, const struct o2ib_tx *tx, const struct fab_send_wr *chain)
+/* The provider the LND posts to, decorated (o2ib_test_fab_wrap): post_send records each chain the
+ * provider took while `recording`; create_qp remembers each QP's conn (its context), so a chain
+ * names its conn. Everything else is the chosen provider's own. */
+#define MAX_QPS 64
+static const struct fab_provider_ops *real_fab;
+static struct fab_provider_ops rec_fab;
+struct qp_conn {
+	const struct fab_qp *qp;
+	const struct o2ib_conn *conn;
+};
+static struct qp_conn qps[MAX_QPS];
+static unsigned nqps, rec_unknown_qps; /* (no cmocka assert on a loop thread: counted, checked after) */
+
+/* Under rec_lock. */
+static void observe(const struct o2ib_conn *conn, const struct fab_send_wr *chain)
 {
 	bool any = false;
 
-	(void)tx;
-	pthread_mutex_lock(&rec_lock);
 	for (const struct fab_send_wr *w = chain; w; w = w->next) {
 		struct rec_wr *r;
 
@@ -460,7 +473,52 @@ static void observe(const struct o2ib_conn *conn, const struct o2ib_tx *tx, cons
 		r->signalled = w->signaled;
 	}
 	rec_windows += any;
+}
+
+static int rec_create_qp(struct fab_cm_id *id, const struct fab_qp_attr *attr, void *context, struct fab_qp **out)
+{
+	int rc = real_fab->create_qp(id, attr, context, out);
+
+	if (rc == 0) {
+		pthread_mutex_lock(&rec_lock);
+		qps[nqps++ % MAX_QPS] = (struct qp_conn){ *out, context }; /* the newest wins a reused address */
+		pthread_mutex_unlock(&rec_lock);
+	}
+	return rc;
+}
+
+static int rec_post_send(struct fab_qp *qp, const struct fab_send_wr *wr, const struct fab_send_wr **bad)
+{
+	int rc = real_fab->post_send(qp, wr, bad);
+
+	pthread_mutex_lock(&rec_lock);
+	if (rc == 0 && recording) {
+		const struct o2ib_conn *conn = NULL;
+
+		for (unsigned i = nqps; i-- > 0 && i + MAX_QPS >= nqps && !conn;)
+			if (qps[i % MAX_QPS].qp == qp)
+				conn = qps[i % MAX_QPS].conn;
+		if (conn)
+			observe(conn, wr);
+		else
+			rec_unknown_qps++;
+	}
 	pthread_mutex_unlock(&rec_lock);
+	return rc;
+}
+
+/* Called by each NI's startup while set (in ulnet_ni_add, on the main thread): the first fills the
+ * table the loop threads then read; the next ones (the same provider: both sides ask for shm) find it
+ * filled. */
+static const struct fab_provider_ops *wrap_fab(const struct fab_provider_ops *chosen)
+{
+	if (!real_fab) {
+		real_fab = chosen;
+		rec_fab = *chosen;
+		rec_fab.create_qp = rec_create_qp;
+		rec_fab.post_send = rec_post_send;
+	}
+	return chosen == real_fab ? &rec_fab : chosen;
 }
 
 /* One line per WRITE: remote offset from the first WRITE, bytes, SGE lengths, signalled. */
@@ -552,16 +610,21 @@ static void test_lu5718(void **state)
 	(void)state;
 	assert_non_null(l);
 	atomic_store(&errors_logged, 0);
+	__atomic_store_n(&o2ib_test_fab_wrap, wrap_fab, __ATOMIC_RELEASE);
 	p = pair_new(131, 0, &sa, &sb);
+	__atomic_store_n(&o2ib_test_fab_wrap, NULL, __ATOMIC_RELEASE);
 	/* the sink: one contiguous iovec entry (a page-aligned buffer + 7), so the layout is ulnetctl's
 	 * contig --dst-offset 7; the source: whole 4 KiB pages at every other page, ulnetctl's kiov */
+	pthread_mutex_lock(&rec_lock);
 	nrec = rec_windows = 0;
 	rec_conn = NULL;
-	__atomic_store_n(&o2ib_post_observer, observe, __ATOMIC_RELEASE);
-	assert_int_equal(run_case(p, &put, 0x5718, why, sizeof(why)), 0);
-	__atomic_store_n(&o2ib_post_observer, NULL, __ATOMIC_RELEASE);
-	pthread_mutex_lock(&rec_lock); /* the loop threads' last writes are seen */
+	recording = true;
 	pthread_mutex_unlock(&rec_lock);
+	assert_int_equal(run_case(p, &put, 0x5718, why, sizeof(why)), 0);
+	pthread_mutex_lock(&rec_lock); /* and the loop threads' last writes are seen */
+	recording = false;
+	pthread_mutex_unlock(&rec_lock);
+	assert_int_equal(rec_unknown_qps, 0);
 	assert_int_equal(ulnet_peer_limits_get(p->a, &p->idb.nid, &lim), 0);
 	assert_int_equal(lim.max_frags, 16);
 	assert_int_equal(ulnet_peer_rdma_stats_get(p->a, &p->idb.nid, &st), 0);

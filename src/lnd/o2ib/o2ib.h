@@ -1,7 +1,10 @@
 /* SPDX-License-Identifier: MIT */
-/* The o2ib LND over the fabric layer: shared state of o2ib_lnd.c (ops table, tunables, peers, the
- * send and receive entry points) and o2ib_conn.c (connections: handshake, receive ring, credits,
- * posting). Everything runs under the node lock on the loop thread (lnd.h), so nothing here locks.
+/* The o2ib LND over the fabric layer: the state its I/O files share, and what each of them offers
+ * the others (one section per file below): o2ib_lnd.c (ops table, tunables, peers, txs),
+ * o2ib_rdma.c (the rendezvous, registrations, bounce buffers), o2ib_conn.c (a connection's life),
+ * o2ib_cm.c (the handshake), o2ib_tx.c (sending) and o2ib_cb.c (completions). The pure parts have
+ * their own headers: o2ib_wire.h, o2ib_plan.h, o2ib_conn_policy.h, o2ib_credits.h.
+ * Everything runs under the node lock on the loop thread (lnd.h), so nothing here locks.
  * Facts: lnet-wire.md §2.5 (messages), §4.1 (credits), §4.3 (connections), §4.4 (timeouts). */
 #ifndef ULNET_O2IB_H
 #define ULNET_O2IB_H
@@ -13,6 +16,7 @@
 #include "lnd.h"
 #include "list.h"
 #include "o2ib_conn_policy.h"
+#include "o2ib_credits.h"
 #include "o2ib_plan.h"
 #include "o2ib_wire.h"
 
@@ -110,7 +114,8 @@ struct o2ib_peer {
 	struct ulnet_peer_rdma_stats stats;
 };
 
-enum o2ib_conn_state { O2IB_CONN_ACTIVE_CONNECT = 1, O2IB_CONN_PASSIVE_WAIT, O2IB_CONN_ESTABLISHED,
+/* INIT: allocated, not yet connecting nor accepted (a calloc'd conn). */
+enum o2ib_conn_state { O2IB_CONN_INIT = 0, O2IB_CONN_ACTIVE_CONNECT, O2IB_CONN_PASSIVE_WAIT, O2IB_CONN_ESTABLISHED,
 		       O2IB_CONN_CLOSING };
 
 /* The source side of one transfer as o2ib_plan_source planned it: the WRITEs as they are posted. */
@@ -171,7 +176,7 @@ struct o2ib_conn {
 	uint64_t peer_stamp;
 	/* credits (lnet-wire.md §4.1) */
 	int credits, outstanding_credits, reserved_credits, nsends_posted, noops_posted;
-	/* the NOOP high-water mark and the sends posted at once: computed once, by conn_established, as
+	/* the NOOP high-water mark and the sends posted at once: computed once, by o2ib_conn_established, as
 	 * nothing they come from changes after it (queue_depth is negotiated before ESTABLISHED, and a
 	 * renegotiation is a new conn; nslots is sized with the QP; lnd tunables are read at NI start) */
 	int hiw, max_sends;
@@ -190,7 +195,7 @@ struct o2ib_conn {
 	struct o2ib_tx **slots;     /* posted tx per send slot, NULL = free */
 	/* every slot below it is taken (post_tx looks from there): post_tx raises it past the slots it
 	 * finds taken and the one its post_window takes (the only taking of a slot), handle_wc lowers it
-	 * to a slot it frees, conn_destroy_id empties them all and sets 0 */
+	 * to a slot it frees, o2ib_conn_destroy_id empties them all and sets 0 */
 	uint32_t slot_low;
 	uint64_t last_send_ns;      /* ulnet__now_coarse_ns: the keepalive counts in seconds */
 	uint64_t accept_deadline_ns; /* PASSIVE_WAIT: the peer must complete the handshake by then */
@@ -199,30 +204,40 @@ struct o2ib_conn {
 	bool destroyed;             /* id destroyed: no completion follows */
 };
 
-/* o2ib_lnd.c */
+/* wr_id of a SEND: O2IB_WR_TX | its send slot; of a receive: its ring index */
+#define O2IB_WR_TX (1ull << 32)
+#define O2IB_WR_RDMA (1ull << 33) /* an unsignalled WRITE of a slot's transfer (seen only on errors) */
+
+static inline const struct fab_provider_ops *o2ib_fab(const struct o2ib_conn *c) { return c->net->fab; }
+
+/* The coarse clock for deadlines and keepalives (which count in seconds): inside o2ib_progress, the
+ * time its round started (a round handles at most 16 completions), read once instead of at every
+ * send check, post and queueing; outside, read now. */
+static inline uint64_t o2ib_now(const struct o2ib_net *net)
+{
+	return net->in_progress ? net->round_ns : ulnet__now_coarse_ns();
+}
+
+/* o2ib_lnd.c: the ops table, tunables, peers and txs */
 /* The peer of @nid; with @create, a new one if unknown. NULL: unknown, or (@create) no memory or the
  * table is at max_peers with no idle peer to forget (logged). */
 struct o2ib_peer *o2ib_peer_find(struct o2ib_net *net, const struct ulnet_nid *nid, bool create);
+struct o2ib_tx *o2ib_tx_new(struct o2ib_net *net, uint8_t type);
+/* A tx that was never posted nor finished (o2ib_tx_done frees the others). */
+void o2ib_tx_free(struct o2ib_net *net, struct o2ib_tx *tx);
 void o2ib_tx_done(struct o2ib_net *net, struct o2ib_tx *tx, int status);
+const char *o2ib_nid_str(const struct ulnet_nid *nid, char *buf, size_t len);
+/* @nid's IPv4 socket address at @port, through the core's one conversion (ulnet__nid_sockaddr).
+ * 0; -EAFNOSUPPORT for a NID that is not IPv4 (o2ib addresses are). */
+int o2ib_nid_sockaddr(const struct ulnet_nid *nid, uint16_t port, struct sockaddr_in *out);
+/* Tests only (NULL otherwise): an NI starting while this is set uses wrap(the provider ops it chose),
+ * so a test can decorate the provider, e.g. record what post_send is given. The provider's table is
+ * const and chosen inside the NI's startup; this seam is read there, once per NI, never on the data
+ * path. Set and read atomically. */
+extern const struct fab_provider_ops *(*o2ib_test_fab_wrap)(const struct fab_provider_ops *chosen);
 
-/* Free what @x allocated (its WR and SGE arrays beyond one of each); @x itself is a tx's xfer_room. */
-void o2ib_xfer_free(struct o2ib_xfer *x);
-/* The next window of @x (WRs from x->next, wr_id @wr_id, chained, the last one's next NULL): the count
- * (0: only the SEND is left), *@final when the SEND goes with it. o2ib_xfer_posted() advances. */
-uint32_t o2ib_xfer_window(struct o2ib_xfer *x, uint64_t wr_id, struct fab_send_wr **first, struct fab_send_wr **last,
-			  bool *final);
-void o2ib_xfer_posted(struct o2ib_xfer *x, uint32_t n);
-/* Tests: called with every chain the LND hands the provider (NULL: none); set and read atomically. */
-extern void (*o2ib_post_observer)(const struct o2ib_conn *conn, const struct o2ib_tx *tx, const struct fab_send_wr *chain);
-/* Free what a tx holds for its transfer (xfer, bounce, sink copy list). */
-void o2ib_tx_release(struct o2ib_net *net, struct o2ib_tx *tx);
-/* GET_REQ queued on @conn: describe its sink with the conn's max_frags. 0, or the tx is done (failed). */
-int o2ib_tx_advertise(struct o2ib_conn *conn, struct o2ib_tx *tx);
-void o2ib_bounce_pool_free(struct o2ib_net *net);
-/* Drop every cached registration (shutdown; the core's slots are emptied). */
-void o2ib_reg_cache_free(struct o2ib_net *net);
-
-/* o2ib_rdma.c: the rendezvous (PUT_REQ/PUT_ACK/PUT_NAK/PUT_DONE, GET_REQ/GET_DONE) */
+/* o2ib_rdma.c: the rendezvous (PUT_REQ/PUT_ACK/PUT_NAK/PUT_DONE, GET_REQ/GET_DONE), the source side's
+ * WRITEs, registrations and bounce buffers */
 int o2ib_mem_reg(struct o2ib_net *net, const struct iovec *iov, unsigned niov, uint32_t nob, unsigned access,
 		 struct fab_mr *out);
 int o2ib_send_rdma(struct o2ib_net *net, struct o2ib_peer *peer, struct ulnet_msg *msg);
@@ -232,37 +247,71 @@ void o2ib_rx_answer(struct o2ib_conn *conn, struct o2ib_rx *rx);
 uint64_t o2ib_next_cookie(struct o2ib_net *net);
 void o2ib_md_unlinked(struct ulnet_ni *ni, const struct ulnet_lnd_md *md, void *reg);
 void o2ib_mem_freed(struct ulnet_ni *ni, void *reg);
+/* Copy @nob bytes (at most what @iov holds) between @iov and a flat buffer: gathered into @to when it
+ * is set, else scattered from @from. */
+void o2ib_iov_copy(const struct iovec *iov, unsigned niov, uint8_t *to, const uint8_t *from, uint32_t nob);
+/* Free what @x allocated (its WR and SGE arrays beyond one of each); @x itself is a tx's xfer_room. */
+void o2ib_xfer_free(struct o2ib_xfer *x);
+/* The next window of @x (WRs from x->next, wr_id @wr_id, chained, the last one's next NULL): the count
+ * (0: only the SEND is left), *@final when the SEND goes with it. o2ib_xfer_posted() advances. */
+uint32_t o2ib_xfer_window(struct o2ib_xfer *x, uint64_t wr_id, struct fab_send_wr **first, struct fab_send_wr **last,
+			  bool *final);
+void o2ib_xfer_posted(struct o2ib_xfer *x, uint32_t n);
+/* Free what a tx holds for its transfer (xfer, bounce, sink copy list). */
+void o2ib_tx_release(struct o2ib_net *net, struct o2ib_tx *tx);
+/* GET_REQ queued on @conn: describe its sink with the conn's max_frags. 0, or the tx is done (failed). */
+int o2ib_tx_advertise(struct o2ib_conn *conn, struct o2ib_tx *tx);
+void o2ib_bounce_pool_free(struct o2ib_net *net);
+/* Drop every cached registration (shutdown; the core's slots are emptied). */
+void o2ib_reg_cache_free(struct o2ib_net *net);
 
-/* o2ib_conn.c */
-/* The coarse clock for deadlines and keepalives (which count in seconds): inside o2ib_progress, the
- * time its round started (a round handles at most 16 completions), read once instead of at every
- * send check, post and queueing; outside, read now. */
-static inline uint64_t o2ib_now(const struct o2ib_net *net)
-{
-	return net->in_progress ? net->round_ns : ulnet__now_coarse_ns();
-}
-void o2ib_peer_queue(struct o2ib_peer *peer, struct o2ib_tx *tx);
-struct o2ib_tx *o2ib_tx_new(struct o2ib_net *net, uint8_t type);
-/* A tx that was never posted nor finished (o2ib_tx_done frees the others). */
-void o2ib_tx_free(struct o2ib_net *net, struct o2ib_tx *tx);
-int o2ib_connect(struct o2ib_peer *peer);
+/* o2ib_conn.c: a connection's life (allocation, QP and rings, close, zombies) */
+/* A new conn of @peer (counted in peer->nconns), no id nor QP yet; NULL: no memory. */
+struct o2ib_conn *o2ib_conn_alloc(struct o2ib_net *net, struct o2ib_peer *peer);
+/* The QP, its receive ring (posted) and send slots; *@depth may be lowered to what the device holds. */
+int o2ib_conn_setup_qp(struct o2ib_conn *conn, uint16_t *depth);
+/* Free a conn whose id is gone (or never was) and whose receives are all back. */
+void o2ib_conn_free(struct o2ib_conn *conn);
+/* Destroy the id and QP: no completion follows, so the posted txs are completed here. */
+void o2ib_conn_destroy_id(struct o2ib_conn *conn);
+/* Fail the queues, disconnect, and leave the conn on net->zombies. @why: logged as an error. */
 void o2ib_conn_close(struct o2ib_conn *conn, int status, const char *why);
-void o2ib_conn_queue(struct o2ib_conn *conn, struct o2ib_tx *tx);
-/* Post what the queues and credits allow. Inside o2ib_progress the check waits for the end of the
- * completion batch (o2ib_conn.c, Deferred send checks); outside it runs now. */
-void o2ib_conn_check_sends(struct o2ib_conn *conn);
-void o2ib_rx_repost(struct o2ib_rx *rx, bool credit);
-/* @provider: call the provider's progress first (the device fd was readable); false: the loop hook's
- * poll found completions or events (the provider's poll did the rest). */
-void o2ib_progress(struct o2ib_net *net, bool provider);
-void o2ib_conn_tick(struct o2ib_conn *conn, uint64_t now_ns);
+/* Connecting to @peer failed: fail its queued messages and tell the core. */
+void o2ib_peer_failed(struct o2ib_peer *peer, int status);
+/* The peer's NID, or "(unknown peer)". */
+const char *o2ib_conn_peer_str(const struct o2ib_conn *conn, char *buf, size_t len);
+/* "ESTABLISHED", ... */
+const char *o2ib_conn_state_name(enum o2ib_conn_state s);
+/* Every state change goes through here (logged at DEBUG). */
+void o2ib_conn_set_state(struct o2ib_conn *conn, enum o2ib_conn_state next);
 void o2ib_reap_zombies(struct o2ib_net *net);
 /* Close the accepted connections whose peer did not complete the handshake within the timeout (a
  * peer that died between its CONNREQ and its RTU would hold a QP and block its reconnects for good). */
 void o2ib_pending_tick(struct o2ib_net *net, uint64_t now_ns);
-const char *o2ib_nid_str(const struct ulnet_nid *nid, char *buf, size_t len);
-/* @nid's IPv4 socket address at @port, through the core's one conversion (ulnet__nid_sockaddr).
- * 0; -EAFNOSUPPORT for a NID that is not IPv4 (o2ib addresses are). */
-int o2ib_nid_sockaddr(const struct ulnet_nid *nid, uint16_t port, struct sockaddr_in *out);
+
+/* o2ib_cm.c: the handshake (lnet-wire.md §4.3) */
+int o2ib_connect(struct o2ib_peer *peer);
+/* The handshake is complete (ESTABLISHED, or a first receive on a passive conn): the conn takes the
+ * peer's queue and starts sending. */
+void o2ib_conn_established(struct o2ib_conn *conn);
+void o2ib_cm_event(struct o2ib_net *net, const struct fab_cm_event *ev);
+
+/* o2ib_tx.c: sending (lnet-wire.md §4.1) */
+void o2ib_peer_queue(struct o2ib_peer *peer, struct o2ib_tx *tx);
+void o2ib_conn_queue(struct o2ib_conn *conn, struct o2ib_tx *tx);
+/* Post what the queues and credits allow. Inside o2ib_progress the check waits for the end of the
+ * completion batch (o2ib_tx.c, Deferred send checks); outside it runs now. */
+void o2ib_conn_check_sends(struct o2ib_conn *conn);
+/* Run the send checks that wait (o2ib_progress, after each batch). */
+void o2ib_run_checks(struct o2ib_net *net);
+void o2ib_conn_tick(struct o2ib_conn *conn, uint64_t now_ns);
+
+/* o2ib_cb.c: completions */
+/* Post receive buffer @i of the ring. */
+int o2ib_post_rx(struct o2ib_conn *conn, uint32_t i);
+void o2ib_rx_repost(struct o2ib_rx *rx, bool credit);
+/* @provider: call the provider's progress first (the device fd was readable); false: the loop hook's
+ * poll found completions or events (the provider's poll did the rest). */
+void o2ib_progress(struct o2ib_net *net, bool provider);
 
 #endif

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* The o2ib LND: its ops table, typed tunables, startup over a fabric provider, peers, and the send
- * and receive entry points. Connections, credits and posting are o2ib_conn.c's.
+ * and receive entry points. Connections are o2ib_conn.c's and o2ib_cm.c's, sending o2ib_tx.c's,
+ * completions o2ib_cb.c's.
  *
  * IMMEDIATE carries payloads up to 3976 bytes (lnet-wire.md §3.1); larger ones, and GETs whose sink
  * is larger, take the RDMA rendezvous of o2ib_rdma.c. */
@@ -256,6 +257,8 @@ static bool o2ib_io_arm(struct ulnet_io *io)
 	return net->fab->arm(net->dev);
 }
 
+const struct fab_provider_ops *(*o2ib_test_fab_wrap)(const struct fab_provider_ops *chosen);
+
 static int o2iblnd_startup(struct ulnet_ni *ni)
 {
 	struct o2ib_net *net = net_of(ni);
@@ -290,6 +293,13 @@ static int o2iblnd_startup(struct ulnet_ni *ni)
 	requested = net->tun.provider == O2IB_PROVIDER_AUTO ? NULL : provider_names[net->tun.provider];
 	if ((rc = fab_provider_select(requested, &net->addr, &net->fab)))
 		return rc;
+	{
+		const struct fab_provider_ops *(*wrap)(const struct fab_provider_ops *) =
+			__atomic_load_n(&o2ib_test_fab_wrap, __ATOMIC_ACQUIRE);
+
+		if (wrap)
+			net->fab = wrap(net->fab);
+	}
 	if ((rc = net->fab->dev_open(&net->addr, &lim, &net->dev))) {
 		ULNET_LOG(O2IB, ERR, "%s: %s provider: cannot open the device: %s", o2ib_nid_str(nid, ns, sizeof(ns)),
 			  net->fab->name, strerror(-rc));
@@ -382,12 +392,7 @@ static int send_immediate(struct o2ib_peer *peer, struct ulnet_msg *msg)
 
 	if (!tx)
 		return -ENOMEM;
-	for (uint32_t i = 0, off = 0; i < v->niov && off < nob; i++) {
-		uint32_t n = (uint32_t)v->iov[i].iov_len < nob - off ? (uint32_t)v->iov[i].iov_len : nob - off;
-
-		memcpy(tx->payload + off, v->iov[i].iov_base, n);
-		off += n;
-	}
+	o2ib_iov_copy(v->iov, v->niov, tx->payload, NULL, nob);
 	tx->msg.u.immediate.hdr = v->hdr;
 	tx->msg.u.immediate.payload = tx->payload;
 	tx->msg.u.immediate.payload_len = nob;
@@ -418,7 +423,6 @@ static int o2iblnd_recv(struct ulnet_ni *ni, void *rx_priv, struct ulnet_msg *ms
 			unsigned niov, uint32_t mlen, uint32_t rlen)
 {
 	struct o2ib_rx *rx = rx_priv;
-	const uint8_t *src = rx->msg.u.immediate.payload;
 
 	(void)rlen;
 	rx->held = false;
@@ -426,14 +430,7 @@ static int o2iblnd_recv(struct ulnet_ni *ni, void *rx_priv, struct ulnet_msg *ms
 	if (rx->msg.type == O2IB_MSG_PUT_REQ || rx->msg.type == O2IB_MSG_GET_REQ)
 		return o2ib_recv_rdma(net_of(ni), rx, msg, iov, niov, mlen);
 	if (msg) {
-		uint32_t off = 0;
-
-		for (unsigned i = 0; i < niov && off < mlen; i++) {
-			uint32_t n = (uint32_t)iov[i].iov_len < mlen - off ? (uint32_t)iov[i].iov_len : mlen - off;
-
-			memcpy(iov[i].iov_base, src + off, n);
-			off += n;
-		}
+		o2ib_iov_copy(iov, niov, NULL, rx->msg.u.immediate.payload, mlen);
 		ulnet__finalize(msg, 0);
 	}
 	o2ib_rx_repost(rx, true);

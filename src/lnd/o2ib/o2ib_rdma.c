@@ -10,7 +10,7 @@
  *     remote write for that transfer only: its key dies when the transfer completes;
  *   - a source writes the WRs o2ib_plan_source gives (gather within max_send_sge, the MD's region, or
  *     a copy into a bounce buffer), never more than max_frags, posted in windows that fit the send
- *     queue (o2ib_conn.c posts them). Its memory is registered for local access only, once per MD, in
+ *     queue (o2ib_tx.c posts them). Its memory is registered for local access only, once per MD, in
  *     the MD's registration slot until the core says the MD is unlinked.
  * A registration holds the fragments concatenated, so a descriptor's addresses are the region's
  * (byte k of the transfer at mr.addr + k), whatever the fragments' virtual addresses. */
@@ -21,8 +21,6 @@
 #include "o2ib.h"
 
 uint64_t o2ib_next_cookie(struct o2ib_net *net) { return ++net->cookies; }
-
-void (*o2ib_post_observer)(const struct o2ib_conn *conn, const struct o2ib_tx *tx, const struct fab_send_wr *chain);
 
 /* Register the first @nob bytes of @iov as one region. 0 or -errno (logged by the caller). */
 int o2ib_mem_reg(struct o2ib_net *net, const struct iovec *iov, unsigned niov, uint32_t nob, unsigned access,
@@ -307,18 +305,17 @@ void o2ib_tx_release(struct o2ib_net *net, struct o2ib_tx *tx)
 	}
 }
 
-/* Copy @nob bytes between @iov and a flat buffer. */
-static void iov_copy(const struct iovec *iov, unsigned niov, uint8_t *flat, uint32_t nob, bool to_flat)
+void o2ib_iov_copy(const struct iovec *iov, unsigned niov, uint8_t *to, const uint8_t *from, uint32_t nob)
 {
 	uint32_t off = 0;
 
 	for (unsigned i = 0; i < niov && off < nob; i++) {
 		uint32_t n = (uint32_t)iov[i].iov_len < nob - off ? (uint32_t)iov[i].iov_len : nob - off;
 
-		if (to_flat)
-			memcpy(flat + off, iov[i].iov_base, n);
+		if (to)
+			memcpy(to + off, iov[i].iov_base, n);
 		else
-			memcpy(iov[i].iov_base, flat + off, n);
+			memcpy(iov[i].iov_base, from + off, n);
 		off += n;
 	}
 }
@@ -633,7 +630,7 @@ static int source_prepare(struct o2ib_conn *conn, struct o2ib_tx *tx, struct uln
 			o2ib_plan_free(&plan);
 			return -ENOMEM;
 		}
-		iov_copy(iov, niov, tx->bounce->buf, nob, true);
+		o2ib_iov_copy(iov, niov, tx->bounce->buf, NULL, nob);
 		base = (uint64_t)(uintptr_t)tx->bounce->buf;
 		lkey = tx->bounce->mr.lkey;
 		bk->bounces++;
@@ -770,8 +767,8 @@ static struct o2ib_tx *waiting_tx(struct o2ib_conn *conn, uint64_t cookie, uint8
 static void sink_copy_out(struct o2ib_tx *tx, int32_t nob)
 {
 	if (tx->bounce && tx->sink_iov && nob > 0)
-		iov_copy(tx->sink_iov, tx->sink_niov, tx->bounce->buf,
-			 (uint32_t)nob < tx->sink_nob ? (uint32_t)nob : tx->sink_nob, false);
+		o2ib_iov_copy(tx->sink_iov, tx->sink_niov, NULL, tx->bounce->buf,
+			      (uint32_t)nob < tx->sink_nob ? (uint32_t)nob : tx->sink_nob);
 }
 
 /* The answer has come: @tx leaves the waitq; it is done now unless its SEND completion is still due. */

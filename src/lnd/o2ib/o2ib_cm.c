@@ -1,0 +1,291 @@
+/* SPDX-License-Identifier: MIT */
+/* o2ib connection management (lnet-wire.md §4.3): the active connect, the CM events, the passive
+ * accept and the rejects. What to propose, accept or retry is decided by o2ib_conn_policy; this file
+ * carries those decisions out over the fabric's CM. */
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+#include "o2ib.h"
+
+#define NS_PER_MS 1000000ull
+#define NS_PER_S 1000000000ull
+
+static int connect_attempt(struct o2ib_peer *peer)
+{
+	struct o2ib_net *net = peer->net;
+	const struct fab_provider_ops *f = net->fab;
+	struct o2ib_conn *conn = o2ib_conn_alloc(net, peer);
+	struct sockaddr_in dst;
+	struct o2ib_msg m;
+	uint8_t pd[FAB_PRIVATE_DATA_MAX];
+	int timeout_ms = net->tun.timeout * 1000 / 4 > 5000 ? net->tun.timeout * 1000 / 4 : 5000;
+	int rc, n;
+
+	if (!conn)
+		return -ENOMEM;
+	if ((rc = o2ib_nid_sockaddr(&peer->nid, ntohs(net->addr.sin_port), &dst)) ||
+	    (rc = f->create_id(net->dev, conn, &conn->id))) {
+		o2ib_conn_free(conn);
+		return rc;
+	}
+	/* a depth the device could not hold is remembered for the peer and is what CONNREQ offers */
+	if ((rc = f->bind_src(conn->id, net->tun.use_privileged_port)) ||
+	    (rc = o2ib_conn_setup_qp(conn, &peer->act.queue_depth)))
+		goto fail;
+	o2ib_active_connreq(&net->me, &peer->act, &m);
+	n = o2ib_msg_pack(&m, false, pd, sizeof(pd));
+	if (n < 0) {
+		rc = n;
+		goto fail;
+	}
+	if ((rc = f->connect(conn->id, &dst, pd, (size_t)n, timeout_ms)))
+		goto fail;
+	o2ib_conn_set_state(conn, O2IB_CONN_ACTIVE_CONNECT);
+	peer->conn = conn;
+	return 0;
+fail:
+	o2ib_conn_destroy_id(conn);
+	o2ib_conn_free(conn);
+	return rc;
+}
+
+int o2ib_connect(struct o2ib_peer *peer)
+{
+	char ns[ULNET_NID_STRLEN];
+	int rc;
+
+	if (!peer->act.attempts) /* else a retry scheduled after a reject: keep what it renegotiated */
+		o2ib_active_init(&peer->net->me, peer->nid4, peer->last_version, peer->last_stamp, &peer->act);
+	rc = connect_attempt(peer);
+	if (rc) {
+		ULNET_LOG(O2IB, ERR, "%s: cannot start a connection: %s", o2ib_nid_str(&peer->nid, ns, sizeof(ns)),
+			  strerror(-rc));
+		o2ib_peer_failed(peer, rc);
+	}
+	return rc;
+}
+
+void o2ib_conn_established(struct o2ib_conn *conn)
+{
+	struct o2ib_peer *peer = conn->peer;
+
+	if (conn->state == O2IB_CONN_PASSIVE_WAIT) {
+		ulnet_list_del(&conn->link);
+		peer->accepting--;
+	}
+	o2ib_conn_set_state(conn, O2IB_CONN_ESTABLISHED);
+	conn->credits = conn->reserved_credits = conn->queue_depth;
+	/* (depth, slots and tunables stay as they are now: not per check) */
+	conn->hiw = o2ib_credit_hiw(conn->queue_depth, conn->net->tun.peer_credits_hiw);
+	conn->max_sends = o2ib_credit_max_sends(conn->net->tun.concurrent_sends, conn->queue_depth, conn->nslots);
+	peer->last_version = conn->version;
+	peer->last_stamp = conn->peer_stamp;
+	peer->races = 0;
+	peer->act.attempts = 0;
+	peer->limits.max_frags = conn->max_frags;
+	peer->limits.queue_depth = conn->queue_depth;
+	peer->limits.max_msg_size = 1u << 20; /* LNET_MTU: larger payloads travel by RDMA */
+	peer->have_limits = true;
+	if (peer->conn && peer->conn != conn)
+		o2ib_conn_close(peer->conn, 0, NULL); /* lost a race, or a stale one: keep the newest */
+	peer->conn = conn;
+	while (!ulnet_list_empty(&peer->txq)) {
+		struct o2ib_tx *tx = ulnet_container_of(peer->txq.next, struct o2ib_tx, link);
+
+		ulnet_list_del(&tx->link);
+		o2ib_conn_queue(conn, tx);
+	}
+	o2ib_conn_check_sends(conn);
+}
+
+/* We cannot take the connection (memory, QPs, registrations): tell the requester so. */
+static void reject_no_resources(struct o2ib_net *net, struct fab_cm_id *id, uint16_t version)
+{
+	struct o2ib_rej rej = { .magic = O2IB_MSG_MAGIC, .version = version, .why = O2IB_REJECT_NO_RESOURCES,
+				.incarnation = net->me.stamp, .has_cp = true,
+				.cp = { net->me.tun.peer_credits, net->me.tun.max_frags, O2IB_MSG_SIZE } };
+	uint8_t pd[FAB_PRIVATE_DATA_MAX];
+	int n = o2ib_rej_pack(&rej, pd, sizeof(pd));
+
+	net->fab->reject(id, pd, n > 0 ? (size_t)n : 0);
+	net->fab->destroy_id(id);
+}
+
+static void on_connect_request(struct o2ib_net *net, const struct fab_cm_event *ev)
+{
+	const struct fab_provider_ops *f = net->fab;
+	struct o2ib_msg req, ack = { 0 };
+	struct o2ib_wire_err err;
+	struct o2ib_peer_view pv = { 0 };
+	struct o2ib_passive_decision d;
+	struct o2ib_peer *peer = NULL;
+	struct o2ib_conn *conn;
+	uint8_t pd[FAB_PRIVATE_DATA_MAX];
+	char line[384];
+	int n, rc;
+
+	if (!o2ib_msg_unpack(ev->private_data, ev->private_data_len, O2IB_MAX_RDMA_FRAGS, &req, &err) &&
+	    req.type == O2IB_MSG_CONNREQ) {
+		struct ulnet_nid nid;
+
+		ulnet_nid_from_nid4(req.srcnid, &nid);
+		peer = o2ib_peer_find(net, &nid, false);
+	}
+	if (peer) {
+		pv.known = peer->conn && peer->conn->state == O2IB_CONN_ESTABLISHED;
+		pv.stamp = pv.known ? peer->conn->peer_stamp : 0;
+		pv.version = pv.known ? peer->conn->version : 0;
+		pv.connecting = peer->conn && peer->conn->state == O2IB_CONN_ACTIVE_CONNECT;
+		pv.races = peer->races;
+	}
+	o2ib_passive_decide(ev->private_data, ev->private_data_len, &net->me, &pv, &d);
+	if (d.close_stale && peer && peer->conn)
+		o2ib_conn_close(peer->conn, -ESTALE, "the peer reconnected with a new incarnation");
+	if (!d.accept) {
+		o2ib_passive_describe(&d, line, sizeof(line));
+		if (d.rej.why == O2IB_REJECT_CONN_RACE) {
+			peer->races++;
+			ULNET_LOG(O2IB, INFO, "%s", line);
+		} else {
+			ULNET_LOG(O2IB, WARN, "%s", line);
+		}
+		n = o2ib_rej_pack(&d.rej, pd, sizeof(pd));
+		f->reject(ev->id, pd, n > 0 ? (size_t)n : 0);
+		f->destroy_id(ev->id);
+		return;
+	}
+	{
+		struct ulnet_nid nid;
+
+		ulnet_nid_from_nid4(d.peer_nid, &nid);
+		peer = o2ib_peer_find(net, &nid, true);
+	}
+	conn = peer ? o2ib_conn_alloc(net, peer) : NULL;
+	if (!conn) {
+		reject_no_resources(net, ev->id, d.version);
+		return;
+	}
+	conn->id = ev->id;
+	f->set_context(ev->id, conn);
+	conn->version = d.version;
+	conn->queue_depth = d.cp.queue_depth;
+	conn->max_frags = d.cp.max_frags;
+	conn->peer_stamp = d.peer_stamp;
+	ack.version = d.version;
+	ack.type = O2IB_MSG_CONNACK;
+	ack.srcnid = net->me.nid;
+	ack.srcstamp = net->me.stamp;
+	ack.dstnid = d.peer_nid;
+	ack.dststamp = d.peer_stamp;
+	ack.u.connparams = d.cp;
+	rc = o2ib_conn_setup_qp(conn, &conn->queue_depth);
+	/* CONNACK echoes the depth the QP could hold (never more than asked: the peer checks that) */
+	ack.u.connparams.queue_depth = conn->queue_depth;
+	if (rc || (n = o2ib_msg_pack(&ack, false, pd, sizeof(pd))) < 0 ||
+	    (rc = f->accept(ev->id, pd, (size_t)n))) {
+		ULNET_LOG(O2IB, ERR, "%s: cannot accept a connection: %s (device limits max_qp, max_mr)",
+			  o2ib_nid_str(&peer->nid, line, sizeof(line)), strerror(rc ? -rc : EINVAL));
+		conn->id = NULL; /* the reject below destroys it */
+		conn->destroyed = true;
+		o2ib_conn_free(conn);
+		reject_no_resources(net, ev->id, d.version);
+		return;
+	}
+	o2ib_conn_set_state(conn, O2IB_CONN_PASSIVE_WAIT);
+	conn->accept_deadline_ns = ulnet__now_ns() + (uint64_t)net->tun.timeout * NS_PER_S;
+	peer->accepting++;
+	ulnet_list_add_tail(&conn->link, &net->pending); /* becomes the peer's conn at ESTABLISHED */
+}
+
+static void on_rejected(struct o2ib_conn *conn, const struct fab_cm_event *ev)
+{
+	struct o2ib_peer *peer = conn->peer;
+	struct o2ib_reject_action act;
+	char line[384];
+
+	o2ib_active_on_reject(ev->private_data, ev->private_data_len, &peer->act, &act);
+	o2ib_reject_describe(&act, &peer->act, line, sizeof(line));
+	if (act.retry == O2IB_GIVE_UP)
+		ULNET_LOG(O2IB, ERR, "%s", line);
+	else
+		ULNET_LOG(O2IB, INFO, "%s", line);
+	o2ib_conn_close(conn, act.err ? act.err : -ECONNREFUSED, NULL);
+	o2ib_conn_destroy_id(conn);
+	if (peer->conn)
+		return; /* the peer's own connection won the race */
+	if (act.retry == O2IB_RETRY_NOW) {
+		peer->stats.renegotiations += act.why == O2IB_REJECT_RDMA_FRAGS || act.why == O2IB_REJECT_MSG_QUEUE_SIZE;
+		if (connect_attempt(peer))
+			o2ib_peer_failed(peer, -ECONNREFUSED);
+	} else if (act.retry == O2IB_RETRY_LATER) {
+		peer->retry_at_ns = ulnet__now_ns() + (uint64_t)act.delay_ms * NS_PER_MS;
+	} else {
+		o2ib_peer_failed(peer, act.err);
+	}
+}
+
+void o2ib_cm_event(struct o2ib_net *net, const struct fab_cm_event *ev)
+{
+	struct o2ib_conn *conn = ev->context;
+	struct o2ib_conn_result res;
+	char ns[ULNET_NID_STRLEN], why[192];
+	int rc;
+
+	if (ev->type == FAB_CM_CONNECT_REQUEST) {
+		on_connect_request(net, ev);
+		return;
+	}
+	if (!conn)
+		return;
+	switch (ev->type) {
+	case FAB_CM_ESTABLISHED:
+		if (conn->state == O2IB_CONN_PASSIVE_WAIT) {
+			o2ib_conn_established(conn);
+		} else if (conn->state == O2IB_CONN_ACTIVE_CONNECT) {
+			rc = o2ib_active_on_connack(ev->private_data, ev->private_data_len, &net->me, &conn->peer->act,
+						    &res);
+			if (rc) {
+				snprintf(why, sizeof(why), "bad CONNACK: %s", res.reason ? res.reason : "?");
+				o2ib_conn_close(conn, rc, why);
+				o2ib_peer_failed(conn->peer, rc);
+				break;
+			}
+			conn->version = res.version;
+			conn->queue_depth = res.queue_depth;
+			conn->max_frags = res.max_frags;
+			conn->peer_stamp = res.peer_stamp;
+			o2ib_conn_established(conn);
+		}
+		break;
+	case FAB_CM_REJECTED:
+		if (conn->state == O2IB_CONN_ACTIVE_CONNECT)
+			on_rejected(conn, ev);
+		break;
+	case FAB_CM_UNREACHABLE:
+	case FAB_CM_TIMED_OUT:
+		if (conn->state == O2IB_CONN_PASSIVE_WAIT) { /* (verbs: the REP went unanswered) */
+			snprintf(why, sizeof(why), "the handshake failed before it completed (%s)",
+				 fab_cm_event_str(ev->type));
+			o2ib_conn_close(conn, ev->type == FAB_CM_TIMED_OUT ? -ETIMEDOUT : -ECONNABORTED, why);
+		} else if (conn->state == O2IB_CONN_ACTIVE_CONNECT) {
+			struct o2ib_peer *peer = conn->peer;
+
+			rc = ev->type == FAB_CM_TIMED_OUT ? -ETIMEDOUT : (ev->status ? ev->status : -ECONNREFUSED);
+			ULNET_LOG(O2IB, ERR, "%s: cannot connect: %s (%s)", o2ib_nid_str(&peer->nid, ns, sizeof(ns)),
+				  fab_cm_event_str(ev->type), strerror(-rc));
+			o2ib_conn_close(conn, rc, NULL);
+			o2ib_conn_destroy_id(conn);
+			o2ib_peer_failed(peer, rc);
+		}
+		break;
+	case FAB_CM_DISCONNECTED:
+		if (conn->state != O2IB_CONN_CLOSING) { /* a peer leaving is no error (kernel: D_NET) */
+			ULNET_LOG(O2IB, INFO, "%s: the peer disconnected", o2ib_conn_peer_str(conn, ns, sizeof(ns)));
+			o2ib_conn_close(conn, -ECONNRESET, NULL);
+		}
+		o2ib_conn_destroy_id(conn);
+		break;
+	default:
+		break;
+	}
+}
