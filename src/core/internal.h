@@ -234,7 +234,6 @@ struct ulnet_node {
 	/* busy polling (node option busy_poll_us): a loop spins on epoll_wait(0) for this long after
 	 * it last found work; API calls that leave it work set its @poked instead of writing the eventfd */
 	uint64_t busy_poll_ns;
-	struct ulnet_timer lnd_tick; /* LND ticks, every ULNET_LND_TICK_NS */
 	struct ulnet_timer **timers; /* min-heap on deadline (timer.c) */
 	unsigned n_timers, cap_timers;
 	uint64_t (*clock)(void *arg); /* NULL: CLOCK_MONOTONIC; tests inject their own */

@@ -16,7 +16,6 @@
 #include "internal.h"
 
 #define LOOP_MAX_EVENTS 64
-#define LOOP_TICK_NS 100000000ull /* LND ticks: a periodic timer */
 #define LOOP_MAX_WAIT_MS 1000      /* epoll_wait bound: an injected clock may jump without a wake */
 /* turns in a row a loop that keeps leaving itself work runs without epoll_wait: its sockets are polled
  * every LOOP_SKIP_MAX + 1 turns (a sending loop's epoll_wait(0) mostly finds nothing) */
@@ -464,22 +463,6 @@ static void run_callbacks(struct ulnet_node *node)
 	}
 }
 
-/* The LND tick timer: timeouts, keepalives and reconnects of every LND, every 100 ms. LNDs read the
- * real clock (ulnet__now_ns) for their own deadlines. */
-static void lnd_tick(struct ulnet_node *node, struct ulnet_timer *t, uint64_t now)
-{
-	struct ulnet_list *p;
-	uint64_t real = ulnet__now_ns();
-
-	for (p = node->nis.next; p != &node->nis; p = p->next) {
-		struct ulnet_ni *ni = ulnet_container_of(p, struct ulnet_ni, link);
-
-		if (ni->ops->lnd_tick)
-			ni->ops->lnd_tick(ni, real);
-	}
-	ulnet__timer_arm(node, t, now + LOOP_TICK_NS);
-}
-
 /* The hooked watchers' poll (@arm false) or arm: each that has work is kicked with ULNET_IO_POLLED
  * (runs this turn). true: one had. Lock held, on @loop's thread. */
 static bool hooks_run(struct ulnet_loop *loop, bool arm)
@@ -751,12 +734,6 @@ int ulnet__loop_start(struct ulnet_node *node)
 {
 	int rc;
 
-	ulnet__lock(node);
-	node->lnd_tick.fn = lnd_tick;
-	rc = ulnet__timer_arm(node, &node->lnd_tick, ulnet__node_now(node) + LOOP_TICK_NS);
-	ulnet__lock_release(node);
-	if (rc)
-		return rc;
 	for (unsigned i = 0; i < node->n_loops; i++) {
 		char name[16];
 

@@ -1,13 +1,13 @@
 /* SPDX-License-Identifier: MIT */
 /* The LND SDK: the ops table an LND implements and what an LND may call in the core. Never installed.
  *
- * Threading: every op, io callback and tick runs on the node's loop thread or an API caller's thread,
+ * Threading: every op, io callback and timer runs on the node's loop thread or an API caller's thread,
  * always with the node lock held, except that an io callback may drop it around one socket call
  * (ulnet__io_unlock, below). An LND therefore needs no locks of its own, must never block, and must
  * never call back into the public API.
  *
  * Completions are deferred: ulnet__finalize() only queues the message. The loop's completion phase
- * (after io callbacks and ticks, a bounded number per turn) returns its credits, launches the
+ * (after io callbacks and timers, a bounded number per turn) returns its credits, launches the
  * messages those credits unblock (lnd_send), releases the MD and delivers the event. So lnd_send is
  * never called from inside ulnet__finalize, and an LND may finalize from anywhere (its own lnd_send,
  * lnd_recv, an io callback, lnd_shutdown) without guarding against re-entry through the core. What an
@@ -129,8 +129,6 @@ struct ulnet_lnd_ops {
 	 * 0, or <0 if the receive cannot even start (the core finalizes @msg with that error). */
 	int (*lnd_recv)(struct ulnet_ni *ni, void *rx_priv, struct ulnet_msg *msg, const struct iovec *iov,
 			unsigned niov, uint32_t mlen, uint32_t rlen);
-	/* Optional: called about every 100 ms from the loop for timeouts, keepalives, reconnects. */
-	void (*lnd_tick)(struct ulnet_ni *ni, uint64_t now_ns);
 	/* The keys of `lnd tunables` (may be empty). The core parses the configuration against this table
 	 * before lnd_startup (an unknown key or a bad value fails ulnet_ni_add with a log line naming it),
 	 * the LND reads the values with ulnet__ni_lnd_tunable, and tools print them from the table. */
@@ -307,7 +305,7 @@ unsigned ulnet__nid_loop(const struct ulnet_node *node, const struct ulnet_nid *
 bool ulnet__io_quiesced(struct ulnet_node *node, const struct ulnet_io *io);
 /* Socket I/O without the node lock. An io callback, at its own top level (never from inside an op or
  * a core call such as ulnet__parse), may drop the node lock for one socket call and take it back.
- * Meanwhile other threads run the core and the LND's ops, ticks and delayed lnd_recv: the LND marks
+ * Meanwhile other threads run the core and the LND's ops, timers and delayed lnd_recv: the LND marks
  * what the call uses as busy (the buffers it reads or fills, the fd) so that nobody frees or closes
  * them, and re-checks its state after ulnet__io_relock (a close from elsewhere is finished then). */
 void ulnet__io_unlock(struct ulnet_node *node);

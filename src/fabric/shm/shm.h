@@ -13,6 +13,7 @@
 #include <sys/socket.h>
 #include <sys/types.h>
 #include "fabric.h"
+#include "iov.h"
 #include "list.h"
 #include "fabric_shm.h"
 #include "shm_ring.h"
@@ -307,8 +308,6 @@ void shm_mem_announce_all(struct fab_cm_id *id);
  * -EPROTO: the peer broke the memory channel's rules (logged; the connection must go). */
 int shm_peer_translate(struct fab_cm_id *id, const struct shm_mr_entry *e, struct iovec *iov, int n);
 void shm_peer_maps_drop(struct fab_cm_id *id);
-/* Copy up to @max bytes from @src to @dst; the bytes copied. */
-uint64_t shm_iov_copy(const struct iovec *dst, int nd, const struct iovec *src, int ns, uint64_t max);
 /* The peer has not closed the connection nor died (its life word and the rings' closed flag, or a
  * poll of the socket when it sent no life page). */
 bool shm_peer_alive(const struct fab_cm_id *id);

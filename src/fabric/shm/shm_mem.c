@@ -376,29 +376,6 @@ int shm_peer_translate(struct fab_cm_id *id, const struct shm_mr_entry *e, struc
 	return 1;
 }
 
-uint64_t shm_iov_copy(const struct iovec *dst, int nd, const struct iovec *src, int ns, uint64_t max)
-{
-	uint64_t done = 0;
-	size_t doff = 0, soff = 0;
-	int i = 0, j = 0;
-
-	while (i < nd && j < ns && done < max) {
-		size_t take = dst[i].iov_len - doff;
-
-		if (src[j].iov_len - soff < take)
-			take = src[j].iov_len - soff;
-		if (max - done < take)
-			take = (size_t)(max - done);
-		memcpy((char *)dst[i].iov_base + doff, (const char *)src[j].iov_base + soff, take);
-		done += take;
-		if ((doff += take) == dst[i].iov_len)
-			i++, doff = 0;
-		if ((soff += take) == src[j].iov_len)
-			j++, soff = 0;
-	}
-	return done;
-}
-
 bool shm_peer_alive(const struct fab_cm_id *id)
 {
 	struct pollfd p = {.fd = id->fd, .events = POLLRDHUP};

@@ -281,15 +281,15 @@ static enum fab_wc_status rdma_mapped(struct fab_qp *qp, bool write, const struc
 	if (dev->faults.kill_peer_rdma_nth && --dev->faults.kill_peer_rdma_nth == 0) {
 		/* move the first half, then the peer dies: the WR must fail, not hang or crash */
 		if (write)
-			shm_iov_copy(riov, rn, liov, ln, total / 2);
+			ulnet__iov_copy(riov, (unsigned)rn, liov, (unsigned)ln, total / 2);
 		else
-			shm_iov_copy(liov, ln, riov, rn, total / 2);
+			ulnet__iov_copy(liov, (unsigned)ln, riov, (unsigned)rn, total / 2);
 		kill_peer_and_wait(qp->id->peer_pid);
 		vouched = false;
 	} else if (write) {
-		shm_iov_copy(riov, rn, liov, ln, total);
+		ulnet__iov_copy(riov, (unsigned)rn, liov, (unsigned)ln, total);
 	} else {
-		shm_iov_copy(liov, ln, riov, rn, total);
+		ulnet__iov_copy(liov, (unsigned)ln, riov, (unsigned)rn, total);
 	}
 	/* (a copy into the mapping of a peer that died is harmless: the pages are ours until unmapped) */
 	return vouched || shm_peer_alive(qp->id) ? FAB_WC_SUCCESS : FAB_WC_RETRY_EXC_ERR;

@@ -14,6 +14,7 @@
 #include <netinet/in.h>
 #include "fabric.h"
 #include "lnd.h"
+#include "iov.h"
 #include "list.h"
 #include "o2ib_conn_policy.h"
 #include "o2ib_credits.h"
@@ -23,6 +24,7 @@
 ULNET_LOG_SUBSYS_DECLARE(O2IB);
 
 #define O2IB_PEER_BUCKETS 64u
+#define O2IB_REAP_NS 100000000ull /* look at zombies this often while there are some */
 
 struct o2ib_tun {
 	int provider;          /* enum o2ib_provider */
@@ -82,7 +84,8 @@ struct o2ib_net {
 	bool in_progress, progress_again; /* o2ib_progress running / asked to go round again */
 	struct ulnet_list checks;   /* conns whose send check waits for the end of the completion batch */
 	uint64_t round_ns;          /* ulnet__now_coarse_ns at the start of o2ib_progress's round (o2ib_now) */
-	bool in_tick;               /* walking the peer table: no peer may be forgotten under it */
+	struct ulnet_timer pending_timer; /* the earliest pending conn's accept deadline */
+	struct ulnet_timer reap_timer;    /* armed while zombies wait */
 	uint64_t cookies;
 	struct ulnet_list reg_lru; /* struct o2ib_cached_mr, least recently used first */
 	uint32_t reg_entries;
@@ -109,6 +112,7 @@ struct o2ib_peer {
 	uint32_t nconns;            /* conns naming it (any state, zombies too): it stays while > 0 */
 	uint64_t busy_ns;           /* last time it had a conn or a queued message (idle since then) */
 	uint64_t retry_at_ns;       /* RETRY_LATER: reconnect after this */
+	struct ulnet_timer timer;   /* its next deadline (o2ib_lnd.c: peer_timer_fire) */
 	struct ulnet_peer_limits limits; /* negotiated, for lnd_query_peer */
 	bool have_limits;
 	struct ulnet_peer_rdma_stats stats;
@@ -247,9 +251,6 @@ void o2ib_rx_answer(struct o2ib_conn *conn, struct o2ib_rx *rx);
 uint64_t o2ib_next_cookie(struct o2ib_net *net);
 void o2ib_md_unlinked(struct ulnet_ni *ni, const struct ulnet_lnd_md *md, void *reg);
 void o2ib_mem_freed(struct ulnet_ni *ni, void *reg);
-/* Copy @nob bytes (at most what @iov holds) between @iov and a flat buffer: gathered into @to when it
- * is set, else scattered from @from. */
-void o2ib_iov_copy(const struct iovec *iov, unsigned niov, uint8_t *to, const uint8_t *from, uint32_t nob);
 /* Free what @x allocated (its WR and SGE arrays beyond one of each); @x itself is a tx's xfer_room. */
 void o2ib_xfer_free(struct o2ib_xfer *x);
 /* The next window of @x (WRs from x->next, wr_id @wr_id, chained, the last one's next NULL): the count
@@ -287,7 +288,8 @@ void o2ib_conn_set_state(struct o2ib_conn *conn, enum o2ib_conn_state next);
 void o2ib_reap_zombies(struct o2ib_net *net);
 /* Close the accepted connections whose peer did not complete the handshake within the timeout (a
  * peer that died between its CONNREQ and its RTU would hold a QP and block its reconnects for good). */
-void o2ib_pending_tick(struct o2ib_net *net, uint64_t now_ns);
+/* Close the pending conns past their accept deadline; the earliest deadline left, or UINT64_MAX. */
+uint64_t o2ib_pending_tick(struct o2ib_net *net, uint64_t now_ns);
 
 /* o2ib_cm.c: the handshake (lnet-wire.md §4.3) */
 int o2ib_connect(struct o2ib_peer *peer);
@@ -305,6 +307,11 @@ void o2ib_conn_check_sends(struct o2ib_conn *conn);
 /* Run the send checks that wait (o2ib_progress, after each batch). */
 void o2ib_run_checks(struct o2ib_net *net);
 void o2ib_conn_tick(struct o2ib_conn *conn, uint64_t now_ns);
+/* The earliest deadline o2ib_conn_tick looks at (a queued or awaited message, a posted send, the
+ * keepalive), or UINT64_MAX. */
+uint64_t o2ib_conn_next_deadline(const struct o2ib_conn *conn);
+/* Arm @peer's timer for @deadline if that is earlier than where it is. */
+void o2ib_peer_timer_by(struct o2ib_peer *peer, uint64_t deadline);
 
 /* o2ib_cb.c: completions */
 /* Post receive buffer @i of the ring. */

@@ -195,6 +195,7 @@ static void on_connect_request(struct o2ib_net *net, const struct fab_cm_event *
 	conn->accept_deadline_ns = ulnet__now_ns() + (uint64_t)net->tun.timeout * NS_PER_S;
 	peer->accepting++;
 	ulnet_list_add_tail(&conn->link, &net->pending); /* becomes the peer's conn at ESTABLISHED */
+	ulnet__timer_arm_by(ulnet__ni_node(net->ni), &net->pending_timer, conn->accept_deadline_ns);
 }
 
 static void on_rejected(struct o2ib_conn *conn, const struct fab_cm_event *ev)
@@ -219,6 +220,7 @@ static void on_rejected(struct o2ib_conn *conn, const struct fab_cm_event *ev)
 			o2ib_peer_failed(peer, -ECONNREFUSED);
 	} else if (act.retry == O2IB_RETRY_LATER) {
 		peer->retry_at_ns = ulnet__now_ns() + (uint64_t)act.delay_ms * NS_PER_MS;
+		o2ib_peer_timer_by(peer, peer->retry_at_ns);
 	} else {
 		o2ib_peer_failed(peer, act.err);
 	}

@@ -187,21 +187,28 @@ void o2ib_conn_destroy_id(struct o2ib_conn *conn)
 	conn->slot_low = 0; /* (the conn is closing: nothing posts again; kept true all the same) */
 }
 
-void o2ib_pending_tick(struct o2ib_net *net, uint64_t now_ns)
+uint64_t o2ib_pending_tick(struct o2ib_net *net, uint64_t now_ns)
 {
 	struct ulnet_list *p = net->pending.next, *next;
+	uint64_t earliest = UINT64_MAX;
 	char why[96];
 
 	for (; p != &net->pending; p = next) {
 		struct o2ib_conn *conn = ulnet_container_of(p, struct o2ib_conn, link);
 
 		next = p->next;
-		if (conn->state != O2IB_CONN_PASSIVE_WAIT || now_ns < conn->accept_deadline_ns)
+		if (conn->state != O2IB_CONN_PASSIVE_WAIT)
 			continue;
+		if (now_ns < conn->accept_deadline_ns) {
+			if (conn->accept_deadline_ns < earliest)
+				earliest = conn->accept_deadline_ns;
+			continue;
+		}
 		snprintf(why, sizeof(why), "the peer did not complete the connection within %d s (lnd tunable timeout)",
 			 net->tun.timeout);
 		o2ib_conn_close(conn, -ETIMEDOUT, why);
 	}
+	return earliest;
 }
 
 void o2ib_reap_zombies(struct o2ib_net *net)
@@ -261,6 +268,7 @@ void o2ib_conn_close(struct o2ib_conn *conn, int status, const char *why)
 	else if (!conn->destroyed)
 		o2ib_fab(conn)->disconnect(conn->id);
 	ulnet_list_add_tail(&conn->link, &conn->net->zombies);
+	ulnet__timer_arm_by(ulnet__ni_node(conn->net->ni), &conn->net->reap_timer, ulnet__now_ns() + O2IB_REAP_NS);
 	if (conn->peer && conn->peer->conn == conn) {
 		conn->peer->conn = NULL;
 		if (status && was_up && !conn->net->shutting_down)

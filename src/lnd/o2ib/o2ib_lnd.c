@@ -21,6 +21,10 @@ ULNET_LOG_SUBSYS_DEFINE(O2IB, "O2IB")
 #define NS_PER_S 1000000000ull
 
 static struct o2ib_net *net_of(struct ulnet_ni *ni) { return ulnet__ni_priv(ni); }
+static uint64_t peer_look_ns(const struct o2ib_net *net);
+static void peer_timer_fire(struct ulnet_node *node, struct ulnet_timer *t, uint64_t now_node);
+static void pending_timer_fire(struct ulnet_node *node, struct ulnet_timer *t, uint64_t now);
+static void reap_timer_fire(struct ulnet_node *node, struct ulnet_timer *t, uint64_t now);
 
 /* ---- tunables ---- */
 
@@ -103,6 +107,7 @@ static void peer_forget(struct o2ib_net *net, struct o2ib_peer *peer)
 {
 	if (net->last_peer == peer)
 		net->last_peer = NULL;
+	ulnet__timer_cancel(ulnet__ni_node(net->ni), &peer->timer);
 	ulnet_list_del(&peer->link);
 	net->npeers--;
 	free(peer);
@@ -142,8 +147,7 @@ struct o2ib_peer *o2ib_peer_find(struct o2ib_net *net, const struct ulnet_nid *n
 	}
 	if (!create)
 		return NULL;
-	/* (a peer created while the tick walks the table waits for the next creation to be counted) */
-	if (net->npeers >= (uint32_t)net->tun.max_peers && !net->in_tick && !peer_make_room(net)) {
+	if (net->npeers >= (uint32_t)net->tun.max_peers && !peer_make_room(net)) {
 		ULNET_LOG(O2IB, ERR, "%s: no room for another peer: %u peers, all connected or with messages "
 			  "queued (lnd tunable max_peers %d)", o2ib_nid_str(nid, ns, sizeof(ns)), net->npeers,
 			  net->tun.max_peers);
@@ -156,6 +160,8 @@ struct o2ib_peer *o2ib_peer_find(struct o2ib_net *net, const struct ulnet_nid *n
 	peer->nid = *nid;
 	peer->nid4 = ulnet_nid_to_nid4(nid);
 	peer->busy_ns = ulnet__now_ns();
+	peer->timer.fn = peer_timer_fire;
+	o2ib_peer_timer_by(peer, peer->busy_ns + peer_look_ns(net));
 	ulnet_list_init(&peer->txq);
 	ulnet_list_add_tail(&peer->link, head);
 	net->npeers++;
@@ -274,6 +280,8 @@ static int o2iblnd_startup(struct ulnet_ni *ni)
 		ulnet_list_init(&net->peers[i]);
 	ulnet_list_init(&net->pending);
 	ulnet_list_init(&net->zombies);
+	net->pending_timer.fn = pending_timer_fire;
+	net->reap_timer.fn = reap_timer_fire;
 	ulnet_list_init(&net->checks);
 	ulnet_list_init(&net->bounces);
 	ulnet_list_init(&net->reg_lru);
@@ -376,6 +384,8 @@ static void o2iblnd_shutdown(struct ulnet_ni *ni)
 			peer_forget(net, peer);
 		}
 	o2ib_reap_zombies(net); /* with shutting_down set, frees every closed conn */
+	ulnet__timer_cancel(ulnet__ni_node(net->ni), &net->pending_timer);
+	ulnet__timer_cancel(ulnet__ni_node(net->ni), &net->reap_timer);
 	o2ib_bounce_pool_free(net);
 	o2ib_reg_cache_free(net);
 	net->fab->dev_close(net->dev);
@@ -392,7 +402,7 @@ static int send_immediate(struct o2ib_peer *peer, struct ulnet_msg *msg)
 
 	if (!tx)
 		return -ENOMEM;
-	o2ib_iov_copy(v->iov, v->niov, tx->payload, NULL, nob);
+	ulnet__iov_to_flat(tx->payload, v->iov, v->niov, nob);
 	tx->msg.u.immediate.hdr = v->hdr;
 	tx->msg.u.immediate.payload = tx->payload;
 	tx->msg.u.immediate.payload_len = nob;
@@ -430,55 +440,103 @@ static int o2iblnd_recv(struct ulnet_ni *ni, void *rx_priv, struct ulnet_msg *ms
 	if (rx->msg.type == O2IB_MSG_PUT_REQ || rx->msg.type == O2IB_MSG_GET_REQ)
 		return o2ib_recv_rdma(net_of(ni), rx, msg, iov, niov, mlen);
 	if (msg) {
-		o2ib_iov_copy(iov, niov, NULL, rx->msg.u.immediate.payload, mlen);
+		ulnet__iov_from_flat(iov, niov, rx->msg.u.immediate.payload, mlen);
 		ulnet__finalize(msg, 0);
 	}
 	o2ib_rx_repost(rx, true);
 	return 0;
 }
 
-static void o2iblnd_tick(struct ulnet_ni *ni, uint64_t now_ns)
+/* How long a peer's timer may sleep: half its shortest period, so that whatever starts meanwhile (a
+ * message queued or posted, a conn that goes quiet) is looked at before its own deadline. */
+static uint64_t peer_look_ns(const struct o2ib_net *net)
 {
-	struct o2ib_net *net = net_of(ni);
+	uint64_t p = (uint64_t)net->tun.timeout;
+
+	if (net->tun.keepalive > 0 && (uint64_t)net->tun.keepalive < p)
+		p = (uint64_t)net->tun.keepalive;
+	return p * NS_PER_S / 2;
+}
+
+void o2ib_peer_timer_by(struct o2ib_peer *peer, uint64_t deadline)
+{
+	ulnet__timer_arm_by(ulnet__ni_node(peer->net->ni), &peer->timer, deadline);
+}
+
+/* The peer's next deadline after @now: its conn's, its queue's head, a reconnect, being forgotten. */
+static uint64_t peer_next_deadline(const struct o2ib_peer *peer, uint64_t now)
+{
+	const struct o2ib_net *net = peer->net;
+	uint64_t next = now + peer_look_ns(net), c[3] = { UINT64_MAX, UINT64_MAX, UINT64_MAX };
+
+	if (!peer_busy(peer))
+		c[0] = peer->busy_ns + (uint64_t)net->tun.timeout * NS_PER_S;
+	else if (peer->conn)
+		c[0] = o2ib_conn_next_deadline(peer->conn);
+	else if (!ulnet_list_empty(&peer->txq)) {
+		c[0] = ulnet_container_of(peer->txq.next, struct o2ib_tx, link)->deadline_ns;
+		if (!peer->accepting)
+			c[1] = peer->retry_at_ns;
+	}
+	for (unsigned i = 0; i < 3; i++)
+		if (c[i] > now && c[i] < next)
+			next = c[i];
+	return next;
+}
+
+/* Timeouts, keepalives and reconnects of one peer; an idle one is forgotten after the timeout (its
+ * incarnation and version help a quick reconnect for a while only). */
+static void peer_timer_fire(struct ulnet_node *node, struct ulnet_timer *t, uint64_t now_node)
+{
+	struct o2ib_peer *peer = ulnet_container_of(t, struct o2ib_peer, timer);
+	struct o2ib_net *net = peer->net;
+	uint64_t now = ulnet__now_ns(); /* the peer's stamps are on this clock */
 	char ns[ULNET_NID_STRLEN];
 
-	net->in_tick = true;
-	for (unsigned b = 0; b < O2IB_PEER_BUCKETS; b++) {
-		struct ulnet_list *head = &net->peers[b], *p, *next;
-
-		for (p = head->next; p != head; p = next) {
-			struct o2ib_peer *peer = ulnet_container_of(p, struct o2ib_peer, link);
-
-			next = p->next;
-			if (peer_busy(peer)) {
-				peer->busy_ns = now_ns;
-			} else {
-				/* idle: its incarnation and version help a quick reconnect for a while only */
-				if (now_ns >= peer->busy_ns + (uint64_t)net->tun.timeout * NS_PER_S)
-					peer_forget(net, peer);
-				continue;
-			}
-			if (peer->conn) {
-				o2ib_conn_tick(peer->conn, now_ns);
-				continue;
-			}
-			if (ulnet_list_empty(&peer->txq))
-				continue;
-			if (ulnet_container_of(peer->txq.next, struct o2ib_tx, link)->deadline_ns <= now_ns) {
-				ULNET_LOG(O2IB, ERR, "%s: no connection within %d s (lnd tunable timeout); failing "
-					  "its queued messages", o2ib_nid_str(&peer->nid, ns, sizeof(ns)),
-					  net->tun.timeout);
-				fail_txq(net, &peer->txq, -ETIMEDOUT);
-				peer->act.attempts = 0; /* the next message starts afresh */
-				ulnet__peer_down(ni, &peer->nid, -ETIMEDOUT);
-			} else if (now_ns >= peer->retry_at_ns && !peer->accepting) {
-				o2ib_connect(peer);
-			}
+	(void)node, (void)now_node;
+	if (!peer_busy(peer)) {
+		if (now >= peer->busy_ns + (uint64_t)net->tun.timeout * NS_PER_S) {
+			peer_forget(net, peer);
+			return;
+		}
+		o2ib_peer_timer_by(peer, peer_next_deadline(peer, now));
+		return;
+	}
+	peer->busy_ns = now;
+	if (peer->conn) {
+		o2ib_conn_tick(peer->conn, now);
+	} else if (!ulnet_list_empty(&peer->txq)) {
+		if (ulnet_container_of(peer->txq.next, struct o2ib_tx, link)->deadline_ns <= now) {
+			ULNET_LOG(O2IB, ERR, "%s: no connection within %d s (lnd tunable timeout); failing its "
+				  "queued messages", o2ib_nid_str(&peer->nid, ns, sizeof(ns)), net->tun.timeout);
+			fail_txq(net, &peer->txq, -ETIMEDOUT);
+			peer->act.attempts = 0; /* the next message starts afresh */
+			ulnet__peer_down(net->ni, &peer->nid, -ETIMEDOUT);
+		} else if (now >= peer->retry_at_ns && !peer->accepting) {
+			o2ib_connect(peer);
 		}
 	}
-	o2ib_pending_tick(net, now_ns);
-	net->in_tick = false;
+	o2ib_peer_timer_by(peer, peer_next_deadline(peer, now));
+}
+
+static void pending_timer_fire(struct ulnet_node *node, struct ulnet_timer *t, uint64_t now)
+{
+	struct o2ib_net *net = ulnet_container_of(t, struct o2ib_net, pending_timer);
+	uint64_t next = o2ib_pending_tick(net, ulnet__now_ns());
+
+	(void)now;
+	if (next != UINT64_MAX)
+		ulnet__timer_arm_by(node, t, next);
+}
+
+static void reap_timer_fire(struct ulnet_node *node, struct ulnet_timer *t, uint64_t now)
+{
+	struct o2ib_net *net = ulnet_container_of(t, struct o2ib_net, reap_timer);
+
+	(void)now;
 	o2ib_reap_zombies(net);
+	if (!ulnet_list_empty(&net->zombies))
+		ulnet__timer_arm_by(node, t, ulnet__now_ns() + O2IB_REAP_NS);
 }
 
 static int o2iblnd_query_peer(struct ulnet_ni *ni, const struct ulnet_nid *nid, struct ulnet_peer_limits *out)
@@ -539,7 +597,6 @@ const struct ulnet_lnd_ops ulnet__o2iblnd_ops = {
 	.lnd_shutdown = o2iblnd_shutdown,
 	.lnd_send = o2iblnd_send,
 	.lnd_recv = o2iblnd_recv,
-	.lnd_tick = o2iblnd_tick,
 	.lnd_tunables = o2ib_tunables,
 	.lnd_n_tunables = N_TUNABLES,
 	.lnd_query_peer = o2iblnd_query_peer,

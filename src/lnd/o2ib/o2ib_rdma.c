@@ -305,21 +305,6 @@ void o2ib_tx_release(struct o2ib_net *net, struct o2ib_tx *tx)
 	}
 }
 
-void o2ib_iov_copy(const struct iovec *iov, unsigned niov, uint8_t *to, const uint8_t *from, uint32_t nob)
-{
-	uint32_t off = 0;
-
-	for (unsigned i = 0; i < niov && off < nob; i++) {
-		uint32_t n = (uint32_t)iov[i].iov_len < nob - off ? (uint32_t)iov[i].iov_len : nob - off;
-
-		if (to)
-			memcpy(to + off, iov[i].iov_base, n);
-		else
-			memcpy(iov[i].iov_base, from + off, n);
-		off += n;
-	}
-}
-
 /* ---- the planner's view of a message's memory ---- */
 
 /* Segments for mem_of: a few on the stack (the usual joined transfer is one), the heap only beyond. */
@@ -630,7 +615,7 @@ static int source_prepare(struct o2ib_conn *conn, struct o2ib_tx *tx, struct uln
 			o2ib_plan_free(&plan);
 			return -ENOMEM;
 		}
-		o2ib_iov_copy(iov, niov, tx->bounce->buf, NULL, nob);
+		ulnet__iov_to_flat(tx->bounce->buf, iov, niov, nob);
 		base = (uint64_t)(uintptr_t)tx->bounce->buf;
 		lkey = tx->bounce->mr.lkey;
 		bk->bounces++;
@@ -767,8 +752,8 @@ static struct o2ib_tx *waiting_tx(struct o2ib_conn *conn, uint64_t cookie, uint8
 static void sink_copy_out(struct o2ib_tx *tx, int32_t nob)
 {
 	if (tx->bounce && tx->sink_iov && nob > 0)
-		o2ib_iov_copy(tx->sink_iov, tx->sink_niov, NULL, tx->bounce->buf,
-			      (uint32_t)nob < tx->sink_nob ? (uint32_t)nob : tx->sink_nob);
+		ulnet__iov_from_flat(tx->sink_iov, tx->sink_niov, tx->bounce->buf,
+				     (uint32_t)nob < tx->sink_nob ? (uint32_t)nob : tx->sink_nob);
 }
 
 /* The answer has come: @tx leaves the waitq; it is done now unless its SEND completion is still due. */

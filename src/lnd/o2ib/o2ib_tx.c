@@ -244,6 +244,7 @@ void o2ib_peer_queue(struct o2ib_peer *peer, struct o2ib_tx *tx)
 		return;
 	}
 	ulnet_list_add_tail(&tx->link, &peer->txq);
+	o2ib_peer_timer_by(peer, tx->deadline_ns);
 	/* a passive conn on its way up takes the queue (kernel: ibp_accepting) */
 	if (!peer->conn && !peer->accepting && ulnet__now_ns() >= peer->retry_at_ns)
 		o2ib_connect(peer); /* a failure fails peer->txq, this tx included */
@@ -281,4 +282,27 @@ void o2ib_conn_tick(struct o2ib_conn *conn, uint64_t now_ns)
 		}
 	if (keepalive_due(conn, now_ns))
 		o2ib_conn_check_sends(conn);
+}
+
+uint64_t o2ib_conn_next_deadline(const struct o2ib_conn *conn)
+{
+	const struct ulnet_list *qs[] = { &conn->txq, &conn->txq_nocred, &conn->waitq };
+	uint64_t next = UINT64_MAX;
+
+	if (conn->state != O2IB_CONN_ESTABLISHED)
+		return next;
+	for (unsigned i = 0; i < 3; i++) /* each queue is oldest first */
+		if (!ulnet_list_empty(qs[i]) && ulnet_container_of(qs[i]->next, struct o2ib_tx, link)->deadline_ns < next)
+			next = ulnet_container_of(qs[i]->next, struct o2ib_tx, link)->deadline_ns;
+	/* a queue depth of slots, looked at once per timer expiry, not per tick */
+	for (uint32_t s = 0; s < conn->nslots; s++)
+		if (conn->slots[s] && conn->slots[s]->deadline_ns < next)
+			next = conn->slots[s]->deadline_ns;
+	if (conn->net->tun.keepalive) {
+		uint64_t ka = conn->last_send_ns + (uint64_t)conn->net->tun.keepalive * NS_PER_S;
+
+		if (ka < next)
+			next = ka;
+	}
+	return next;
 }
