@@ -53,6 +53,8 @@
 #   ul_one_line FILE REGEX   fail unless FILE has exactly one line and it matches REGEX (grep -E).
 #   ul_diff WANT_FILE GOT_FILE WHAT
 #                            fail with a unified diff unless the files are equal.
+#   ul_require_root WHY      exit 77 (skip) unless root: WHY says what needs it (tcp nodes listen on
+#                            port 988, raw peers bind privileged source ports); call before ul_init.
 #   ul_xnode_require         exit 77 (skip) unless $CC_BE and $QEMU_BE (default powerpc64-linux-gnu-gcc,
 #                            qemu-ppc64-static) exist; call before ul_init.
 #   ul_xnode_build OUT       build tests/cross/xnode.c (a bare node: tcp NI, ping, selftest services)
@@ -297,6 +299,14 @@ ul_diff()
 
 CC_BE=${CC_BE:-powerpc64-linux-gnu-gcc}
 QEMU_BE=${QEMU_BE:-qemu-ppc64-static}
+
+ul_require_root()
+{
+	if [[ $(id -u) != 0 ]]; then
+		echo "SKIP: $*: run as root"
+		exit 77
+	fi
+}
 
 ul_xnode_require()
 {

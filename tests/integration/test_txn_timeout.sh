@@ -6,6 +6,7 @@
 # The silent peer is a raw socklnd connection (flood_gets.py with no GETs) that never reads.
 set -euo pipefail
 source "${SRC:-$(dirname "$0")/../..}/tests/integration/lib.sh"
+ul_require_root "its tcp nodes listen on port 988"
 ul_init
 A=$(ul_addr 211 1) F=$(ul_addr 211 9)
 ul_start_node a <<EOF

@@ -10,6 +10,7 @@
 set -euo pipefail
 source "${SRC:-$(dirname "$0")/../..}/tests/integration/lib.sh"
 source "$SRC/tests/integration/sst_common.sh"
+ul_require_root "its tcp nodes listen on port 988"
 ul_init
 T=$UL_TMP
 command -v prlimit >/dev/null || { echo "SKIP: no prlimit (util-linux)" >&2; exit 77; }
