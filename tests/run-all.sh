@@ -1,28 +1,75 @@
 #!/usr/bin/env bash
-# Build and run every suite twice: gcc (debugoptimized), then clang with ASan+UBSan.
+# Build and run every suite in four builds: gcc (debugoptimized) with every suite; clang with
+# ASan+UBSan with every suite; clang with TSan with the unit, lnd and integration suites; clang with
+# the libFuzzer targets (fixed seed and run count). Then the VM lane (tests/vm/run: an x86_64 and a
+# ppc64le VM under qemu); ULNET_VM_LANE=0 leaves it out for quick local runs.
+# An existing build directory is reconfigured with the options given here, so a change to them
+# applies. The counts come from each build's meson-logs/testlog.json (skipped tests count as neither);
+# a failing test's output is printed here, not only left in that build's log files.
 # Ends with one line: "N passed, N failed".
 set -uo pipefail
 cd "$(dirname "$0")/.."
 passed=0 failed=0
+PYTHON=${PYTHON:-python3}
+
+# count_results DIR: the failing tests' output on stdout, then one line "PASSED FAILED SKIPPED" from
+# DIR/meson-logs/testlog.json. OK and EXPECTEDFAIL pass; SKIP is neither; FAIL, TIMEOUT,
+# UNEXPECTEDPASS, ERROR (and anything else) fail.
+count_results()
+{
+	"$PYTHON" - "$1/meson-logs/testlog.json" <<'PY'
+import json, sys
+MAX_LINES = 2000  # of one failing test's output: integration scripts print every node's log
+passed = failed = skipped = 0
+for line in open(sys.argv[1]):
+    if not line.strip():
+        continue
+    t = json.loads(line)
+    r = t.get("result")
+    if r in ("OK", "EXPECTEDFAIL"):
+        passed += 1
+        continue
+    if r == "SKIP":
+        skipped += 1
+        continue
+    failed += 1
+    out = "".join(t.get(k) or "" for k in ("stdout", "stderr")).splitlines()
+    print(f"---- {t.get('name')}: {r} (exit status {t.get('returncode')}), {len(out)} lines of output ----")
+    if len(out) > MAX_LINES:
+        print(f"[first {len(out) - MAX_LINES} lines left out: see {sys.argv[1]}]")
+    print("\n".join(out[-MAX_LINES:]))
+    print(f"---- end of {t.get('name')} ----")
+print(passed, failed, skipped)
+PY
+}
 
 run_build() { # dir, "meson test args", meson setup options...
 	local dir=$1 targs=$2; shift 2
-	if [ ! -d "$dir" ]; then
-		meson setup "$dir" "$@" >"$dir.setup.log" 2>&1 || { cat "$dir.setup.log"; failed=$((failed + 1)); return; }
-	fi
+	local setup=(meson setup)
+	# a build directory made before is reconfigured with these options (meson keeps the old ones
+	# otherwise); one without meson's state is set up afresh
+	[ -f "$dir/meson-private/coredata.dat" ] && setup+=(--reconfigure)
+	"${setup[@]}" "$dir" "$@" >"$dir.setup.log" 2>&1 || { cat "$dir.setup.log"; failed=$((failed + 1)); return; }
 	if ! ninja -C "$dir" >"$dir.build.log" 2>&1; then
 		tail -50 "$dir.build.log"
 		failed=$((failed + 1))
 		return
 	fi
-	meson test -C "$dir" --print-errorlogs --num-processes 2 $targs 2>&1 | tee "$dir.test.log" | grep -E '^ *[0-9]+/[0-9]+ ' || true
-	local ok fail to
-	ok=$(sed -n 's/^Ok: *\([0-9]*\).*/\1/p' "$dir.test.log" | tail -1)
-	fail=$(sed -n 's/^Fail: *\([0-9]*\).*/\1/p' "$dir.test.log" | tail -1)
-	to=$(sed -n 's/^Timeout: *\([0-9]*\).*/\1/p' "$dir.test.log" | tail -1)
-	passed=$((passed + ${ok:-0}))
-	failed=$((failed + ${fail:-0} + ${to:-0}))
-	if [ -z "$ok" ]; then failed=$((failed + 1)); fi
+	rm -f "$dir/meson-logs/testlog.json"
+	# shellcheck disable=SC2086 # targs holds several arguments
+	meson test -C "$dir" --num-processes 2 $targs 2>&1 | tee "$dir.test.log" | grep --line-buffered -E '^ *[0-9]+/[0-9]+ '
+	local counts p f s
+	if [ ! -s "$dir/meson-logs/testlog.json" ] || ! counts=$(count_results "$dir"); then
+		echo "$dir: meson test left no results: $(tail -20 "$dir.test.log")"
+		failed=$((failed + 1))
+		return
+	fi
+	# everything but the last line is the failing tests' output
+	sed '$d' <<<"$counts"
+	read -r p f s <<<"$(tail -1 <<<"$counts")"
+	echo "$dir: $p passed, $f failed, $s skipped"
+	passed=$((passed + p))
+	failed=$((failed + f))
 }
 
 run_build build-gcc "" -Dbuildtype=debugoptimized
@@ -49,7 +96,7 @@ if [ "${ULNET_VM_LANE:-1}" != 0 ]; then
 		if [ "$vm_rc" -ne 0 ] && [ "$vm_rc" -ne 77 ] && [ "${BASH_REMATCH[2]}" -eq 0 ]; then
 			failed=$((failed + 1))
 		fi
-	else
+	elif [ "$vm_rc" -ne 77 ]; then
 		failed=$((failed + 1))
 	fi
 fi

@@ -2,7 +2,8 @@
 /* The verbs provider on a real RDMA device (Soft-RoCE in the VM lane, or any HCA): one device, a
  * connection to itself over its own address, and the fabric contract's operations and errors.
  * The address: $ULNET_VERBS_ADDR, else the first IPv4 address an RDMA port serves; none: skipped
- * (exit 77), as on a host without RDMA. */
+ * (exit 77), as on a host without RDMA. --list prints the tests' names and runs none (the VM lane
+ * counts them). */
 #include <errno.h>
 #include <stdlib.h>
 #define OPS (&fab_verbs_ops)
@@ -217,7 +218,7 @@ static void test_reject_unreachable_disconnect(void **state)
 	OPS->dev_close(c.dev);
 }
 
-int main(void)
+int main(int argc, char **argv)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_limits),
@@ -226,6 +227,12 @@ int main(void)
 	};
 	const char *env = getenv("ULNET_VERBS_ADDR");
 	struct fab_rdma_scan scan;
+
+	if (argc == 2 && !strcmp(argv[1], "--list")) { /* the tests' names, one a line: the VM lane counts them */
+		for (size_t i = 0; i < sizeof(tests) / sizeof(tests[0]); i++)
+			printf("%s\n", tests[i].name);
+		return 0;
+	}
 
 	me.sin_family = AF_INET;
 	if (env) {

@@ -46,9 +46,15 @@
 #                            always returns 0 (for commands that are expected to fail).
 #   ul_json FILE PYEXPR      load JSON from FILE as `j` in python3 and fail unless PYEXPR is true:
 #                            ul_json out.json 'j["net"][0]["net type"] == "lo"'
+#   ul_wait_asleep PID WHAT [SECONDS]
+#                            wait until every thread of PID is asleep (state S) at the same look: a
+#                            thread that spins never is. Fails after SECONDS (default 20), a bound only
+#                            against a hang, naming WHAT and the threads still running.
 #   ul_one_line FILE REGEX   fail unless FILE has exactly one line and it matches REGEX (grep -E).
 #   ul_diff WANT_FILE GOT_FILE WHAT
 #                            fail with a unified diff unless the files are equal.
+#   ul_require_root WHY      exit 77 (skip) unless root: WHY says what needs it (tcp nodes listen on
+#                            port 988, raw peers bind privileged source ports); call before ul_init.
 #   ul_xnode_require         exit 77 (skip) unless $CC_BE and $QEMU_BE (default powerpc64-linux-gnu-gcc,
 #                            qemu-ppc64-static) exist; call before ul_init.
 #   ul_xnode_build OUT       build tests/cross/xnode.c (a bare node: tcp NI, ping, selftest services)
@@ -260,6 +266,24 @@ ul_wait_stat()
 	done
 }
 
+ul_wait_asleep()
+{
+	local pid=$1 what=$2 secs=${3:-20} deadline busy t st
+	deadline=$(( $(ul__now_ms) + secs * 1000 ))
+	while :; do
+		busy=
+		for t in /proc/"$pid"/task/*; do
+			# the state is the first field after "(comm)", which may hold spaces
+			st=$(sed 's/.*) //' "$t/stat" 2>/dev/null | cut -d' ' -f1) || continue
+			[[ -z $st || $st == S ]] || busy+=" ${t##*/}:$st($(cat "$t/comm" 2>/dev/null))"
+		done
+		[[ -z $busy ]] && return 0
+		ul__alive "$pid" || ul_fail "$what: process $pid is gone"
+		(( $(ul__now_ms) < deadline )) || ul_fail "$what: threads of $pid never all asleep within ${secs}s:$busy"
+		sleep 0.05
+	done
+}
+
 ul_one_line()
 {
 	local file=$1 re=$2 n
@@ -275,6 +299,14 @@ ul_diff()
 
 CC_BE=${CC_BE:-powerpc64-linux-gnu-gcc}
 QEMU_BE=${QEMU_BE:-qemu-ppc64-static}
+
+ul_require_root()
+{
+	if [[ $(id -u) != 0 ]]; then
+		echo "SKIP: $*: run as root"
+		exit 77
+	fi
+}
 
 ul_xnode_require()
 {

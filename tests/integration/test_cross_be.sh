@@ -7,6 +7,7 @@
 set -euo pipefail
 source "${SRC:-$(dirname "$0")/../..}/tests/integration/lib.sh"
 ul_xnode_require
+ul_require_root "its tcp nodes listen on port 988"
 ul_init
 SST=$(dirname "$ULNETCTL")/../ulnet-selftest/ulnet-selftest
 X=$UL_TMP/xnode.ppc64

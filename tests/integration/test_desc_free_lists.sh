@@ -6,6 +6,7 @@
 # -v the counters are not shown. -v also shows the node lock's hold-time histogram.
 set -euo pipefail
 source "${SRC:-$(dirname "$0")/../..}/tests/integration/lib.sh"
+ul_require_root "its tcp nodes listen on port 988"
 ul_init
 T=$UL_TMP
 

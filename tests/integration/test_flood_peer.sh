@@ -6,6 +6,7 @@
 # out, and keep its peak RSS (VmHWM, printed) under 64 MiB.
 set -euo pipefail
 source "${SRC:-$(dirname "$0")/../..}/tests/integration/lib.sh"
+ul_require_root "its tcp nodes listen on port 988"
 ul_init
 A=$(ul_addr 210 1) B=$(ul_addr 210 2) F=$(ul_addr 210 9)
 N=${FLOOD_GETS:-150000}

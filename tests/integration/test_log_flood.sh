@@ -6,6 +6,7 @@
 # after the flood. Addresses: 127.230.0.{1,2} nodes, 127.230.0.3 the hostile peer.
 set -euo pipefail
 source "${SRC:-$(dirname "$0")/../..}/tests/integration/lib.sh"
+ul_require_root "its tcp nodes listen on port 988"
 ul_init
 T=$UL_TMP
 N=10000

@@ -6,6 +6,7 @@
 set -u
 source "${SRC:-$(dirname "$0")/../..}/tests/integration/lib.sh"
 source "${SRC:-$(dirname "$0")/../..}/tests/integration/sst_common.sh"
+ul_require_root "its tcp nodes listen on port 988"
 ul_init
 sst_require_tcp 202
 sst_two_nodes 202

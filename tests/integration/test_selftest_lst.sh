@@ -9,6 +9,7 @@
 set -u
 source "${SRC:-$(dirname "$0")/../..}/tests/integration/lib.sh"
 source "${SRC:-$(dirname "$0")/../..}/tests/integration/sst_common.sh"
+ul_require_root "its tcp nodes listen on port 988"
 ul_init
 [[ -x $SST ]] || ul_fail "no ulnet-selftest at $SST"
 sst_require_tcp 42
@@ -25,6 +26,23 @@ lst() # lst OUT ARGS...: one console invocation, status in UL_STATUS
 	ul_run "$out" "$out.err" timeout 60 "$SST" "$@"
 }
 ok() { lst "$UL_TMP/o" "$@"; [[ $UL_STATUS == 0 ]] || ul_fail "'$*': status $UL_STATUS: $(cat "$UL_TMP/o" "$UL_TMP/o.err")"; }
+
+# wait_tests GROUP NODES REGEX: poll `stat GROUP` until NODES of its nodes have a "client tests since
+# run" line matching REGEX (the state the next step asserts on, not a fixed sleep); the 60 s bound only
+# guards against a hang. stat's status is not judged here: it is 1 once a node has selftest errors.
+wait_tests()
+{
+	local group=$1 nodes=$2 re=$3 deadline n
+	deadline=$(( $(ul__now_ms) + 60000 ))
+	while :; do
+		lst "$UL_TMP/w" stat "$group" --delay 0.1
+		n=$(grep 'its client tests since run:' "$UL_TMP/w" | grep -cE -- "$re" || true)
+		(( n >= nodes )) && return 0
+		(( $(ul__now_ms) < deadline )) ||
+			ul_fail "stat $group: want $nodes node(s) matching /$re/ (status $UL_STATUS): $(cat "$UL_TMP/w" "$UL_TMP/w.err")"
+		sleep 0.05
+	done
+}
 
 ul_step "no session yet: one line, non-zero"
 for cmd in "list_group" "list_group g" "run b" "stop b" "stat g" "add_batch b" "end_session" "show_session"; do
@@ -55,11 +73,14 @@ grep -q 'session sess1: console .*, 3 node(s), 2 group(s), 2 batch(es)' "$UL_TMP
 
 ul_step "run, stat, stop"
 ok run bulk
+# both brw tests have completed RPCs before the pings start: each client node has moved at least one
+# 1 MiB write (only brw moves bytes), and n3 (the servers group, the brw read's client) one RPC
+wait_tests clients 2 'since run: [0-9]+ RPCs ok, ([1-9][0-9]{6,}) bytes' # >= 1,000,000 bytes
+wait_tests servers 1 'since run: [1-9][0-9]* RPCs ok'
 ok run pings
 ok stat clients --delay 0.5
 [[ $(grep -c 'LNet in (into the node).*MB/s' "$UL_TMP/o") == 2 ]] || ul_fail "stat: $(cat "$UL_TMP/o")"
 grep -q 'its client tests since run: [1-9][0-9]* RPCs ok' "$UL_TMP/o" || ul_fail "stat: no client tests: $(cat "$UL_TMP/o")"
-sleep 1
 ok --json stop bulk
 [[ $(wc -l < "$UL_TMP/o") == 3 ]] || ul_fail "stop: want one result per client node: $(cat "$UL_TMP/o")"
 ul_json <(sed -n 1p "$UL_TMP/o") "j['ok'] and j['test'] == 'brw write' and j['direction'] == 'client\u2192server' and j['rpcs'] > 0 and j['size'] == 1048576 and j['offset'] == 4097"
@@ -73,7 +94,8 @@ ok add_test --batch bad --from servers --to clients brw read size=4096 check=ful
 "$SST" --node "$(ul_sock n1)" inject --count 1 --at 100 >/dev/null || ul_fail "inject"
 "$SST" --node "$(ul_sock n2)" inject --count 1 --at 100 >/dev/null || ul_fail "inject"
 ok run bad
-sleep 0.5
+# n3 (the brw read's client) has seen the corrupted transfer before the batch stops
+wait_tests servers 1 'mismatch [1-9]'
 lst "$UL_TMP/s" stop bad
 [[ $UL_STATUS == 1 ]] || ul_fail "stop bad: status $UL_STATUS: $(cat "$UL_TMP/s" "$UL_TMP/s.err")"
 { grep -q 'mismatch [12],.*FAILED' "$UL_TMP/s" && grep -q 'first data mismatch at byte 100 ' "$UL_TMP/s"; } ||

@@ -5,6 +5,7 @@
 # every failed send ends in exactly one event carrying its error; SIGTERM then ends ulnetd at once.
 set -euo pipefail
 source "${SRC:-$(dirname "$0")/../..}/tests/integration/lib.sh"
+ul_require_root "its tcp nodes listen on port 988"
 ul_init
 A=$(ul_addr 212 1)
 SST=$BUILD/tools/ulnet-selftest/ulnet-selftest

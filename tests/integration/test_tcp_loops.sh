@@ -7,6 +7,7 @@
 # Loopback block 127.170.0.x: the node .1, its peers .2 to .9.
 set -euo pipefail
 source "${SRC:-$(dirname "$0")/../..}/tests/integration/lib.sh"
+ul_require_root "its tcp nodes listen on port 988"
 ul_init
 A=$(ul_addr 170 1)
 node_yaml() { # LOOPS ADDR

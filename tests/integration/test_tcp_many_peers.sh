@@ -5,6 +5,7 @@
 # and still answers a second ulnetd afterwards.
 set -euo pipefail
 source "${SRC:-$(dirname "$0")/../..}/tests/integration/lib.sh"
+ul_require_root "its tcp nodes listen on port 988"
 ul_init
 A=$(ul_addr 90 1)
 B=$(ul_addr 90 2)

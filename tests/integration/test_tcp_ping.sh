@@ -5,6 +5,7 @@
 # with checksums talk to a default (V3) node; an unknown lnd tunable refuses to start, naming the key.
 set -euo pipefail
 source "${SRC:-$(dirname "$0")/../..}/tests/integration/lib.sh"
+ul_require_root "its tcp nodes listen on port 988"
 ul_init
 T=$UL_TMP
 

@@ -47,12 +47,31 @@ for size in 65536 1048576; do
 	"$SST" --node "$(ul_sock n1)" brw write --from "$N1" --to "$N2" --size "$size" --count 3 \
 		--concurrency 1 --check full >/dev/null || ul_fail "brw write $size"
 done
-sleep 0.5
-sent=0
-for n in 1 2; do
-	ul_ctl "n$n" stats show --json >"$T/stats$n.json"
-	sent=$((sent + $("$UL_PYTHON" -c 'import json,sys; print(json.load(open(sys.argv[1]))["statistics"]["send_count"])' "$T/stats$n.json")))
-done
+# The LNet messages of that traffic (the decoder below lists them): 6 pings of GET + REPLY, 6 brw of
+# request PUT, reply PUT, GET and REPLY
+want_sent=36
+sent_count() # both nodes' send_count
+{
+	local n sum=0
+	for n in 1 2; do
+		ul_ctl "n$n" stats show --json >"$T/stats$n.json" || ul_fail "stats n$n"
+		sum=$((sum + $("$UL_PYTHON" -c 'import json,sys; print(json.load(open(sys.argv[1]))["statistics"]["send_count"])' "$T/stats$n.json")))
+	done
+	echo "$sum"
+}
+decoded_count() # LNet headers decoded from the capture file so far (it may end mid-record)
+{
+	tshark -r "$T/cap.pcapng" -Y 'lnet.msg_type' -T fields -E aggregator=';' -e lnet.msg_type 2>/dev/null |
+		tr ';' '\n' | grep -c . || true
+}
+# Wait for what the checks below count, not for a fixed time: the nodes have counted every message
+# (then the counters are final), and the capture file holds them all (tshark writes as it reads). The
+# 30 s deadlines only guard against a hang: an incomplete capture is judged (and retried) below.
+deadline=$(( $(ul__now_ms) + 30000 ))
+while sent=$(sent_count); (( sent < want_sent && $(ul__now_ms) < deadline )); do sleep 0.05; done
+(( sent >= want_sent )) || ul_fail "the nodes sent $sent LNet messages, want $want_sent"
+deadline=$(( $(ul__now_ms) + 30000 ))
+while (( $(decoded_count) < sent && $(ul__now_ms) < deadline )); do sleep 0.1; done
 kill -INT "$cap"
 wait "$cap" || true
 

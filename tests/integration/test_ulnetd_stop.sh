@@ -2,21 +2,19 @@
 # SPDX-License-Identifier: MIT
 # ulnetd under resource exhaustion and at shutdown:
 #  - its control listener at EMFILE (RLIMIT_NOFILE lowered with prlimit while clients queue up) pauses
-#    instead of spinning: under 5 % of a core over 2 s, a bounded number of log lines, and it serves
-#    again once descriptors are back;
-#  - SIGTERM ends it within a few seconds while a selftest run is in progress, and while a run toward
-#    a NID that no local NI reaches is pending.
+#    instead of spinning (all its threads are seen asleep while clients wait in the backlog), logs a
+#    bounded number of lines, and serves again once descriptors are back;
+#  - SIGTERM ends it cleanly (status 0) while a selftest run is in progress, and after a run toward a
+#    NID that no local NI reaches has failed (peer_gone). The stop bounds only guard against hangs.
 # Addresses: 127.231.0.{1,2}.
 set -euo pipefail
 source "${SRC:-$(dirname "$0")/../..}/tests/integration/lib.sh"
 source "$SRC/tests/integration/sst_common.sh"
+ul_require_root "its tcp nodes listen on port 988"
 ul_init
 T=$UL_TMP
 command -v prlimit >/dev/null || { echo "SKIP: no prlimit (util-linux)" >&2; exit 77; }
 sst_require_tcp 231
-
-# cpu_ticks PID: utime + stime in clock ticks (/proc/PID/stat fields 14 and 15, after the comm field)
-cpu_ticks() { sed 's/.*) //' "/proc/$1/stat" | awk '{print $12 + $13}'; }
 
 ul_step "control listener at EMFILE"
 ul_start_node n0 <<YAML
@@ -44,14 +42,11 @@ until [[ -e $T/clients.ready ]] && grep -q "control: accept: Too many open files
 	(( $(ul__now_ms) < deadline )) || ul_fail "no EMFILE line from the control listener: $(tail -n 3 "$(ul_log n0)")"
 	sleep 0.05
 done
-hz=$(getconf CLK_TCK)
-t0=$(cpu_ticks "$pid"); ms0=$(ul__now_ms)
-sleep 2 # the measurement interval itself
-t1=$(cpu_ticks "$pid"); ms1=$(ul__now_ms)
-pct=$(( (t1 - t0) * 1000 * 100 / hz / (ms1 - ms0) ))
+# The outcome, not a CPU share over a timed window: with 8 clients waiting in the backlog the listener
+# is readable, so a loop that polled it would never sleep; paused, every thread of ulnetd is asleep.
+ul_wait_asleep "$pid" "ulnetd with its control listener at EMFILE"
+grep -q "pausing the listener" "$(ul_log n0)" || ul_fail "the EMFILE line does not say the listener pauses"
 lines=$(grep -c "control: accept" "$(ul_log n0)" || true)
-echo "EMFILE: $((t1 - t0)) ticks in $((ms1 - ms0)) ms = ${pct} % of a core, $lines accept lines" >&2
-(( pct < 5 )) || ul_fail "ulnetd used ${pct} % of a core at EMFILE (want < 5 %)"
 (( lines <= 12 )) || ul_fail "$lines 'control: accept' lines at EMFILE (rate limit: 10 per 5 s + summary)"
 prlimit --pid "$pid" --nofile="$soft:"
 kill "$holder"; wait "$holder" 2>/dev/null || true
@@ -72,15 +67,16 @@ wait "$run" || true
 ul_stop_node n2 TERM 8
 (( UL_STATUS == 0 )) || ul_fail "n2 (no command running) exited with status $UL_STATUS after SIGTERM"
 
-ul_step "SIGTERM while a run toward an unreachable NID is pending"
+ul_step "a run toward a NID no local NI reaches fails at once; SIGTERM then ends the node cleanly"
 sst_node n3 231 3 4096
 "$SST" --node "$(ul_sock n3)" --json brw write --from "$(ul_addr 231 3)@tcp" --to 10.255.255.1@o2ib \
 	--duration 60 >"$T/u.json" 2>"$T/u.err" &
 run=$!
-deadline=$(( $(ul__now_ms) + 3000 ))
-while ul__alive "$run" && (( $(ul__now_ms) < deadline )); do sleep 0.1; done
-t0=$(ul__now_ms)
-ul_stop_node n3 TERM 8
-echo "n3 ended $(( $(ul__now_ms) - t0 )) ms after SIGTERM (status $UL_STATUS)" >&2
+deadline=$(( $(ul__now_ms) + 30000 )) # only against a hang: the run asks for 60 s
+while ul__alive "$run" && (( $(ul__now_ms) < deadline )); do sleep 0.05; done
+ul__alive "$run" && ul_fail "the run toward an unreachable NID is still going after 30 s"
 wait "$run" || true
+ul_json "$T/u.json" "not j['ok'] and j['errors']['peer_gone'] == 1 and j['rpcs'] == 0"
+ul_stop_node n3 TERM 8
+(( UL_STATUS == 0 )) || ul_fail "n3 exited with status $UL_STATUS after SIGTERM"
 echo PASS >&2

@@ -1,13 +1,18 @@
 /* SPDX-License-Identifier: MIT */
-/* The LND conformance suite: the same cases for every LND, named on the command line ("lo", "tcp").
- * Two nodes in one process (lo: one node talking to itself). Start/stop twice; Put and Get of 0, 1,
- * 4095, 4096, 4097, 65536 and 1 MiB with offsets, contiguous, iovec and kiov MDs, node pages of 4 KiB
- * and 64 KiB; a GET whose reply is truncated; an MD unlinked while its transfer is in flight; a peer
- * that vanishes mid-message; a corrupt header that closes one connection while the node keeps
- * serving; 10,000 messages queued behind one credit from a thread with a 256 KiB stack (the node's
- * threads get the same stack); peer limits after traffic; no heap allocation per message once warm. Cases that need a wire or a second node say "skipped" on lo.
- * tcp addresses: 127.240.P.1 and 127.240.P.2, port 988 (run as root, under the network lock); o2ib (shm
- * provider): 127.251.P.{1,2}, port 987. */
+/* The LND conformance suite: the same cases for every LND, named on the command line ("lo", "tcp",
+ * "o2ib"; meson runs it once per LND built). Two nodes in one process (lo: one node talking to itself).
+ * Start/stop twice; Put and Get of 0, 1, 4095, 4096, 4097, 65536 and 1 MiB with offsets, contiguous,
+ * iovec and kiov MDs, node pages of 4 KiB and 64 KiB; a GET whose reply is truncated; an MD unlinked
+ * while its transfer is in flight; a peer that vanishes mid-message; a corrupt header on a connection
+ * of its own that closes that connection (one error line) while the node keeps serving its real peer;
+ * 10,000 messages queued behind one credit from a thread with a 256 KiB stack (the node's threads get
+ * the same stack); peer limits after traffic; no heap allocation per message once warm.
+ * What differs per LND sits in kinds[]: addresses, the log subsystem, and how to corrupt one
+ * connection (tcp: a raw socket; o2ib: the raw fabric peer of tests/common/o2ib_raw_peer.h). Cases
+ * that need a wire or a second node are skipped on lo with cmocka's skip(), and say why.
+ * tcp addresses: 127.240.P.1 and 127.240.P.2, port 988, the raw socket from 127.240.0.9:1021 (run as
+ * root: without it the program exits 77, skipped); o2ib (shm provider): 127.251.P.{1,2}, port 987,
+ * the raw peer 127.251.P.9. */
 #include <arpa/inet.h>
 #include <errno.h>
 #include <pthread.h>
@@ -22,27 +27,67 @@
 #include <time.h>
 #include <unistd.h>
 #include <cmocka.h>
+#include "config.h"
 #include "ulnet/ulnet.h"
+#if defined(ULNET_HAVE_LND_O2IB) && defined(ULNET_HAVE_FABRIC_SHM)
+#define CONF_O2IB_RAW 1
+#include "o2ib_raw_peer.h"
+#endif
 
 #include "md_buf.h"
 #include "xfer.h"
+
+struct pair;
+
+/* Open a connection of its own to node b of @p, send a corrupt header on it, and return once b has
+ * closed that connection. */
+typedef void (*corrupt_one_conn_fn)(const struct pair *p);
+static void tcp_corrupt_one_conn(const struct pair *p);
+#ifdef CONF_O2IB_RAW
+static void o2ib_corrupt_one_conn(const struct pair *p);
+#else
+#define o2ib_corrupt_one_conn NULL
+#endif
 
 struct lnd_kind {
 	const char *name;
 	bool two_nodes;     /* a second node reachable over a wire */
 	unsigned octet;     /* two_nodes: addresses 127.<octet>.<block>.{1,2} */
-	bool raw_tcp;       /* the corrupt-header case writes junk to its TCP port */
+	bool needs_root;    /* binds port 988 and privileged source ports */
+	const char *subsys; /* the LND's log subsystem: the corrupt connection costs one error line there */
+	corrupt_one_conn_fn corrupt_one_conn; /* NULL: the corrupt-header case is skipped, for @no_corrupt */
+	const char *no_corrupt;
 };
-static const struct lnd_kind kinds[] = { { "lo", false, 0, false }, { "tcp", true, 240, true },
-					 { "o2ib", true, 251, false } };
+static const struct lnd_kind kinds[] = {
+	{ "lo", false, 0, false, "LO", NULL, "lo has no wire to corrupt" },
+	{ "tcp", true, 240, true, "TCP", tcp_corrupt_one_conn, NULL },
+	{ "o2ib", true, 251, false, "O2IB", o2ib_corrupt_one_conn, "built without the shm fabric provider" },
+};
 static const struct lnd_kind *K;
 static unsigned next_block = 1; /* 127.<octet>.<block>.{1,2} */
 
-static void quiet(int level, const char *subsys, const char *line)
+/* Error lines per subsystem of the current LND (the sink prints every line with ULNET_TEST_LOG set). */
+static pthread_mutex_t log_lock = PTHREAD_MUTEX_INITIALIZER;
+static int lnd_errors;
+
+static void count_sink(int level, const char *subsys, const char *line)
 {
-	(void)level;
-	(void)subsys;
-	(void)line;
+	if (getenv("ULNET_TEST_LOG"))
+		fprintf(stderr, "%d %s: %s\n", level, subsys, line);
+	pthread_mutex_lock(&log_lock);
+	if (level == ULNET_LOG_ERR && K && !strcmp(subsys, K->subsys))
+		lnd_errors++;
+	pthread_mutex_unlock(&log_lock);
+}
+
+static int lnd_error_lines(void)
+{
+	int n;
+
+	pthread_mutex_lock(&log_lock);
+	n = lnd_errors;
+	pthread_mutex_unlock(&log_lock);
+	return n;
 }
 
 static ulnet_node *node_start(uint32_t page, const char *nid, const struct ulnet_kv *tun, size_t ntun)
@@ -281,7 +326,7 @@ static void test_peer_vanishes(void **state)
 	(void)state;
 	if (!K->two_nodes) {
 		print_message("skipped: %s has no peer to lose\n", K->name);
-		return;
+		skip();
 	}
 	p = pair_new(4096, NULL, 0);
 	src = malloc(len);
@@ -324,47 +369,103 @@ static void test_peer_vanishes(void **state)
 	free(sink);
 }
 
-/* A connection that sends garbage: that connection closes, the node keeps serving its real peer. */
+/* b's address as dotted quad, with the last octet @last if non-zero. */
+static void b_ip(const struct pair *p, unsigned last, char *ip, size_t len)
+{
+	uint32_t a = p->idb.nid.addr[0];
+
+	if (last)
+		a = (a & ~255u) | last;
+	snprintf(ip, len, "%u.%u.%u.%u", a >> 24, (a >> 16) & 255, (a >> 8) & 255, a & 255);
+}
+
+/* tcp: a socket from a privileged source port (so the acceptor reads it: accept=secure) to b's port
+ * 988, sending 64 bytes whose acceptor magic is wrong; b closes it (perhaps after an answer). */
+static void tcp_corrupt_one_conn(const struct pair *p)
+{
+	static const uint8_t junk[64] = { 0xde, 0xad, 0xbe, 0xef, 1, 2, 3, 4 };
+	struct sockaddr_in to = { .sin_family = AF_INET, .sin_port = htons(988) };
+	struct sockaddr_in from = { .sin_family = AF_INET, .sin_port = htons(1021) };
+	struct timeval hang = { .tv_sec = 30 }; /* only against a hang: b closes at once */
+	char ip[INET_ADDRSTRLEN];
+	uint8_t buf[256];
+	ssize_t n;
+	int fd, one = 1;
+
+	b_ip(p, 0, ip, sizeof(ip));
+	assert_int_equal(inet_pton(AF_INET, ip, &to.sin_addr), 1);
+	assert_int_equal(inet_pton(AF_INET, "127.240.0.9", &from.sin_addr), 1);
+	fd = socket(AF_INET, SOCK_STREAM, 0);
+	assert_true(fd >= 0);
+	setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+	setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &hang, sizeof(hang));
+	assert_int_equal(bind(fd, (struct sockaddr *)&from, sizeof(from)), 0);
+	assert_int_equal(connect(fd, (struct sockaddr *)&to, sizeof(to)), 0);
+	assert_int_equal(write(fd, junk, sizeof(junk)), (ssize_t)sizeof(junk));
+	while ((n = read(fd, buf, sizeof(buf))) > 0)
+		;
+	if (n < 0 && errno != ECONNRESET)
+		fail_msg("the node did not close the corrupt connection: %s", strerror(errno));
+	close(fd);
+}
+
+#ifdef CONF_O2IB_RAW
+/* o2ib: a raw fabric peer (127.251.P.9) connects to b with a valid CONNREQ, then sends a NOOP whose
+ * header names another node (dstnid); b disconnects it. */
+static void o2ib_corrupt_one_conn(const struct pair *p)
+{
+	struct raw_peer *rp = calloc(1, sizeof(*rp));
+	char ip[INET_ADDRSTRLEN], raw_ip[INET_ADDRSTRLEN], other[64];
+	uint64_t b_nid = ulnet_nid_to_nid4(&p->idb.nid);
+	struct fab_cm_event ev;
+	struct o2ib_msg m;
+
+	assert_non_null(rp);
+	b_ip(p, 0, ip, sizeof(ip));
+	b_ip(p, 9, raw_ip, sizeof(raw_ip));
+	b_ip(p, 77, other, sizeof(other));
+	strcat(other, "@o2ib");
+	raw_open(rp, raw_ip, false);
+	raw_connect_ok(rp, ip, b_nid, 8, 257);
+	raw_msg_init(rp, &m, O2IB_MSG_NOOP);
+	m.dstnid = raw_nid4(other);
+	raw_send(rp, &m);
+	raw_expect_event(rp, FAB_CM_DISCONNECTED, &ev);
+	raw_close(rp);
+	free(rp);
+}
+#endif
+
+/* A connection of its own sends a corrupt header: the node closes that connection with one error line
+ * (nothing else breaks: a second line would be out by the round trip after it), and keeps serving its
+ * real peer on the pair's connections. */
 static void test_corrupt_header(void **state)
 {
 	struct pair *p;
 	const struct xcase put = { "put", 5000, FORM_CONTIG, FORM_CONTIG, 0, 0, 0, false };
-	struct sockaddr_in to = { .sin_family = AF_INET, .sin_port = htons(988) };
-	static const uint8_t junk[64] = { 0xde, 0xad, 0xbe, 0xef, 1, 2, 3, 4 };
-	uint8_t buf[256];
-	char ip[INET_ADDRSTRLEN];
-	int fd;
+	uint64_t deadline;
+	int before;
 
 	(void)state;
-	if (!K->two_nodes || !K->raw_tcp) {
-		print_message("skipped: %s has no TCP wire to corrupt\n", K->name);
-		return;
+	if (!K->corrupt_one_conn) {
+		print_message("skipped: %s\n", K->no_corrupt);
+		skip();
 	}
 	p = pair_new(4096, NULL, 0);
 	xfer(p, &put, 15, 1);
-	snprintf(ip, sizeof(ip), "%u.%u.%u.%u", p->idb.nid.addr[0] >> 24, (p->idb.nid.addr[0] >> 16) & 255,
-		 (p->idb.nid.addr[0] >> 8) & 255, p->idb.nid.addr[0] & 255);
-	assert_int_equal(inet_pton(AF_INET, ip, &to.sin_addr), 1);
-	fd = socket(AF_INET, SOCK_STREAM, 0);
-	assert_true(fd >= 0);
-	{
-		/* a privileged source port, so the acceptor reads the request (accept=secure) */
-		struct sockaddr_in from = { .sin_family = AF_INET, .sin_port = htons(1021) };
-		int one = 1;
+	before = lnd_error_lines();
+	K->corrupt_one_conn(p);
+	/* the line may trail the close: wait for it (bounded only against a hang) */
+	deadline = now_ms() + 30000;
+	while (lnd_error_lines() == before && now_ms() < deadline) {
+		struct timespec pause = { 0, 10 * 1000 * 1000 };
 
-		setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
-		inet_pton(AF_INET, "127.240.0.9", &from.sin_addr);
-		assert_int_equal(bind(fd, (struct sockaddr *)&from, sizeof(from)), 0);
+		nanosleep(&pause, NULL);
 	}
-	assert_int_equal(connect(fd, (struct sockaddr *)&to, sizeof(to)), 0);
-	assert_int_equal(write(fd, junk, sizeof(junk)), (ssize_t)sizeof(junk));
-	/* the node closes this connection (perhaps after an answer): read until EOF */
-	while (read(fd, buf, sizeof(buf)) > 0)
-		;
-	close(fd);
-	/* and keeps serving */
 	ping_ok(p->a, &p->idb);
 	xfer(p, &put, 15, 2);
+	if (lnd_error_lines() - before != 1)
+		fail_msg("%s: %d error lines for one corrupt connection, want 1", K->name, lnd_error_lines() - before);
 	pair_free(p);
 }
 
@@ -551,8 +652,12 @@ int main(int argc, char **argv)
 		fprintf(stderr, "usage: %s lo|tcp|o2ib\n", argv[0]);
 		return 2;
 	}
-	if (!getenv("ULNET_TEST_LOG")) /* set it to see the nodes' log lines */
-		ulnet_log_set(quiet, 0);
+	if (K->needs_root && geteuid() != 0) {
+		fprintf(stderr, "%s: binds port 988 and privileged source ports: run as root (skipped)\n", K->name);
+		return 77;
+	}
+	/* errors are counted; set ULNET_TEST_LOG to see every line the nodes log */
+	ulnet_log_set(count_sink, getenv("ULNET_TEST_LOG") ? ULNET_LOG_INFO : ULNET_LOG_ERR);
 	if (getenv("ULNET_TEST_FILTER")) /* a cmocka name pattern: run only those cases */
 		cmocka_set_test_filter(getenv("ULNET_TEST_FILTER"));
 	n4 = build_matrix(t4, 4096);

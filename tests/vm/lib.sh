@@ -32,7 +32,7 @@ vm_kernel_pkg()
 
 # vm_fetch ARCH DIR PKG...: make DIR hold the candidate .deb of every PKG:ARCH, downloading only the
 # missing ones (apt-get download, no root needed). Prints the .deb paths. One apt-cache call for all
-# (each call costs seconds on a loaded machine).
+# (each call costs seconds on a loaded machine). Exits 77 when no Debian mirror can be reached.
 vm_fetch()
 {
 	local arch=$1 dir=$2 file missing=() files=() names
@@ -51,8 +51,14 @@ vm_fetch()
 	done
 	if ((${#missing[@]})); then
 		vm_log "download ${#missing[@]} packages for $arch: ${missing[*]}"
-		(cd "$dir" && apt-get download -q -o APT::Sandbox::User=root "${missing[@]}" >/dev/null) ||
+		if ! (cd "$dir" && apt-get download -q -o APT::Sandbox::User=root "${missing[@]}" >/dev/null 2>"$dir/download.err"); then
+			cat "$dir/download.err" >&2
+			# no way to a Debian mirror (an offline machine): exit 77, the caller skips the lane
+			if grep -Eq 'Could not resolve|Temporary failure resolving|Unable to connect|Could not connect|Network is unreachable|Connection timed out' "$dir/download.err"; then
+				exit 77
+			fi
 			vm_die "apt-get download ${missing[*]}"
+		fi
 	fi
 	for file in "${files[@]}"; do
 		[[ -f $file ]] || vm_die "apt-get download left no $file"
