@@ -21,6 +21,7 @@ static pthread_mutex_t log_lock = PTHREAD_MUTEX_INITIALIZER;
 static ulnet_log_sink log_sink;
 static int global_level = LOG_DEFAULT_LEVEL;
 static struct ulnet_log_subsys *subsystems;
+static uint64_t (*log_clock)(void) = ulnet__now_ns;
 static uint32_t rate_burst = LOG_DEFAULT_BURST;
 static uint64_t rate_interval_ns = LOG_DEFAULT_INTERVAL_MS * UINT64_C(1000000);
 
@@ -81,6 +82,13 @@ int ulnet_log_set_level(const char *subsys, int level)
 	return 0;
 }
 
+void ulnet__log_set_clock(uint64_t (*now_ns)(void))
+{
+	pthread_mutex_lock(&log_lock);
+	log_clock = now_ns ? now_ns : ulnet__now_ns;
+	pthread_mutex_unlock(&log_lock);
+}
+
 void ulnet_log_set_rate(unsigned burst, unsigned interval_ms)
 {
 	pthread_mutex_lock(&log_lock);
@@ -108,7 +116,7 @@ static void log_v(struct ulnet_log_site *site, int level, const struct ulnet_log
 	pthread_mutex_lock(&log_lock);
 	sink = log_sink;
 	if (level < ULNET_LOG_DEBUG && rate_burst) {
-		uint64_t now = ulnet__now_ns();
+		uint64_t now = log_clock();
 
 		if (!site->window_start_ns || now - site->window_start_ns >= rate_interval_ns) {
 			suppressed = site->suppressed;

@@ -24,6 +24,9 @@ struct ulnet_log_subsys {
 	struct ulnet_log_subsys *next; /* log.c's list of registered subsystems */
 };
 
+/* The rate limiter's clock (tests; NULL: ulnet__now_ns), so a window ends when a test says. */
+void ulnet__log_set_clock(uint64_t (*now_ns)(void));
+
 /* Add @s to the subsystems ulnet_log_set_level knows (ULNET_LOG_SUBSYS_DEFINE calls it). */
 void ulnet__log_subsys_register(struct ulnet_log_subsys *s);
 
