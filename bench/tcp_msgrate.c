@@ -5,7 +5,8 @@
  * so with several loops its own loop posts and writes them and the others mostly idle) and, for the
  * same interval, "put0_cpu_us <CPU time of the process per Put>" and "put0_csw <context switches per
  * Put>" (getrusage: every thread of both nodes; what a Put costs, which swings less than the rate when
- * the VM's cores are shared with other work), then
+ * the VM's cores are shared with other work), "put0_lock_hold_ns" and "put0_lock_sleeps" (both node
+ * locks per Put: time held, futex waits; ulnet_stats), then
  * "ping_rtt_us <mean>" over ulnet_ping, then "tcp_rtt_us <mean>" for a raw TCP 8-byte ping-pong
  * between the same two addresses (TCP_NODELAY). Usage:
  * tcp_msgrate ADDR_A ADDR_B SECONDS [LOOPS [put0 [PEER_CREDITS [EQ_SPIN_US]]]]: LOOPS loop threads per
@@ -117,6 +118,7 @@ int main(int argc, char **argv)
 	long sent = 0, done = 0;
 	char nidb[64];
 	unsigned loops;
+	struct ulnet_stats sa0, sa1, sb0, sb1;
 
 	if (argc < 4 || argc > 8)
 		return 2;
@@ -144,6 +146,8 @@ int main(int argc, char **argv)
 		return 1;
 	}
 	/* 0-byte Puts, no ACK: completion = SEND event on the initiator */
+	ulnet_stats_get(na, &sa0);
+	ulnet_stats_get(nb, &sb0);
 	usage_now(&cpu0, &csw0);
 	t0 = now_s();
 	/* the clock every 64 events, not per event: the sending thread spends its time on Puts */
@@ -165,7 +169,14 @@ int main(int argc, char **argv)
 	}
 	el = now_s() - t0;
 	usage_now(&cpu1, &csw1);
+	ulnet_stats_get(na, &sa1);
+	ulnet_stats_get(nb, &sb1);
 	printf("put0_rate %.0f\n", done / el);
+	/* both nodes' node locks, per Put: held (ns) and futex waits of threads that found it taken */
+	printf("put0_lock_hold_ns %.0f\nput0_lock_sleeps %.4f\n",
+	       (double)(sa1.lock_hold_total_ns - sa0.lock_hold_total_ns + sb1.lock_hold_total_ns - sb0.lock_hold_total_ns) /
+		       (double)(done ? done : 1),
+	       (double)(sa1.lock_sleeps - sa0.lock_sleeps + sb1.lock_sleeps - sb0.lock_sleeps) / (double)(done ? done : 1));
 	printf("put0_cpu_us %.2f\nput0_csw %.3f\n", (cpu1 - cpu0) / (double)(done ? done : 1),
 	       (csw1 - csw0) / (double)(done ? done : 1));
 	fflush(stdout);

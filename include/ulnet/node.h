@@ -126,6 +126,8 @@ struct ulnet_stats {
 	 * holds under 1 us, bucket i (1..14) holds of [2^(i-1), 2^i) us, the last 16384 us and more. */
 	uint64_t lock_hold_hist[ULNET_LOCK_HIST_BUCKETS];
 	uint64_t lock_hold_max_ns;
+	uint64_t lock_hold_total_ns; /* every hold summed: with send_count + recv_count, the hold per message */
+	uint64_t lock_sleeps;        /* futex waits of threads that found the lock taken past their poll */
 	uint32_t loops;          /* loop threads of the node (node option loops) */
 	/* Socket watchers (connections, listeners, completion channels) each loop polls, [0..loops):
 	 * how the peers' connections are spread over the loops. */

@@ -203,6 +203,7 @@ struct ulnet_pending_cb {
 
 struct ulnet_node {
 	struct ulnet_futex_lock lock;
+	uint64_t lock_hold_total_ticks; /* every hold, summed (stats: lock_hold_total_ns) */
 	uint64_t lock_t0;            /* when ulnet__lock took it, ulnet__lock_ticks (0: not measured) */
 	uint64_t lock_hold_max_ticks; /* the longest hold (stats lock_hold_max_ns) */
 	uint32_t pid;
@@ -273,8 +274,10 @@ static inline void ulnet__lock_hold_begin(struct ulnet_node *node)
 
 static inline void ulnet__lock(struct ulnet_node *node)
 {
-	ulnet__futex_lock(&node->lock);
+	unsigned sleeps = ulnet__futex_lock(&node->lock);
+
 	ulnet__lock_hold_begin(node);
+	node->stats.lock_sleeps += sleeps;
 }
 
 /* The lock if it is free (true), timed as ulnet__lock's; a holder means work going on: no wait. */
@@ -301,6 +304,7 @@ static inline void ulnet__lock_hold_end(struct ulnet_node *node)
 			b++;
 		}
 		node->stats.lock_hold_hist[b]++;
+		node->lock_hold_total_ticks += d;
 		if (d > node->lock_hold_max_ticks)
 			node->lock_hold_max_ticks = d;
 		node->lock_t0 = 0;

@@ -224,6 +224,7 @@ void ulnet_stats_get(ulnet_node *node, struct ulnet_stats *out)
 	ulnet__lock(node);
 	*out = node->stats;
 	out->lock_hold_max_ns = ulnet__lock_ticks_ns(node->lock_hold_max_ticks);
+	out->lock_hold_total_ns = ulnet__lock_ticks_ns(node->lock_hold_total_ticks);
 	out->loops = node->n_loops;
 	for (unsigned i = 0; i < node->n_loops; i++)
 		out->loop_watchers[i] = node->loops[i].n_watchers;

@@ -21,7 +21,9 @@ ULNET_LOG_SUBSYS_DEFINE(SST, "SST")
 #define SST_IDLE_TICK_NS 1000000000ull /* with nothing to expire but a session (100 s): an idle node
 					* does not wake 100 times a second for nothing */
 
-/* The engines of this process, by instance number (an MD's user_ptr names its engine by it). */
+/* The engines of this process, by instance number (an MD's user_ptr names its engine by it). The
+ * table's lock is held only to find an engine and count its handler in or out, never across one:
+ * engines of different nodes handle their events at the same time. */
 static struct ulnet_futex_lock engines_lock; /* per event: a futex lock, not glibc's mutex */
 static struct ulnet_sst *engines[SST_MAX_INST + 1];
 
@@ -43,12 +45,23 @@ static int engine_register(struct ulnet_sst *sst)
 	return rc;
 }
 
+/* Out of the table, and no handler still in it: the engine may be freed. */
 static void engine_unregister(struct ulnet_sst *sst)
 {
+	uint32_t n;
+
 	ulnet__futex_lock(&engines_lock);
 	if (sst->inst && engines[sst->inst] == sst)
 		engines[sst->inst] = NULL;
 	ulnet__futex_unlock(&engines_lock);
+	for (;;) {
+		ulnet__futex_lock(&engines_lock);
+		n = atomic_load_explicit(&sst->handlers, memory_order_relaxed);
+		ulnet__futex_unlock(&engines_lock);
+		if (!n)
+			return;
+		ulnet__futex_wait(&sst->handlers, n, 0);
+	}
 }
 
 static bool engine_idle(const struct ulnet_sst *sst)
@@ -149,19 +162,27 @@ void sst__event_handler(const struct ulnet_event *ev)
 	unsigned inst = (unsigned)((uint64_t)(uintptr_t)ev->md_user_ptr >> SST_INST_SHIFT);
 	struct ulnet_sst *sst;
 
-	/* the table lock is held across the dispatch: ulnet__sst_stop unregisters the engine before it
-	 * frees it, so a late event never finds a freed engine */
+	/* counted in under the table lock: ulnet__sst_stop takes the engine out of the table and then
+	 * waits for the handlers counted in, so a late event never finds a freed engine */
 	ulnet__futex_lock(&engines_lock);
 	sst = inst <= SST_MAX_INST ? engines[inst] : NULL;
-	if (sst) {
-		ulnet__futex_lock(&sst->lock);
-		dispatch(sst, ev);
-		if (!sst->stopping)
-			sst__server_kick(sst);
-		else if (engine_idle(sst))
-			ulnet__futex_cond_broadcast(&sst->tick_cv); /* the last final event: stop may go on */
-		ulnet__futex_unlock(&sst->lock);
-	}
+	if (sst)
+		atomic_fetch_add_explicit(&sst->handlers, 1, memory_order_relaxed);
+	ulnet__futex_unlock(&engines_lock);
+	if (!sst)
+		return;
+	ulnet__futex_lock(&sst->lock);
+	dispatch(sst, ev);
+	if (!sst->stopping)
+		sst__server_kick(sst);
+	else if (engine_idle(sst))
+		ulnet__futex_cond_broadcast(&sst->tick_cv); /* the last final event: stop may go on */
+	ulnet__futex_unlock(&sst->lock);
+	/* counted out under the table lock, with the wake-up: the stopping thread takes that lock
+	 * before it frees the engine, so the wake never touches freed memory */
+	ulnet__futex_lock(&engines_lock);
+	if (atomic_fetch_sub_explicit(&sst->handlers, 1, memory_order_relaxed) == 1)
+		ulnet__futex_wake(&sst->handlers);
 	ulnet__futex_unlock(&engines_lock);
 }
 

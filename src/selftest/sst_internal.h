@@ -144,6 +144,7 @@ struct ulnet_sst {
 	/* a futex lock, as engines_lock (the event handler takes both per event: as glibc's mutexes they
 	 * cost ~240 instructions more per ping round trip), so its waits are futex conditions */
 	struct ulnet_futex_lock lock;
+	_Atomic uint32_t handlers; /* event handlers between the table lookup and their end (sst_engine.c) */
 	struct ulnet_futex_cond tick_cv;  /* the engine thread's sleep; broadcast to stop */
 	bool stopping, thread_started;
 	bool tick_idle;                   /* the engine thread sleeps 1 s: nothing had a deadline */

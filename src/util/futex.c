@@ -32,14 +32,19 @@ bool ulnet__futex_wait(_Atomic uint32_t *word, uint32_t seen, uint64_t deadline_
 		       FUTEX_BITSET_MATCH_ANY) == -1 && errno == ETIMEDOUT;
 }
 
-void ulnet__futex_lock_wait(struct ulnet_futex_lock *l)
+unsigned ulnet__futex_lock_wait(struct ulnet_futex_lock *l)
 {
+	unsigned sleeps = 0;
+
 	/* 2 from here on: we may sleep, so the holder's release must wake someone */
-	while (atomic_exchange_explicit(&l->word, 2, memory_order_acquire) != 0)
+	while (atomic_exchange_explicit(&l->word, 2, memory_order_acquire) != 0) {
 		ulnet__futex_wait(&l->word, 2, 0);
+		sleeps++;
+	}
+	return sleeps;
 }
 
-void ulnet__futex_lock_slow(struct ulnet_futex_lock *l)
+unsigned ulnet__futex_lock_slow(struct ulnet_futex_lock *l)
 {
 	uint64_t t0 = ulnet__lock_ticks(), spin = ULNET_LOCK_SPIN_US * ulnet__lock_ticks_per_us;
 
@@ -49,7 +54,7 @@ void ulnet__futex_lock_slow(struct ulnet_futex_lock *l)
 		for (int i = 0; i < 8; i++)
 			ulnet__cpu_relax();
 		if (atomic_load_explicit(&l->word, memory_order_relaxed) == 0 && ulnet__futex_trylock(l))
-			return;
+			return 0;
 	} while (ulnet__lock_ticks() - t0 < spin);
-	ulnet__futex_lock_wait(l);
+	return ulnet__futex_lock_wait(l);
 }

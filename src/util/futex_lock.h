@@ -37,8 +37,9 @@ static inline bool ulnet__futex_trylock(struct ulnet_futex_lock *l)
 						       memory_order_relaxed);
 }
 
-/* The lock is taken: sleep until it is ours (it may be handed on to another sleeper first). */
-void ulnet__futex_lock_wait(struct ulnet_futex_lock *l);
+/* The lock is taken: sleep until it is ours (it may be handed on to another sleeper first). Returns
+ * the futex waits it took. */
+unsigned ulnet__futex_lock_wait(struct ulnet_futex_lock *l);
 /* Wake one sleeper on @word (a release found the lock waited for, or a park's sequence moved). */
 void ulnet__futex_wake(_Atomic uint32_t *word);
 /* Sleep while @word is @seen, until a wake, or until @deadline_ns (CLOCK_MONOTONIC; 0: none).
@@ -46,12 +47,12 @@ void ulnet__futex_wake(_Atomic uint32_t *word);
 bool ulnet__futex_wait(_Atomic uint32_t *word, uint32_t seen, uint64_t deadline_ns);
 
 /* Taken: poll it briefly before sleeping on it (futex.c). */
-void ulnet__futex_lock_slow(struct ulnet_futex_lock *l);
+unsigned ulnet__futex_lock_slow(struct ulnet_futex_lock *l);
 
-static inline void ulnet__futex_lock(struct ulnet_futex_lock *l)
+/* Take @l; the futex waits that took (0: free, or freed while we polled). */
+static inline unsigned ulnet__futex_lock(struct ulnet_futex_lock *l)
 {
-	if (!ulnet__futex_trylock(l))
-		ulnet__futex_lock_slow(l);
+	return ulnet__futex_trylock(l) ? 0 : ulnet__futex_lock_slow(l);
 }
 
 static inline void ulnet__futex_unlock(struct ulnet_futex_lock *l)

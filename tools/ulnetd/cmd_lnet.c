@@ -196,6 +196,8 @@ static int cmd_stats_show(struct ulnetd *d, int argc, char **argv, struct ulnetd
 		ulnetd_emit_uint(&e, "desc_heap_allocs", st.desc_heap_allocs);
 		/* node lock hold times: "lo-hi" microseconds -> holds */
 		ulnetd_emit_uint(&e, "lock_hold_max_ns", st.lock_hold_max_ns);
+		ulnetd_emit_uint(&e, "lock_hold_total_ns", st.lock_hold_total_ns);
+		ulnetd_emit_uint(&e, "lock_sleeps", st.lock_sleeps);
 		/* connections and listeners each loop thread polls */
 		ulnetd_emit_list(&e, "loop_watchers");
 		for (unsigned i = 0; i < st.loops && i < ULNET_LOOPS_MAX; i++)
