@@ -27,16 +27,29 @@ size_t ulnet__iov_copy(const struct iovec *dst, unsigned ndst, const struct iove
 	return done;
 }
 
+/* One list against a flat buffer: a plain walk (the small inline messages of every RPC take it). */
 size_t ulnet__iov_to_flat(void *flat, const struct iovec *iov, unsigned niov, size_t len)
 {
-	struct iovec f = { flat, len };
+	size_t done = 0;
 
-	return ulnet__iov_copy(&f, 1, iov, niov, len);
+	for (unsigned i = 0; i < niov && done < len; i++) {
+		size_t n = iov[i].iov_len < len - done ? iov[i].iov_len : len - done;
+
+		memcpy((char *)flat + done, iov[i].iov_base, n);
+		done += n;
+	}
+	return done;
 }
 
 size_t ulnet__iov_from_flat(const struct iovec *iov, unsigned niov, const void *flat, size_t len)
 {
-	struct iovec f = { (void *)flat, len };
+	size_t done = 0;
 
-	return ulnet__iov_copy(iov, niov, &f, 1, len);
+	for (unsigned i = 0; i < niov && done < len; i++) {
+		size_t n = iov[i].iov_len < len - done ? iov[i].iov_len : len - done;
+
+		memcpy(iov[i].iov_base, (const char *)flat + done, n);
+		done += n;
+	}
+	return done;
 }
