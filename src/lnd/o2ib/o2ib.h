@@ -25,6 +25,7 @@ ULNET_LOG_SUBSYS_DECLARE(O2IB);
 
 #define O2IB_PEER_BUCKETS 64u
 #define O2IB_REAP_NS 100000000ull /* look at zombies this often while there are some */
+#define O2IB_RECONNECT_LOOK_NS 100000000ull /* a peer with queued messages after its conn closed */
 
 struct o2ib_tun {
 	int provider;          /* enum o2ib_provider */

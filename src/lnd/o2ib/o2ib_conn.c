@@ -274,4 +274,9 @@ void o2ib_conn_close(struct o2ib_conn *conn, int status, const char *why)
 		if (status && was_up && !conn->net->shutting_down)
 			ulnet__peer_down(conn->net->ni, &conn->peer->nid, status);
 	}
+	/* messages wait for this peer (an attempt that failed, a passive conn that never came up): its
+	 * timer looks again soon, to reconnect when its backoff allows or to fail them; not at once, so
+	 * attempts that fail at once do not follow each other without pause */
+	if (conn->peer && !conn->net->shutting_down && !ulnet_list_empty(&conn->peer->txq))
+		o2ib_peer_timer_by(conn->peer, ulnet__now_ns() + O2IB_RECONNECT_LOOK_NS);
 }

@@ -246,8 +246,12 @@ void o2ib_peer_queue(struct o2ib_peer *peer, struct o2ib_tx *tx)
 	ulnet_list_add_tail(&tx->link, &peer->txq);
 	o2ib_peer_timer_by(peer, tx->deadline_ns);
 	/* a passive conn on its way up takes the queue (kernel: ibp_accepting) */
-	if (!peer->conn && !peer->accepting && ulnet__now_ns() >= peer->retry_at_ns)
-		o2ib_connect(peer); /* a failure fails peer->txq, this tx included */
+	if (!peer->conn && !peer->accepting) {
+		if (ulnet__now_ns() >= peer->retry_at_ns)
+			o2ib_connect(peer); /* a failure fails peer->txq, this tx included */
+		else
+			o2ib_peer_timer_by(peer, peer->retry_at_ns); /* backing off: connect when it ends */
+	}
 }
 
 void o2ib_conn_tick(struct o2ib_conn *conn, uint64_t now_ns)
