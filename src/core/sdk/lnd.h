@@ -173,6 +173,15 @@ int ulnet__timer_arm(struct ulnet_node *node, struct ulnet_timer *t, uint64_t de
  * that may bring a deadline closer. */
 int ulnet__timer_arm_by(struct ulnet_node *node, struct ulnet_timer *t, uint64_t deadline);
 void ulnet__timer_cancel(struct ulnet_node *node, struct ulnet_timer *t);
+/* Where an object's timer goes next: the earliest of its @n candidate deadlines that is after @now
+ * (one already past was acted on when the timer fired), and never later than @look (its next look). */
+static inline uint64_t ulnet__deadline_next(uint64_t now, uint64_t look, const uint64_t *c, unsigned n)
+{
+	for (unsigned i = 0; i < n; i++)
+		if (c[i] > now && c[i] < look)
+			look = c[i];
+	return look;
+}
 
 /* Make an LND that is not built into the library (a test's LND) available by its name; call it
  * before any node opens (no lock). 0, -EINVAL for an incomplete ops table, -EEXIST when the type is

@@ -478,10 +478,7 @@ static uint64_t peer_next_deadline(const struct o2ib_peer *peer, uint64_t now)
 		if (!peer->accepting)
 			c[1] = peer->retry_at_ns;
 	}
-	for (unsigned i = 0; i < 3; i++)
-		if (c[i] > now && c[i] < next)
-			next = c[i];
-	return next;
+	return ulnet__deadline_next(now, next, c, 3);
 }
 
 /* Timeouts, keepalives and reconnects of one peer; an idle one is forgotten after the timeout (its

@@ -295,9 +295,13 @@ uint64_t o2ib_conn_next_deadline(const struct o2ib_conn *conn)
 
 	if (conn->state != O2IB_CONN_ESTABLISHED)
 		return next;
-	for (unsigned i = 0; i < 3; i++) /* each queue is oldest first */
-		if (!ulnet_list_empty(qs[i]) && ulnet_container_of(qs[i]->next, struct o2ib_tx, link)->deadline_ns < next)
-			next = ulnet_container_of(qs[i]->next, struct o2ib_tx, link)->deadline_ns;
+	for (unsigned i = 0; i < 3; i++) { /* each queue is oldest first */
+		uint64_t d = ulnet_list_empty(qs[i]) ? UINT64_MAX
+						    : ulnet_container_of(qs[i]->next, struct o2ib_tx, link)->deadline_ns;
+
+		if (d < next)
+			next = d;
+	}
 	/* a queue depth of slots, looked at once per timer expiry, not per tick */
 	for (uint32_t s = 0; s < conn->nslots; s++)
 		if (conn->slots[s] && conn->slots[s]->deadline_ns < next)

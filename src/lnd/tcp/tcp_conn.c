@@ -1221,10 +1221,7 @@ static uint64_t conn_next_deadline(const struct tcplnd_conn *conn, uint64_t now)
 	case TCPLND_CONN_CLOSING:
 		return 0;
 	}
-	for (unsigned i = 0; i < n; i++)
-		if (c[i] > now && c[i] < next)
-			next = c[i];
-	return next;
+	return ulnet__deadline_next(now, next, c, n);
 }
 
 void tcplnd_conn_timer_update(struct tcplnd_conn *conn)

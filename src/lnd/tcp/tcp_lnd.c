@@ -745,10 +745,7 @@ static uint64_t peer_next_deadline(const struct tcplnd_peer *peer, uint64_t now)
 
 		c[n++] = forget > peer->retry_at ? forget : peer->retry_at;
 	}
-	for (unsigned i = 0; i < n; i++)
-		if (c[i] > now && c[i] < next)
-			next = c[i];
-	return next;
+	return ulnet__deadline_next(now, next, c, n);
 }
 
 /* A peer with nothing left for TCPLND_PEER_IDLE_S is forgotten (no callbacks below), unless a closed
