@@ -338,7 +338,7 @@ void ulnet__event_deliver(struct ulnet_node *node, const struct ulnet_md *umd, c
 	if (umd->handler)
 		ulnet__queue_cb(node, umd->handler, ev);
 	if (umd->eq && !eq_push(umd->eq, ev, false))
-		node->stats.events_dropped++;
+		atomic_fetch_add_explicit(&node->events_lost, 1, memory_order_relaxed);
 }
 
 void ulnet__event_deliver_unref(struct ulnet_node *node, const struct ulnet_md *umd, const struct ulnet_event *ev)
@@ -346,5 +346,5 @@ void ulnet__event_deliver_unref(struct ulnet_node *node, const struct ulnet_md *
 	if (umd->handler)
 		ulnet__queue_cb(node, umd->handler, ev);
 	if (umd->eq && !eq_push(umd->eq, ev, true))
-		node->stats.events_dropped++;
+		atomic_fetch_add_explicit(&node->events_lost, 1, memory_order_relaxed);
 }

@@ -1,10 +1,12 @@
 /* SPDX-License-Identifier: MIT */
 /* Core objects shared by the files of src/core. Never installed.
  *
- * Locking: one mutex per node (node->lock) guards every object below except event queues, which
- * have their own leaf lock. API calls take it; the loop threads hold it while they run io callbacks
- * (which may drop it around one socket call: ulnet__io_unlock) and ticks. User handlers run on loop 0
- * without it (see docs/progress.md). */
+ * Ownership (docs/progress.md): every NI lives on one loop, and that loop owns the NI's LND state,
+ * its peers and credits, the messages it sends and receives, their completion and the timers its
+ * LND arms; whoever holds the loop's owner lock runs them (struct ulnet_loop). The node lock guards
+ * what every loop shares: MDs, MEs, matching, handles, the NI list. Event queues, mailboxes and the
+ * handler queue have leaf locks of their own. Lock order: one loop's owner lock (or every loop's,
+ * in index order), then the node lock, then a leaf. User handlers run on loop 0 with no lock. */
 #ifndef ULNET_INTERNAL_H
 #define ULNET_INTERNAL_H
 
@@ -40,9 +42,8 @@ enum ulnet_obj_kind { ULNET_OBJ_MD = 1, ULNET_OBJ_ME = 2 };
 /* A hot thread-local of the library: read without a __tls_get_addr call (initial-exec model). */
 #define ULNET_TLS_IE __attribute__((tls_model("initial-exec")))
 
-/* A timer on the node's heap (timer.c). @fn runs on the loop thread with the node lock held, once
- * per arming; it may re-arm. */
 struct ulnet_node;
+struct ulnet_loop;
 
 /* A live MD. Its fragments are normalised to an iovec array whatever the user's form was; a kiov's
  * pages that continue one another are one fragment (md.c: kiov_runs). */
@@ -119,6 +120,7 @@ struct ulnet_ni {
 	unsigned peer_queue_msgs;    /* per-peer credit queue bounds (a flooding peer's cost is capped) */
 	uint64_t peer_queue_bytes;
 	struct ulnet_list txq;       /* messages waiting for an NI credit */
+	struct ulnet_loop *loop;     /* its home: the loop that owns its LND state, peers and credits */
 	uint32_t status;
 	bool started;
 	uint64_t send_count, recv_count, drop_count;
@@ -130,11 +132,12 @@ struct ulnet_msg {
 	struct ulnet_msg_lnd_view v; /* first: what the LND sees */
 	struct ulnet_list link;      /* credit queues */
 	struct ulnet_node *node;
+	struct ulnet_loop *loop;     /* the owner: its NI's loop (NULL until a loop takes it) */
 	struct ulnet_ni *ni;
 	struct ulnet_peer *peer;     /* tx peer (NULL on lo) */
 	struct ulnet_libmd *md;      /* NULL when dropped */
 	void *rx_priv;               /* LND context of the received message this answers */
-	struct ulnet_list done_link; /* node->done_q once finalized */
+	struct ulnet_list done_link; /* its loop's done_q once finalized */
 	int status;                  /* as given to ulnet__finalize */
 	bool is_tx;
 	bool finalized;              /* queued for completion (set once; the message lives until then) */
@@ -143,6 +146,7 @@ struct ulnet_msg {
 	bool txn;                    /* tx GET / ACK-requested PUT counted in md->txn_pending */
 	bool has_event;
 	bool rdma_reply;             /* REPLY handed to lnd_recv by ulnet__parse_rdma */
+	bool node_desc;              /* from the node's descriptor cache (made by a thread owning no loop) */
 	uint8_t fwd;                 /* forward.c: 0, or the stage of a message being forwarded */
 	struct ulnet_peer *fwd_from; /* forward.c: the peer charged for the router buffer */
 	struct ulnet_event ev;       /* prepared at match/send time, delivered at finalize */
@@ -150,50 +154,133 @@ struct ulnet_msg {
 	struct iovec iov_store[];    /* v.iov points here */
 };
 
-/* desc_cache.c: free lists of message descriptors */
+/* desc_cache.c: free lists of message descriptors. One per loop (its owner's) and one for the
+ * node (under the node lock): ulnet__desc_get picks the one the calling thread may use. */
 #define ULNET_DESC_CLASSES 4
 struct ulnet_desc_cache {
 	void *free[ULNET_DESC_CLASSES];
 	unsigned nfree[ULNET_DESC_CLASSES];
 };
-void ulnet__desc_cache_free(struct ulnet_node *node);
+void ulnet__desc_cache_free(struct ulnet_desc_cache *dc);
+/* The node's cache, whatever loop the caller owns: what lives under the node lock (MDs, MEs) and
+ * messages made by threads that own no loop go back where they came from, or the API side would
+ * drain its cache into the loops'. Node lock held. */
+void *ulnet__node_desc_get(struct ulnet_node *node, size_t size, size_t hdr);
+void ulnet__node_desc_put(struct ulnet_node *node, void *p, size_t size);
 
-/* One loop thread of a node (loop.c): its epoll set, its wake-up and the watchers bound to it. Loop 0
- * also runs the timers (LND ticks, transaction timeouts) and the user handlers; every loop runs the
- * node's submissions and completion phase (under the node lock, whoever gets there first). */
-struct ulnet_loop {
-	struct ulnet_node *node;
-	unsigned idx;
+/* A futex lock that times its holds (stats show -v: the hold-time histogram, the longest and total
+ * hold, the futex waits). The node lock and every loop's ownership lock are one each. */
+struct ulnet_lock {
+	struct ulnet_futex_lock f;
+	uint64_t t0;                 /* when the hold began, ulnet__lock_ticks (0: not measured) */
+	uint64_t hold_total_ticks, hold_max_ticks, sleeps;
+	uint64_t hist[ULNET_LOCK_HIST_BUCKETS];
+};
+
+static inline void ulnet__tlock_take(struct ulnet_lock *l)
+{
+	l->sleeps += ulnet__futex_lock(&l->f);
+	l->t0 = ulnet__lock_ticks();
+}
+
+static inline bool ulnet__tlock_try(struct ulnet_lock *l)
+{
+	if (!ulnet__futex_trylock(&l->f))
+		return false;
+	l->t0 = ulnet__lock_ticks();
+	return true;
+}
+
+static inline void ulnet__tlock_drop(struct ulnet_lock *l)
+{
+	if (l->t0) {
+		uint64_t d = ulnet__lock_ticks() - l->t0, step = ulnet__lock_ticks_per_us;
+		unsigned b = 0;
+
+		if ((int64_t)d < 0)
+			d = 0; /* a clock that went back (the thread moved to a core whose TSC lags): no hold */
+		/* bucket b >= 1 holds [2^(b-1), 2^b) us: most holds are under 1 us, one comparison */
+		while (d >= step && b < ULNET_LOCK_HIST_BUCKETS - 1) {
+			step <<= 1;
+			b++;
+		}
+		l->hist[b]++;
+		l->hold_total_ticks += d;
+		if (d > l->hold_max_ticks)
+			l->hold_max_ticks = d;
+		l->t0 = 0;
+	}
+	ulnet__futex_unlock(&l->f);
+}
+
+/* A min-heap of timers on the node's clock (timer.c): one per loop, run by its owner, and the node's
+ * (MD transaction timeouts), run by loop 0 under the node lock. */
+struct ulnet_timer_heap {
+	struct ulnet_timer **v;
+	unsigned n, cap;
+};
+
+/* The mailbox of a loop: how any other thread hands it work. A leaf lock; the loop drains it at
+ * every turn. @sleeping (under the lock) says the loop is about to sleep, or sleeps, in epoll_wait:
+ * the producer that finds it set clears it and writes the loop's eventfd, so a burst of hand-offs
+ * costs one write. */
+struct ulnet_mailbox {
+	struct ulnet_futex_lock lock;
+	struct ulnet_list sends;     /* messages to send from this loop (msg->link) */
+	struct ulnet_list calls;     /* struct ulnet_call: work on state this loop owns */
+	bool sleeping;
+	atomic_bool poked;           /* work for a busy-polling loop: it ends its spin */
+};
+
+/* Work for the loop that owns some state, handed over from another thread (ulnet__loop_call). */
+struct ulnet_call {
+	struct ulnet_list link;
+	void (*fn)(struct ulnet_loop *loop, void *arg);
+	void *arg;
+};
+
+/* The watchers of a loop (epoll set) and the state of its dispatch. */
+struct ulnet_io_set {
 	int epfd, wakefd;
-	pthread_t thread;
-	/* set under the lock just before the loop sleeps in epoll_wait, cleared when it returns: only a
-	 * sleeping loop needs the eventfd write (ulnet__loop_wake_if_sleeping) */
-	atomic_bool sleeping;
-	atomic_bool poked;           /* work for a busy-polling loop (busy_poll_us) */
-	/* an API call is doing this waiting loop's work (leader/follower, loop_borrow); the loop,
-	 * woken meanwhile, parks (loop_park, on park_seq) before its turn (borrow_waiting). in_wait: the loop
-	 * dropped the lock to wait for io (sleeping or busy polling). Under the lock. */
-	bool in_wait, borrowed, borrow_waiting;
-	bool spinning;               /* in_wait busy polling, not asleep: a waiter may lead (loop.c) */
-	/* The thread parks on park_seq (loop_park): while borrowed, and after a receive-side lead
-	 * until linger_until (ulnet__now_ns; 0: not lingering), so the next lead finds it parked and
-	 * neither wakes it nor pokes it (lazy hand-back). unpark: work for it, leave the park now. */
-	atomic_bool parked, unpark;
-	uint64_t linger_until;
-	_Atomic uint32_t park_seq;   /* moves (and a futex wake) to end a park: loop_park */
 	struct epoll_event *cur_evs; /* batch being dispatched (io_stop clears stale entries) */
 	int cur_nevs;
 	struct ulnet_io *kicked, **kicked_tail; /* ulnet__io_kick, FIFO */
-	/* Sends API calls made off the loop threads to remote NIDs whose peer this loop owns
-	 * (ulnet__nid_loop): this loop posts them, and the peer's connections poll here too, so the
-	 * loop that posts a send also writes it (move.c) */
-	struct ulnet_list submit_q;
-	uint64_t turns;              /* batches dispatched (ulnet__io_quiesced) */
+	uint64_t turns;              /* batches dispatched by the loop's thread (ulnet__io_quiesced) */
 	unsigned n_watchers;         /* registered watchers (stats loop_watchers) */
 	struct ulnet_io *hooks;      /* registered watchers with a poll/arm hook (struct ulnet_io) */
-	/* the watcher with a spin hook that input last came to: a busy-polling loop's spins read its
-	 * socket (loop_wait) */
-	struct ulnet_io *spin_hot;
+	struct ulnet_io *spin_hot;   /* the watcher input last came to: a busy-polling loop's spins read it */
+};
+
+/* Core peers of the NIs a loop owns (peer.c): a hash on NID, idle ones oldest first. */
+struct ulnet_peer_table {
+	struct ulnet_list hash[ULNET_PEER_BUCKETS];
+	struct ulnet_list idle;      /* refs 0, oldest first: forgotten after ULNET_PEER_IDLE_S */
+	unsigned n;                  /* bounded by the node option max_peers */
+	bool full_logged;
+	struct ulnet_timer sweep;
+};
+
+/* One loop of a node (loop.c): a thread and the state it owns. The NIs homed here (their LND state,
+ * connections, peers and credits), the timers they arm, the messages finalized here and their
+ * descriptors belong to whoever holds @owner: the loop's thread, or an API thread that entered the
+ * loop (ulnet__loop_enter). Other threads reach it only through @mbox. */
+struct ulnet_loop {
+	struct ulnet_node *node;
+	unsigned idx;
+	pthread_t thread;
+	struct ulnet_lock owner;     /* ownership of everything below except mbox */
+	bool entered;                /* held by a thread other than the loop's own (ulnet__io_quiesced) */
+	struct ulnet_mailbox mbox;
+	struct ulnet_io_set io;
+	struct ulnet_timer_heap timers;
+	struct ulnet_peer_table peers;
+	/* Finalized messages waiting for the completion phase (msg.c). Completing one may launch
+	 * others (credits) and they may finalize at once: they join the tail, never the stack. */
+	struct ulnet_list done_q;
+	unsigned n_done;
+	bool completing;             /* inside the completion phase (ulnet__node_completing) */
+	struct ulnet_desc_cache descs;
+	struct ulnet_stats stats;    /* this loop's share of the node's counters (ulnet_stats_get sums) */
 };
 
 struct ulnet_pending_cb {
@@ -202,10 +289,10 @@ struct ulnet_pending_cb {
 };
 
 struct ulnet_node {
-	struct ulnet_futex_lock lock;
-	uint64_t lock_hold_total_ticks; /* every hold, summed (stats: lock_hold_total_ns) */
-	uint64_t lock_t0;            /* when ulnet__lock took it, ulnet__lock_ticks (0: not measured) */
-	uint64_t lock_hold_max_ticks; /* the longest hold (stats lock_hold_max_ns) */
+	/* The node lock: handles, portals, MEs, MDs and matching, the NI list (also under every loop's
+	 * owner lock: a loop reads it with its own), ulnet_mem_alloc ranges, forwarding and the node's
+	 * timer heap. Short holds, never across an LND call or an application callback. */
+	struct ulnet_lock lock;
 	uint32_t pid;
 	uint32_t page_size;
 	uint64_t iface_cookie;       /* wire MD handle interface cookie: our incarnation */
@@ -218,12 +305,12 @@ struct ulnet_node {
 	int64_t me_head_seq, me_tail_seq;
 	struct ulnet_list nis;
 	struct ulnet_ni *lo_ni;
-	struct ulnet_list peers[ULNET_PEER_BUCKETS];
-	unsigned n_peers, max_peers; /* max_peers: node option, bounds the table */
-	bool peers_full_logged;
-	struct ulnet_list idle_peers; /* peers with refs 0, oldest first */
-	struct ulnet_timer peer_sweep;
-	struct ulnet_stats stats;
+	unsigned n_nis_homed;        /* NIs given a loop so far (ni.c: round robin from loop 1) */
+	unsigned max_peers;          /* node option: bounds each loop's peer table */
+	struct ulnet_stats stats;    /* counted under the node lock (ulnet__stats) */
+	_Atomic uint32_t msgs_live;  /* message descriptors allocated now, any thread */
+	_Atomic uint32_t msgs_peak;  /* ... the most at once */
+	_Atomic uint64_t events_lost; /* stats events_dropped: out of memory queueing one, any thread */
 	/* ping service */
 	struct ulnet_handle ping_me;
 	uint32_t ping_seq;
@@ -231,90 +318,66 @@ struct ulnet_node {
 	struct ulnet_loop loops[ULNET_LOOPS_MAX];
 	unsigned n_loops;
 	unsigned n_started;          /* loop threads running */
-	bool stopping;
+	atomic_bool stopping;
 	/* busy polling (node option busy_poll_us): a loop spins on epoll_wait(0) for this long after
-	 * it last found work; API calls that leave it work set its @poked instead of writing the eventfd */
+	 * it last found work; a hand-off to it sets its mbox.poked instead of writing the eventfd */
 	uint64_t busy_poll_ns;
-	struct ulnet_timer **timers; /* min-heap on deadline (timer.c) */
-	unsigned n_timers, cap_timers;
+	struct ulnet_timer_heap timers; /* MD transaction timeouts, under the node lock, run by loop 0 */
+	_Atomic uint64_t timers_next; /* the earliest of them (node clock; UINT64_MAX: none): loop 0 reads it unlocked */
 	uint64_t (*clock)(void *arg); /* NULL: CLOCK_MONOTONIC; tests inject their own */
 	void *clock_arg;
 	uint64_t txn_timeout_ns;     /* transaction timeout (node option transaction_timeout) */
-	/* Finalized messages waiting for the loop's completion phase (msg.c). Completing one may
-	 * launch others (credits) and they may finalize at once: they join the tail, never the stack. */
-	struct ulnet_list done_q;
-	unsigned n_done;
-	/* Loops (bit i: loops[i]) an API call queued a submission on (loop->submit_q): its
-	 * ulnet__unlock wakes them. */
-	uint64_t submit_wake;
-	/* Of those, the loops that a send the caller blocks on next went to (ulnet__get_waited_for):
-	 * that call's ulnet__unlock may borrow them (loop_borrow). */
-	uint64_t submit_borrow;
-	bool completing;             /* inside the completion phase (ulnet__node_completing) */
+	/* Application handlers queued by any loop, run in order by loop 0's thread without a lock. */
+	struct ulnet_futex_lock cb_lock;
 	struct ulnet_pending_cb *cbs;
 	size_t n_cbs, cap_cbs;
 	struct ulnet_pending_cb *cbs_spare; /* the other half of the double buffer (run_callbacks) */
 	size_t cap_spare;
-	struct ulnet_desc_cache descs;
-	/* forwarding (forward.c) */
-	bool forwarding;
+	struct ulnet_desc_cache descs; /* for threads that own no loop, under the node lock */
+	/* forwarding (forward.c), under the node lock */
+	atomic_bool forwarding;
 	unsigned fwd_bufs_free;
 	struct ulnet_list fwd_waitq; /* received messages waiting for a buffer or a peer buffer credit */
 	struct ulnet_mem_ranges mem_ranges; /* live ulnet_mem_alloc allocations made for this node (mem.c) */
 };
 
-/* The node lock, timed: the hold-time histogram and the longest hold in the stats (stats show -v).
- * Two reads of a cheap clock a hold (util/clock.h: the TSC where it runs at a constant rate, else
- * CLOCK_MONOTONIC), converted at release with a rate measured once per process. */
-/* A hold starts (the lock just taken): ulnet__lock_hold_end times it. */
-static inline void ulnet__lock_hold_begin(struct ulnet_node *node)
+/* The loop the calling thread owns now (its loop thread, or an API thread inside ulnet__loop_enter);
+ * NULL on any other thread and while a loop thread runs application handlers. */
+extern _Thread_local struct ulnet_loop *ulnet__cur_loop ULNET_TLS_IE;
+static inline struct ulnet_loop *ulnet__owned(const struct ulnet_node *node)
 {
-	node->lock_t0 = ulnet__lock_ticks();
+	struct ulnet_loop *l = ulnet__cur_loop;
+
+	return l && l->node == node ? l : NULL;
 }
 
+/* The node lock. */
 static inline void ulnet__lock(struct ulnet_node *node)
 {
-	unsigned sleeps = ulnet__futex_lock(&node->lock);
-
-	ulnet__lock_hold_begin(node);
-	node->stats.lock_sleeps += sleeps;
+	ulnet__tlock_take(&node->lock);
 }
 
-/* The lock if it is free (true), timed as ulnet__lock's; a holder means work going on: no wait. */
 static inline bool ulnet__trylock(struct ulnet_node *node)
 {
-	if (!ulnet__futex_trylock(&node->lock))
-		return false;
-	ulnet__lock_hold_begin(node);
-	return true;
-}
-
-/* Account the current hold (the unlock follows). */
-static inline void ulnet__lock_hold_end(struct ulnet_node *node)
-{
-	if (node->lock_t0) {
-		uint64_t d = ulnet__lock_ticks() - node->lock_t0, step = ulnet__lock_ticks_per_us;
-		unsigned b = 0;
-
-		if ((int64_t)d < 0)
-			d = 0; /* a clock that went back (the thread moved to a core whose TSC lags): no hold */
-		/* bucket b >= 1 holds [2^(b-1), 2^b) us: most holds are under 1 us, one comparison */
-		while (d >= step && b < ULNET_LOCK_HIST_BUCKETS - 1) {
-			step <<= 1;
-			b++;
-		}
-		node->stats.lock_hold_hist[b]++;
-		node->lock_hold_total_ticks += d;
-		if (d > node->lock_hold_max_ticks)
-			node->lock_hold_max_ticks = d;
-		node->lock_t0 = 0;
-	}
+	return ulnet__tlock_try(&node->lock);
 }
 
 static inline void ulnet__lock_release(struct ulnet_node *node)
 {
-	ulnet__lock_hold_end(node);
-	ulnet__futex_unlock(&node->lock);
+	ulnet__tlock_drop(&node->lock);
+}
+
+/* Release the node lock, then make the LND calls the MDs freed under it owe (lnd_md_unlinked,
+ * lnd_contract.c): as the owner of the registering NI's loop (entered if this thread owns none), or
+ * handed to that loop. */
+void ulnet__unlock(struct ulnet_node *node);
+
+/* The counters the caller may update: its loop's share, or the node's under the node lock. */
+static inline struct ulnet_stats *ulnet__stats(struct ulnet_node *node)
+{
+	struct ulnet_loop *l = ulnet__owned(node);
+
+	return l ? &l->stats : &node->stats;
 }
 
 /* handles (md.c) */
@@ -397,29 +460,30 @@ void ulnet__msg_free(struct ulnet_msg *msg);
 #define ULNET_COMPLETION_BUDGET 512u
 /* Completions waiting beyond which ulnet__node_backlogged() asks LNDs to stop reading (lnd.h). */
 #define ULNET_COMPLETION_BACKLOG (4u * ULNET_COMPLETION_BUDGET)
-bool ulnet__completions_run(struct ulnet_node *node, unsigned budget);
+bool ulnet__completions_run(struct ulnet_loop *loop, unsigned budget);
 
 /* move.c */
-/* Post the sends API calls submitted to @loop (its thread, lock held). */
-void ulnet__submitted_run(struct ulnet_loop *loop);
-/* Wait until the loop posted every send submitted so far (tests that script an LND). Not locked. */
-void ulnet__node_sync(struct ulnet_node *node);
-/* Node teardown: fail what was submitted and never posted with -ESHUTDOWN. */
-void ulnet__submitted_fail(struct ulnet_node *node);
+/* Send @msg to @target from the loop of the NI that reaches it: now, if the caller owns that loop,
+ * else through its mailbox. 0, or <0 (nothing sent; the caller still owns @msg): no NI, no peer. */
 int ulnet__send(struct ulnet_node *node, struct ulnet_msg *msg, const struct ulnet_process_id *target,
 		void *rx_priv);
+/* The owner's half of ulnet__send: @msg->v.target is set. Finalizes @msg on failure. */
+void ulnet__send_owned(struct ulnet_loop *loop, struct ulnet_msg *msg);
+/* Wait until every loop drained its mailbox (tests that script an LND). No lock held. */
+void ulnet__node_sync(struct ulnet_node *node);
 
 /* peer.c: credits */
-struct ulnet_peer *ulnet__peer_find(struct ulnet_node *node, struct ulnet_ni *ni, const struct ulnet_nid *nid,
-				    bool create);
-/* Fail every message waiting for a peer credit with -ESHUTDOWN (node teardown). */
-void ulnet__peers_fail_queues(struct ulnet_node *node);
-void ulnet__peers_free(struct ulnet_node *node);
-/* Remember what a ping reply from @nid announced, on every peer entry of that NID. Locked. */
+/* @ni's peer @nid (its loop's table; the caller owns that loop). */
+struct ulnet_peer *ulnet__peer_find(struct ulnet_ni *ni, const struct ulnet_nid *nid, bool create);
+void ulnet__peer_table_init(struct ulnet_peer_table *t);
+/* Fail every message waiting for a peer credit with -ESHUTDOWN (node teardown). Owner. */
+void ulnet__peers_fail_queues(struct ulnet_loop *loop);
+void ulnet__peers_free(struct ulnet_loop *loop);
+/* Remember what a ping reply from @nid announced, on every peer entry of that NID. No lock held. */
 void ulnet__peer_note_ping(struct ulnet_node *node, const struct ulnet_nid *nid, uint32_t features);
-/* A message names @lp (ulnet__send) / no longer does (message freed). */
+/* A message names @lp (ulnet__send) / no longer does (message freed). Owner. */
 void ulnet__peer_get(struct ulnet_peer *lp);
-void ulnet__peer_put(struct ulnet_node *node, struct ulnet_peer *lp);
+void ulnet__peer_put(struct ulnet_loop *loop, struct ulnet_peer *lp);
 /* 0: credits taken, send now; 1: queued; -ENOBUFS: the peer's queue is full (nothing taken). */
 int ulnet__credits_take(struct ulnet_msg *msg);
 /* Return the credits @msg holds and launch the messages they unblock. */
@@ -458,21 +522,26 @@ int ulnet__loop_init(struct ulnet_node *node);
 int ulnet__loop_start(struct ulnet_node *node);
 void ulnet__loop_stop(struct ulnet_node *node);
 void ulnet__loop_free(struct ulnet_node *node);
-/* Wake @loop only if it sleeps (otherwise it sees the new work before it sleeps): lock held, or the
- * work was queued under the lock before. */
-void ulnet__loop_wake_if_sleeping(struct ulnet_loop *loop);
-/* Leader/follower on the receive side (busy polling): wait for an event on @eq until @end (ulnet__now_ns)
- * by doing the work of loop @idx, busy polling, in its place; -EAGAIN if that loop is neither busy
- * polling nor parked after a lead right now (or we are on a loop thread). Else as
- * ulnet_eq_wait(eq, 0, ev) at the end. */
-int ulnet__loop_lead(struct ulnet_node *node, unsigned idx, ulnet_eq *eq, uint64_t end, struct ulnet_event *ev);
-/* ulnet_get for a caller that blocks on the REPLY next (ulnet_ping): its send may borrow the loop
- * (leader/follower, loop_borrow) instead of waking it */
-int ulnet__get_waited_for(ulnet_node *node, struct ulnet_handle mdh, const struct ulnet_process_id *target,
-			  uint32_t portal, uint64_t match_bits, uint32_t offset);
-/* True on one of @node's loop threads. */
-bool ulnet__on_loop(const struct ulnet_node *node);
-void ulnet__unlock(struct ulnet_node *node);
+/* An API thread (owning no loop) takes @loop's ownership / gives it back: exit runs the completion
+ * phase for what it finalized meanwhile and wakes the loop's thread if work is left for it. */
+void ulnet__loop_enter(struct ulnet_loop *loop);
+void ulnet__loop_exit(struct ulnet_loop *loop);
+/* Every loop, in index order (the NI list changes; node teardown). The caller then acts as the owner
+ * of @as (NULL: none) until ulnet__loops_exit. */
+void ulnet__loops_enter(struct ulnet_node *node, struct ulnet_loop *as);
+void ulnet__loops_exit(struct ulnet_node *node);
+bool ulnet__holds_all_loops(void);
+/* Node teardown, the threads stopped: run what the mailboxes hold. */
+void ulnet__loops_drain(struct ulnet_node *node);
+/* Hand @msg (v.target set) to @loop to send (ulnet__send_owned there). */
+void ulnet__loop_mail(struct ulnet_loop *loop, struct ulnet_msg *msg);
+/* Run @fn(loop, arg) on @loop's owner. -ENOMEM (logged by the caller) if it cannot be queued. */
+int ulnet__loop_call(struct ulnet_loop *loop, void (*fn)(struct ulnet_loop *loop, void *arg), void *arg);
+/* The loop that owns @ni's state (loop 0 for lo). */
+static inline struct ulnet_loop *ulnet__ni_loop(const struct ulnet_ni *ni)
+{
+	return ni->loop;
+}
 void ulnet__queue_cb(struct ulnet_node *node, ulnet_event_handler h, const struct ulnet_event *ev);
 
 /* clock.c: the node's clock (ulnet__now_ns unless a test injects its own) */
@@ -483,10 +552,15 @@ uint64_t ulnet__node_now_coarse(const struct ulnet_node *node);
 void ulnet__node_set_clock(struct ulnet_node *node, uint64_t (*clock)(void *arg), void *arg);
 
 /* timer.c */
-/* Run every timer due at @now; returns how many ran. */
-unsigned ulnet__timers_run(struct ulnet_node *node, uint64_t now);
-/* Milliseconds until the next deadline, at most @max_ms. */
-int ulnet__timers_next_ms(const struct ulnet_node *node, uint64_t now, int max_ms);
+/* Run every timer of @h due at @now; returns how many ran. */
+unsigned ulnet__timers_run(struct ulnet_node *node, struct ulnet_timer_heap *h, uint64_t now);
+/* The earliest deadline of @h (UINT64_MAX: none). */
+uint64_t ulnet__timers_first(const struct ulnet_timer_heap *h);
+/* Arm @t on the node's heap (MD transaction timeouts): node lock held. */
+int ulnet__node_timer_arm(struct ulnet_node *node, struct ulnet_timer *t, uint64_t deadline);
+void ulnet__node_timer_cancel(struct ulnet_node *node, struct ulnet_timer *t);
+/* Run the node's timers due at @now (loop 0, every turn; cheap when none is due). No lock held. */
+void ulnet__node_timers_run(struct ulnet_node *node, uint64_t now);
 
 /* md.c: transaction timeout */
 void ulnet__md_txn_start(struct ulnet_node *node, struct ulnet_libmd *md, const struct ulnet_event *send_ev);

@@ -2,6 +2,7 @@
 /* The parts of the LND contract (lnd.h) an RDMA LND needs beyond send and receive: the out-of-band
  * REPLY of a GET, the MD's memory for registration and its release, peer limits and peer loss. */
 #include <errno.h>
+#include <stdlib.h>
 #include <string.h>
 #include "internal.h"
 
@@ -21,7 +22,9 @@ struct ulnet_msg *ulnet__create_reply_msg(struct ulnet_ni *ni, struct ulnet_msg 
 	reply = ulnet__msg_alloc(ni->node, 0);
 	if (!reply)
 		return NULL;
+	ulnet__lock(ni->node);
 	ulnet__md_use(md);
+	ulnet__lock_release(ni->node);
 	reply->ni = ni;
 	reply->md = md;
 	reply->v.hdr.type = ULNET_MSG_REPLY;
@@ -61,13 +64,38 @@ int ulnet__msg_md(struct ulnet_msg *msg, struct ulnet_lnd_md *out)
 	out->nfrags = md->nfrags;
 	out->length = md->total;
 	out->page_size = msg->node->page_size;
-	if (md->lnd_reg && md->lnd_reg_ni != msg->ni) {
+	/* the slot is claimed under the node lock (NIs on two loops may ask at once); only the claimer
+	 * writes it, and the MD, held by this message, cannot be freed meanwhile */
+	ulnet__lock(msg->node);
+	if (md->lnd_reg_ni && md->lnd_reg_ni != msg->ni) {
 		out->lnd_reg = NULL; /* another NI's registration: not this LND's to touch */
 	} else {
-		md->lnd_reg_ni = msg->ni; /* an empty slot goes to whoever fills it */
+		md->lnd_reg_ni = msg->ni; /* an empty slot goes to whoever claims it first */
 		out->lnd_reg = &md->lnd_reg;
 	}
+	ulnet__lock_release(msg->node);
 	return 0;
+}
+
+/* An MD was freed with a registration: lnd_md_unlinked is owed to its NI's loop. */
+struct lnd_release {
+	struct lnd_release *next;
+	struct ulnet_ni *ni;
+	void *reg;
+	struct ulnet_lnd_md m;
+	struct iovec frags[]; /* a copy: the MD is gone */
+};
+
+/* Releases owed by MDs this thread freed under the node lock (ulnet__unlock makes them). */
+static _Thread_local struct lnd_release *owed;
+
+static void release_run(struct ulnet_loop *loop, void *arg)
+{
+	struct lnd_release *r = arg;
+
+	(void)loop;
+	r->ni->ops->lnd_md_unlinked(r->ni, &r->m, r->reg);
+	free(r);
 }
 
 void ulnet__md_lnd_release(struct ulnet_libmd *md)
@@ -79,15 +107,54 @@ void ulnet__md_lnd_release(struct ulnet_libmd *md)
 		.nfrags = md->nfrags,
 		.length = md->total,
 	};
+	struct lnd_release *r;
 	void *reg = md->lnd_reg;
 
-	if (!ni || !reg)
-		return;
 	md->lnd_reg = NULL;
 	md->lnd_reg_ni = NULL;
+	if (!ni || !reg || !ni->ops->lnd_md_unlinked)
+		return;
 	m.page_size = ni->node->page_size;
-	if (ni->ops->lnd_md_unlinked)
+	if (ulnet__owned(ni->node) == ni->loop) { /* its owner: now, before the MD's last event */
 		ni->ops->lnd_md_unlinked(ni, &m, reg);
+		return;
+	}
+	/* another loop's NI: right after the node lock goes (ulnet__unlock), as its owner */
+	r = malloc(sizeof(*r) + md->nfrags * sizeof(struct iovec));
+	if (!r) {
+		ULNET_LOG(CORE, ERR, "%s: out of memory releasing an MD's registration; it stays until the NI "
+			  "shuts down", ni->ops->lnd_name);
+		return;
+	}
+	memcpy(r->frags, md->frags, md->nfrags * sizeof(struct iovec));
+	r->m = m;
+	r->m.frags = r->frags;
+	r->ni = ni;
+	r->reg = reg;
+	r->next = owed;
+	owed = r;
+}
+
+void ulnet__unlock(struct ulnet_node *node)
+{
+	ulnet__lock_release(node);
+	while (owed) {
+		struct lnd_release *r = owed;
+		struct ulnet_loop *own = ulnet__owned(node), *to = r->ni->loop;
+
+		owed = r->next;
+		if (own == to || ulnet__holds_all_loops()) {
+			release_run(to, r);
+		} else if (!own) {
+			ulnet__loop_enter(to);
+			release_run(to, r);
+			ulnet__loop_exit(to);
+		} else if (ulnet__loop_call(to, release_run, r)) {
+			ULNET_LOG(CORE, ERR, "%s: out of memory releasing an MD's registration; it stays until the "
+				  "NI shuts down", r->ni->ops->lnd_name);
+			free(r);
+		}
+	}
 }
 
 void ulnet__md_lnd_release_ni(struct ulnet_node *node, struct ulnet_ni *ni)
@@ -123,7 +190,7 @@ static void take_for_peer(struct ulnet_list *q, struct ulnet_peer *lp, struct ul
 
 void ulnet__peer_down(struct ulnet_ni *ni, const struct ulnet_nid *nid, int status)
 {
-	struct ulnet_peer *lp = ulnet__peer_find(ni->node, ni, nid, false);
+	struct ulnet_peer *lp = ulnet__peer_find(ni, nid, false);
 	struct ulnet_list dead;
 	char s[ULNET_NID_STRLEN];
 	unsigned n = 0;
@@ -158,13 +225,15 @@ static int peer_query(ulnet_node *node, const struct ulnet_nid *nid, bool limits
 		return -EINVAL;
 	ulnet__lock(node);
 	ni = ulnet__ni_for_dest(node, nid, &local);
-	if (!ni)
-		rc = -EHOSTUNREACH;
-	else if (limits ? !ni->ops->lnd_query_peer : !ni->ops->lnd_peer_rdma_stats)
-		rc = -EOPNOTSUPP;
-	else
-		rc = limits ? ni->ops->lnd_query_peer(ni, nid, out) : ni->ops->lnd_peer_rdma_stats(ni, nid, out);
 	ulnet__lock_release(node);
+	if (!ni)
+		return -EHOSTUNREACH;
+	if (limits ? !ni->ops->lnd_query_peer : !ni->ops->lnd_peer_rdma_stats)
+		return -EOPNOTSUPP;
+	/* the LND's state is its loop's: ask as its owner (NIs go only when the node closes) */
+	ulnet__loop_enter(ni->loop);
+	rc = limits ? ni->ops->lnd_query_peer(ni, nid, out) : ni->ops->lnd_peer_rdma_stats(ni, nid, out);
+	ulnet__loop_exit(ni->loop);
 	return rc;
 }
 

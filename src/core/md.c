@@ -178,7 +178,7 @@ int ulnet__md_create(struct ulnet_node *node, const struct ulnet_md *umd, struct
 		}
 	}
 	/* the fragments are all written below: only the header needs clearing */
-	md = ulnet__desc_get_hdr(node, md_size((unsigned)rc), sizeof(*md));
+	md = ulnet__node_desc_get(node, md_size((unsigned)rc), sizeof(*md));
 	if (!md)
 		return -ENOMEM;
 	md->nfrags = (unsigned)rc;
@@ -191,7 +191,7 @@ int ulnet__md_create(struct ulnet_node *node, const struct ulnet_md *umd, struct
 	} else {
 		rc = md_build_frags(umd, md);
 		if (rc) {
-			ulnet__desc_put(node, md, md_size(md->nfrags));
+			ulnet__node_desc_put(node, md, md_size(md->nfrags));
 			return rc;
 		}
 		md->frag_form = (umd->options & ULNET_MD_IOVEC) ? ULNET_FRAG_IOVEC : ULNET_FRAG_CONTIG;
@@ -248,13 +248,13 @@ static void md_free_keep_eq(struct ulnet_node *node, struct ulnet_libmd *md)
 		if (me->unlink == ULNET_UNLINK || md->zombie) {
 			ulnet__me_unhook(me);
 			ulnet_list_del(&me->hash_link);
-			ulnet__desc_put(node, me, sizeof(*me));
+			ulnet__node_desc_put(node, me, sizeof(*me));
 		}
 	}
 	ulnet_list_del(&md->hash_link);
-	ulnet__timer_cancel(node, &md->txn_timer);
+	ulnet__node_timer_cancel(node, &md->txn_timer);
 	free(md->free_on_unlink);
-	ulnet__desc_put(node, md, md_size(md->nfrags));
+	ulnet__node_desc_put(node, md, md_size(md->nfrags));
 }
 
 static void md_free(struct ulnet_node *node, struct ulnet_libmd *md)
@@ -318,7 +318,7 @@ static void md_txn_expired(struct ulnet_node *node, struct ulnet_timer *t, uint6
 		  ev.msg_type == ULNET_MSG_GET ? "GET" : "PUT", ulnet_nid_format(&ev.target.nid, nid, sizeof(nid)),
 		  ev.pt_index, (unsigned long long)ev.match_bits, ev.msg_type == ULNET_MSG_GET ? "REPLY" : "ACK",
 		  (unsigned long long)(node->txn_timeout_ns / 1000000000ull));
-	node->stats.tx_timeouts += n;
+	ulnet__stats(node)->tx_timeouts += n;
 	md->txn_pending = 0;
 	ev.type = ev.msg_type == ULNET_MSG_GET ? ULNET_EVENT_REPLY : ULNET_EVENT_ACK;
 	ev.status = -ETIMEDOUT;
@@ -346,13 +346,13 @@ void ulnet__md_txn_start(struct ulnet_node *node, struct ulnet_libmd *md, const 
 	md->txn_pending++;
 	md->txn_ev = *send_ev;
 	md->txn_timer.fn = md_txn_expired;
-	ulnet__timer_arm(node, &md->txn_timer, ulnet__node_now(node) + node->txn_timeout_ns);
+	ulnet__node_timer_arm(node, &md->txn_timer, ulnet__node_now(node) + node->txn_timeout_ns);
 }
 
 void ulnet__md_txn_end(struct ulnet_node *node, struct ulnet_libmd *md)
 {
 	if (md->txn_pending && --md->txn_pending == 0)
-		ulnet__timer_cancel(node, &md->txn_timer);
+		ulnet__node_timer_cancel(node, &md->txn_timer);
 }
 
 static unsigned frag_index(const struct ulnet_libmd *md, uint32_t offset, uint32_t *in_frag)
@@ -406,7 +406,7 @@ int ulnet__me_unlink_locked(struct ulnet_node *node, struct ulnet_me *me)
 	}
 	ulnet__me_unhook(me);
 	ulnet_list_del(&me->hash_link);
-	ulnet__desc_put(node, me, sizeof(*me));
+	ulnet__node_desc_put(node, me, sizeof(*me));
 	return 0;
 }
 
@@ -417,7 +417,7 @@ int ulnet__me_attach_locked(struct ulnet_node *node, uint32_t portal, const stru
 			    enum ulnet_ins_pos pos, struct ulnet_me **out)
 {
 	/* from the node's free lists: a selftest server attaches one per request it answers */
-	struct ulnet_me *me = ulnet__desc_get(node, sizeof(*me));
+	struct ulnet_me *me = ulnet__node_desc_get(node, sizeof(*me), sizeof(*me));
 
 	if (!me)
 		return -ENOMEM;

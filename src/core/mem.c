@@ -7,6 +7,7 @@
  * The node also indexes its live allocations (mem_ranges.h), so an LND may keep one registration
  * per allocation, whatever MDs come and go over it: ulnet_mem_free hands that registration back to
  * its LND (lnd_mem_freed) before the memory goes, so none outlives its memory. Locks: mem_lock,
+ * then the owner lock of the registering NI's loop,
  * then a node's lock; never the other way round. */
 #include <errno.h>
 #include <pthread.h>
@@ -71,14 +72,26 @@ void *ulnet_mem_alloc(ulnet_node *node, size_t align, size_t len)
 		errno = EINVAL;
 		return NULL;
 	}
-	ulnet__lock(node);
-	for (l = node->nis.next; l != &node->nis && !p; l = l->next) {
-		struct ulnet_ni *ni = ulnet_container_of(l, struct ulnet_ni, link);
+	for (unsigned k = 0; !p; k++) {
+		struct ulnet_ni *ni = NULL;
+		unsigned i = 0;
 
-		if (ni->ops->lnd_mem_alloc)
-			p = ni->ops->lnd_mem_alloc(ni, align, len, &free_fn);
+		/* the k-th NI whose LND has memory of its own; asked as its loop's owner (an NI goes only
+		 * when the node closes) */
+		ulnet__lock(node);
+		for (l = node->nis.next; l != &node->nis && !ni; l = l->next) {
+			struct ulnet_ni *c = ulnet_container_of(l, struct ulnet_ni, link);
+
+			if (c->ops->lnd_mem_alloc && i++ == k)
+				ni = c;
+		}
+		ulnet__lock_release(node);
+		if (!ni)
+			break;
+		ulnet__loop_enter(ni->loop);
+		p = ni->ops->lnd_mem_alloc(ni, align, len, &free_fn);
+		ulnet__loop_exit(ni->loop);
 	}
-	ulnet__lock_release(node);
 	if (!p) {
 		free_fn = NULL;
 		if (posix_memalign(&p, align < sizeof(void *) ? sizeof(void *) : align, len))
@@ -92,7 +105,7 @@ void *ulnet_mem_alloc(ulnet_node *node, size_t align, size_t len)
 	return p;
 }
 
-/* Drop @rec's registration (its LND's), under the node lock. */
+/* Drop @rec's registration (its LND's), as the owner of its NI's loop. */
 static void rec_release(struct ulnet_mem_range *rec)
 {
 	struct ulnet_ni *ni = rec->lnd_reg_ni;
@@ -102,6 +115,29 @@ static void rec_release(struct ulnet_mem_range *rec)
 	rec->lnd_reg_ni = NULL;
 	if (ni && reg && ni->ops->lnd_mem_freed)
 		ni->ops->lnd_mem_freed(ni, reg);
+}
+
+/* The same from a thread that owns no loop, before the memory goes: the node lock is taken (to take
+ * the record off the node's index) only after the loop was entered (lock order). */
+static void rec_release_entered(struct ulnet_node *node, struct ulnet_mem_range *rec)
+{
+	struct ulnet_ni *ni;
+
+	ulnet__lock(node);
+	ni = rec->lnd_reg_ni;
+	ulnet__lock_release(node);
+	if (ni) {
+		ulnet__loop_enter(ni->loop);
+		ulnet__lock(node);
+		ulnet__mem_ranges_del(&node->mem_ranges, rec->base);
+		ulnet__lock_release(node);
+		rec_release(rec);
+		ulnet__loop_exit(ni->loop);
+	} else {
+		ulnet__lock(node);
+		ulnet__mem_ranges_del(&node->mem_ranges, rec->base);
+		ulnet__lock_release(node);
+	}
 }
 
 void ulnet_mem_free(void *p, size_t len)
@@ -117,12 +153,8 @@ void ulnet_mem_free(void *p, size_t len)
 		m = *ulnet_container_of(at, struct lnd_mem, at);
 		free(ulnet_container_of(at, struct lnd_mem, at));
 	}
-	if (m.node) {
-		ulnet__lock(m.node);
-		ulnet__mem_ranges_del(&m.node->mem_ranges, (uintptr_t)p);
-		rec_release(m.rec);
-		ulnet__lock_release(m.node);
-	}
+	if (m.node)
+		rec_release_entered(m.node, m.rec);
 	pthread_mutex_unlock(&mem_lock);
 	free(m.rec);
 	if (m.free_fn)
@@ -135,15 +167,21 @@ void ulnet_mem_free(void *p, size_t len)
 int ulnet__mem_slot(struct ulnet_ni *ni, const struct iovec *iov, unsigned niov, uint64_t nob,
 		    struct ulnet_lnd_mem *out)
 {
-	struct ulnet_mem_range *rec = ulnet__mem_ranges_find(&ni->node->mem_ranges, iov, niov, nob);
+	struct ulnet_mem_range *rec;
+	int rc = 0;
 
+	ulnet__lock(ni->node);
+	rec = ulnet__mem_ranges_find(&ni->node->mem_ranges, iov, niov, nob);
 	if (!rec)
-		return -ENOENT;
-	if (rec->lnd_reg && rec->lnd_reg_ni != ni)
-		return -EBUSY; /* another NI's registration: not this LND's to touch */
-	rec->lnd_reg_ni = ni; /* an empty slot goes to whoever fills it */
-	*out = (struct ulnet_lnd_mem){ .base = rec->base, .len = rec->len, .lnd_reg = &rec->lnd_reg };
-	return 0;
+		rc = -ENOENT;
+	else if (rec->lnd_reg_ni && rec->lnd_reg_ni != ni)
+		rc = -EBUSY; /* another NI's registration: not this LND's to touch */
+	else {
+		rec->lnd_reg_ni = ni; /* an empty slot goes to whoever claims it first */
+		*out = (struct ulnet_lnd_mem){ .base = rec->base, .len = rec->len, .lnd_reg = &rec->lnd_reg };
+	}
+	ulnet__lock_release(ni->node);
+	return rc;
 }
 
 void ulnet__mem_lnd_release_ni(struct ulnet_node *node, struct ulnet_ni *ni)

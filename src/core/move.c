@@ -9,34 +9,74 @@
 #include <unistd.h>
 #include "internal.h"
 
-int ulnet__send(struct ulnet_node *node, struct ulnet_msg *msg, const struct ulnet_process_id *target,
-		void *rx_priv)
+/* The NI that reaches @nid (the caller owns a loop or holds the node lock: the NI list is stable). */
+static struct ulnet_ni *ni_reaching(struct ulnet_node *node, const struct ulnet_nid *nid, bool *local)
 {
-	char nid[ULNET_NID_STRLEN];
-	bool local = false;
-	struct ulnet_ni *ni = ulnet__ni_for_dest(node, &target->nid, &local);
+	struct ulnet_ni *ni = ulnet__ni_for_dest(node, nid, local);
+	char s[ULNET_NID_STRLEN];
 
-	if (!ni) {
+	if (!ni)
 		ULNET_LOG(CORE, ERR, "no NI reaches %s (no local NI on its net and routing is not configured)",
-			  ulnet_nid_format(&target->nid, nid, sizeof(nid)));
-		return -EHOSTUNREACH;
-	}
+			  ulnet_nid_format(nid, s, sizeof(s)));
+	return ni;
+}
+
+/* Send @msg on @ni, whose loop the caller owns. */
+static int send_here(struct ulnet_loop *loop, struct ulnet_msg *msg, struct ulnet_ni *ni, bool local)
+{
+	const struct ulnet_process_id *target = &msg->v.target;
+
+	msg->loop = loop;
 	msg->ni = ni;
 	msg->is_tx = true;
-	msg->rx_priv = rx_priv;
-	msg->v.target = *target;
 	msg->v.hdr.dest_nid = target->nid;
 	msg->v.hdr.dest_pid = target->pid;
 	msg->v.hdr.src_nid = local ? target->nid : ni->nid;
-	msg->v.hdr.src_pid = node->pid;
+	msg->v.hdr.src_pid = loop->node->pid;
 	if (!local) {
-		msg->peer = ulnet__peer_find(node, ni, &target->nid, true);
+		msg->peer = ulnet__peer_find(ni, &target->nid, true);
 		if (!msg->peer)
 			return -ENOBUFS; /* out of memory, or the peer table is full of busy peers (logged) */
 		ulnet__peer_get(msg->peer);
 	}
 	ulnet__post_send(msg);
 	return 0;
+}
+
+int ulnet__send(struct ulnet_node *node, struct ulnet_msg *msg, const struct ulnet_process_id *target,
+		void *rx_priv)
+{
+	bool local = false;
+	struct ulnet_ni *ni = ni_reaching(node, &target->nid, &local);
+	struct ulnet_loop *own = ulnet__owned(node);
+
+	if (!ni)
+		return -EHOSTUNREACH;
+	msg->v.target = *target;
+	if (ni->loop == own) {
+		msg->rx_priv = rx_priv;
+		return send_here(own, msg, ni, local);
+	}
+	msg->rx_priv = NULL; /* another NI's: the received message's context is not its LND's */
+	ulnet__loop_mail(ni->loop, msg);
+	return 0;
+}
+
+void ulnet__send_owned(struct ulnet_loop *loop, struct ulnet_msg *msg)
+{
+	bool local = false;
+	struct ulnet_ni *ni = ni_reaching(loop->node, &msg->v.target.nid, &local);
+	int rc = -EHOSTUNREACH;
+
+	msg->loop = loop;
+	if (ni && ni->loop != loop) {
+		ulnet__loop_mail(ni->loop, msg); /* the NIs changed since it was handed here */
+		return;
+	}
+	if (ni)
+		rc = send_here(loop, msg, ni, local);
+	if (rc)
+		ulnet__finalize(msg, rc); /* the SEND event says why; no REPLY/ACK follows (msg.c) */
 }
 
 static void prepare_initiator_event(struct ulnet_node *node, struct ulnet_msg *msg, struct ulnet_libmd *md,
@@ -97,16 +137,16 @@ static const struct iovec *md_whole(struct ulnet_msg *msg, const struct ulnet_li
 	return msg->iov_store;
 }
 
-/* The header is filled: take the MD, prepare the SEND event and send. From here every failure ends in
- * exactly one event carrying the error, as in LNet (LNetPut/LNetGet return 0 once the message exists):
- * a target no NI reaches gets a SEND event with -EHOSTUNREACH, not a silent return code that a
- * caller waiting for events would never see. */
-static int launch_op(struct ulnet_node *node, struct ulnet_msg *msg, struct ulnet_libmd *md,
-		     const struct ulnet_process_id *target, uint64_t hdr_data, bool waited_for)
+/* The header is filled: take the MD, prepare the SEND event; the caller sends after the node lock
+ * (launch). From here every failure ends in exactly one event carrying the error, as in LNet
+ * (LNetPut/LNetGet return 0 once the message exists): a target no NI reaches gets a SEND event with
+ * -EHOSTUNREACH, not a silent return code that a caller waiting for events would never see. Node
+ * lock held. */
+static void prepare_op(struct ulnet_node *node, struct ulnet_msg *msg, struct ulnet_libmd *md,
+		       const struct ulnet_process_id *target, uint64_t hdr_data)
 {
 	const struct ulnet_hdr *h = &msg->v.hdr;
 	bool put = h->type == ULNET_MSG_PUT;
-	int rc;
 
 	ulnet__md_use(md);
 	prepare_initiator_event(node, msg, md, target, put ? h->msg.put.ptl_index : h->msg.get.ptl_index,
@@ -118,84 +158,42 @@ static int launch_op(struct ulnet_node *node, struct ulnet_msg *msg, struct ulne
 		msg->txn = true;
 		ulnet__md_txn_start(node, md, &msg->ev);
 	}
-	if (!node->stopping && !ulnet__on_loop(node) &&
-	    !ulnet__nid_is_local(node, &target->nid)) {
-		/* off the loop, to a remote NID: the loop that owns the peer posts it (and polls its
-		 * connections: no hand-off to another loop), so this call never holds the lock across
-		 * the LND's socket I/O; ulnet__unlock wakes (or pokes) that loop */
-		unsigned k = ulnet__nid_loop(node, &target->nid);
-
-		msg->v.target = *target;
-		ulnet_list_add_tail(&msg->link, &node->loops[k].submit_q);
-		node->submit_wake |= 1ull << k;
-		if (waited_for)
-			node->submit_borrow |= 1ull << k;
-		return 0;
-	}
-	rc = ulnet__send(node, msg, target, NULL);
-	if (rc)
-		ulnet__finalize(msg, rc); /* the SEND event says why; no REPLY/ACK follows (msg.c) */
-	return 0;
+	msg->v.target = *target;
 }
 
-void ulnet__submitted_run(struct ulnet_loop *loop)
+/* Send what prepare_op prepared, the node lock released: to a remote NID through the mailbox of the
+ * loop that owns the NI (it posts it and writes its connections, so this thread never runs the LND);
+ * on lo, here as loop 0's owner, so the call's events are in before it returns, as LNet's are. */
+static void launch(struct ulnet_node *node, struct ulnet_msg *msg, struct ulnet_loop *to, bool local)
 {
-	struct ulnet_node *node = loop->node;
-	unsigned budget = ULNET_COMPLETION_BUDGET; /* the rest next turn: the sockets are not starved */
+	struct ulnet_loop *own = ulnet__owned(node);
 
-	while (budget-- > 0 && !ulnet_list_empty(&loop->submit_q)) {
-		struct ulnet_msg *msg = ulnet_list_first(&loop->submit_q, struct ulnet_msg, link);
-		struct ulnet_process_id target = msg->v.target;
-		int rc;
-
-		ulnet_list_del(&msg->link);
-		ulnet_list_init(&msg->link);
-		rc = ulnet__send(node, msg, &target, NULL);
-		if (rc)
-			ulnet__finalize(msg, rc);
+	if (own == to) {
+		ulnet__send_owned(own, msg);
+	} else if (!own && local) {
+		ulnet__loop_enter(to);
+		ulnet__send_owned(to, msg);
+		ulnet__loop_exit(to);
+	} else {
+		ulnet__loop_mail(to, msg);
 	}
 }
 
-static bool submissions_pending(const struct ulnet_node *node)
+/* The loop that will send to @target: its NI's (loop 0 when none reaches it: the send fails there,
+ * with its event); *@local: a NID of this node (lo). Node lock held. */
+static struct ulnet_loop *loop_for(struct ulnet_node *node, const struct ulnet_process_id *target, bool *local)
 {
-	for (unsigned i = 0; i < node->n_loops; i++)
-		if (!ulnet_list_empty(&node->loops[i].submit_q))
-			return true;
-	return false;
-}
+	struct ulnet_ni *ni = ulnet__ni_for_dest(node, &target->nid, local);
 
-void ulnet__node_sync(struct ulnet_node *node)
-{
-	ulnet__lock(node);
-	while (submissions_pending(node)) {
-		ulnet__lock_release(node);
-		for (unsigned i = 0; i < node->n_loops; i++)
-			ulnet__loop_wake_if_sleeping(&node->loops[i]);
-		usleep(100);
-		ulnet__lock(node);
-	}
-	ulnet__lock_release(node);
-}
-
-void ulnet__submitted_fail(struct ulnet_node *node)
-{
-	for (unsigned i = 0; i < node->n_loops; i++) {
-		struct ulnet_list *q = &node->loops[i].submit_q;
-
-		while (!ulnet_list_empty(q)) {
-			struct ulnet_msg *msg = ulnet_list_first(q, struct ulnet_msg, link);
-
-			ulnet_list_del(&msg->link);
-			ulnet_list_init(&msg->link);
-			ulnet__finalize(msg, -ESHUTDOWN);
-		}
-	}
+	return ni ? ni->loop : &node->loops[0];
 }
 
 int ulnet_put(ulnet_node *node, struct ulnet_handle mdh, enum ulnet_ack_req ack,
 	      const struct ulnet_process_id *target, uint32_t portal, uint64_t match_bits, uint32_t offset,
 	      uint64_t hdr_data)
 {
+	struct ulnet_loop *to = NULL;
+	bool local = false;
 	struct ulnet_libmd *md;
 	struct ulnet_msg *msg;
 	struct ulnet_hdr *h;
@@ -225,17 +223,20 @@ int ulnet_put(ulnet_node *node, struct ulnet_handle mdh, enum ulnet_ack_req ack,
 	msg->v.rdma_iov = msg->v.iov;
 	msg->v.rdma_niov = msg->v.niov;
 	msg->v.rdma_len = md->total;
-	rc = launch_op(node, msg, md, target, hdr_data, false);
+	prepare_op(node, msg, md, target, hdr_data);
+	to = loop_for(node, target, &local);
 out:
-	ulnet__unlock(node);
+	ulnet__lock_release(node);
+	if (rc == 0)
+		launch(node, msg, to, local);
 	return rc;
 }
 
-/* @waited_for: the caller blocks on the REPLY next (ulnet_ping), so its ulnet__unlock may do the
- * loop's work for this send itself (loop_borrow) */
-static int get_op(ulnet_node *node, struct ulnet_handle mdh, const struct ulnet_process_id *target, uint32_t portal,
-		  uint64_t match_bits, uint32_t offset, bool waited_for)
+int ulnet_get(ulnet_node *node, struct ulnet_handle mdh, const struct ulnet_process_id *target, uint32_t portal,
+	      uint64_t match_bits, uint32_t offset)
 {
+	struct ulnet_loop *to = NULL;
+	bool local = false;
 	struct ulnet_libmd *md;
 	struct ulnet_msg *msg;
 	struct ulnet_hdr *h;
@@ -260,32 +261,23 @@ static int get_op(ulnet_node *node, struct ulnet_handle mdh, const struct ulnet_
 	/* the sink, for an LND that lets the target write it directly (lnd.h) */
 	msg->v.rdma_iov = md_whole(msg, md, &msg->v.rdma_niov);
 	msg->v.rdma_len = md->total;
-	rc = launch_op(node, msg, md, target, 0, waited_for);
+	prepare_op(node, msg, md, target, 0);
+	to = loop_for(node, target, &local);
 out:
-	ulnet__unlock(node);
+	ulnet__lock_release(node);
+	if (rc == 0)
+		launch(node, msg, to, local);
 	return rc;
-}
-
-int ulnet_get(ulnet_node *node, struct ulnet_handle mdh, const struct ulnet_process_id *target, uint32_t portal,
-	      uint64_t match_bits, uint32_t offset)
-{
-	return get_op(node, mdh, target, portal, match_bits, offset, false);
-}
-
-int ulnet__get_waited_for(ulnet_node *node, struct ulnet_handle mdh, const struct ulnet_process_id *target,
-			  uint32_t portal, uint64_t match_bits, uint32_t offset)
-{
-	return get_op(node, mdh, target, portal, match_bits, offset, true);
 }
 
 /* ---- receive side ---- */
 
 static void drop(struct ulnet_ni *ni, void *rx_priv, const struct ulnet_hdr *hdr)
 {
-	struct ulnet_node *node = ni->node;
+	struct ulnet_stats *st = &ni->loop->stats;
 
-	node->stats.drop_count++;
-	node->stats.drop_length += hdr->payload_length;
+	st->drop_count++;
+	st->drop_length += hdr->payload_length;
 	ni->drop_count++;
 	ni->ops->lnd_recv(ni, rx_priv, NULL, NULL, 0, 0, hdr->payload_length);
 }
@@ -336,9 +328,16 @@ static struct ulnet_msg *rx_msg_new(struct ulnet_ni *ni, const struct ulnet_hdr 
 static struct ulnet_msg *match_rx(struct ulnet_ni *ni, const struct ulnet_hdr *hdr, const struct ulnet_nid *from,
 				  void *rx_priv, struct ulnet_match *m, enum ulnet_event_kind kind)
 {
+	struct ulnet_node *node = ni->node;
+	enum ulnet_match_rc rc = ULNET_MATCH_NONE;
 	struct ulnet_msg *msg;
 
-	if (m->portal >= ULNET_MAX_PORTALS || ulnet__match_md(ni->node, m) != ULNET_MATCH_OK) {
+	if (m->portal < ULNET_MAX_PORTALS) {
+		ulnet__lock(node);
+		rc = ulnet__match_md(node, m);
+		ulnet__lock_release(node);
+	}
+	if (rc != ULNET_MATCH_OK) {
 		char src[ULNET_NID_STRLEN];
 
 		ULNET_LOG(CORE, DEBUG, "%s from %s portal %u match bits 0x%llx length %u: no match; dropping",
@@ -349,7 +348,9 @@ static struct ulnet_msg *match_rx(struct ulnet_ni *ni, const struct ulnet_hdr *h
 	}
 	msg = rx_msg_new(ni, hdr, m->md, rx_priv);
 	if (!msg) {
-		ulnet__md_release(ni->node, m->md);
+		ulnet__lock(node);
+		ulnet__md_release(node, m->md);
+		ulnet__unlock(node);
 		drop(ni, rx_priv, hdr);
 		return NULL;
 	}
@@ -402,7 +403,7 @@ static int parse_get(struct ulnet_ni *ni, const struct ulnet_hdr *hdr, const str
 		return 0;
 	if (rdma_req) {
 		/* rendezvous: the LND moves the data itself and finalizes the REPLY (lnd.h) */
-		ni->node->stats.recv_count++;
+		ni->loop->stats.recv_count++;
 		memset(&reply->v.hdr, 0, sizeof(reply->v.hdr));
 		reply->v.hdr.type = ULNET_MSG_REPLY;
 		reply->v.hdr.payload_length = m.mlength;
@@ -419,7 +420,7 @@ static int parse_get(struct ulnet_ni *ni, const struct ulnet_hdr *hdr, const str
 	}
 	/* the GET carries no payload: tell the LND it is consumed, then answer on the same NI */
 	ni->ops->lnd_recv(ni, rx_priv, NULL, NULL, 0, 0, 0);
-	ni->node->stats.recv_count++;
+	ni->loop->stats.recv_count++;
 	memset(&reply->v.hdr, 0, sizeof(reply->v.hdr));
 	reply->v.hdr.type = ULNET_MSG_REPLY;
 	reply->v.hdr.payload_length = m.mlength;
@@ -434,7 +435,7 @@ static int parse_get(struct ulnet_ni *ni, const struct ulnet_hdr *hdr, const str
 	return 0;
 }
 
-/* ACK and REPLY name their MD by the wire handle we sent; anything stale is dropped. */
+/* ACK and REPLY name their MD by the wire handle we sent; anything stale is dropped. Node lock held. */
 static struct ulnet_libmd *wmd_lookup(struct ulnet_node *node, const struct ulnet_wire_handle *wh)
 {
 	struct ulnet_libmd *md;
@@ -448,33 +449,46 @@ static struct ulnet_libmd *wmd_lookup(struct ulnet_node *node, const struct ulne
 static int parse_reply_or_ack(struct ulnet_ni *ni, const struct ulnet_hdr *hdr, const struct ulnet_nid *from,
 			      void *rx_priv)
 {
+	struct ulnet_node *node = ni->node;
 	bool is_ack = hdr->type == ULNET_MSG_ACK;
-	struct ulnet_libmd *md = wmd_lookup(ni->node, is_ack ? &hdr->msg.ack.dst_wmd : &hdr->msg.reply.dst_wmd);
+	struct ulnet_libmd *md;
 	struct ulnet_msg *msg;
-	uint32_t mlen = hdr->payload_length;
+	uint32_t mlen = hdr->payload_length, md_len = 0;
+	bool too_long = false;
 	char src[ULNET_NID_STRLEN];
 
+	ulnet__lock(node);
+	md = wmd_lookup(node, is_ack ? &hdr->msg.ack.dst_wmd : &hdr->msg.reply.dst_wmd);
+	if (md && !is_ack && mlen > md->total && !(md->umd.options & ULNET_MD_TRUNCATE)) {
+		too_long = true; /* dropped below */
+		md_len = md->total;
+		md = NULL;
+	}
+	if (md) {
+		ulnet__md_txn_end(node, md); /* answered: no timeout for this transaction */
+		ulnet__md_use(md);
+	}
+	ulnet__lock_release(node);
 	/* the source NID is formatted inside the log calls only: every REPLY and ACK comes through here */
+	if (too_long) {
+		ULNET_LOG(CORE, WARN, "REPLY from %s: length %u > MD length %u (no TRUNCATE); dropping",
+			  ulnet_nid_format(&hdr->src_nid, src, sizeof(src)), mlen, md_len);
+		drop(ni, rx_priv, hdr);
+		return 0;
+	}
 	if (!md) {
 		ULNET_LOG(CORE, DEBUG, "%s from %s for an MD no longer active; dropping", is_ack ? "ACK" : "REPLY",
 			  ulnet_nid_format(&hdr->src_nid, src, sizeof(src)));
 		drop(ni, rx_priv, hdr);
 		return 0;
 	}
-	if (!is_ack && mlen > md->total) {
-		if (!(md->umd.options & ULNET_MD_TRUNCATE)) {
-			ULNET_LOG(CORE, WARN, "REPLY from %s: length %u > MD length %u (no TRUNCATE); dropping",
-				  ulnet_nid_format(&hdr->src_nid, src, sizeof(src)), mlen, md->total);
-			drop(ni, rx_priv, hdr);
-			return 0;
-		}
-		mlen = md->total;
-	}
-	ulnet__md_txn_end(ni->node, md); /* answered: no timeout for this transaction */
-	ulnet__md_use(md);
+	if (!is_ack && mlen > md->total)
+		mlen = md->total; /* TRUNCATE */
 	msg = rx_msg_new(ni, hdr, md, rx_priv);
 	if (!msg) {
-		ulnet__md_release(ni->node, md);
+		ulnet__lock(node);
+		ulnet__md_release(node, md);
+		ulnet__unlock(node);
 		drop(ni, rx_priv, hdr);
 		return 0;
 	}
@@ -529,7 +543,7 @@ static int parse(struct ulnet_ni *ni, const struct ulnet_hdr *hdr, const struct 
 		return -EPROTO;
 	}
 	if (ni != node->lo_ni) {
-		struct ulnet_peer *lp = ulnet__peer_find(node, ni, &hdr->src_nid, false);
+		struct ulnet_peer *lp = ulnet__peer_find(ni, &hdr->src_nid, false);
 
 		if (lp) {
 			lp->recv_count++;

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
-/* Message allocation and completion. Every message is finalized exactly once; finalizing only queues
- * it on node->done_q. The loop's completion phase (ulnet__completions_run) then returns its credits,
+/* Message allocation and completion. Every message is finalized exactly once, by the owner of its
+ * loop; finalizing only queues it on that loop's done_q. The loop's completion phase (ulnet__completions_run) then returns its credits,
  * launches what they unblock, releases its MD and delivers the event prepared for it. So no LND call
  * ever nests inside another message's completion, and the stack depth is the same for one message
  * or a hundred thousand. */
@@ -16,27 +16,45 @@ static size_t msg_size(unsigned niov)
 struct ulnet_msg *ulnet__msg_alloc(struct ulnet_node *node, unsigned niov)
 {
 	/* iov_store is written by whoever fills it (a slice of the MD): only the header is cleared */
-	struct ulnet_msg *msg = ulnet__desc_get_hdr(node, msg_size(niov), sizeof(*msg));
+	struct ulnet_loop *own = ulnet__owned(node);
+	/* a thread that owns no loop holds the node lock (ulnet_put, ulnet_get) */
+	struct ulnet_msg *msg = own ? ulnet__desc_get_hdr(node, msg_size(niov), sizeof(*msg))
+				    : ulnet__node_desc_get(node, msg_size(niov), sizeof(*msg));
+	uint32_t live, peak;
 
 	if (!msg)
 		return NULL;
+	msg->node_desc = !own;
 	msg->iov_cap = niov ? niov : 1;
 	msg->node = node;
+	msg->loop = ulnet__owned(node);
 	msg->v.iov = msg->iov_store;
 	ulnet_list_init(&msg->link);
 	ulnet_list_init(&msg->done_link);
-	node->stats.msgs_alloc++;
-	if (node->stats.msgs_alloc > node->stats.msgs_max)
-		node->stats.msgs_max = node->stats.msgs_alloc;
+	live = atomic_fetch_add_explicit(&node->msgs_live, 1, memory_order_relaxed) + 1;
+	peak = atomic_load_explicit(&node->msgs_peak, memory_order_relaxed);
+	while (live > peak && !atomic_compare_exchange_weak_explicit(&node->msgs_peak, &peak, live, memory_order_relaxed,
+								      memory_order_relaxed))
+		;
 	return msg;
 }
 
 void ulnet__msg_free(struct ulnet_msg *msg)
 {
 	if (msg->peer)
-		ulnet__peer_put(msg->node, msg->peer);
-	msg->node->stats.msgs_alloc--;
-	ulnet__desc_put(msg->node, msg, msg_size(msg->iov_cap));
+		ulnet__peer_put(msg->loop, msg->peer);
+	atomic_fetch_sub_explicit(&msg->node->msgs_live, 1, memory_order_relaxed);
+	if (msg->node_desc && ulnet__owned(msg->node)) {
+		struct ulnet_node *node = msg->node;
+
+		ulnet__lock(node);
+		ulnet__node_desc_put(node, msg, msg_size(msg->iov_cap));
+		ulnet__lock_release(node);
+	} else if (msg->node_desc) {
+		ulnet__node_desc_put(msg->node, msg, msg_size(msg->iov_cap)); /* node lock held */
+	} else {
+		ulnet__desc_put(msg->node, msg, msg_size(msg->iov_cap));
+	}
 }
 
 const struct ulnet_msg_lnd_view *ulnet__msg_view(const struct ulnet_msg *msg)
@@ -67,7 +85,7 @@ static void send_ack(struct ulnet_msg *put)
 
 void ulnet__finalize(struct ulnet_msg *msg, int status)
 {
-	struct ulnet_node *node = msg->node;
+	struct ulnet_loop *loop = msg->loop ? msg->loop : ulnet__owned(msg->node);
 
 	if (msg->fwd) { /* forwarded: received, then sent on (forward.c) */
 		ulnet__forward_finalize(msg, status);
@@ -81,15 +99,18 @@ void ulnet__finalize(struct ulnet_msg *msg, int status)
 	}
 	msg->finalized = true;
 	msg->status = status;
-	ulnet_list_add_tail(&msg->done_link, &node->done_q);
-	node->n_done++;
-	/* no wake here: an API call drains at its end (ulnet__unlock), the loop in its own phase */
+	msg->loop = loop;
+	ulnet_list_add_tail(&msg->done_link, &loop->done_q);
+	loop->n_done++;
+	/* no wake here: the loop runs its completion phase in this turn, an API thread that entered it
+	 * when it leaves (ulnet__loop_exit) */
 }
 
 /* Complete one finalized message. Whatever it launches finalizes onto done_q, not into this frame. */
-static void msg_complete(struct ulnet_msg *msg)
+static void msg_complete(struct ulnet_loop *loop, struct ulnet_msg *msg)
 {
 	struct ulnet_node *node = msg->node;
+	struct ulnet_stats *st = &loop->stats;
 	struct ulnet_ni *ni = msg->ni;
 	uint32_t len = msg->v.hdr.payload_length;
 	int status = msg->status;
@@ -97,32 +118,37 @@ static void msg_complete(struct ulnet_msg *msg)
 	if (msg->is_tx) {
 		ulnet__credits_return(msg);
 		if (status == 0) {
-			node->stats.send_count++;
-			node->stats.send_length += len;
+			st->send_count++;
+			st->send_length += len;
 			if (ni)
 				ni->send_count++;
 			if (msg->peer)
 				msg->peer->send_count++;
 		} else {
-			node->stats.errors++;
+			st->errors++;
 		}
 	} else {
 		if (status == 0) {
-			node->stats.recv_count++;
-			node->stats.recv_length += len;
+			st->recv_count++;
+			st->recv_length += len;
 		} else {
-			node->stats.errors++;
+			st->errors++;
 		}
 		if (status == 0 && msg->ack_wanted)
 			send_ack(msg);
 	}
-	if (msg->txn && status != 0)
-		ulnet__md_txn_end(node, msg->md); /* not sent: no REPLY/ACK to wait for (the SEND event says why) */
 	if (msg->md) {
-		struct ulnet_md umd = msg->md->umd;
-		/* an MD that goes now leaves us its EQ reference: the EQ lives until the event is in it */
-		bool freed = ulnet__md_release_keep_eq(node, msg->md);
+		struct ulnet_md umd;
+		bool freed;
 
+		/* the MD is the node's: its threshold, its life and its event under the node lock (the
+		 * event too: the MD holds the EQ, and another thread may free the MD once we let go) */
+		ulnet__lock(node);
+		if (msg->txn && status != 0)
+			ulnet__md_txn_end(node, msg->md); /* not sent: no REPLY/ACK to wait for (the SEND event says why) */
+		umd = msg->md->umd;
+		/* an MD that goes now leaves us its EQ reference: the EQ lives until the event is in it */
+		freed = ulnet__md_release_keep_eq(node, msg->md);
 		msg->ev.unlinked = freed;
 		msg->ev.status = status;
 		if (msg->has_event && freed)
@@ -131,34 +157,39 @@ static void msg_complete(struct ulnet_msg *msg)
 			ulnet__event_deliver(node, &umd, &msg->ev);
 		else if (freed && umd.eq)
 			ulnet__eq_ref(umd.eq, -1);
+		ulnet__unlock(node);
 	}
 	ulnet__msg_free(msg);
 }
 
-bool ulnet__completions_run(struct ulnet_node *node, unsigned budget)
+bool ulnet__completions_run(struct ulnet_loop *loop, unsigned budget)
 {
-	bool was = node->completing;
+	bool was = loop->completing;
 
-	node->completing = true;
+	loop->completing = true;
 	ulnet__eq_defer_begin();
-	while (budget-- > 0 && !ulnet_list_empty(&node->done_q)) {
-		struct ulnet_msg *msg = ulnet_list_first(&node->done_q, struct ulnet_msg, done_link);
+	while (budget-- > 0 && !ulnet_list_empty(&loop->done_q)) {
+		struct ulnet_msg *msg = ulnet_list_first(&loop->done_q, struct ulnet_msg, done_link);
 
 		ulnet_list_del(&msg->done_link);
-		node->n_done--;
-		msg_complete(msg);
+		loop->n_done--;
+		msg_complete(loop, msg);
 	}
 	ulnet__eq_defer_end();
-	node->completing = was;
-	return !ulnet_list_empty(&node->done_q);
+	loop->completing = was;
+	return !ulnet_list_empty(&loop->done_q);
 }
 
 bool ulnet__node_completing(const struct ulnet_node *node)
 {
-	return node->completing;
+	struct ulnet_loop *own = ulnet__owned(node);
+
+	return own && own->completing;
 }
 
 bool ulnet__node_backlogged(const struct ulnet_node *node)
 {
-	return node->n_done >= ULNET_COMPLETION_BACKLOG;
+	struct ulnet_loop *own = ulnet__owned(node);
+
+	return own && own->n_done >= ULNET_COMPLETION_BACKLOG;
 }

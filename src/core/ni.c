@@ -257,10 +257,13 @@ int ulnet_ni_add(ulnet_node *node, const struct ulnet_ni_conf *conf)
 
 	if (!node || !conf)
 		return -EINVAL;
-	ulnet__lock(node);
 	rc = ulnet__ni_create(node, conf, &ni);
 	if (rc)
-		goto out;
+		return rc;
+	/* the NI list changes under every loop's owner lock and the node lock: a loop reads it with its
+	 * own lock, an API call with the node lock */
+	ulnet__loops_enter(node, NULL);
+	ulnet__lock(node);
 	for (p = node->nis.next; p != &node->nis; p = p->next) {
 		struct ulnet_ni *o = ulnet_container_of(p, struct ulnet_ni, link);
 
@@ -269,46 +272,56 @@ int ulnet_ni_add(ulnet_node *node, const struct ulnet_ni_conf *conf)
 
 			ULNET_LOG(CORE, ERR, "net %s already has an NI (one NI per net)",
 				  ulnet_net_format(ni->net, net, sizeof(net)));
-			ulnet__ni_destroy(ni);
 			rc = -EEXIST;
-			goto out;
 		}
 	}
-	rc = ni->ops->lnd_startup(ni);
-	if (rc) {
-		ulnet__ni_destroy(ni);
+	ulnet__lock_release(node);
+	if (rc)
 		goto out;
-	}
+	/* its home: round robin from loop 1, so loop 0 (lo, the node's timers, the handlers) has the
+	 * least network work when there are several */
+	ni->loop = &node->loops[(1 + node->n_nis_homed) % node->n_loops];
+	ulnet__cur_loop = ni->loop; /* its LND starts its watchers and timers there */
+	rc = ni->ops->lnd_startup(ni);
+	if (rc)
+		goto out;
 	if (ulnet_nid_is_any(&ni->nid)) {
 		ULNET_LOG(CORE, ERR, "net %s: no nid and no usable interface", conf->net);
 		ni->ops->lnd_shutdown(ni);
-		ulnet__ni_destroy(ni);
 		rc = -EINVAL;
 		goto out;
 	}
+	node->n_nis_homed++;
 	ni->started = true;
+	ulnet__lock(node);
 	ulnet_list_add_tail(&ni->link, &node->nis);
 	rc = ulnet__ping_service_refresh(node);
+	ulnet__unlock(node);
+	ni = NULL;
 out:
-	ulnet__lock_release(node);
+	ulnet__loops_exit(node);
+	if (ni)
+		ulnet__ni_destroy(ni);
 	return rc;
 }
 
+static struct ulnet_ni *ni_at(struct ulnet_node *node, unsigned idx);
+
 int ulnet_ni_info_get(ulnet_node *node, unsigned idx, struct ulnet_ni_info *out)
 {
-	struct ulnet_list *p;
-	unsigned i = 0;
+	struct ulnet_ni *ni;
 	int rc = -ENOENT;
 
 	if (!node || !out)
 		return -EINVAL;
 	ulnet__lock(node);
-	for (p = node->nis.next; p != &node->nis; p = p->next, i++) {
-		struct ulnet_ni *ni = ulnet_container_of(p, struct ulnet_ni, link);
+	ni = ni_at(node, idx);
+	ulnet__lock_release(node);
+	/* its credits and counters are its loop's (an NI goes only when the node closes) */
+	if (ni) {
 		size_t off = 0;
 
-		if (i != idx)
-			continue;
+		ulnet__loop_enter(ni->loop);
 		memset(out, 0, sizeof(*out));
 		out->nid = ni->nid;
 		ulnet_net_format(ni->net, out->net, sizeof(out->net));
@@ -333,9 +346,8 @@ int ulnet_ni_info_get(ulnet_node *node, unsigned idx, struct ulnet_ni_info *out)
 			off += (size_t)n;
 		}
 		rc = 0;
-		break;
+		ulnet__loop_exit(ni->loop);
 	}
-	ulnet__lock_release(node);
 	return rc;
 }
 
@@ -376,13 +388,15 @@ int ulnet_ni_fabric_get(ulnet_node *node, unsigned idx, struct ulnet_ni_fabric *
 		return -EINVAL;
 	ulnet__lock(node);
 	ni = ni_at(node, idx);
+	ulnet__lock_release(node);
 	if (ni && !ni->ops->lnd_fabric_info) {
 		rc = -EOPNOTSUPP;
 	} else if (ni) {
 		memset(out, 0, sizeof(*out));
+		ulnet__loop_enter(ni->loop);
 		ni->ops->lnd_fabric_info(ni, out);
+		ulnet__loop_exit(ni->loop);
 		rc = 0;
 	}
-	ulnet__lock_release(node);
 	return rc;
 }

@@ -99,31 +99,34 @@ int ulnet_node_open(const struct ulnet_node_opts *opts, ulnet_node **out)
 	for (unsigned i = 0; i < ULNET_MAX_PORTALS; i++)
 		ulnet_list_init(&node->portals[i]);
 	ulnet__match_init(node);
-	for (unsigned i = 0; i < ULNET_PEER_BUCKETS; i++)
-		ulnet_list_init(&node->peers[i]);
 	ulnet_list_init(&node->nis);
-	ulnet_list_init(&node->done_q);
-	ulnet_list_init(&node->idle_peers);
+	node->timers_next = UINT64_MAX;
 	node->max_peers = opts && opts->max_peers ? opts->max_peers : ULNET_MAX_PEERS_DEFAULT;
 	rc = ulnet__loop_init(node);
 	if (rc) {
 		free(node);
 		return rc;
 	}
-	ulnet__lock(node);
+	ulnet__loops_enter(node, &node->loops[0]); /* lo lives on loop 0 */
 	rc = ulnet__ni_create(node, &lo_conf, &node->lo_ni);
 	if (rc == 0) {
 		/* lo has no credits and no peers: it shows zeros, as LNet's lo NI does */
 		node->lo_ni->peer_timeout = node->lo_ni->peer_credits = node->lo_ni->credits = 0;
 		node->lo_ni->tx_credits = node->lo_ni->min_tx_credits = 0;
+		node->lo_ni->loop = &node->loops[0];
 		rc = node->lo_ni->ops->lnd_startup(node->lo_ni);
 	}
 	if (rc == 0) {
 		node->lo_ni->started = true;
+		ulnet__lock(node);
 		ulnet_list_add_tail(&node->lo_ni->link, &node->nis);
 		rc = ulnet__ping_service_refresh(node);
+		ulnet__unlock(node);
+	} else if (node->lo_ni) {
+		ulnet__ni_destroy(node->lo_ni);
+		node->lo_ni = NULL;
 	}
-	ulnet__lock_release(node);
+	ulnet__loops_exit(node);
 	if (rc == 0)
 		rc = ulnet__loop_start(node);
 	if (rc) {
@@ -141,23 +144,23 @@ void ulnet_node_close(ulnet_node *node)
 		return;
 	if (node->n_started)
 		ulnet__loop_stop(node);
-	ulnet__lock(node);
-	ulnet__submitted_fail(node);
-	/* LNDs first (they finalize what they own with -ESHUTDOWN), lo last. An NI stops taking sends
-	 * before its LND goes: what credits launch from here on fails with -ESHUTDOWN (peer.c). */
+	/* the threads are gone: this thread owns every loop (the owner of each NI's in turn below) */
+	ulnet__loops_enter(node, NULL);
+	/* An NI stops taking sends before its LND goes: what the mailboxes hold and what credits launch
+	 * from here on fails with -ESHUTDOWN (peer.c) */
+	for (struct ulnet_list *p = node->nis.next; p != &node->nis; p = p->next)
+		ulnet_container_of(p, struct ulnet_ni, link)->started = false;
+	ulnet__loops_drain(node);
+	/* LNDs first (they finalize what they own with -ESHUTDOWN), lo last */
 	for (struct ulnet_list *p = node->nis.prev; p != &node->nis; p = p->prev) {
 		struct ulnet_ni *ni = ulnet_container_of(p, struct ulnet_ni, link);
-		bool was_started = ni->started;
 
-		ni->started = false;
+		ulnet__cur_loop = ni->loop;
+		ulnet__lock(node);
 		ulnet__md_lnd_release_ni(node, ni);
+		ulnet__lock_release(node);
 		ulnet__mem_lnd_release_ni(node, ni);
-		if (was_started)
-			ni->ops->lnd_shutdown(ni);
-	}
-	for (struct ulnet_list *p = node->nis.next; p != &node->nis; p = p->next) {
-		struct ulnet_ni *ni = ulnet_container_of(p, struct ulnet_ni, link);
-
+		ni->ops->lnd_shutdown(ni);
 		while (!ulnet_list_empty(&ni->txq)) {
 			struct ulnet_msg *m = ulnet_list_first(&ni->txq, struct ulnet_msg, link);
 
@@ -166,10 +169,17 @@ void ulnet_node_close(ulnet_node *node)
 			ulnet__finalize(m, -ESHUTDOWN);
 		}
 	}
-	ulnet__peers_fail_queues(node);
 	/* complete everything while the NIs and peers the messages name still exist */
-	while (ulnet__completions_run(node, ULNET_COMPLETION_BUDGET))
-		;
+	for (unsigned i = 0; i < node->n_loops; i++) {
+		struct ulnet_loop *loop = &node->loops[i];
+
+		ulnet__cur_loop = loop;
+		ulnet__peers_fail_queues(loop);
+		while (ulnet__completions_run(loop, ULNET_COMPLETION_BUDGET))
+			;
+	}
+	ulnet__cur_loop = NULL;
+	ulnet__forward_free(node);
 	while (!ulnet_list_empty(&node->nis)) {
 		struct ulnet_ni *ni = ulnet_container_of(node->nis.prev, struct ulnet_ni, link);
 
@@ -178,16 +188,18 @@ void ulnet_node_close(ulnet_node *node)
 			node->lo_ni = NULL;
 		ulnet__ni_destroy(ni);
 	}
-	ulnet__forward_free(node);
-	ulnet__peers_free(node);
+	for (unsigned i = 0; i < node->n_loops; i++)
+		ulnet__peers_free(&node->loops[i]);
+	ulnet__lock(node);
 	ulnet__md_free_all(node);
 	ulnet__lock_release(node);
+	ulnet__loops_exit(node);
 	ulnet__mem_node_closed(node);
 	/* handlers queued by the shutdown itself are not run: the node is gone */
 	free(node->cbs);
 	free(node->cbs_spare);
-	ulnet__desc_cache_free(node);
-	free(node->timers);
+	ulnet__desc_cache_free(&node->descs);
+	free(node->timers.v);
 	ulnet__loop_free(node);
 	free(node);
 }
@@ -219,14 +231,60 @@ void ulnet_node_opts_get(const ulnet_node *node, struct ulnet_node_opts *out)
 	};
 }
 
+/* Add @l's hold times to @out (the holder of @l reads them). */
+static void lock_add(struct ulnet_stats *out, const struct ulnet_lock *l, uint64_t *max_ticks, uint64_t *total_ticks)
+{
+	for (unsigned b = 0; b < ULNET_LOCK_HIST_BUCKETS; b++)
+		out->lock_hold_hist[b] += l->hist[b];
+	out->lock_sleeps += l->sleeps;
+	*total_ticks += l->hold_total_ticks;
+	if (l->hold_max_ticks > *max_ticks)
+		*max_ticks = l->hold_max_ticks;
+}
+
+/* Add the counters of @s to @out. */
+static void counters_add(struct ulnet_stats *out, const struct ulnet_stats *s)
+{
+	out->errors += s->errors;
+	out->send_count += s->send_count;
+	out->recv_count += s->recv_count;
+	out->route_count += s->route_count;
+	out->drop_count += s->drop_count;
+	out->send_length += s->send_length;
+	out->recv_length += s->recv_length;
+	out->route_length += s->route_length;
+	out->drop_length += s->drop_length;
+	out->tx_queue_full += s->tx_queue_full;
+	out->tx_timeouts += s->tx_timeouts;
+	out->events_dropped += s->events_dropped;
+	out->desc_gets += s->desc_gets;
+	out->desc_heap_allocs += s->desc_heap_allocs;
+}
+
 void ulnet_stats_get(ulnet_node *node, struct ulnet_stats *out)
 {
+	uint64_t max_ticks = 0, total_ticks = 0;
+
+	memset(out, 0, sizeof(*out));
+	/* each share as its holder sees it: the node's under the node lock, a loop's as its owner
+	 * (the sum is not one instant, as no counter of a running node is) */
 	ulnet__lock(node);
-	*out = node->stats;
-	out->lock_hold_max_ns = ulnet__lock_ticks_ns(node->lock_hold_max_ticks);
-	out->lock_hold_total_ns = ulnet__lock_ticks_ns(node->lock_hold_total_ticks);
-	out->loops = node->n_loops;
-	for (unsigned i = 0; i < node->n_loops; i++)
-		out->loop_watchers[i] = node->loops[i].n_watchers;
+	counters_add(out, &node->stats);
+	lock_add(out, &node->lock, &max_ticks, &total_ticks);
 	ulnet__lock_release(node);
+	for (unsigned i = 0; i < node->n_loops; i++) {
+		struct ulnet_loop *loop = &node->loops[i];
+
+		ulnet__loop_enter(loop);
+		counters_add(out, &loop->stats);
+		lock_add(out, &loop->owner, &max_ticks, &total_ticks);
+		out->loop_watchers[i] = loop->io.n_watchers;
+		ulnet__loop_exit(loop);
+	}
+	out->events_dropped += atomic_load_explicit(&node->events_lost, memory_order_relaxed);
+	out->msgs_alloc = atomic_load_explicit(&node->msgs_live, memory_order_relaxed);
+	out->msgs_max = atomic_load_explicit(&node->msgs_peak, memory_order_relaxed);
+	out->lock_hold_max_ns = ulnet__lock_ticks_ns(max_ticks);
+	out->lock_hold_total_ns = ulnet__lock_ticks_ns(total_ticks);
+	out->loops = node->n_loops;
 }

@@ -2,7 +2,8 @@
 /* Peers and transmit credits. A message needs one peer credit (peer_credits per peer) and one NI
  * credit (credits per NI) to reach its LND; without them it waits in FIFO order and is launched
  * when a credit comes back. Nothing is dropped for lack of credits. Credits come back only in the
- * completion phase (msg.c), so launching the next message never nests inside an LND call. */
+ * completion phase (msg.c), so launching the next message never nests inside an LND call. A peer
+ * lives in the table of its NI's loop, and only that loop's owner touches it or its credits. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -27,19 +28,27 @@ static unsigned peer_hash(const struct ulnet_nid *nid)
 	return ulnet__nid_hash(nid) % ULNET_PEER_BUCKETS;
 }
 
+void ulnet__peer_table_init(struct ulnet_peer_table *t)
+{
+	for (unsigned i = 0; i < ULNET_PEER_BUCKETS; i++)
+		ulnet_list_init(&t->hash[i]);
+	ulnet_list_init(&t->idle);
+}
+
 /* @lp is idle (refs 0: no message names it, so its queue is empty and its credits are home). */
-static void peer_free(struct ulnet_node *node, struct ulnet_peer *lp)
+static void peer_free(struct ulnet_peer_table *t, struct ulnet_peer *lp)
 {
 	ulnet_list_del(&lp->idle_link);
 	ulnet_list_del(&lp->hash_link);
-	node->n_peers--;
+	t->n--;
 	free(lp);
 }
 
-struct ulnet_peer *ulnet__peer_find(struct ulnet_node *node, struct ulnet_ni *ni, const struct ulnet_nid *nid,
-				    bool create)
+struct ulnet_peer *ulnet__peer_find(struct ulnet_ni *ni, const struct ulnet_nid *nid, bool create)
 {
-	struct ulnet_list *h = &node->peers[peer_hash(nid)], *p;
+	struct ulnet_node *node = ni->node;
+	struct ulnet_peer_table *t = &ni->loop->peers;
+	struct ulnet_list *h = &t->hash[peer_hash(nid)], *p;
 	struct ulnet_peer *lp;
 
 	for (p = h->next; p != h; p = p->next) {
@@ -48,27 +57,27 @@ struct ulnet_peer *ulnet__peer_find(struct ulnet_node *node, struct ulnet_ni *ni
 			if (!lp->refs) { /* used again: the idle clock restarts (seconds: coarse will do) */
 				lp->idle_since = ulnet__node_now_coarse(node);
 				ulnet_list_del(&lp->idle_link);
-				ulnet_list_add_tail(&lp->idle_link, &node->idle_peers);
+				ulnet_list_add_tail(&lp->idle_link, &t->idle);
 			}
 			return lp;
 		}
 	}
 	if (!create)
 		return NULL;
-	if (node->n_peers >= node->max_peers && !ulnet_list_empty(&node->idle_peers)) {
+	if (t->n >= node->max_peers && !ulnet_list_empty(&t->idle)) {
 		/* full: the peer idle the longest makes room */
-		peer_free(node, ulnet_list_first(&node->idle_peers, struct ulnet_peer, idle_link));
+		peer_free(t, ulnet_list_first(&t->idle, struct ulnet_peer, idle_link));
 	}
-	if (node->n_peers >= node->max_peers) {
+	if (t->n >= node->max_peers) {
 		char s[ULNET_NID_STRLEN];
 
-		if (!node->peers_full_logged)
+		if (!t->full_logged)
 			ULNET_LOG(CORE, ERR, "peer table full: %u peers, all busy; cannot add %s (node option max_peers %u)",
-				  node->n_peers, ulnet_nid_format(nid, s, sizeof(s)), node->max_peers);
-		node->peers_full_logged = true;
+				  t->n, ulnet_nid_format(nid, s, sizeof(s)), node->max_peers);
+		t->full_logged = true;
 		return NULL;
 	}
-	node->peers_full_logged = false;
+	t->full_logged = false;
 	lp = calloc(1, sizeof(*lp));
 	if (!lp)
 		return NULL;
@@ -80,14 +89,14 @@ struct ulnet_peer *ulnet__peer_find(struct ulnet_node *node, struct ulnet_ni *ni
 	ulnet_list_add_tail(&lp->hash_link, h);
 	/* idle until a message names it (the caller's, at once) */
 	lp->idle_since = ulnet__node_now_coarse(node);
-	ulnet_list_add_tail(&lp->idle_link, &node->idle_peers);
-	node->n_peers++;
+	ulnet_list_add_tail(&lp->idle_link, &t->idle);
+	t->n++;
 	return lp;
 }
 
-void ulnet__peer_note_ping(struct ulnet_node *node, const struct ulnet_nid *nid, uint32_t features)
+static void note_ping(struct ulnet_loop *loop, const struct ulnet_nid *nid, uint32_t features)
 {
-	struct ulnet_list *h = &node->peers[peer_hash(nid)], *p;
+	struct ulnet_list *h = &loop->peers.hash[peer_hash(nid)], *p;
 
 	for (p = h->next; p != h; p = p->next) {
 		struct ulnet_peer *lp = ulnet_container_of(p, struct ulnet_peer, hash_link);
@@ -99,19 +108,29 @@ void ulnet__peer_note_ping(struct ulnet_node *node, const struct ulnet_nid *nid,
 	}
 }
 
+void ulnet__peer_note_ping(struct ulnet_node *node, const struct ulnet_nid *nid, uint32_t features)
+{
+	for (unsigned i = 0; i < node->n_loops; i++) {
+		ulnet__loop_enter(&node->loops[i]);
+		note_ping(&node->loops[i], nid, features);
+		ulnet__loop_exit(&node->loops[i]);
+	}
+}
+
 /* Forget the peers idle for ULNET_PEER_IDLE_S; re-arm for the next one due. */
-static void peer_sweep(struct ulnet_node *node, struct ulnet_timer *t, uint64_t now)
+static void peer_sweep(struct ulnet_node *node, struct ulnet_timer *tm, uint64_t now)
 {
 	const uint64_t idle_ns = ULNET_PEER_IDLE_S * 1000000000ull;
+	struct ulnet_peer_table *t = ulnet_container_of(tm, struct ulnet_peer_table, sweep);
 
-	while (!ulnet_list_empty(&node->idle_peers)) {
-		struct ulnet_peer *lp = ulnet_list_first(&node->idle_peers, struct ulnet_peer, idle_link);
+	while (!ulnet_list_empty(&t->idle)) {
+		struct ulnet_peer *lp = ulnet_list_first(&t->idle, struct ulnet_peer, idle_link);
 
 		if (now - lp->idle_since < idle_ns) {
-			ulnet__timer_arm(node, t, lp->idle_since + idle_ns);
+			ulnet__timer_arm(node, tm, lp->idle_since + idle_ns);
 			return;
 		}
-		peer_free(node, lp);
+		peer_free(t, lp);
 	}
 }
 
@@ -121,15 +140,17 @@ void ulnet__peer_get(struct ulnet_peer *lp)
 		ulnet_list_del(&lp->idle_link);
 }
 
-void ulnet__peer_put(struct ulnet_node *node, struct ulnet_peer *lp)
+void ulnet__peer_put(struct ulnet_loop *loop, struct ulnet_peer *lp)
 {
+	struct ulnet_peer_table *t = &loop->peers;
+
 	if (--lp->refs > 0)
 		return;
-	lp->idle_since = ulnet__node_now_coarse(node);
-	ulnet_list_add_tail(&lp->idle_link, &node->idle_peers);
-	if (!node->peer_sweep.idx) {
-		node->peer_sweep.fn = peer_sweep;
-		ulnet__timer_arm(node, &node->peer_sweep, lp->idle_since + ULNET_PEER_IDLE_S * 1000000000ull);
+	lp->idle_since = ulnet__node_now_coarse(loop->node);
+	ulnet_list_add_tail(&lp->idle_link, &t->idle);
+	if (!t->sweep.idx) {
+		t->sweep.fn = peer_sweep;
+		ulnet__timer_arm(loop->node, &t->sweep, lp->idle_since + ULNET_PEER_IDLE_S * 1000000000ull);
 	}
 }
 
@@ -157,7 +178,7 @@ static int peer_txq_full(struct ulnet_peer *lp, const struct ulnet_msg *msg)
 {
 	struct ulnet_ni *ni = lp->ni;
 
-	ni->node->stats.tx_queue_full++;
+	ni->loop->stats.tx_queue_full++;
 	if (lp->txq_refused++ == 0) {
 		char nid[ULNET_NID_STRLEN];
 
@@ -182,10 +203,10 @@ static void fail_queue(struct ulnet_peer *lp)
 	}
 }
 
-void ulnet__peers_fail_queues(struct ulnet_node *node)
+void ulnet__peers_fail_queues(struct ulnet_loop *loop)
 {
 	for (unsigned b = 0; b < ULNET_PEER_BUCKETS; b++) {
-		struct ulnet_list *h = &node->peers[b], *p;
+		struct ulnet_list *h = &loop->peers.hash[b], *p;
 
 		for (p = h->next; p != h; p = p->next)
 			fail_queue(ulnet_container_of(p, struct ulnet_peer, hash_link));
@@ -193,10 +214,11 @@ void ulnet__peers_fail_queues(struct ulnet_node *node)
 }
 
 /* Node teardown, after ulnet__peers_fail_queues and the last completion phase. */
-void ulnet__peers_free(struct ulnet_node *node)
+void ulnet__peers_free(struct ulnet_loop *loop)
 {
+	ulnet__timer_cancel(loop->node, &loop->peers.sweep);
 	for (unsigned b = 0; b < ULNET_PEER_BUCKETS; b++) {
-		struct ulnet_list *h = &node->peers[b];
+		struct ulnet_list *h = &loop->peers.hash[b];
 
 		while (!ulnet_list_empty(h)) {
 			struct ulnet_peer *lp = ulnet_list_first(h, struct ulnet_peer, hash_link);
@@ -205,7 +227,7 @@ void ulnet__peers_free(struct ulnet_node *node)
 			free(lp);
 		}
 	}
-	node->n_peers = 0;
+	loop->peers.n = 0;
 }
 
 int ulnet__credits_take(struct ulnet_msg *msg)
@@ -291,21 +313,18 @@ void ulnet__credits_return(struct ulnet_msg *msg)
 	}
 }
 
-int ulnet_peer_info_get(ulnet_node *node, unsigned idx, struct ulnet_peer_info *out)
+/* The @idx-th peer of @loop's table (counting from *@i, which moves past the ones seen). */
+static int peer_info_at(struct ulnet_loop *loop, unsigned idx, unsigned *i, struct ulnet_peer_info *out)
 {
-	unsigned i = 0;
 	int rc = -ENOENT;
 
-	if (!node || !out)
-		return -EINVAL;
-	ulnet__lock(node);
 	for (unsigned b = 0; b < ULNET_PEER_BUCKETS && rc; b++) {
-		struct ulnet_list *h = &node->peers[b], *p;
+		struct ulnet_list *h = &loop->peers.hash[b], *p;
 
-		for (p = h->next; p != h; p = p->next, i++) {
+		for (p = h->next; p != h; p = p->next, (*i)++) {
 			struct ulnet_peer *lp = ulnet_container_of(p, struct ulnet_peer, hash_link);
 
-			if (i != idx)
+			if (*i != idx)
 				continue;
 			memset(out, 0, sizeof(*out));
 			out->nid = lp->nid;
@@ -322,6 +341,20 @@ int ulnet_peer_info_get(ulnet_node *node, unsigned idx, struct ulnet_peer_info *
 			break;
 		}
 	}
-	ulnet__lock_release(node);
+	return rc;
+}
+
+int ulnet_peer_info_get(ulnet_node *node, unsigned idx, struct ulnet_peer_info *out)
+{
+	unsigned i = 0;
+	int rc = -ENOENT;
+
+	if (!node || !out)
+		return -EINVAL;
+	for (unsigned l = 0; l < node->n_loops && rc; l++) {
+		ulnet__loop_enter(&node->loops[l]);
+		rc = peer_info_at(&node->loops[l], idx, &i, out);
+		ulnet__loop_exit(&node->loops[l]);
+	}
 	return rc;
 }

@@ -73,22 +73,12 @@ int ulnet__ping_service_refresh(struct ulnet_node *node)
 	return 0;
 }
 
-/* Wait up to @timeout_ms for @eq's next event. On a busy-polling node, first do the work of the loop
- * the REPLY comes in on, in its place (ulnet__loop_lead: one spinning thread, not two); else poll the
- * queue beside the loops, then sleep. */
-static int ping_wait(ulnet_node *node, ulnet_eq *eq, const struct ulnet_process_id *tgt, int timeout_ms,
-		     struct ulnet_event *ev)
+/* Wait up to @timeout_ms for @eq's next event: poll the queue beside the loops for a while, then
+ * sleep. */
+static int ping_wait(ulnet_node *node, ulnet_eq *eq, int timeout_ms, struct ulnet_event *ev)
 {
 	uint64_t spin = node->busy_poll_ns > PING_SPIN_NS ? node->busy_poll_ns : PING_SPIN_NS;
-	int rc = ulnet_eq_wait(eq, 0, ev);
 
-	if (rc)
-		return rc;
-	if (node->busy_poll_ns) {
-		rc = ulnet__loop_lead(node, ulnet__nid_loop(node, &tgt->nid), eq, ulnet__now_ns() + spin, ev);
-		if (rc != -EAGAIN)
-			return rc ? rc : ulnet_eq_wait(eq, timeout_ms, ev);
-	}
 	return ulnet__eq_wait_busy(eq, spin, timeout_ms, ev);
 }
 
@@ -131,8 +121,7 @@ int ulnet_ping(ulnet_node *node, const struct ulnet_process_id *target, int time
 		goto out_eq;
 	t0 = ulnet__now_ns();
 	deadline = t0 + (uint64_t)timeout_ms * 1000000ull;
-	/* we wait for the REPLY: post and write the GET ourselves */
-	rc = ulnet__get_waited_for(node, mdh, &tgt, ULNET_RESERVED_PORTAL, ULNET_PING_MATCHBITS, 0);
+	rc = ulnet_get(node, mdh, &tgt, ULNET_RESERVED_PORTAL, ULNET_PING_MATCHBITS, 0);
 	if (rc) {
 		ulnet_md_unlink(node, mdh);
 		goto out_eq;
@@ -146,7 +135,7 @@ int ulnet_ping(ulnet_node *node, const struct ulnet_process_id *target, int time
 			ulnet_md_unlink(node, mdh);
 			break;
 		}
-		if (ping_wait(node, eq, &tgt, left ? left : 1, &ev) <= 0)
+		if (ping_wait(node, eq, left ? left : 1, &ev) <= 0)
 			continue;
 		unlinked = ev.unlinked;
 		if (ev.type == ULNET_EVENT_SEND && ev.status) {
@@ -187,9 +176,9 @@ int ulnet_ping(ulnet_node *node, const struct ulnet_process_id *target, int time
 	rc = done_rc;
 out_eq:
 	/* The MD may still be held by an LND: the buffer and EQ are freed with it. */
-	ulnet__lock(node);
 	if (note)
 		ulnet__peer_note_ping(node, &tgt.nid, out->features);
+	ulnet__lock(node);
 	{
 		struct ulnet_libmd *md = mdh.cookie && !unlinked ? ulnet__handle_lookup(node, mdh.cookie, ULNET_OBJ_MD)
 							       : NULL;

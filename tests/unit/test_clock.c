@@ -13,6 +13,7 @@
 #include <stdint.h>
 #include <cmocka.h>
 #include "internal.h"
+#include "tst_owner.h"
 
 static void hold_reads_back_taken(bool try)
 {
@@ -84,7 +85,7 @@ static void trylock_held(void **state)
 	ulnet__lock_release(node);
 	while (!ulnet__trylock(node))
 		; /* a loop thread's turn */
-	assert_true(node->lock_t0 != 0); /* timed */
+	assert_true(node->lock.t0 != 0); /* timed */
 	ulnet__lock_release(node);
 	ulnet_node_close(node);
 }
@@ -147,7 +148,7 @@ static void node_clock(void **state)
 
 	(void)state;
 	assert_int_equal(ulnet_node_open(NULL, &node), 0);
-	ulnet__lock(node); /* the loop reads the node clock under the lock */
+	tst_world_stop(node, NULL); /* the loops read the node clock as their owners */
 	coarse = ulnet__node_now_coarse(node);
 	fine = ulnet__node_now(node);
 	assert_true(coarse <= fine);
@@ -160,7 +161,7 @@ static void node_clock(void **state)
 	assert_int_equal(ulnet__node_now(node), 42);
 	assert_int_equal(ulnet__node_now_coarse(node), 42);
 	ulnet__node_set_clock(node, NULL, NULL);
-	ulnet__lock_release(node);
+	tst_world_go(node);
 	ulnet_node_close(node);
 }
 

@@ -15,6 +15,7 @@
 #include <string.h>
 #include <cmocka.h>
 #include "internal.h"
+#include "tst_owner.h"
 
 #define N_QUEUED 10000
 #define SMALL_STACK (256u * 1024u)
@@ -67,14 +68,16 @@ static void *drive_main(void *arg)
 	struct drive *d = arg;
 	struct ulnet_node *node = d->node;
 
-	ulnet__lock(node);
+	struct ulnet_ni *ni = tst_first_ni(node);
+
+	tst_enter(ni);
 	ulnet__finalize(held, 0);
 	held = NULL;
-	d->more_after_one = ulnet__completions_run(node, 1);
-	while (ulnet__completions_run(node, UINT_MAX))
+	d->more_after_one = ulnet__completions_run(ni->loop, 1);
+	while (ulnet__completions_run(ni->loop, UINT_MAX))
 		;
-	d->done_q_empty = ulnet_list_empty(&node->done_q);
-	ulnet__lock_release(node);
+	d->done_q_empty = ulnet_list_empty(&ni->loop->done_q);
+	tst_exit(ni);
 	return NULL;
 }
 
@@ -102,9 +105,9 @@ static void ten_thousand_behind_one_credit(void **state)
 	md.eq = eq;
 	assert_int_equal(ulnet_nid_parse("6@kfi", &p6.nid, NULL), 0);
 	assert_int_equal(ulnet_md_bind(node, &md, ULNET_RETAIN, &h), 0);
-	ulnet__lock(node);
+	tst_world_stop(node, NULL);
 	hold_next = true;
-	ulnet__lock_release(node);
+	tst_world_go(node);
 	for (int i = 0; i <= N_QUEUED; i++)
 		assert_int_equal(ulnet_put(node, h, ULNET_NOACK_REQ, &p6, 1, 0, 0, (uint64_t)i), 0);
 	ulnet__node_sync(node); /* the loop posts sends to remote NIDs */
@@ -158,9 +161,9 @@ static void peer_queue_bounded(void **state)
 	md.eq = eq;
 	assert_int_equal(ulnet_nid_parse("6@kfi", &p6.nid, NULL), 0);
 	assert_int_equal(ulnet_md_bind(node, &md, ULNET_RETAIN, &h), 0);
-	ulnet__lock(node);
+	tst_world_stop(node, NULL);
 	hold_next = true;
-	ulnet__lock_release(node);
+	tst_world_go(node);
 	for (int i = 0; i < 6; i++) /* 1 holds the credit, 3 queue, 2 are refused */
 		assert_int_equal(ulnet_put(node, h, ULNET_NOACK_REQ, &p6, 1, 0, 0, (uint64_t)i), 0);
 	ulnet__node_sync(node); /* the loop posts sends to remote NIDs */
@@ -172,10 +175,10 @@ static void peer_queue_bounded(void **state)
 	assert_int_equal(ev.hdr_data, 5);
 	ulnet_stats_get(node, &st);
 	assert_int_equal(st.tx_queue_full, 2);
-	ulnet__lock(node);
+	tst_enter(tst_first_ni(node));
 	ulnet__finalize(held, 0);
 	held = NULL;
-	ulnet__unlock(node); /* completes it, as at the end of an API call */
+	tst_exit(tst_first_ni(node)); /* completes it, as an LND's loop would */
 	while (ok + refused < 6 && ulnet_eq_wait(eq, 5000, &ev) == 1)
 		ev.status ? refused++ : ok++;
 	assert_int_equal(ok, 4);
@@ -241,6 +244,7 @@ static void record(struct ulnet_node *node, struct ulnet_timer *t, uint64_t now)
 static void timer_heap_order(void **state)
 {
 	struct ulnet_node *node = calloc(1, sizeof(*node));
+	struct ulnet_timer_heap *h = &node->loops[0].timers; /* a thread that owns no loop: loop 0's */
 	static struct tagged ts[150];
 	uint64_t seed = 12345, last = 0;
 	unsigned ran;
@@ -256,13 +260,13 @@ static void timer_heap_order(void **state)
 	for (unsigned i = 0; i < 150; i += 3)
 		ulnet__timer_cancel(node, &ts[i].t);
 	assert_int_equal(ulnet__timer_arm(node, &ts[1].t, 5), 0); /* moved to the front */
-	assert_int_equal(node->n_timers, 100);
-	assert_int_equal(ulnet__timers_next_ms(node, 0, 1000), 1); /* 5 ns rounds up to 1 ms */
-	assert_int_equal(ulnet__timers_run(node, 4), 0);
-	assert_int_equal(ulnet__timers_run(node, 5), 1);
-	ran = ulnet__timers_run(node, 50000);
+	assert_int_equal(h->n, 100);
+	assert_int_equal(ulnet__timers_first(h), 5);
+	assert_int_equal(ulnet__timers_run(node, h, 4), 0);
+	assert_int_equal(ulnet__timers_run(node, h, 5), 1);
+	ran = ulnet__timers_run(node, h, 50000);
 	assert_int_equal(ran, n_fired - 1);
-	ran = ulnet__timers_run(node, UINT64_MAX);
+	ran = ulnet__timers_run(node, h, UINT64_MAX);
 	assert_true(ran > 0);
 	assert_int_equal(n_fired, 100);
 	for (unsigned i = 0; i < n_fired; i++) {
@@ -271,7 +275,7 @@ static void timer_heap_order(void **state)
 	}
 	for (unsigned i = 0; i < 150; i++)
 		assert_int_equal(ts[i].t.idx, 0);
-	free(node->timers);
+	free(h->v);
 	free(node);
 }
 
@@ -280,7 +284,7 @@ static unsigned armed_timers(ulnet_node *node)
 	unsigned n;
 
 	ulnet__lock(node);
-	n = node->n_timers - (node->peer_sweep.idx ? 1 : 0); /* not the idle peer sweep */
+	n = node->timers.n; /* the node's heap: transaction timeouts only */
 	ulnet__lock_release(node);
 	return n;
 }
@@ -330,33 +334,33 @@ static void transaction_timeout(void **state)
 	assert_int_equal(ulnet_eq_wait(eq, 0, &ev), 0);
 	assert_int_equal(ulnet_md_bind(node, &md, ULNET_UNLINK, &h), 0);
 
-	ulnet__lock(node);
+	tst_world_stop(node, NULL);
 	fake_now = ulnet__now_ns();
 	ulnet__node_set_clock(node, fake_clock, NULL);
 	hold_next = true;
-	ulnet__lock_release(node);
+	tst_world_go(node);
 	assert_int_equal(ulnet_get(node, h, &p6, 0, 0x77, 0), 0);
 	ulnet__node_sync(node); /* the loop posts sends to remote NIDs */
 	assert_int_equal(armed_timers(node), base + 1);
-	ulnet__lock(node);
+	tst_enter(tst_first_ni(node));
 	ulnet__finalize(held, 0); /* the GET is on the wire */
 	held = NULL;
-	ulnet__unlock(node); /* completes it, as at the end of an API call */
+	tst_exit(tst_first_ni(node)); /* completes it, as an LND's loop would */
 	assert_int_equal(ulnet_eq_wait(eq, 5000, &ev), 1);
 	assert_int_equal(ev.type, ULNET_EVENT_SEND);
 	assert_int_equal(ev.status, 0);
 	assert_false(ev.unlinked);
 
-	ulnet__lock(node);
+	tst_world_stop(node, NULL);
 	fake_now += 49ull * 1000000000ull;
-	ulnet__timers_run(node, fake_now);
-	ulnet__lock_release(node);
+	tst_world_go(node);
+	ulnet__node_timers_run(node, fake_now);
 	assert_int_equal(ulnet_eq_wait(eq, 0, &ev), 0); /* 49 s: still waiting */
 
-	ulnet__lock(node);
+	tst_world_stop(node, NULL);
 	fake_now += 2ull * 1000000000ull;
-	ulnet__timers_run(node, fake_now);
-	ulnet__lock_release(node);
+	tst_world_go(node);
+	ulnet__node_timers_run(node, fake_now);
 	assert_int_equal(ulnet_eq_wait(eq, 5000, &ev), 1);
 	assert_int_equal(ev.type, ULNET_EVENT_REPLY);
 	assert_int_equal(ev.status, -ETIMEDOUT);
@@ -366,9 +370,9 @@ static void transaction_timeout(void **state)
 	assert_int_equal(armed_timers(node), base);
 	ulnet_stats_get(node, &st);
 	assert_int_equal(st.tx_timeouts, 1);
-	ulnet__lock(node);
+	tst_world_stop(node, NULL);
 	ulnet__node_set_clock(node, NULL, NULL);
-	ulnet__lock_release(node);
+	tst_world_go(node);
 	ulnet_node_close(node);
 	assert_int_equal(ulnet_eq_destroy(eq), 0);
 }
@@ -401,30 +405,34 @@ static void spoofed_sources_leave_no_peer(void **state)
 	hdr.msg.get.ptl_index = ULNET_RESERVED_PORTAL;
 	hdr.msg.get.match_bits = ULNET_PING_MATCHBITS;
 	hdr.msg.get.sink_length = 4096;
-	ulnet__lock(node);
+	tst_world_stop(node, NULL);
 	fake_now = ulnet__now_ns();
 	ulnet__node_set_clock(node, fake_clock, NULL);
 	ni = kfi_ni(node);
+	tst_world_go(node);
+	tst_enter(ni);
 	for (unsigned i = 0; i < 100; i++) {
 		char s[32];
 
 		snprintf(s, sizeof(s), "%u@kfi", 100 + i);
 		assert_int_equal(ulnet_nid_parse(s, &hdr.src_nid, NULL), 0);
 		assert_int_equal(ulnet__parse(ni, &hdr, &hdr.src_nid, NULL), 0);
-		while (ulnet__completions_run(node, UINT_MAX))
+		while (ulnet__completions_run(ni->loop, UINT_MAX))
 			;
-		most = node->n_peers > most ? node->n_peers : most;
-		fake_now += 1000000; /* 1 ms apart */
+		most = ni->loop->peers.n > most ? ni->loop->peers.n : most;
+		fake_now += 1000000; /* 1 ms apart (the loops read it as their owners: ni's is ours) */
 	}
+	tst_exit(ni);
 	assert_int_equal(most, 4);
+	tst_world_stop(node, ni->loop);
 	fake_now += (ULNET_PEER_IDLE_S - 1) * 1000000000ull;
-	ulnet__timers_run(node, fake_now);
-	assert_int_equal(node->n_peers, 4); /* the last four: not idle long enough yet */
+	ulnet__timers_run(node, &ni->loop->timers, fake_now);
+	assert_int_equal(ni->loop->peers.n, 4); /* the last four: not idle long enough yet */
 	fake_now += 2 * 1000000000ull;
-	ulnet__timers_run(node, fake_now);
-	assert_int_equal(node->n_peers, 0);
+	ulnet__timers_run(node, &ni->loop->timers, fake_now);
+	assert_int_equal(ni->loop->peers.n, 0);
 	ulnet__node_set_clock(node, NULL, NULL);
-	ulnet__lock_release(node);
+	tst_world_go(node);
 	ulnet_stats_get(node, &st);
 	assert_int_equal(st.send_count, 100); /* every spoofed GET was answered */
 	ulnet_node_close(node);

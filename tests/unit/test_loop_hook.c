@@ -89,17 +89,17 @@ static ulnet_node *node_with(struct src *s, uint32_t busy_poll_us)
 	s->io.data = s;
 	s->io.poll = src_poll;
 	s->io.arm = src_arm;
-	ulnet__lock(node);
+	ulnet__loop_enter(&node->loops[0]);
 	assert_int_equal(ulnet__io_start(node, &s->io, EPOLLIN), 0);
-	ulnet__lock_release(node);
+	ulnet__loop_exit(&node->loops[0]);
 	return node;
 }
 
 static void node_done(ulnet_node *node, struct src *s)
 {
-	ulnet__lock(node);
+	ulnet__loop_enter(&node->loops[0]);
 	ulnet__io_stop(node, &s->io);
-	ulnet__lock_release(node);
+	ulnet__loop_exit(&node->loops[0]);
 	ulnet_node_close(node);
 	close(s->io.fd);
 }

@@ -25,7 +25,7 @@ struct sock {
 	struct ulnet_io io;
 	int peer;              /* the test's end */
 	atomic_uint spins, spin_reads, runs, polled_runs;
-	unsigned held;         /* bytes a spin read, for the callback (under the node lock) */
+	unsigned held;         /* bytes a spin read, for the callback (loop 0's owner) */
 	bool cannot;           /* the hook cannot look (set before the node opens) */
 	ulnet_node *node;
 };
@@ -39,9 +39,7 @@ static int sock_spin_hook(struct ulnet_io *io)
 	atomic_fetch_add(&s->spins, 1);
 	if (s->cannot)
 		return -1; /* as mid-message: the loop's epoll_wait looks */
-	ulnet__io_unlock(s->node); /* as the tcp LND's: the socket call without the lock */
 	r = recv(io->fd, b, sizeof(b), MSG_DONTWAIT);
-	ulnet__io_relock(s->node);
 	if (r <= 0)
 		return 0;
 	s->held += (unsigned)r;
@@ -80,16 +78,16 @@ static void sock_open(struct sock *s, uint32_t busy_poll_us, bool cannot)
 	s->io.cb = sock_cb;
 	s->io.spin = sock_spin_hook;
 	s->io.data = s;
-	ulnet__lock(s->node);
+	ulnet__loop_enter(&s->node->loops[0]);
 	assert_int_equal(ulnet__io_start(s->node, &s->io, EPOLLIN), 0);
-	ulnet__lock_release(s->node);
+	ulnet__loop_exit(&s->node->loops[0]);
 }
 
 static void sock_close(struct sock *s)
 {
-	ulnet__lock(s->node);
+	ulnet__loop_enter(&s->node->loops[0]);
 	ulnet__io_stop(s->node, &s->io);
-	ulnet__lock_release(s->node);
+	ulnet__loop_exit(&s->node->loops[0]);
 	ulnet_node_close(s->node);
 	close(s->io.fd);
 	close(s->peer);
@@ -164,18 +162,18 @@ static void test_stopped_socket_is_not_spun(void **state)
 	sock_open(&s, ULNET_BUSY_POLL_US_MAX, false);
 	sock_send(&s);
 	wait_count(&s.runs, 1);
-	ulnet__lock(s.node);
+	ulnet__loop_enter(&s.node->loops[0]);
 	ulnet__io_stop(s.node, &s.io);
-	assert_null(s.node->loops[0].spin_hot);
-	ulnet__lock_release(s.node);
+	assert_null(s.node->loops[0].io.spin_hot);
+	ulnet__loop_exit(&s.node->loops[0]);
 	sock_send(&s); /* nobody reads it */
-	ulnet__lock(s.node);
-	/* a spin under way when we took the lock has ended: none after */
+	ulnet__loop_enter(&s.node->loops[0]);
+	/* a spin under way when we took the loop has ended: none after */
 	spins = atomic_load(&s.spins);
-	ulnet__lock_release(s.node);
+	ulnet__loop_exit(&s.node->loops[0]);
 	for (unsigned i = 0; i < 20; i++) {
-		ulnet__lock(s.node); /* a loop turn or spin between each */
-		ulnet__lock_release(s.node);
+		ulnet__loop_enter(&s.node->loops[0]); /* a loop turn or spin between each */
+		ulnet__loop_exit(&s.node->loops[0]);
 		poll(NULL, 0, 1);
 	}
 	assert_int_equal(atomic_load(&s.spins), spins);

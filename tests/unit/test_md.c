@@ -13,6 +13,7 @@
 #include <string.h>
 #include <cmocka.h>
 #include "internal.h"
+#include "tst_owner.h"
 
 /* ---- matching table over lo ---- */
 
@@ -293,9 +294,9 @@ static int held_count(ulnet_node *node)
 {
 	int n;
 
-	ulnet__lock(node);
+	tst_enter(tst_first_ni(node)); /* the LND's state: its loop's */
 	n = n_held;
-	ulnet__lock_release(node);
+	tst_exit(tst_first_ni(node));
 	return n;
 }
 
@@ -305,9 +306,11 @@ static void settle(ulnet_node *node)
 	for (;;) {
 		bool idle;
 
-		ulnet__lock(node);
-		idle = ulnet_list_empty(&node->done_q);
-		ulnet__lock_release(node);
+		struct ulnet_ni *ni = tst_first_ni(node);
+
+		tst_enter(ni);
+		idle = ulnet_list_empty(&ni->loop->done_q);
+		tst_exit(ni);
 		if (idle)
 			return;
 		sched_yield();
@@ -318,11 +321,11 @@ static void complete_first(ulnet_node *node, int status)
 {
 	struct ulnet_msg *m;
 
-	ulnet__lock(node);
+	tst_enter(tst_first_ni(node));
 	m = held[0];
 	memmove(held, held + 1, (size_t)(--n_held) * sizeof(held[0]));
 	ulnet__finalize(m, status);
-	ulnet__unlock(node); /* completes it here, as at the end of an API call */
+	tst_exit(tst_first_ni(node)); /* completes it here, as the LND's loop would */
 	settle(node);
 }
 
@@ -483,7 +486,7 @@ static void fragments_as_sent(void **state)
 					     : ulnet_put(node, h, ULNET_NOACK_REQ, &p6, 1, 0, 0, 0), 0);
 			ulnet__node_sync(node);
 			assert_int_equal(held_count(node), 1);
-			ulnet__lock(node);
+			tst_enter(tst_first_ni(node));
 			v = ulnet__msg_view(held[0]);
 			iov = get ? v->rdma_iov : v->iov;
 			n = get ? v->rdma_niov : v->niov;
@@ -496,7 +499,7 @@ static void fragments_as_sent(void **state)
 				assert_int_equal(iov[k].iov_len, want[i].iov_len);
 				k++;
 			}
-			ulnet__lock_release(node);
+			tst_exit(tst_first_ni(node));
 			complete_first(node, 0);
 			if (get) /* no REPLY comes: the MD goes by hand */
 				assert_int_equal(ulnet_md_unlink(node, h), 0);
@@ -554,7 +557,7 @@ static void kiov_runs_as_sent(void **state)
 	assert_int_equal(ulnet_put(node, h, ULNET_NOACK_REQ, &p6, 1, 0, 0, 0), 0);
 	ulnet__node_sync(node);
 	assert_int_equal(held_count(node), 1);
-	ulnet__lock(node);
+	tst_enter(tst_first_ni(node));
 	v = ulnet__msg_view(held[0]);
 	assert_int_equal(v->hdr.payload_length, total);
 	assert_int_equal(v->niov, c->nwant);
@@ -566,7 +569,7 @@ static void kiov_runs_as_sent(void **state)
 		assert_ptr_equal(v->iov[i].iov_base, mem + c->want[i].page * 4096 + c->want[i].off);
 		assert_int_equal(v->iov[i].iov_len, c->want[i].len);
 	}
-	ulnet__lock_release(node);
+	tst_exit(tst_first_ni(node));
 	complete_first(node, 0);
 	ulnet_node_close(node);
 	free(mem);

@@ -1,18 +1,20 @@
 /* SPDX-License-Identifier: MIT */
 /* The LND SDK: the ops table an LND implements and what an LND may call in the core. Never installed.
  *
- * Threading: every op, io callback and timer runs on the node's loop thread or an API caller's thread,
- * always with the node lock held, except that an io callback may drop it around one socket call
- * (ulnet__io_unlock, below). An LND therefore needs no locks of its own, must never block, and must
- * never call back into the public API.
+ * Threading: every NI lives on one loop of the node (its home), and every op, io callback and timer
+ * of that NI runs as that loop's owner: on the loop's thread, or on an API thread that entered the
+ * loop (ulnet__loop_enter in the core: lnd_startup, lnd_shutdown, the query ops, lnd_md_unlinked).
+ * One thread at a time, and no lock of the core's is held that another loop needs. An LND therefore
+ * needs no locks of its own as long as its state is per NI, must never block, and must never call
+ * back into the public API. Watchers and timers an LND starts belong to the loop it runs on.
  *
  * Completions are deferred: ulnet__finalize() only queues the message. The loop's completion phase
  * (after io callbacks and timers, a bounded number per turn) returns its credits, launches the
  * messages those credits unblock (lnd_send), releases the MD and delivers the event. So lnd_send is
  * never called from inside ulnet__finalize, and an LND may finalize from anywhere (its own lnd_send,
  * lnd_recv, an io callback, lnd_shutdown) without guarding against re-entry through the core. What an
- * LND finalizes inside an API call (lnd_send on the caller's thread) is completed when that call
- * ends; an LND never finalizes from a thread of its own.
+ * LND finalizes on an API thread that entered its loop is completed when that thread leaves the loop;
+ * an LND never finalizes from a thread of its own.
  * ulnet__parse() may still call lnd_recv() and, for a GET, lnd_send() (the REPLY) before it returns. */
 #ifndef ULNET_LND_H
 #define ULNET_LND_H
@@ -154,15 +156,17 @@ struct ulnet_lnd_ops {
 	void *(*lnd_mem_alloc)(struct ulnet_ni *ni, size_t align, size_t len, void (**free_fn)(void *p, size_t len));
 };
 
-/* Timers: a deadline on the node's clock and the function loop 0 calls, with the node lock held, once
- * it has passed (after the io callbacks of that turn). Intrusive: arming allocates nothing except when
+/* Timers: a deadline on the node's clock and the function the loop that armed it calls, as its owner,
+ * once it has passed (after the io callbacks of that turn). Intrusive: arming allocates nothing except when
  * the node's heap grows. A timer is unarmed when its function runs; the function may arm it again or
  * free its object. Cancel a timer before freeing the memory it lives in (cancel is idempotent). An LND
  * arms one per object that has deadlines (a connection, a peer), at the earliest of them, and looks
  * again when it fires: no periodic walk over every object. */
+struct ulnet_timer_heap;
 struct ulnet_timer {
 	uint64_t deadline;           /* node clock, ns */
 	unsigned idx;                /* heap position + 1; 0 = not armed */
+	struct ulnet_timer_heap *heap; /* core: the heap it is armed on */
 	void (*fn)(struct ulnet_node *node, struct ulnet_timer *t, uint64_t now);
 };
 /* Arm (or move) @t to @deadline, a ulnet__node_now reading. -ENOMEM only when the heap cannot grow
@@ -250,15 +254,16 @@ bool ulnet__node_backlogged(const struct ulnet_node *node);
  * at once: a socket LND may queue and write them together (one writev) on its next io turn. */
 bool ulnet__node_completing(const struct ulnet_node *node);
 
-/* Descriptors an LND allocates per message (tx, NOOP) from the node's free lists, zeroed; give the
- * same @size back. Lock held. Counted in the node's desc_gets / desc_heap_allocs. _hdr zeroes only
+/* Descriptors an LND allocates per message (tx, NOOP) from its loop's free lists, zeroed; give the
+ * same @size back. Counted in the node's desc_gets / desc_heap_allocs. _hdr zeroes only
  * the first @hdr bytes, for a descriptor whose tail (a fragment array) the caller writes whole:
  * clearing 4 KiB of fragment room per 1 MiB kiov MD showed in the copying node's profile. */
 void *ulnet__desc_get(struct ulnet_node *node, size_t size);
 void *ulnet__desc_get_hdr(struct ulnet_node *node, size_t size, size_t hdr);
 void ulnet__desc_put(struct ulnet_node *node, void *p, size_t size);
 
-/* Io watchers on the node's epoll loop. The callback runs on the loop thread with the node lock held.
+/* Io watchers on the epoll set of the loop the LND runs on (its NI's). The callback runs as that
+ * loop's owner.
  * ulnet__io_start may be called again to change @events; ulnet__io_stop is idempotent and must be
  * called before closing the fd. */
 struct ulnet_io;
@@ -268,10 +273,10 @@ struct ulnet_io {
 	uint32_t events; /* EPOLLIN | EPOLLOUT ... currently registered, 0 = not registered */
 	ulnet_io_cb cb;
 	void *data;
-	struct ulnet_io *kick_next; /* core: on the node's kicked list */
+	struct ulnet_io *kick_next; /* core: on its loop's kicked list */
 	uint32_t kick_events;       /* core: the events the kicks asked for */
 	bool kicked;
-	unsigned loop;              /* the loop that runs the callback (ulnet__io_bind; 0 by default) */
+	unsigned loop;              /* core: the loop that runs the callback (the one that started it) */
 	uint64_t stop_turn;         /* core: its loop's turn when it was last stopped */
 	/* Optional loop hook (set both or neither, before ulnet__io_start), for a source that can be
 	 * looked at in user space (a provider's completion queue and shared-memory rings). Lock held.
@@ -302,23 +307,10 @@ void ulnet__io_kick(struct ulnet_node *node, struct ulnet_io *io);
  * output from anywhere but writes it only from its io callback, so no socket call runs inside a core
  * call (see ulnet__io_unlock). Lock held. */
 void ulnet__io_kick_events(struct ulnet_node *node, struct ulnet_io *io, uint32_t events);
-/* A node runs one or more loop threads (node option loops). A watcher belongs to one: loop 0 unless
- * bound with ulnet__io_bind, before or after ulnet__io_start (a registered watcher moves, with its
- * pending kick; call it from the watcher's own callback or outside any socket call on it). A socket
- * LND binds each connection to its peer's loop, ulnet__nid_loop(node, peer NID). Lock held. */
-void ulnet__io_bind(struct ulnet_node *node, struct ulnet_io *io, unsigned idx);
-unsigned ulnet__nid_loop(const struct ulnet_node *node, const struct ulnet_nid *nid);
-/* After ulnet__io_stop from another thread than @io's loop, that loop may still hold an event for @io
- * that it fetched before the stop: free the memory of a stopped watcher only once this is true (its
- * loop has since dispatched every batch it fetched before the stop). Lock held. */
+/* After ulnet__io_stop on an API thread that entered @io's loop, the loop's thread may still hold an
+ * event for @io that it fetched before the stop: free the memory of a stopped watcher only once this
+ * is true (its loop has since dispatched every batch it fetched before the stop). */
 bool ulnet__io_quiesced(struct ulnet_node *node, const struct ulnet_io *io);
-/* Socket I/O without the node lock. An io callback, at its own top level (never from inside an op or
- * a core call such as ulnet__parse), may drop the node lock for one socket call and take it back.
- * Meanwhile other threads run the core and the LND's ops, timers and delayed lnd_recv: the LND marks
- * what the call uses as busy (the buffers it reads or fills, the fd) so that nobody frees or closes
- * them, and re-checks its state after ulnet__io_relock (a close from elsewhere is finished then). */
-void ulnet__io_unlock(struct ulnet_node *node);
-void ulnet__io_relock(struct ulnet_node *node);
 
 /* The value of lnd_tunables[@k] for @ni: configured, or the table's default. */
 long ulnet__ni_lnd_tunable(const struct ulnet_ni *ni, size_t k);

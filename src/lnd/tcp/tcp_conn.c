@@ -17,13 +17,11 @@
  * timeout later, and arms its exact deadline: every deadline is kept to the nanosecond without
  * re-arming on every byte.
  *
- * Socket I/O runs without the node lock (docs/progress.md): only conn_io_cb calls the socket (readv,
- * sendmsg, the handshake's send/recv), at its top level, between conn_sys_begin and conn_sys_end.
- * Everything else that wants bytes out (lnd_send, ZC-ACKs, the HELLO reply) queues them and kicks the
- * watcher (conn_tx_kick). While a call is under way the conn is io_busy: the buffers it fills or
- * reads (rx and read-ahead buffers, the matched MD's fragments, queued txs) and the fd stay as they
- * are, and a close from elsewhere (a tick, a delayed lnd_recv) only unhooks the conn; the I/O side
- * finishes it (closes the fd, fails the queue and the rx message) when it takes the lock back. */
+ * Only conn_io_cb calls the socket (readv, sendmsg, the handshake's send/recv), at its top level,
+ * between conn_sys_begin and conn_sys_end. Everything else that wants bytes out (lnd_send, ZC-ACKs,
+ * the HELLO reply) queues them and kicks the watcher (conn_tx_kick), so no socket call runs inside a
+ * core call. While a call is under way the conn is io_busy: a close then only unhooks the conn and
+ * conn_sys_end finishes it (closes the fd, fails the queue and the rx message). */
 #include <arpa/inet.h>
 #include <errno.h>
 #include <limits.h>
@@ -244,20 +242,18 @@ static void conn_close_fail(struct tcplnd_conn *conn, int rc)
 	}
 }
 
-/* A socket call without the node lock: begin (the io callback's top level, lock held) ... */
+/* A socket call: begin (the io callback's top level) ... */
 static void conn_sys_begin(struct tcplnd_conn *conn)
 {
 	conn->io_busy = true;
-	ulnet__io_unlock(conn->net->node);
 }
 
-/* ... and end: the lock is back. false when the conn was closed meanwhile (the close is finished
- * here, the caller returns). errno is kept for the caller. */
+/* ... and end. false when the conn was closed meanwhile (the close is finished here, the caller
+ * returns). errno is kept for the caller. */
 static bool conn_sys_end(struct tcplnd_conn *conn)
 {
 	int err = errno;
 
-	ulnet__io_relock(conn->net->node);
 	conn->io_busy = false;
 	if (conn->state == TCPLND_CONN_CLOSING) {
 		if (conn->io.fd >= 0)
@@ -1146,7 +1142,6 @@ int tcplnd_conn_connect(struct tcplnd_peer *peer, int ctype)
 	conn->deadline = ulnet__now_ns() + (uint64_t)net->tun.timeout * 1000000000ull;
 	conn->state = TCPLND_CONN_CONNECTING;
 	tcplnd_conn_timer_update(conn);
-	ulnet__io_bind(net->node, &conn->io, ulnet__nid_loop(net->node, &peer->nid)); /* the peer's loop */
 	ULNET_LOG(TCP, DEBUG, "%s: connecting, protocol V%u", conn->name, proto);
 	tcplnd_conn_update_io(conn);
 	return 0;

@@ -436,8 +436,6 @@ void tcplnd_hello_done(struct tcplnd_conn *conn)
 	ulnet_list_add_tail(&conn->plink, &peer->conns);
 	peer->n_up[conn->ctype]++;
 	conn->state = TCPLND_CONN_UP;
-	/* from here on the conn's I/O runs on its peer's loop (a passive conn was on the acceptor's) */
-	ulnet__io_bind(net->node, &conn->io, ulnet__nid_loop(net->node, &peer->nid));
 	ULNET_LOG(TCP, INFO, "%s: connected, protocol V%u%s", conn->name, conn->proto, conn->swab ? " (byte-swapped)" : "");
 	if (conn->passive) {
 		struct tcplnd_hello reply;
