@@ -22,6 +22,7 @@
 #include <string.h>
 #include <time.h>
 #include <cmocka.h>
+#include "log_count.h"
 #include "o2ib_raw_peer.h"
 #include "lnd/o2ib/o2ib_conn_policy.h"
 
@@ -30,42 +31,16 @@
 #define RAW_IP "127.135.0.9"
 #define PORTAL 9
 
-/* O2IB error lines that name one peer: lines about a peer of an earlier case may still come in while
- * the next case runs. */
-static pthread_mutex_t sink_lock = PTHREAD_MUTEX_INITIALIZER;
-static char about[64];
-static int o2ib_errors;
-
-static void count_sink(int level, const char *subsys, const char *line)
-{
-	if (getenv("ULNET_TEST_LOG"))
-		fprintf(stderr, "%d %s: %s\n", level, subsys, line);
-	pthread_mutex_lock(&sink_lock);
-	if (level == 0 && !strcmp(subsys, "O2IB") && about[0] && strstr(line, about))
-		o2ib_errors++;
-	pthread_mutex_unlock(&sink_lock);
-}
-
-/* Start counting the error lines about @nid4 from 0. */
+/* Start counting the O2IB error lines about @nid4 from 0: lines about a peer of an earlier case may
+ * still come in while the next case runs. */
 static void errors_about(uint64_t nid4)
 {
 	struct ulnet_nid nid;
+	char about[64];
 
 	ulnet_nid_from_nid4(nid4, &nid);
-	pthread_mutex_lock(&sink_lock);
 	ulnet_nid_format(&nid, about, sizeof(about));
-	o2ib_errors = 0;
-	pthread_mutex_unlock(&sink_lock);
-}
-
-static int errors_seen(void)
-{
-	int n;
-
-	pthread_mutex_lock(&sink_lock);
-	n = o2ib_errors;
-	pthread_mutex_unlock(&sink_lock);
-	return n;
+	log_count_about(about);
 }
 
 static struct raw_peer rp; /* big: not on the stack */
@@ -77,7 +52,7 @@ static ulnet_node *node_up(const char *nid, const char *peer_credits)
 	struct ulnet_node_opts opts = { .page_size = 4096 };
 	ulnet_node *n;
 
-	ulnet_log_set(count_sink, getenv("ULNET_TEST_LOG") ? 3 : 0);
+	log_count_install("O2IB", ULNET_LOG_ERR);
 	ulnet_log_set_rate(0, 0); /* every line counts: no rate limit */
 	assert_int_equal(ulnet_node_open(&opts, &n), 0);
 	assert_int_equal(ulnet_ni_add(n, &conf), 0);
@@ -242,7 +217,7 @@ static void test_passive_depth_fits_rx_ring(void **state)
 	ulnet_node *a;
 
 	(void)state;
-	ulnet_log_set(count_sink, getenv("ULNET_TEST_LOG") ? 3 : 0);
+	log_count_install("O2IB", ULNET_LOG_ERR);
 	assert_int_equal(ulnet_node_open(&opts, &a), 0);
 	assert_int_equal(ulnet_ni_add(a, &conf), 0);
 	raw_open(&rp, RAW_IP, false);
@@ -269,7 +244,7 @@ static void test_active_depth_fits_rx_ring(void **state)
 	ulnet_eq *eq;
 
 	(void)state;
-	ulnet_log_set(count_sink, getenv("ULNET_TEST_LOG") ? 3 : 0);
+	log_count_install("O2IB", ULNET_LOG_ERR);
 	assert_int_equal(ulnet_node_open(&opts, &a), 0);
 	assert_int_equal(ulnet_ni_add(a, &conf), 0);
 	assert_int_equal(ulnet_eq_create(&eq), 0);
@@ -570,8 +545,8 @@ static void test_active_rejects(void **state)
 			assert_int_not_equal(st, -ETIMEDOUT);
 			raw_pump(&rp, 0);
 			assert_false(raw_event(&rp, 0, &ev)); /* no second CONNREQ */
-			if (errors_seen() != 1)
-				fail_msg("reject %s: %d O2IB error lines, want 1", k->name, errors_seen());
+			if (log_count_errors() != 1)
+				fail_msg("reject %s: %d O2IB error lines, want 1", k->name, log_count_errors());
 			raw_close(&rp);
 			continue;
 		}
@@ -586,7 +561,7 @@ static void test_active_rejects(void **state)
 				 k->want_depth ? k->want_depth : first.u.connparams.queue_depth);
 		assert_int_equal(next.u.connparams.max_frags, k->want_frags);
 		assert_true(next.dststamp == (k->want_stamp ? r.incarnation : 0));
-		assert_int_equal(errors_seen(), 0); /* a retry is not an error */
+		assert_int_equal(log_count_errors(), 0); /* a retry is not an error */
 		/* accept it: the node then uses what it proposed, and the PUT arrives */
 		rp.node_nid = next.srcnid;
 		rp.node_stamp = next.srcstamp;
@@ -655,7 +630,7 @@ static void test_active_reject_storm(void **state)
 	assert_true(total > O2IB_RECONNECT_BURST + 1);   /* but it kept trying, once a second */
 	assert_true(total <= O2IB_RECONNECT_BURST + 8);
 	assert_int_equal(st, -ETIMEDOUT);
-	assert_int_equal(errors_seen(), 1);
+	assert_int_equal(log_count_errors(), 1);
 	finish(a, eq);
 }
 
