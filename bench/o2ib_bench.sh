@@ -29,7 +29,7 @@ COPY_THREAD=${COPY_THREAD:-0}
 source "$SRC/tests/integration/lib.sh"
 source "$SRC/tests/integration/sst_common.sh"
 ul_init
-grep -q ULNET_HAVE_FABRIC_SHM "$BUILD/config.h" || ul_fail "$BUILD was configured with -Dfabric_shm=disabled"
+grep -q ULNET_HAVE_FABRIC_SHM "$BUILD/src/util/config.h" || ul_fail "$BUILD was configured with -Dfabric_shm=disabled"
 ninja -C "$BUILD" bench/shm_rdma_bench >/dev/null && cp "$BUILD/bench/shm_rdma_bench" "$UL_TMP/shm_rdma_bench"
 
 # n1: 4 KiB pages; n2: 64 KiB pages; n3: 4 KiB pages. The raw baseline polls its completion queue

@@ -28,7 +28,7 @@ if ! command -v ucx_perftest >/dev/null; then
 		{ cat "$TMP/apt.log" >&2; echo "cannot install ucx-utils" >&2; exit 1; }
 fi
 [ -f "$BUILD/src/libulnet_internal.a" ] || { echo "build first: ninja -C $BUILD" >&2; exit 1; }
-grep -q ULNET_HAVE_FABRIC_SHM "$BUILD/config.h" || { echo "$BUILD was configured with -Dfabric_shm=disabled" >&2; exit 1; }
+grep -q ULNET_HAVE_FABRIC_SHM "$BUILD/src/util/config.h" || { echo "$BUILD was configured with -Dfabric_shm=disabled" >&2; exit 1; }
 ninja -C "$BUILD" bench/shm_rdma_bench >/dev/null && cp "$BUILD/bench/shm_rdma_bench" "$TMP/shm_rdma_bench"
 
 # ucx_perftest (UCT level, cma, zcopy, 1 MiB): prints the overall MB/s (MiB/s) of the Final line.

@@ -141,7 +141,7 @@ static int bad_name(const char *s, char *why, size_t cap)
 static int joined_index(const struct lst_session *ls, const struct ulnet_process_id *id)
 {
 	for (unsigned i = 0; i < ls->njoined; i++)
-		if (ulnet_nid_equal(&ls->joined[i].nid, &id->nid))
+		if (ulnet_nid_equal(&ls->joined[i].id.nid, &id->nid))
 			return (int)i;
 	return -1;
 }
@@ -151,7 +151,7 @@ static uint32_t joined_feats(const struct lst_session *ls, const struct ulnet_pr
 {
 	int i = joined_index(ls, id);
 
-	return i < 0 ? 0 : ls->joined_feats[i];
+	return i < 0 ? 0 : ls->joined[i].feats;
 }
 
 static void *pinger_main(void *arg);
@@ -327,8 +327,9 @@ static void *pinger_main(void *arg)
 			char why[256];
 			next_keepalive = now + LST_PING_MS;
 			for (unsigned i = 0; i < ls->njoined; i++)
-				if (!lst_health_check(&ls->health, ulnet_nid_to_nid4(&ls->joined[i].nid), now, why, sizeof(why)))
-					ids[n++] = ls->joined[i];
+				if (!lst_health_check(&ls->health, ulnet_nid_to_nid4(&ls->joined[i].id.nid), now, why,
+						      sizeof(why)))
+					ids[n++] = ls->joined[i].id;
 		}
 		ndue = lst_health_due(&ls->health, now, due, LST_HEALTH_MAX);
 		for (unsigned i = 0; i < ndue; i++) {
@@ -423,20 +424,26 @@ static bool lst_unreachable(int rc)
 	return lst_health_unreachable(rc) || rc == -ESHUTDOWN;
 }
 
+/* A node of a group being added that is not in the session yet: its join's answer. */
+struct lst_joining {
+	struct ulnet_process_id id;
+	uint32_t feats; /* what it announced */
+	int rc;
+	char line[256];
+};
+
 struct join_fan {
 	struct ulnet_sst_con *c;
-	const struct ulnet_process_id *ids;
-	uint32_t *feats;
 	bool force;
-	int *rc;
-	char (*line)[256];
+	struct lst_joining *m;
 };
 
 static void join_one(void *arg, unsigned i)
 {
 	struct join_fan *f = arg;
+	struct lst_joining *m = &f->m[i];
 
-	f->rc[i] = ulnet__sst_con_join(f->c, &f->ids[i], f->force, &f->feats[i], f->line[i], sizeof(f->line[i]));
+	m->rc = ulnet__sst_con_join(f->c, &m->id, f->force, &m->feats, m->line, sizeof(m->line));
 }
 
 int ulnet_selftest_group_add(ulnet_selftest *st, const char *name, const struct ulnet_nid *nids, unsigned n, char *why,
@@ -444,8 +451,7 @@ int ulnet_selftest_group_add(ulnet_selftest *st, const char *name, const struct 
 {
 	struct lst_session *ls = &st->lst;
 	struct lst_group *g;
-	struct ulnet_process_id *todo = NULL;
-	uint32_t *feats = NULL;
+	struct lst_joining *todo = NULL;
 	unsigned ntodo = 0, njoined = 0;
 	struct ulnet_sst_con c;
 	uint64_t gen = 0;
@@ -462,9 +468,8 @@ int ulnet_selftest_group_add(ulnet_selftest *st, const char *name, const struct 
 		return -EINVAL;
 	}
 	g = calloc(1, sizeof(*g));
-	todo = malloc(n * sizeof(*todo));
-	feats = calloc(n, sizeof(*feats));
-	if (!g || !todo || !feats) {
+	todo = calloc(n, sizeof(*todo));
+	if (!g || !todo) {
 		snprintf(why, whylen, "out of memory");
 		rc = -ENOMEM;
 		goto out;
@@ -502,7 +507,7 @@ int ulnet_selftest_group_add(ulnet_selftest *st, const char *name, const struct 
 	} else {
 		for (unsigned k = 0; k < g->n; k++)
 			if (joined_index(ls, &g->nodes[k]) < 0)
-				todo[ntodo++] = g->nodes[k];
+				todo[ntodo++].id = g->nodes[k];
 		if (ls->njoined + ntodo > LST_MAX_NODES) {
 			snprintf(why, whylen, "at most %d nodes per session", LST_MAX_NODES);
 			rc = -ENOSPC;
@@ -516,47 +521,33 @@ int ulnet_selftest_group_add(ulnet_selftest *st, const char *name, const struct 
 		goto out;
 	/* every node joins the session now, as lst's add_group does, all at once */
 	if (ntodo) {
-		struct join_fan jf = { &c, todo, feats, force, calloc(ntodo, sizeof(*jf.rc)),
-				       calloc(ntodo, sizeof(*jf.line)) };
+		struct join_fan jf = { &c, force, todo };
 		unsigned ndown = 0, first_down = 0;
-		if (!jf.rc || !jf.line) {
-			free(jf.rc);
-			free(jf.line);
-			snprintf(why, whylen, "out of memory");
-			rc = -ENOMEM;
-			goto out;
-		}
+
 		lst_fanout(ntodo, join_one, &jf);
 		/* the joined first (they stay in the session whatever happens), then the nodes that did not */
 		for (unsigned i = 0; i < ntodo; i++)
-			if (!jf.rc[i]) {
-				struct ulnet_process_id id = todo[i];
-				uint32_t f = feats[i];
+			if (!todo[i].rc) {
+				struct lst_joining m = todo[i];
+
 				memmove(&todo[njoined + 1], &todo[njoined], (i - njoined) * sizeof(*todo));
-				memmove(&feats[njoined + 1], &feats[njoined], (i - njoined) * sizeof(*feats));
-				memmove(&jf.rc[njoined + 1], &jf.rc[njoined], (i - njoined) * sizeof(*jf.rc));
-				memmove(&jf.line[njoined + 1], &jf.line[njoined], (i - njoined) * sizeof(*jf.line));
-				todo[njoined] = id;
-				feats[njoined] = f;
-				jf.rc[njoined++] = 0;
+				todo[njoined++] = m;
 			}
 		for (unsigned i = njoined; i < ntodo && !rc; i++) {
-			if (!lst_unreachable(jf.rc[i])) { /* it answered and refused: that fails the group */
-				rc = jf.rc[i];
-				snprintf(why, whylen, "group %s: %s; group not added", name, jf.line[i]);
+			if (!lst_unreachable(todo[i].rc)) { /* it answered and refused: that fails the group */
+				rc = todo[i].rc;
+				snprintf(why, whylen, "group %s: %s; group not added", name, todo[i].line);
 			} else if (!ndown++) {
 				first_down = i;
 			}
 		}
 		if (!rc && ndown == ntodo && ntodo == g->n) {
-			rc = jf.rc[first_down];
-			snprintf(why, whylen, "group %s: %s; group not added", name, jf.line[first_down]);
+			rc = todo[first_down].rc;
+			snprintf(why, whylen, "group %s: %s; group not added", name, todo[first_down].line);
 		} else if (!rc && ndown) { /* lst keeps them: list_group shows them down */
 			snprintf(why, whylen, "%u of %u node(s) did not answer and are down in group %s (first: %s)",
-				 ndown, g->n, name, jf.line[first_down]);
+				 ndown, g->n, name, todo[first_down].line);
 		}
-		free(jf.rc);
-		free(jf.line);
 	}
 	pthread_mutex_lock(&ls->lock);
 	if (!ls->active || ls->gen != gen) {
@@ -567,10 +558,8 @@ int ulnet_selftest_group_add(ulnet_selftest *st, const char *name, const struct 
 	} else {
 		/* the nodes that joined are in the session, whatever happens to the group */
 		for (unsigned k = 0; k < njoined && ls->njoined < LST_MAX_NODES; k++)
-			if (joined_index(ls, &todo[k]) < 0) {
-				ls->joined_feats[ls->njoined] = feats[k];
-				ls->joined[ls->njoined++] = todo[k];
-			}
+			if (joined_index(ls, &todo[k].id) < 0)
+				ls->joined[ls->njoined++] = (struct lst_joined){ todo[k].id, todo[k].feats };
 		if (!rc && group_find(ls, name) >= 0) {
 			snprintf(why, whylen, "group '%s' exists", name);
 			rc = -EEXIST;
@@ -586,7 +575,6 @@ int ulnet_selftest_group_add(ulnet_selftest *st, const char *name, const struct 
 out:
 	free(g);
 	free(todo);
-	free(feats);
 	return rc;
 }
 

@@ -30,6 +30,11 @@ struct lst_group {
 	struct ulnet_process_id nodes[LST_MAX_NODES];
 };
 
+struct lst_joined {                 /* a node in the session */
+	struct ulnet_process_id id;
+	uint32_t feats;                 /* what it announced at join (ULNET_SST_NODE_*; 0: kernel) */
+};
+
 struct lst_test {
 	struct ulnet_sst_con_test t;
 	int from, to;                   /* group indexes (groups are only ever added within a session) */
@@ -62,8 +67,7 @@ struct lst_session {
 	unsigned ngroups, nbatches, njoined;
 	struct lst_group *groups[LST_MAX_GROUPS];
 	struct lst_batch *batches[LST_MAX_BATCHES];
-	struct ulnet_process_id joined[LST_MAX_NODES];
-	uint32_t joined_feats[LST_MAX_NODES]; /* what each announced at join (ULNET_SST_NODE_*; 0: kernel) */
+	struct lst_joined joined[LST_MAX_NODES];
 	uint64_t next_bid;
 	struct lst_health health;       /* nodes known down (its own lock; con.health points here) */
 	/* the pinger thread */

@@ -73,7 +73,7 @@ net:
 YAML
 ul_run "$T/o" "$T/e" timeout 10 "$ULNETD" -c "$T/v/node.yaml" --control "$T/v/ctl.sock"
 (( UL_STATUS != 0 )) || ul_fail "ulnetd with provider verbs started on an address no RDMA device serves"
-if grep -q ULNET_HAVE_FABRIC_VERBS "$BUILD/config.h"; then
+if grep -q ULNET_HAVE_FABRIC_VERBS "$BUILD/src/util/config.h"; then
 	ul_step "provider verbs, no RDMA device serves the address: one line listing the devices, no node"
 	grep -q "verbs: no RDMA device serves $(ul_addr 250 4) (.*); RDMA devices: " "$T/e" ||
 		ul_fail "no device-listing error: $(cat "$T/e")"

@@ -31,6 +31,7 @@
 #include "ulnet/ulnet.h"
 #if defined(ULNET_HAVE_LND_O2IB) && defined(ULNET_HAVE_FABRIC_SHM)
 #define CONF_O2IB_RAW 1
+#include "log_count.h"
 #include "o2ib_raw_peer.h"
 #endif
 
@@ -65,30 +66,6 @@ static const struct lnd_kind kinds[] = {
 };
 static const struct lnd_kind *K;
 static unsigned next_block = 1; /* 127.<octet>.<block>.{1,2} */
-
-/* Error lines per subsystem of the current LND (the sink prints every line with ULNET_TEST_LOG set). */
-static pthread_mutex_t log_lock = PTHREAD_MUTEX_INITIALIZER;
-static int lnd_errors;
-
-static void count_sink(int level, const char *subsys, const char *line)
-{
-	if (getenv("ULNET_TEST_LOG"))
-		fprintf(stderr, "%d %s: %s\n", level, subsys, line);
-	pthread_mutex_lock(&log_lock);
-	if (level == ULNET_LOG_ERR && K && !strcmp(subsys, K->subsys))
-		lnd_errors++;
-	pthread_mutex_unlock(&log_lock);
-}
-
-static int lnd_error_lines(void)
-{
-	int n;
-
-	pthread_mutex_lock(&log_lock);
-	n = lnd_errors;
-	pthread_mutex_unlock(&log_lock);
-	return n;
-}
 
 static ulnet_node *node_start(uint32_t page, const char *nid, const struct ulnet_kv *tun, size_t ntun)
 {
@@ -453,19 +430,19 @@ static void test_corrupt_header(void **state)
 	}
 	p = pair_new(4096, NULL, 0);
 	xfer(p, &put, 15, 1);
-	before = lnd_error_lines();
+	before = log_count_errors();
 	K->corrupt_one_conn(p);
 	/* the line may trail the close: wait for it (bounded only against a hang) */
 	deadline = now_ms() + 30000;
-	while (lnd_error_lines() == before && now_ms() < deadline) {
+	while (log_count_errors() == before && now_ms() < deadline) {
 		struct timespec pause = { 0, 10 * 1000 * 1000 };
 
 		nanosleep(&pause, NULL);
 	}
 	ping_ok(p->a, &p->idb);
 	xfer(p, &put, 15, 2);
-	if (lnd_error_lines() - before != 1)
-		fail_msg("%s: %d error lines for one corrupt connection, want 1", K->name, lnd_error_lines() - before);
+	if (log_count_errors() - before != 1)
+		fail_msg("%s: %d error lines for one corrupt connection, want 1", K->name, log_count_errors() - before);
 	pair_free(p);
 }
 
@@ -656,8 +633,8 @@ int main(int argc, char **argv)
 		fprintf(stderr, "%s: binds port 988 and privileged source ports: run as root (skipped)\n", K->name);
 		return 77;
 	}
-	/* errors are counted; set ULNET_TEST_LOG to see every line the nodes log */
-	ulnet_log_set(count_sink, getenv("ULNET_TEST_LOG") ? ULNET_LOG_INFO : ULNET_LOG_ERR);
+	/* the LND's errors are counted; set ULNET_TEST_LOG to see every line the nodes log */
+	log_count_install(K->subsys, ULNET_LOG_ERR);
 	if (getenv("ULNET_TEST_FILTER")) /* a cmocka name pattern: run only those cases */
 		cmocka_set_test_filter(getenv("ULNET_TEST_FILTER"));
 	n4 = build_matrix(t4, 4096);

@@ -24,6 +24,7 @@
 #include <time.h>
 #include <unistd.h>
 #include <cmocka.h>
+#include "log_count.h"
 #include "o2ib_raw_peer.h"
 
 #define NODE_IP "127.136.0.1"
@@ -31,7 +32,6 @@
 #define RAW_IP "127.136.0.9"
 
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
-static int o2ib_errors;
 static uint64_t down_nid;   /* the last peer reported down, and with what */
 static int down_status, downs;
 
@@ -46,26 +46,6 @@ void __wrap_ulnet__peer_down(struct ulnet_ni *ni, const struct ulnet_nid *nid, i
 	downs++;
 	pthread_mutex_unlock(&lock);
 	__real_ulnet__peer_down(ni, nid, status);
-}
-
-static void count_sink(int level, const char *subsys, const char *line)
-{
-	if (getenv("ULNET_TEST_LOG"))
-		fprintf(stderr, "%d %s: %s\n", level, subsys, line);
-	pthread_mutex_lock(&lock);
-	if (level == 0 && !strcmp(subsys, "O2IB"))
-		o2ib_errors++;
-	pthread_mutex_unlock(&lock);
-}
-
-static int errors(void)
-{
-	int n;
-
-	pthread_mutex_lock(&lock);
-	n = o2ib_errors;
-	pthread_mutex_unlock(&lock);
-	return n;
 }
 
 static double now_s(void)
@@ -84,7 +64,7 @@ static ulnet_node *node_up(const char *keepalive, const char *timeout, const cha
 	struct ulnet_node_opts opts = { .page_size = 4096 };
 	ulnet_node *n;
 
-	ulnet_log_set(count_sink, getenv("ULNET_TEST_LOG") ? 3 : 0);
+	log_count_install("O2IB", ULNET_LOG_ERR);
 	ulnet_log_set_rate(0, 0);
 	pthread_mutex_lock(&lock);
 	downs = 0; /* (a closed node's last words are not this test's) */
@@ -153,7 +133,7 @@ static void test_keepalive(void **state)
 	}
 	/* keepalive 1 s: one NOOP per second of silence, not one per 100 ms tick */
 	assert_true(t[2] - t[1] >= 0.5);
-	assert_int_equal(errors(), 0);
+	assert_int_equal(log_count_errors(), 0);
 	raw_hangup(&rp);
 	raw_close(&rp);
 	ulnet_node_close(a);
@@ -319,14 +299,14 @@ static void test_peer_table_bounded(void **state)
 		raw_connect_ok(&held[i], NODE_IP, a_nid, 8, 257);
 		wait_remembered(a, &held[i]);
 	}
-	before = errors();
+	before = log_count_errors();
 	n = raw_connreq(&held[MAX_PEERS], a_nid, O2IB_MSG_VERSION_2, 8, 257, pd);
 	raw_connect(&held[MAX_PEERS], NODE_IP, pd, (size_t)n, &ev);
 	assert_int_equal(ev.type, FAB_CM_REJECTED);
 	assert_int_equal(o2ib_rej_unpack(ev.private_data, ev.private_data_len, &rej, &err), 0);
 	print_message("newcomer beyond %d connected peers: rejected %s\n", MAX_PEERS, o2ib_rej_why_name(rej.why));
 	assert_int_equal(rej.why, O2IB_REJECT_NO_RESOURCES);
-	assert_int_equal(errors() - before, 1);
+	assert_int_equal(log_count_errors() - before, 1);
 	held[MAX_PEERS].f->destroy_id(held[MAX_PEERS].id);
 	held[MAX_PEERS].id = NULL;
 	for (unsigned i = 0; i < MAX_PEERS; i++) /* still connected: each still remembered */
