@@ -221,14 +221,14 @@ struct ulnet_timer_heap {
 };
 
 /* The mailbox of a loop: how any other thread hands it work. A leaf lock; the loop drains it at
- * every turn. @sleeping (under the lock) says the loop is about to sleep, or sleeps, in epoll_wait:
- * the producer that finds it set clears it and writes the loop's eventfd, so a burst of hand-offs
- * costs one write. */
+ * every turn. @sleeping says the loop is about to sleep, or sleeps, in epoll_wait: the producer that
+ * finds it set (after queueing) clears it and writes the loop's eventfd, so a burst of hand-offs costs
+ * one write. */
 struct ulnet_mailbox {
 	struct ulnet_futex_lock lock;
 	struct ulnet_list sends;     /* messages to send from this loop (msg->link) */
 	struct ulnet_list calls;     /* struct ulnet_call: work on state this loop owns */
-	bool sleeping;
+	atomic_bool sleeping;
 	atomic_bool poked;           /* work for a busy-polling loop: it ends its spin */
 };
 

@@ -196,7 +196,8 @@ void lst_session_fini(struct lst_session *ls, uint32_t timeout_ms)
 		c.rpc_timeout_ms = timeout_ms;
 		c.health = NULL; /* the last word goes to every node */
 		n = ls->njoined;
-		memcpy(ids, ls->joined, n * sizeof(*ids));
+		for (unsigned i = 0; i < n; i++)
+			ids[i] = ls->joined[i].id;
 	}
 	clear_locked(ls);
 	pthread_mutex_unlock(&ls->lock);
@@ -376,7 +377,8 @@ int ulnet_selftest_session_end(ulnet_selftest *st, struct ulnet_selftest_session
 	info_of(ls, info);
 	c = ls->con;
 	n = ls->njoined;
-	memcpy(ids, ls->joined, n * sizeof(*ids));
+	for (unsigned i = 0; i < n; i++)
+		ids[i] = ls->joined[i].id;
 	clear_locked(ls);
 	pthread_mutex_unlock(&ls->lock);
 	/* removing the session stops every batch on the nodes */
