@@ -29,9 +29,10 @@ struct ulnet_node_opts {
 	 * UCX do: lower latency for a core spent spinning. 0 = off (default); at most
 	 * ULNET_BUSY_POLL_US_MAX. */
 	uint32_t busy_poll_us;
-	/* Loop threads: each polls its own sockets; peers are spread over them by a hash of their NID
-	 * (every connection to a peer on its loop). 0 = the environment variable ULNET_LOOPS if set (a
-	 * way to run whole test suites with several loops), else 1; at most ULNET_LOOPS_MAX. */
+	/* Loop threads: each owns the NIs given to it (lo and the node's timers and event handlers on
+	 * loop 0, the other NIs round robin from loop 1) with their sockets, peers and completions.
+	 * 0 = the environment variable ULNET_LOOPS if set (a way to run whole test suites with several
+	 * loops), else 1; at most ULNET_LOOPS_MAX. */
 	uint32_t loops;
 };
 #define ULNET_LOOPS_MAX 64
@@ -122,15 +123,16 @@ struct ulnet_stats {
 	/* Message descriptors (messages, ACKs, LND tx and NOOP descriptors) handed out, and how many of
 	 * them needed the heap: in steady state the free lists serve them and the second stops growing. */
 	uint64_t desc_gets, desc_heap_allocs;
-	/* How long the node lock was held, each time an API call or the loop let it go: bucket 0 counts
-	 * holds under 1 us, bucket i (1..14) holds of [2^(i-1), 2^i) us, the last 16384 us and more. */
+	/* How long the node's locks were held (the node lock and each loop's owner lock, summed), each
+	 * time one was let go: bucket 0 counts holds under 1 us, bucket i (1..14) holds of
+	 * [2^(i-1), 2^i) us, the last 16384 us and more. */
 	uint64_t lock_hold_hist[ULNET_LOCK_HIST_BUCKETS];
 	uint64_t lock_hold_max_ns;
 	uint64_t lock_hold_total_ns; /* every hold summed: with send_count + recv_count, the hold per message */
-	uint64_t lock_sleeps;        /* futex waits of threads that found the lock taken past their poll */
+	uint64_t lock_sleeps;        /* futex waits of threads that found one taken past their poll */
 	uint32_t loops;          /* loop threads of the node (node option loops) */
 	/* Socket watchers (connections, listeners, completion channels) each loop polls, [0..loops):
-	 * how the peers' connections are spread over the loops. */
+	 * where the NIs' connections live. */
 	uint32_t loop_watchers[ULNET_LOOPS_MAX];
 };
 ULNET_EXPORT void ulnet_stats_get(ulnet_node *node, struct ulnet_stats *out);

@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: MIT */
-/* The node lock and the loop's park, on Linux futexes. Every API call and loop turn takes the node
- * lock, a dozen times per message round trip: glibc's mutex spends ~30 instructions in each trylock
- * and each unlock (type and elision checks, the adaptive mutex's bookkeeping), this one an atomic
- * exchange. Three states (0 free, 1 held, 2 held and maybe waited for): only a release that finds
+/* The node lock, the loops' owner locks and the leaf locks (mailboxes, handlers, event queues), on
+ * Linux futexes. A message round trip takes them a dozen times: glibc's mutex spends ~30 instructions
+ * in each trylock and each unlock (type and elision checks, the adaptive mutex's bookkeeping), this
+ * one an atomic exchange. Three states (0 free, 1 held, 2 held and maybe waited for): only a release that finds
  * 2 makes a system call. Acquire and release orderings carry the happens-before edges, which is
  * what ThreadSanitizer sees too. */
 #ifndef ULNET_FUTEX_LOCK_H

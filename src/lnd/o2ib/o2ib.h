@@ -4,7 +4,7 @@
  * o2ib_rdma.c (the rendezvous, registrations, bounce buffers), o2ib_conn.c (a connection's life),
  * o2ib_cm.c (the handshake), o2ib_tx.c (sending) and o2ib_cb.c (completions). The pure parts have
  * their own headers: o2ib_wire.h, o2ib_plan.h, o2ib_conn_policy.h, o2ib_credits.h.
- * Everything runs under the node lock on the loop thread (lnd.h), so nothing here locks.
+ * Everything runs as the owner of the NI's loop (lnd.h), one thread at a time, so nothing here locks.
  * Facts: lnet-wire.md §2.5 (messages), §4.1 (credits), §4.3 (connections), §4.4 (timeouts). */
 #ifndef ULNET_O2IB_H
 #define ULNET_O2IB_H

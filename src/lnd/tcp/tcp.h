@@ -389,8 +389,6 @@ struct tcplnd_conn {
 	struct tcplnd_zcacks zcacks;
 	uint64_t deadline;              /* handshake deadline */
 	uint64_t rx_progress, tx_progress;
-	bool io_busy;                   /* a socket call runs on it without the node lock (tcp_conn.c) */
-	int close_rc;                   /* closed meanwhile: the status the I/O side fails the rest with */
 	int rcvlowat;                   /* SO_RCVLOWAT set on the socket (0: the default, 1) */
 	struct ulnet_timer timer;       /* its next deadline: handshake, stalled rx or tx, or a look again */
 };

@@ -17,11 +17,10 @@
  * timeout later, and arms its exact deadline: every deadline is kept to the nanosecond without
  * re-arming on every byte.
  *
- * Only conn_io_cb calls the socket (readv, sendmsg, the handshake's send/recv), at its top level,
- * between conn_sys_begin and conn_sys_end. Everything else that wants bytes out (lnd_send, ZC-ACKs,
- * the HELLO reply) queues them and kicks the watcher (conn_tx_kick), so no socket call runs inside a
- * core call. While a call is under way the conn is io_busy: a close then only unhooks the conn and
- * conn_sys_end finishes it (closes the fd, fails the queue and the rx message). */
+ * Only conn_io_cb calls the socket (readv, sendmsg, the handshake's send/recv), at its top level.
+ * Everything else that wants bytes out (lnd_send, ZC-ACKs, the HELLO reply) queues them and kicks the
+ * watcher (conn_tx_kick), so no socket call runs inside a core call. The NI's loop owns the conn
+ * throughout: nothing closes it while a socket call is under way. */
 #include <arpa/inet.h>
 #include <errno.h>
 #include <limits.h>
@@ -188,7 +187,7 @@ void tcplnd_conn_close(struct tcplnd_conn *conn, int rc, const char *why)
 		ULNET_LOG(TCP, DEBUG, "%s: closing (%s)", conn->name, strerror(rc < 0 ? -rc : rc));
 	conn_set_state(conn, TCPLND_CONN_CLOSING);
 	ulnet__io_stop(net->node, &conn->io);
-	if (conn->io.fd >= 0 && !conn->io_busy) {
+	if (conn->io.fd >= 0) {
 		close(conn->io.fd);
 		conn->io.fd = -1;
 	}
@@ -210,11 +209,6 @@ void tcplnd_conn_close(struct tcplnd_conn *conn, int rc, const char *why)
 	if (conn->peer)
 		conn->peer->n_closed++;
 	ulnet__timer_arm_by(net->node, &net->reap_timer, ulnet__now_ns() + TCPLND_REAP_NS);
-	if (conn->io_busy) {
-		/* a socket call uses the fd, the queue and the rx message: conn_sys_end finishes */
-		conn->close_rc = rc;
-		return;
-	}
 	conn_close_fail(conn, rc);
 }
 
@@ -240,30 +234,6 @@ static void conn_close_fail(struct tcplnd_conn *conn, int rc)
 			ulnet__finalize(tx->msg, rc);
 		tcplnd_tx_free(conn->net, tx);
 	}
-}
-
-/* A socket call: begin (the io callback's top level) ... */
-static void conn_sys_begin(struct tcplnd_conn *conn)
-{
-	conn->io_busy = true;
-}
-
-/* ... and end. false when the conn was closed meanwhile (the close is finished here, the caller
- * returns). errno is kept for the caller. */
-static bool conn_sys_end(struct tcplnd_conn *conn)
-{
-	int err = errno;
-
-	conn->io_busy = false;
-	if (conn->state == TCPLND_CONN_CLOSING) {
-		if (conn->io.fd >= 0)
-			close(conn->io.fd);
-		conn->io.fd = -1;
-		conn_close_fail(conn, conn->close_rc);
-		return false;
-	}
-	errno = err;
-	return true;
 }
 
 /* Output was queued: the io callback writes it, in this loop turn (never from inside the caller,
@@ -298,11 +268,8 @@ static void conn_hello_flush(struct tcplnd_conn *conn)
 	while (conn->hello_done < conn->hello_len) {
 		ssize_t r;
 
-		conn_sys_begin(conn);
 		r = send(conn->io.fd, conn->hello_out + conn->hello_done, conn->hello_len - conn->hello_done,
 			 MSG_NOSIGNAL | MSG_DONTWAIT);
-		if (!conn_sys_end(conn))
-			return;
 		if (r < 0) {
 			if (conn_sock_error(conn, "sending the handshake", NULL, conn->close_after_tx) == 1)
 				continue;
@@ -404,10 +371,7 @@ static void conn_hello_rx(struct tcplnd_conn *conn)
 
 		if (!want)
 			return;
-		conn_sys_begin(conn);
 		r = recv(conn->io.fd, buf, want, MSG_DONTWAIT);
-		if (!conn_sys_end(conn))
-			return;
 		if (r < 0) {
 			if (conn_sock_error(conn, "handshake read", NULL, false) == 1)
 				continue;
@@ -601,10 +565,7 @@ static void conn_flush(struct tcplnd_conn *conn)
 				break;
 		}
 		mh.msg_iovlen = n;
-		conn_sys_begin(conn);
 		r = sendmsg(conn->io.fd, &mh, MSG_NOSIGNAL | MSG_DONTWAIT);
-		if (!conn_sys_end(conn))
-			return;
 		if (r < 0) {
 			int e = errno;
 
@@ -880,10 +841,7 @@ static void conn_rx(struct tcplnd_conn *conn, uint32_t revents)
 		}
 		v[n].iov_base = conn->ra;
 		v[n].iov_len = TCPLND_RA_SIZE;
-		conn_sys_begin(conn);
 		r = readv(conn->io.fd, v, (int)(n + 1 < IOV_MAX ? n + 1 : IOV_MAX));
-		if (!conn_sys_end(conn))
-			return;
 		if (r < 0) {
 			char detail[48];
 			int rc;
@@ -942,13 +900,10 @@ static int conn_spin(struct ulnet_io *io)
 	ssize_t r;
 
 	/* mid-message (the payload goes straight into the MD: conn_rx's readv), or not reading: epoll */
-	if (conn->state != TCPLND_CONN_UP || conn->io_busy || !(conn->io.events & EPOLLIN) || conn->rx->started ||
+	if (conn->state != TCPLND_CONN_UP || !(conn->io.events & EPOLLIN) || conn->rx->started ||
 	    conn->ra_off < conn->ra_len)
 		return -1;
-	conn_sys_begin(conn);
 	r = recv(conn->io.fd, conn->ra, TCPLND_RA_SIZE, MSG_DONTWAIT);
-	if (!conn_sys_end(conn))
-		return -1;
 	if (r < 0)
 		return errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR;
 	if (r == 0)

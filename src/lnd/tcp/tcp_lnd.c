@@ -544,7 +544,7 @@ static void free_closed_conns(struct tcplnd_net *net, bool all)
 	ulnet_list_for_each_safe(p, tmp, &net->closed) {
 		struct tcplnd_conn *conn = ulnet_container_of(p, struct tcplnd_conn, link);
 
-		if (all || (!conn->recv_owed && !conn->io_busy && ulnet__io_quiesced(net->node, &conn->io)))
+		if (all || (!conn->recv_owed && ulnet__io_quiesced(net->node, &conn->io)))
 			tcplnd_conn_free(conn);
 	}
 }
