@@ -177,6 +177,9 @@ int main(int argc, char **argv)
 	       (double)(sa1.lock_hold_total_ns - sa0.lock_hold_total_ns + sb1.lock_hold_total_ns - sb0.lock_hold_total_ns) /
 		       (double)(done ? done : 1),
 	       (double)(sa1.lock_sleeps - sa0.lock_sleeps + sb1.lock_sleeps - sb0.lock_sleeps) / (double)(done ? done : 1));
+	/* waits to enter a loop (an API thread during a turn, or the loop's thread behind one), per Put */
+	printf("put0_owner_sleeps %.4f\n",
+	       (double)(sa1.owner_sleeps - sa0.owner_sleeps + sb1.owner_sleeps - sb0.owner_sleeps) / (double)(done ? done : 1));
 	printf("put0_cpu_us %.2f\nput0_csw %.3f\n", (cpu1 - cpu0) / (double)(done ? done : 1),
 	       (csw1 - csw0) / (double)(done ? done : 1));
 	fflush(stdout);

@@ -123,13 +123,17 @@ struct ulnet_stats {
 	/* Message descriptors (messages, ACKs, LND tx and NOOP descriptors) handed out, and how many of
 	 * them needed the heap: in steady state the free lists serve them and the second stops growing. */
 	uint64_t desc_gets, desc_heap_allocs;
-	/* How long the node's locks were held (the node lock and each loop's owner lock, summed), each
-	 * time one was let go: bucket 0 counts holds under 1 us, bucket i (1..14) holds of
+	/* How long the node lock (what every loop and API thread shares: MDs, MEs, matching) was held,
+	 * each time it was let go: bucket 0 counts holds under 1 us, bucket i (1..14) holds of
 	 * [2^(i-1), 2^i) us, the last 16384 us and more. */
 	uint64_t lock_hold_hist[ULNET_LOCK_HIST_BUCKETS];
 	uint64_t lock_hold_max_ns;
 	uint64_t lock_hold_total_ns; /* every hold summed: with send_count + recv_count, the hold per message */
-	uint64_t lock_sleeps;        /* futex waits of threads that found one taken past their poll */
+	uint64_t lock_sleeps;        /* futex waits of threads that found it taken past their poll */
+	/* Futex waits for a loop's ownership: an API thread entering a loop during its turn, or the
+	 * loop's thread coming back from epoll_wait while one is inside. (A loop's own hold is its
+	 * busy time, so it is not a contention figure.) */
+	uint64_t owner_sleeps;
 	uint32_t loops;          /* loop threads of the node (node option loops) */
 	/* Socket watchers (connections, listeners, completion channels) each loop polls, [0..loops):
 	 * where the NIs' connections live. */

@@ -39,22 +39,29 @@ struct ulnet_msg *ulnet__msg_alloc(struct ulnet_node *node, unsigned niov)
 	return msg;
 }
 
-void ulnet__msg_free(struct ulnet_msg *msg)
+/* Free @msg; @locked: the caller holds the node lock (what a message from the node's descriptors
+ * needs to go back there). */
+static void msg_free(struct ulnet_msg *msg, bool locked)
 {
+	struct ulnet_node *node = msg->node;
+
 	if (msg->peer)
 		ulnet__peer_put(msg->loop, msg->peer);
-	atomic_fetch_sub_explicit(&msg->node->msgs_live, 1, memory_order_relaxed);
-	if (msg->node_desc && ulnet__owned(msg->node)) {
-		struct ulnet_node *node = msg->node;
-
+	atomic_fetch_sub_explicit(&node->msgs_live, 1, memory_order_relaxed);
+	if (!msg->node_desc) {
+		ulnet__desc_put(node, msg, msg_size(msg->iov_cap));
+	} else if (locked) {
+		ulnet__node_desc_put(node, msg, msg_size(msg->iov_cap));
+	} else {
 		ulnet__lock(node);
 		ulnet__node_desc_put(node, msg, msg_size(msg->iov_cap));
 		ulnet__lock_release(node);
-	} else if (msg->node_desc) {
-		ulnet__node_desc_put(msg->node, msg, msg_size(msg->iov_cap)); /* node lock held */
-	} else {
-		ulnet__desc_put(msg->node, msg, msg_size(msg->iov_cap));
 	}
+}
+
+void ulnet__msg_free(struct ulnet_msg *msg)
+{
+	msg_free(msg, msg->node_desc && !ulnet__owned(msg->node)); /* off the loops: the node lock is held */
 }
 
 const struct ulnet_msg_lnd_view *ulnet__msg_view(const struct ulnet_msg *msg)
@@ -157,9 +164,14 @@ static void msg_complete(struct ulnet_loop *loop, struct ulnet_msg *msg)
 			ulnet__event_deliver(node, &umd, &msg->ev);
 		else if (freed && umd.eq)
 			ulnet__eq_ref(umd.eq, -1);
+		if (msg->node_desc) { /* an API thread's message: back to the node's lists, same hold */
+			msg_free(msg, true);
+			msg = NULL;
+		}
 		ulnet__unlock(node);
 	}
-	ulnet__msg_free(msg);
+	if (msg)
+		msg_free(msg, false);
 }
 
 bool ulnet__completions_run(struct ulnet_loop *loop, unsigned budget)

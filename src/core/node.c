@@ -277,7 +277,7 @@ void ulnet_stats_get(ulnet_node *node, struct ulnet_stats *out)
 
 		ulnet__loop_enter(loop);
 		counters_add(out, &loop->stats);
-		lock_add(out, &loop->owner, &max_ticks, &total_ticks);
+		out->owner_sleeps += loop->owner.sleeps;
 		out->loop_watchers[i] = loop->io.n_watchers;
 		ulnet__loop_exit(loop);
 	}

@@ -194,10 +194,11 @@ static int cmd_stats_show(struct ulnetd *d, int argc, char **argv, struct ulnetd
 		/* descriptors handed out vs taken from the heap: flat in steady state (free lists) */
 		ulnetd_emit_uint(&e, "desc_gets", st.desc_gets);
 		ulnetd_emit_uint(&e, "desc_heap_allocs", st.desc_heap_allocs);
-		/* node lock hold times: "lo-hi" microseconds -> holds */
+		/* node lock (shared state) hold times: "lo-hi" microseconds -> holds */
 		ulnetd_emit_uint(&e, "lock_hold_max_ns", st.lock_hold_max_ns);
 		ulnetd_emit_uint(&e, "lock_hold_total_ns", st.lock_hold_total_ns);
 		ulnetd_emit_uint(&e, "lock_sleeps", st.lock_sleeps);
+		ulnetd_emit_uint(&e, "owner_sleeps", st.owner_sleeps); /* waits to enter a loop */
 		/* connections and listeners each loop thread polls */
 		ulnetd_emit_list(&e, "loop_watchers");
 		for (unsigned i = 0; i < st.loops && i < ULNET_LOOPS_MAX; i++)
