@@ -343,6 +343,15 @@ void ulnet__event_deliver(struct ulnet_node *node, const struct ulnet_md *umd, c
 
 void ulnet__event_deliver_unref(struct ulnet_node *node, const struct ulnet_md *umd, const struct ulnet_event *ev)
 {
+	if (ulnet__owed_pending()) { /* an LND release comes first (lnd_contract.c) */
+		ulnet__event_deliver_after(node, umd, ev);
+		return;
+	}
+	ulnet__event_push_unref(node, umd, ev);
+}
+
+void ulnet__event_push_unref(struct ulnet_node *node, const struct ulnet_md *umd, const struct ulnet_event *ev)
+{
 	if (umd->handler)
 		ulnet__queue_cb(node, umd->handler, ev);
 	if (umd->eq && !eq_push(umd->eq, ev, true))

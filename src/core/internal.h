@@ -368,8 +368,9 @@ static inline void ulnet__lock_release(struct ulnet_node *node)
 }
 
 /* Release the node lock, then make the LND calls the MDs freed under it owe (lnd_md_unlinked,
- * lnd_contract.c): as the owner of the registering NI's loop (entered if this thread owns none), or
- * handed to that loop. */
+ * lnd_contract.c), and deliver the final events queued behind them, in order: as the owner of the
+ * registering NI's loop (entered if this thread owns none), or handed to that loop. Every release
+ * of the node lock after an MD may have been freed goes through here. */
 void ulnet__unlock(struct ulnet_node *node);
 
 /* The counters the caller may update: its loop's share, or the node's under the node lock. */
@@ -451,6 +452,12 @@ void ulnet__event_deliver(struct ulnet_node *node, const struct ulnet_md *umd, c
 /* The same, for a caller that took an EQ reference to keep the queue alive until now: the push and
  * the reference drop are one step for any thread waiting on the queue. */
 void ulnet__event_deliver_unref(struct ulnet_node *node, const struct ulnet_md *umd, const struct ulnet_event *ev);
+/* The same, now, whatever this thread owes (the end of ulnet__unlock's queue). */
+void ulnet__event_push_unref(struct ulnet_node *node, const struct ulnet_md *umd, const struct ulnet_event *ev);
+/* lnd_contract.c: an LND release is owed by this thread (ulnet__unlock makes it); a final event is
+ * then queued behind it (ulnet__event_deliver_after) so it never reaches the application first. */
+bool ulnet__owed_pending(void);
+void ulnet__event_deliver_after(struct ulnet_node *node, const struct ulnet_md *umd, const struct ulnet_event *ev);
 
 /* msg.c */
 struct ulnet_msg *ulnet__msg_alloc(struct ulnet_node *node, unsigned niov);

@@ -77,82 +77,138 @@ int ulnet__msg_md(struct ulnet_msg *msg, struct ulnet_lnd_md *out)
 	return 0;
 }
 
-/* An MD was freed with a registration: lnd_md_unlinked is owed to its NI's loop. */
-struct lnd_release {
-	struct lnd_release *next;
+/* What the node lock's holder owes once it lets the lock go (ulnet__unlock), in order: the
+ * lnd_md_unlinked of an MD freed with a registration, which must run as the owner of the registering
+ * NI's loop (not under the node lock: lock order), and the final events queued behind such a
+ * release, which must not reach the application before it (lnd.h: no registration outlives the
+ * memory the application gets back with that event). */
+enum owed_kind { OWED_RELEASE, OWED_EVENT };
+struct owed {
+	struct owed *next;
+	enum owed_kind kind;
+	struct ulnet_node *node;
+	struct owed *then;           /* a release mailed to another loop: the events it delivers after */
+	/* OWED_RELEASE */
 	struct ulnet_ni *ni;
 	void *reg;
 	struct ulnet_lnd_md m;
-	struct iovec frags[]; /* a copy: the MD is gone */
+	/* OWED_EVENT */
+	struct ulnet_md umd;
+	struct ulnet_event ev;
+	struct iovec frags[];        /* the released MD's fragments (a copy: the MD is gone) */
 };
 
-/* Releases owed by MDs this thread freed under the node lock (ulnet__unlock makes them). */
-static _Thread_local struct lnd_release *owed;
+/* This thread's, FIFO (filled under the node lock, emptied by ulnet__unlock). */
+static _Thread_local struct owed *owed_head, **owed_tail;
 
+static void owed_add(struct owed *o)
+{
+	o->next = NULL;
+	if (!owed_head)
+		owed_tail = &owed_head;
+	*owed_tail = o;
+	owed_tail = &o->next;
+}
+
+bool ulnet__owed_pending(void)
+{
+	return owed_head != NULL;
+}
+
+void ulnet__event_deliver_after(struct ulnet_node *node, const struct ulnet_md *umd, const struct ulnet_event *ev)
+{
+	struct owed *o = calloc(1, sizeof(*o));
+
+	if (!o) { /* out of memory: deliver it now rather than lose it */
+		ulnet__event_push_unref(node, umd, ev);
+		return;
+	}
+	o->kind = OWED_EVENT;
+	o->node = node;
+	o->umd = *umd;
+	o->ev = *ev;
+	owed_add(o);
+}
+
+/* Run @o as the owner of its NI's loop: the LND lets go of the registration, then the events queued
+ * behind it go out. */
 static void release_run(struct ulnet_loop *loop, void *arg)
 {
-	struct lnd_release *r = arg;
+	struct owed *o = arg;
 
 	(void)loop;
-	r->ni->ops->lnd_md_unlinked(r->ni, &r->m, r->reg);
-	free(r);
+	o->ni->ops->lnd_md_unlinked(o->ni, &o->m, o->reg);
+	while (o->then) {
+		struct owed *e = o->then;
+
+		o->then = e->next;
+		ulnet__event_push_unref(e->node, &e->umd, &e->ev);
+		free(e);
+	}
+	free(o);
 }
 
 void ulnet__md_lnd_release(struct ulnet_libmd *md)
 {
 	struct ulnet_ni *ni = md->lnd_reg_ni;
-	struct ulnet_lnd_md m = {
-		.form = md->frag_form,
-		.frags = md->frags,
-		.nfrags = md->nfrags,
-		.length = md->total,
-	};
-	struct lnd_release *r;
+	struct owed *o;
 	void *reg = md->lnd_reg;
 
 	md->lnd_reg = NULL;
 	md->lnd_reg_ni = NULL;
 	if (!ni || !reg || !ni->ops->lnd_md_unlinked)
 		return;
-	m.page_size = ni->node->page_size;
-	if (ulnet__owned(ni->node) == ni->loop) { /* its owner: now, before the MD's last event */
-		ni->ops->lnd_md_unlinked(ni, &m, reg);
-		return;
-	}
-	/* another loop's NI: right after the node lock goes (ulnet__unlock), as its owner */
-	r = malloc(sizeof(*r) + md->nfrags * sizeof(struct iovec));
-	if (!r) {
+	o = calloc(1, sizeof(*o) + md->nfrags * sizeof(struct iovec));
+	if (!o) {
 		ULNET_LOG(CORE, ERR, "%s: out of memory releasing an MD's registration; it stays until the NI "
 			  "shuts down", ni->ops->lnd_name);
 		return;
 	}
-	memcpy(r->frags, md->frags, md->nfrags * sizeof(struct iovec));
-	r->m = m;
-	r->m.frags = r->frags;
-	r->ni = ni;
-	r->reg = reg;
-	r->next = owed;
-	owed = r;
+	memcpy(o->frags, md->frags, md->nfrags * sizeof(struct iovec));
+	o->kind = OWED_RELEASE;
+	o->node = ni->node;
+	o->ni = ni;
+	o->reg = reg;
+	o->m = (struct ulnet_lnd_md){ .form = md->frag_form, .frags = o->frags, .nfrags = md->nfrags,
+				      .length = md->total, .page_size = ni->node->page_size };
+	owed_add(o);
 }
 
 void ulnet__unlock(struct ulnet_node *node)
 {
 	ulnet__lock_release(node);
-	while (owed) {
-		struct lnd_release *r = owed;
-		struct ulnet_loop *own = ulnet__owned(node), *to = r->ni->loop;
+	while (owed_head) {
+		struct owed *o = owed_head;
+		struct ulnet_loop *own = ulnet__owned(node), *to;
 
-		owed = r->next;
+		owed_head = o->next;
+		if (o->kind == OWED_EVENT) {
+			ulnet__event_push_unref(o->node, &o->umd, &o->ev);
+			free(o);
+			continue;
+		}
+		to = o->ni->loop;
 		if (own == to || ulnet__holds_all_loops()) {
-			release_run(to, r);
+			release_run(to, o);
 		} else if (!own) {
 			ulnet__loop_enter(to);
-			release_run(to, r);
+			release_run(to, o);
 			ulnet__loop_exit(to);
-		} else if (ulnet__loop_call(to, release_run, r)) {
-			ULNET_LOG(CORE, ERR, "%s: out of memory releasing an MD's registration; it stays until the "
-				  "NI shuts down", r->ni->ops->lnd_name);
-			free(r);
+		} else {
+			/* another loop's NI: mailed, with the events queued behind it until the next release */
+			struct owed **tail = &o->then;
+
+			while (owed_head && owed_head->kind == OWED_EVENT) {
+				*tail = owed_head;
+				owed_head = owed_head->next;
+				tail = &(*tail)->next;
+			}
+			*tail = NULL;
+			if (ulnet__loop_call(to, release_run, o)) {
+				ULNET_LOG(CORE, ERR, "%s: out of memory handing an MD's registration back to its loop; "
+					  "released here", o->ni->ops->lnd_name);
+				release_run(to, o); /* a lesser evil than a registration outliving its memory */
+			}
 		}
 	}
 }

@@ -186,9 +186,25 @@ int ulnet__mem_slot(struct ulnet_ni *ni, const struct iovec *iov, unsigned niov,
 
 void ulnet__mem_lnd_release_ni(struct ulnet_node *node, struct ulnet_ni *ni)
 {
-	for (size_t i = 0; i < node->mem_ranges.n; i++)
-		if (node->mem_ranges.v[i]->lnd_reg_ni == ni)
-			rec_release(node->mem_ranges.v[i]);
+	/* one at a time: the record is taken under the node lock (ulnet_mem_free may run meanwhile),
+	 * the LND called without it */
+	for (;;) {
+		struct ulnet_mem_range *rec = NULL, copy;
+
+		ulnet__lock(node);
+		for (size_t i = 0; i < node->mem_ranges.n && !rec; i++)
+			if (node->mem_ranges.v[i]->lnd_reg_ni == ni && node->mem_ranges.v[i]->lnd_reg)
+				rec = node->mem_ranges.v[i];
+		if (rec) {
+			copy = *rec;
+			rec->lnd_reg = NULL;
+			rec->lnd_reg_ni = NULL;
+		}
+		ulnet__lock_release(node);
+		if (!rec)
+			return;
+		rec_release(&copy);
+	}
 }
 
 void ulnet__mem_node_closed(struct ulnet_node *node)

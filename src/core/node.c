@@ -158,7 +158,7 @@ void ulnet_node_close(ulnet_node *node)
 		ulnet__cur_loop = ni->loop;
 		ulnet__lock(node);
 		ulnet__md_lnd_release_ni(node, ni);
-		ulnet__lock_release(node);
+		ulnet__unlock(node); /* the LND releases them here, as the owner of every loop */
 		ulnet__mem_lnd_release_ni(node, ni);
 		ni->ops->lnd_shutdown(ni);
 		while (!ulnet_list_empty(&ni->txq)) {
@@ -192,7 +192,7 @@ void ulnet_node_close(ulnet_node *node)
 		ulnet__peers_free(&node->loops[i]);
 	ulnet__lock(node);
 	ulnet__md_free_all(node);
-	ulnet__lock_release(node);
+	ulnet__unlock(node);
 	ulnet__loops_exit(node);
 	ulnet__mem_node_closed(node);
 	/* handlers queued by the shutdown itself are not run: the node is gone */

@@ -59,9 +59,10 @@ struct ulnet_msg;
  * MD with its form (contiguous, iovec, or kiov whose fragments never cross a node page), and a slot
  * (*m.lnd_reg) the LND may fill with its registration. The core calls lnd_md_unlinked(ni, md memory,
  * reg) exactly once when an MD whose slot is set is freed (unlinked, or exhausted, with no message
- * left on it), before the event that reports it unlinked, so no registration outlives the user's
- * memory; and for every slot an NI holds just before its lnd_shutdown. A filled slot belongs to the
- * NI that filled it (another NI gets m.lnd_reg NULL and must register per message).
+ * left on it), as the owner of the NI's loop, before the event that reports it unlinked reaches the
+ * application, so no registration outlives the user's memory; and for every slot an NI holds just
+ * before its lnd_shutdown. A filled slot belongs to the NI that claimed it first (another NI gets
+ * m.lnd_reg NULL and must register per message).
  *
  * Delayed and eager receive. The core may not be able to receive a message at once (the router's
  * case: no buffer, or the sending peer used up its peer_buffer_credits). It then keeps the message
