@@ -7,8 +7,8 @@
 # Prints the Ir per round trip of the whole process, the sched_yield and recv calls per round trip
 # (a busy spin's: under valgrind a node runs ~50x slower, so a busy window needs to be long, e.g.
 # 20000, for it to spin) and
-# the Ir of the functions that spin (loop_wait when not inlined, ulnet__loop_lead: inclusive, so a
-# found message's work under a lead counts there too); with sleeping loops those are ~0.
+# the Ir of the function that spins (loop_wait when not inlined, inclusive; the old tree's
+# ulnet__loop_lead too, where a waiting caller did its loop's work); with sleeping loops those are ~0.
 # Usage: bench/tcp_callgrind.sh ping|sst client|server [BUSY_US]
 #        (BUILD=build dir with symbols, e.g. meson setup build-cg --buildtype=release -Ddebug=true;
 #         N=ulnet_pings (default 1000, ulnetctl's most); SECS=selftest ping seconds (default 4); BENCH_T=39 the block;

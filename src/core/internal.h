@@ -137,7 +137,7 @@ struct ulnet_msg {
 	struct ulnet_peer *peer;     /* tx peer (NULL on lo) */
 	struct ulnet_libmd *md;      /* NULL when dropped */
 	void *rx_priv;               /* LND context of the received message this answers */
-	struct ulnet_list done_link; /* its loop's done_q once finalized */
+	struct ulnet_list done_link; /* its loop's done queue once finalized */
 	int status;                  /* as given to ulnet__finalize */
 	bool is_tx;
 	bool finalized;              /* queued for completion (set once; the message lives until then) */
@@ -260,27 +260,32 @@ struct ulnet_peer_table {
 	struct ulnet_timer sweep;
 };
 
+/* Finalized messages waiting for a loop's completion phase (msg.c). Completing one may launch
+ * others (credits) and they may finalize at once: they join the tail, never the stack. */
+struct ulnet_done_queue {
+	struct ulnet_list q;
+	unsigned n;                  /* ULNET_COMPLETION_BACKLOG: LNDs stop reading (ulnet__node_backlogged) */
+	bool running;                /* inside the completion phase (ulnet__node_completing) */
+};
+
 /* One loop of a node (loop.c): a thread and the state it owns. The NIs homed here (their LND state,
  * connections, peers and credits), the timers they arm, the messages finalized here and their
  * descriptors belong to whoever holds @owner: the loop's thread, or an API thread that entered the
  * loop (ulnet__loop_enter). Other threads reach it only through @mbox. */
 struct ulnet_loop {
 	struct ulnet_node *node;
-	unsigned idx;
+	unsigned idx;                /* loops[idx]: 0 also runs lo, the node's timers, the handlers */
 	pthread_t thread;
-	struct ulnet_lock owner;     /* ownership of everything below except mbox */
-	bool entered;                /* held by a thread other than the loop's own (ulnet__io_quiesced) */
-	struct ulnet_mailbox mbox;
-	struct ulnet_io_set io;
-	struct ulnet_timer_heap timers;
-	struct ulnet_peer_table peers;
-	/* Finalized messages waiting for the completion phase (msg.c). Completing one may launch
-	 * others (credits) and they may finalize at once: they join the tail, never the stack. */
-	struct ulnet_list done_q;
-	unsigned n_done;
-	bool completing;             /* inside the completion phase (ulnet__node_completing) */
-	struct ulnet_desc_cache descs;
-	struct ulnet_stats stats;    /* this loop's share of the node's counters (ulnet_stats_get sums) */
+	struct ulnet_lock owner;     /* whoever holds it runs everything below but mbox */
+	bool entered;                /* the holder is an API thread, not the loop's (ulnet__io_quiesced) */
+	atomic_bool led;             /* a caller leads it (ulnet__lead_begin): its thread does not spin */
+	struct ulnet_mailbox mbox;   /* how other threads hand it work */
+	struct ulnet_io_set io;      /* its epoll set and the watchers of its NIs */
+	struct ulnet_timer_heap timers; /* what its LNDs and peer table arm */
+	struct ulnet_peer_table peers; /* the core peers of its NIs */
+	struct ulnet_done_queue done; /* its finalized messages */
+	struct ulnet_desc_cache descs; /* descriptors without a lock */
+	struct ulnet_stats stats;    /* its share of the node's counters (ulnet_stats_get sums) */
 };
 
 struct ulnet_pending_cb {
@@ -305,7 +310,7 @@ struct ulnet_node {
 	int64_t me_head_seq, me_tail_seq;
 	struct ulnet_list nis;
 	struct ulnet_ni *lo_ni;
-	unsigned n_nis_homed;        /* NIs given a loop so far (ni.c: round robin from loop 1) */
+	unsigned n_nis_homed;        /* NIs given a loop so far (ni.c: round robin from loop 0) */
 	unsigned max_peers;          /* node option: bounds each loop's peer table */
 	struct ulnet_stats stats;    /* counted under the node lock (ulnet__stats) */
 	_Atomic uint32_t msgs_live;  /* message descriptors allocated now, any thread */
@@ -538,8 +543,18 @@ void ulnet__loop_exit(struct ulnet_loop *loop);
 void ulnet__loops_enter(struct ulnet_node *node, struct ulnet_loop *as);
 void ulnet__loops_exit(struct ulnet_node *node);
 bool ulnet__holds_all_loops(void);
+/* The loop whose thread the caller is, while it runs application handlers (NULL otherwise). */
+struct ulnet_loop *ulnet__handlers_of(const struct ulnet_node *node);
 /* Node teardown, the threads stopped: run what the mailboxes hold. */
 void ulnet__loops_drain(struct ulnet_node *node);
+/* Lead (busy polling, ulnet_ping): a thread about to spin for one event on @eq, whose answer comes
+ * in on @loop, takes the loop's place instead of spinning beside it (three spinners on two cores):
+ * begin takes ownership if nobody holds it (false: the caller waits as usual), and makes the loop's
+ * thread wait on the owner lock; wait runs the loop's turns (not its handlers) until an event is on
+ * @eq (1), or @end (ulnet__now_ns: 0); end hands the loop back. */
+bool ulnet__lead_begin(struct ulnet_loop *loop);
+int ulnet__lead_wait(struct ulnet_loop *loop, ulnet_eq *eq, uint64_t end, struct ulnet_event *ev);
+void ulnet__lead_end(struct ulnet_loop *loop);
 /* Hand @msg (v.target set) to @loop to send (ulnet__send_owned there). */
 void ulnet__loop_mail(struct ulnet_loop *loop, struct ulnet_msg *msg);
 /* Run @fn(loop, arg) on @loop's owner. -ENOMEM (logged by the caller) if it cannot be queued. */

@@ -3,7 +3,6 @@
  * registered on first use. */
 #include <errno.h>
 #include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
 #include "internal.h"
 
@@ -28,11 +27,12 @@ int ulnet__lnd_register(const struct ulnet_lnd_ops *ops)
 	return 0;
 }
 
+/* A built-in LND that cannot register (two with one type, a table without an op: a build defect) is
+ * logged by ulnet__lnd_register and left out: an NI of its type then fails to start, naming it. */
 static void register_builtins(void)
 {
 	for (size_t i = 0; ulnet__lnd_builtin[i]; i++)
-		if (ulnet__lnd_register(ulnet__lnd_builtin[i]) < 0)
-			abort(); /* two built-in LNDs with one type, or a table without an op: a build defect */
+		(void)ulnet__lnd_register(ulnet__lnd_builtin[i]);
 }
 
 const struct ulnet_lnd_ops *ulnet__lnd_find(const char *name)

@@ -28,6 +28,13 @@
 _Thread_local struct ulnet_loop *ulnet__cur_loop ULNET_TLS_IE;
 /* This thread holds every loop's owner lock (ulnet__loops_enter). */
 static _Thread_local bool holds_all;
+/* The loop whose thread this is, while it runs the application's handlers (run_callbacks). */
+static _Thread_local struct ulnet_loop *handlers_of;
+
+struct ulnet_loop *ulnet__handlers_of(const struct ulnet_node *node)
+{
+	return handlers_of && handlers_of->node == node ? handlers_of : NULL;
+}
 
 bool ulnet__holds_all_loops(void)
 {
@@ -59,7 +66,7 @@ int ulnet__loop_init(struct ulnet_node *node)
 		loop->io.epfd = loop->io.wakefd = -1;
 		ulnet_list_init(&loop->mbox.sends);
 		ulnet_list_init(&loop->mbox.calls);
-		ulnet_list_init(&loop->done_q);
+		ulnet_list_init(&loop->done.q);
 		ulnet__peer_table_init(&loop->peers);
 	}
 	for (unsigned i = 0; i < node->n_loops; i++) {
@@ -317,7 +324,7 @@ static bool cbs_pending(struct ulnet_node *node)
 /* Work for @loop right now, so it does not sleep. Owner. */
 static bool loop_has_work(struct ulnet_loop *loop)
 {
-	return loop->io.kicked || !ulnet_list_empty(&loop->done_q) || !mbox_empty(loop) ||
+	return loop->io.kicked || !ulnet_list_empty(&loop->done.q) || !mbox_empty(loop) ||
 	       (loop->idx == 0 && cbs_pending(loop->node));
 }
 
@@ -333,7 +340,7 @@ void ulnet__loop_exit(struct ulnet_loop *loop)
 	bool left;
 
 	ulnet__completions_run(loop, ULNET_COMPLETION_BUDGET);
-	left = loop->io.kicked || !ulnet_list_empty(&loop->done_q);
+	left = loop->io.kicked || !ulnet_list_empty(&loop->done.q);
 	loop->entered = false;
 	ulnet__cur_loop = NULL;
 	ulnet__tlock_drop(&loop->owner);
@@ -363,7 +370,7 @@ void ulnet__loops_exit(struct ulnet_node *node)
 	holds_all = false;
 	for (unsigned i = node->n_loops; i-- > 0;) {
 		struct ulnet_loop *loop = &node->loops[i];
-		bool left = loop->io.kicked || !ulnet_list_empty(&loop->done_q);
+		bool left = loop->io.kicked || !ulnet_list_empty(&loop->done.q);
 
 		loop->entered = false;
 		ulnet__tlock_drop(&loop->owner);
@@ -434,8 +441,10 @@ static void run_callbacks(struct ulnet_loop *loop)
 			return;
 		ulnet__cur_loop = NULL;
 		ulnet__tlock_drop(&loop->owner);
+		handlers_of = loop;
 		for (size_t i = 0; i < n; i++)
 			batch[i].handler(&batch[i].ev);
+		handlers_of = NULL;
 		ulnet__tlock_take(&loop->owner);
 		ulnet__cur_loop = loop;
 		ulnet__futex_lock(&node->cb_lock);
@@ -582,7 +591,11 @@ static int loop_wait(struct ulnet_loop *loop, struct epoll_event *evs, int timeo
 	if (end > spin_until)
 		end = spin_until;
 	do {
-		int looked = hot ? sock_spin(loop) : -1;
+		int looked;
+
+		if (atomic_load_explicit(&loop->led, memory_order_relaxed))
+			return 0; /* a caller leads: wait for it on the owner lock, not beside it */
+		looked = hot ? sock_spin(loop) : -1;
 
 		if (looked > 0)
 			return 0;
@@ -597,6 +610,60 @@ static int loop_wait(struct ulnet_loop *loop, struct epoll_event *evs, int timeo
 		sched_yield(); /* a core shared with the threads we wait for: let them run */
 	} while (ulnet__now_ns() < end);
 	return 0;
+}
+
+/* ---- lead: a caller that waits for one event does the loop's work meanwhile ---- */
+
+bool ulnet__lead_begin(struct ulnet_loop *loop)
+{
+	if (ulnet__cur_loop || !loop->node->n_started)
+		return false;
+	/* first the flag, so the loop's thread stops spinning and waits on the owner lock (a futex)
+	 * instead of taking a core from us; then the lock, if it is free: a turn under way is not
+	 * waited for */
+	atomic_store_explicit(&loop->led, true, memory_order_relaxed);
+	if (!ulnet__tlock_try(&loop->owner)) {
+		atomic_store_explicit(&loop->led, false, memory_order_relaxed);
+		return false;
+	}
+	ulnet__cur_loop = loop;
+	loop->entered = true;
+	return true;
+}
+
+int ulnet__lead_wait(struct ulnet_loop *loop, ulnet_eq *eq, uint64_t end, struct ulnet_event *ev)
+{
+	struct ulnet_node *node = loop->node;
+	struct epoll_event evs[LOOP_MAX_EVENTS];
+	int rc;
+
+	while (!(rc = ulnet_eq_wait(eq, 0, ev)) && ulnet__now_ns() < end &&
+	       !atomic_load_explicit(&node->stopping, memory_order_relaxed)) {
+		int n = epoll_wait(loop->io.epfd, evs, LOOP_MAX_EVENTS, 0);
+		uint64_t now;
+
+		if (loop->io.hooks)
+			hooks_run(loop, false);
+		/* the loop's turn without its handlers (loop 0's run on its thread, after the lead) */
+		dispatch(loop, evs, n);
+		run_kicked(loop);
+		mbox_run(loop);
+		now = ulnet__node_now(node);
+		ulnet__timers_run(node, &loop->timers, now);
+		if (loop->idx == 0)
+			ulnet__node_timers_run(node, now);
+		ulnet__completions_run(loop, ULNET_COMPLETION_BUDGET);
+		run_kicked(loop);
+		if (n <= 0 && !loop->io.kicked)
+			sched_yield(); /* as a spinning loop does: the peer may share our core */
+	}
+	return rc;
+}
+
+void ulnet__lead_end(struct ulnet_loop *loop)
+{
+	atomic_store_explicit(&loop->led, false, memory_order_relaxed);
+	ulnet__loop_exit(loop);
 }
 
 static void *loop_main(void *arg)

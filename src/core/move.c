@@ -162,15 +162,17 @@ static void prepare_op(struct ulnet_node *node, struct ulnet_msg *msg, struct ul
 }
 
 /* Send what prepare_op prepared, the node lock released: to a remote NID through the mailbox of the
- * loop that owns the NI (it posts it and writes its connections, so this thread never runs the LND);
- * on lo, here as loop 0's owner, so the call's events are in before it returns, as LNet's are. */
+ * loop that owns the NI (it posts it and writes its connections, so an application thread never runs
+ * the LND); on lo, here as loop 0's owner, so the call's events are in before it returns, as LNet's
+ * are; from a handler on the NI's own loop's thread, here too, as that loop's owner (its turn is
+ * over; the send goes out now, not after a hand-off to itself). */
 static void launch(struct ulnet_node *node, struct ulnet_msg *msg, struct ulnet_loop *to, bool local)
 {
 	struct ulnet_loop *own = ulnet__owned(node);
 
 	if (own == to) {
 		ulnet__send_owned(own, msg);
-	} else if (!own && local) {
+	} else if (!own && (local || ulnet__handlers_of(node) == to)) {
 		ulnet__loop_enter(to);
 		ulnet__send_owned(to, msg);
 		ulnet__loop_exit(to);

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /* Message allocation and completion. Every message is finalized exactly once, by the owner of its
- * loop; finalizing only queues it on that loop's done_q. The loop's completion phase (ulnet__completions_run) then returns its credits,
+ * loop; finalizing only queues it on that loop's done queue. The loop's completion phase (ulnet__completions_run) then returns its credits,
  * launches what they unblock, releases its MD and delivers the event prepared for it. So no LND call
  * ever nests inside another message's completion, and the stack depth is the same for one message
  * or a hundred thousand. */
@@ -107,13 +107,13 @@ void ulnet__finalize(struct ulnet_msg *msg, int status)
 	msg->finalized = true;
 	msg->status = status;
 	msg->loop = loop;
-	ulnet_list_add_tail(&msg->done_link, &loop->done_q);
-	loop->n_done++;
+	ulnet_list_add_tail(&msg->done_link, &loop->done.q);
+	loop->done.n++;
 	/* no wake here: the loop runs its completion phase in this turn, an API thread that entered it
 	 * when it leaves (ulnet__loop_exit) */
 }
 
-/* Complete one finalized message. Whatever it launches finalizes onto done_q, not into this frame. */
+/* Complete one finalized message. Whatever it launches finalizes onto the done queue, not into this frame. */
 static void msg_complete(struct ulnet_loop *loop, struct ulnet_msg *msg)
 {
 	struct ulnet_node *node = msg->node;
@@ -176,32 +176,32 @@ static void msg_complete(struct ulnet_loop *loop, struct ulnet_msg *msg)
 
 bool ulnet__completions_run(struct ulnet_loop *loop, unsigned budget)
 {
-	bool was = loop->completing;
+	bool was = loop->done.running;
 
-	loop->completing = true;
+	loop->done.running = true;
 	ulnet__eq_defer_begin();
-	while (budget-- > 0 && !ulnet_list_empty(&loop->done_q)) {
-		struct ulnet_msg *msg = ulnet_list_first(&loop->done_q, struct ulnet_msg, done_link);
+	while (budget-- > 0 && !ulnet_list_empty(&loop->done.q)) {
+		struct ulnet_msg *msg = ulnet_list_first(&loop->done.q, struct ulnet_msg, done_link);
 
 		ulnet_list_del(&msg->done_link);
-		loop->n_done--;
+		loop->done.n--;
 		msg_complete(loop, msg);
 	}
 	ulnet__eq_defer_end();
-	loop->completing = was;
-	return !ulnet_list_empty(&loop->done_q);
+	loop->done.running = was;
+	return !ulnet_list_empty(&loop->done.q);
 }
 
 bool ulnet__node_completing(const struct ulnet_node *node)
 {
 	struct ulnet_loop *own = ulnet__owned(node);
 
-	return own && own->completing;
+	return own && own->done.running;
 }
 
 bool ulnet__node_backlogged(const struct ulnet_node *node)
 {
 	struct ulnet_loop *own = ulnet__owned(node);
 
-	return own && own->n_done >= ULNET_COMPLETION_BACKLOG;
+	return own && own->done.n >= ULNET_COMPLETION_BACKLOG;
 }

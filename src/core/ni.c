@@ -278,9 +278,11 @@ int ulnet_ni_add(ulnet_node *node, const struct ulnet_ni_conf *conf)
 	ulnet__lock_release(node);
 	if (rc)
 		goto out;
-	/* its home: round robin from loop 1, so loop 0 (lo, the node's timers, the handlers) has the
-	 * least network work when there are several */
-	ni->loop = &node->loops[(1 + node->n_nis_homed) % node->n_loops];
+	/* its home: round robin from loop 0, where lo, the node's timers and the handlers are: the
+	 * handlers' sends on the first NI go out from their own thread, with no hand-off (a node with
+	 * one NI and two loops handing every selftest RPC between them ran brw 17% slower: #29 in
+	 * docs/performance.md); a second NI, a router's other net, gets loop 1 */
+	ni->loop = &node->loops[node->n_nis_homed % node->n_loops];
 	ulnet__cur_loop = ni->loop; /* its LND starts its watchers and timers there */
 	rc = ni->ops->lnd_startup(ni);
 	if (rc)

@@ -73,13 +73,34 @@ int ulnet__ping_service_refresh(struct ulnet_node *node)
 	return 0;
 }
 
-/* Wait up to @timeout_ms for @eq's next event: poll the queue beside the loops for a while, then
- * sleep. */
-static int ping_wait(ulnet_node *node, ulnet_eq *eq, int timeout_ms, struct ulnet_event *ev)
+/* Wait up to @timeout_ms for @eq's next event. Leading @led (busy polling): do its work until the
+ * event, for up to a busy-poll window, then let it go (the caller ends a lead that found its event);
+ * else poll the queue beside the loops for a while, then sleep. */
+static int ping_wait(ulnet_node *node, struct ulnet_loop **led, ulnet_eq *eq, int timeout_ms, struct ulnet_event *ev)
 {
 	uint64_t spin = node->busy_poll_ns > PING_SPIN_NS ? node->busy_poll_ns : PING_SPIN_NS;
 
+	if (*led) {
+		int rc = ulnet__lead_wait(*led, eq, ulnet__now_ns() + spin, ev);
+
+		if (rc)
+			return rc;
+		ulnet__lead_end(*led);
+		*led = NULL;
+	}
 	return ulnet__eq_wait_busy(eq, spin, timeout_ms, ev);
+}
+
+/* The loop @nid's answers come in on (NULL: no NI reaches it). */
+static struct ulnet_loop *answer_loop(ulnet_node *node, const struct ulnet_nid *nid)
+{
+	struct ulnet_ni *ni;
+	bool local;
+
+	ulnet__lock(node);
+	ni = ulnet__ni_for_dest(node, nid, &local);
+	ulnet__lock_release(node);
+	return ni ? ni->loop : NULL;
 }
 
 int ulnet_ping(ulnet_node *node, const struct ulnet_process_id *target, int timeout_ms,
@@ -90,6 +111,7 @@ int ulnet_ping(ulnet_node *node, const struct ulnet_process_id *target, int time
 	struct ulnet_md umd = { 0 };
 	struct ulnet_event ev;
 	struct ulnet_wire_err err = { 0 };
+	struct ulnet_loop *led = NULL;
 	uint64_t t0, deadline;
 	uint8_t *buf;
 	ulnet_eq *eq;
@@ -121,8 +143,14 @@ int ulnet_ping(ulnet_node *node, const struct ulnet_process_id *target, int time
 		goto out_eq;
 	t0 = ulnet__now_ns();
 	deadline = t0 + (uint64_t)timeout_ms * 1000000ull;
+	/* busy polling: lead the loop the REPLY comes in on (one spinning thread, not two); the GET then
+	 * goes out from here, as its owner, without a hand-off */
+	if (node->busy_poll_ns && (led = answer_loop(node, &tgt.nid)) && !ulnet__lead_begin(led))
+		led = NULL;
 	rc = ulnet_get(node, mdh, &tgt, ULNET_RESERVED_PORTAL, ULNET_PING_MATCHBITS, 0);
 	if (rc) {
+		if (led)
+			ulnet__lead_end(led);
 		ulnet_md_unlink(node, mdh);
 		goto out_eq;
 	}
@@ -135,7 +163,7 @@ int ulnet_ping(ulnet_node *node, const struct ulnet_process_id *target, int time
 			ulnet_md_unlink(node, mdh);
 			break;
 		}
-		if (ping_wait(node, eq, left ? left : 1, &ev) <= 0)
+		if (ping_wait(node, &led, eq, left ? left : 1, &ev) <= 0)
 			continue;
 		unlinked = ev.unlinked;
 		if (ev.type == ULNET_EVENT_SEND && ev.status) {
@@ -174,6 +202,8 @@ int ulnet_ping(ulnet_node *node, const struct ulnet_process_id *target, int time
 		}
 	}
 	rc = done_rc;
+	if (led)
+		ulnet__lead_end(led);
 out_eq:
 	/* The MD may still be held by an LND: the buffer and EQ are freed with it. */
 	if (note)

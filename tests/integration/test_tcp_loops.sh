@@ -2,9 +2,9 @@
 # SPDX-License-Identifier: MIT
 # node: loops: 2 (issues #11, #29): a node with two loop threads talks to 8 peers, 4 it connects to and
 # 4 that connect to it. Every ping both ways answers, stats show says 2 loops, and every watcher of the
-# tcp NI (its listener and all 3 typed conns per peer, active or accepted) is on the NI's home loop,
-# loop 1: the loop that owns an NI owns its connections (docs/progress.md, Ownership); loop 0 keeps lo,
-# the node's timers and the handlers.
+# tcp NI (its listener and all 3 typed conns per peer, active or accepted) is on the NI's home loop:
+# the loop that owns an NI owns its connections (docs/progress.md, Ownership). The first NI's home is
+# loop 0, beside lo, the node's timers and the handlers; a second NI would get loop 1.
 # Loopback block 127.170.0.x: the node .1, its peers .2 to .9.
 set -euo pipefail
 source "${SRC:-$(dirname "$0")/../..}/tests/integration/lib.sh"
@@ -33,7 +33,7 @@ done
 ul_ctl a stats show -v --json >"$UL_TMP/stats.json"
 ul_json "$UL_TMP/stats.json" 'j["statistics"]["loops"] == 2'
 # 3 typed conns per peer and the listener, all on the NI's loop; none is lost
-ul_json "$UL_TMP/stats.json" 'j["statistics"]["loop_watchers"] == [0, 1 + 3 * 8]'
+ul_json "$UL_TMP/stats.json" 'j["statistics"]["loop_watchers"] == [1 + 3 * 8, 0]'
 ul_ctl p2 stats show --json >"$UL_TMP/stats_p2.json"
 ul_json "$UL_TMP/stats_p2.json" 'j["statistics"]["loops"] == 1'
 ul_step "ok: loop_watchers $("$UL_PYTHON" -c 'import json,sys; print(json.load(open(sys.argv[1]))["statistics"]["loop_watchers"])' "$UL_TMP/stats.json")"

@@ -174,8 +174,8 @@ static void test_unreachable(void **state)
 	pair_close(p);
 }
 
-/* Both nodes busy polling: pings (the caller doing its loop's receive work while it waits,
- * ulnet__loop_lead, the loop thread parked between pings) among Puts and Gets the loops carry. */
+/* Both nodes busy polling: pings (the caller polling its event queue while the NI's loop spins on
+ * its sockets) among Puts and Gets the loops carry. */
 static void test_busy_poll(void **state)
 {
 	const struct xcase put = { "put", 70000, FORM_IOVEC, FORM_KIOV, 3, 5, 11, false };

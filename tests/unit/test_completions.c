@@ -76,7 +76,7 @@ static void *drive_main(void *arg)
 	d->more_after_one = ulnet__completions_run(ni->loop, 1);
 	while (ulnet__completions_run(ni->loop, UINT_MAX))
 		;
-	d->done_q_empty = ulnet_list_empty(&ni->loop->done_q);
+	d->done_q_empty = ulnet_list_empty(&ni->loop->done.q);
 	tst_exit(ni);
 	return NULL;
 }

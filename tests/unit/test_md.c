@@ -309,7 +309,7 @@ static void settle(ulnet_node *node)
 		struct ulnet_ni *ni = tst_first_ni(node);
 
 		tst_enter(ni);
-		idle = ulnet_list_empty(&ni->loop->done_q);
+		idle = ulnet_list_empty(&ni->loop->done.q);
 		tst_exit(ni);
 		if (idle)
 			return;
