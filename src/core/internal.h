@@ -547,11 +547,12 @@ bool ulnet__holds_all_loops(void);
 struct ulnet_loop *ulnet__handlers_of(const struct ulnet_node *node);
 /* Node teardown, the threads stopped: run what the mailboxes hold. */
 void ulnet__loops_drain(struct ulnet_node *node);
-/* Lead (busy polling, ulnet_ping): a thread about to spin for one event on @eq, whose answer comes
+/* Lead (ulnet_ping): a thread about to spin for one event on @eq, whose answer comes
  * in on @loop, takes the loop's place instead of spinning beside it (three spinners on two cores):
- * begin takes ownership if nobody holds it (false: the caller waits as usual), and makes the loop's
- * thread wait on the owner lock; wait runs the loop's turns (not its handlers) until an event is on
- * @eq (1), or @end (ulnet__now_ns: 0); end hands the loop back. */
+ * begin takes ownership (after a turn under way; false: the caller owns a loop already, or the
+ * loops are not running), and makes the loop's thread wait on the owner lock; wait runs the loop's
+ * turns (not its handlers) until an event is on @eq (1), or @end (ulnet__now_ns: 0); end hands the
+ * loop back. */
 bool ulnet__lead_begin(struct ulnet_loop *loop);
 int ulnet__lead_wait(struct ulnet_loop *loop, ulnet_eq *eq, uint64_t end, struct ulnet_event *ev);
 void ulnet__lead_end(struct ulnet_loop *loop);

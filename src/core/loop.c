@@ -618,14 +618,10 @@ bool ulnet__lead_begin(struct ulnet_loop *loop)
 {
 	if (ulnet__cur_loop || !loop->node->n_started)
 		return false;
-	/* first the flag, so the loop's thread stops spinning and waits on the owner lock (a futex)
-	 * instead of taking a core from us; then the lock, if it is free: a turn under way is not
-	 * waited for */
+	/* first the flag, so the loop's thread stops spinning and lets us take the owner lock (at the
+	 * end of a turn under way), then waits on it (a futex) instead of taking a core from us */
 	atomic_store_explicit(&loop->led, true, memory_order_relaxed);
-	if (!ulnet__tlock_try(&loop->owner)) {
-		atomic_store_explicit(&loop->led, false, memory_order_relaxed);
-		return false;
-	}
+	ulnet__tlock_take(&loop->owner);
 	ulnet__cur_loop = loop;
 	loop->entered = true;
 	return true;
@@ -635,13 +631,23 @@ int ulnet__lead_wait(struct ulnet_loop *loop, ulnet_eq *eq, uint64_t end, struct
 {
 	struct ulnet_node *node = loop->node;
 	struct epoll_event evs[LOOP_MAX_EVENTS];
+	unsigned spins = 0;
 	int rc;
 
 	while (!(rc = ulnet_eq_wait(eq, 0, ev)) && ulnet__now_ns() < end &&
 	       !atomic_load_explicit(&node->stopping, memory_order_relaxed)) {
-		int n = epoll_wait(loop->io.epfd, evs, LOOP_MAX_EVENTS, 0);
+		struct ulnet_io *hot = loop->io.spin_hot;
+		int n = -1, looked = -1;
 		uint64_t now;
 
+		/* as the loop's spin does (sock_spin): the socket input last came to is read with one
+		 * call, and epoll_wait, every 4th time, watches the others */
+		if (hot && spins++ % 4 != 3)
+			looked = hot->spin(hot);
+		if (looked > 0 && loop->io.spin_hot == hot)
+			ulnet__io_kick_events(node, hot, ULNET_IO_POLLED);
+		else if (looked < 0)
+			n = epoll_wait(loop->io.epfd, evs, LOOP_MAX_EVENTS, 0);
 		if (loop->io.hooks)
 			hooks_run(loop, false);
 		/* the loop's turn without its handlers (loop 0's run on its thread, after the lead) */
@@ -654,7 +660,7 @@ int ulnet__lead_wait(struct ulnet_loop *loop, ulnet_eq *eq, uint64_t end, struct
 			ulnet__node_timers_run(node, now);
 		ulnet__completions_run(loop, ULNET_COMPLETION_BUDGET);
 		run_kicked(loop);
-		if (n <= 0 && !loop->io.kicked)
+		if (looked == 0 || (looked < 0 && n <= 0 && !loop->io.kicked))
 			sched_yield(); /* as a spinning loop does: the peer may share our core */
 	}
 	return rc;
@@ -710,7 +716,18 @@ static void *loop_main(void *arg)
 		n = loop_wait(loop, evs, timeout, spin ? busy_until : 0, hooked, hot);
 		wait_errno = errno; /* the lock below may make futex calls that overwrite it */
 		atomic_store(&loop->mbox.sleeping, false);
-		ulnet__tlock_take(&loop->owner);
+		if (atomic_load_explicit(&loop->led, memory_order_relaxed)) {
+			/* a caller leads (ulnet__lead_begin): it takes the loop first, then we sleep on
+			 * the lock at once (no poll: our spinning would take the leader's core) */
+			while (atomic_load_explicit(&loop->led, memory_order_relaxed) &&
+			       !atomic_load_explicit(&loop->owner.f.word, memory_order_relaxed))
+				sched_yield();
+			if (!ulnet__futex_trylock(&loop->owner.f))
+				loop->owner.sleeps += ulnet__futex_lock_wait(&loop->owner.f);
+			loop->owner.t0 = ulnet__lock_ticks();
+		} else {
+			ulnet__tlock_take(&loop->owner);
+		}
 		ulnet__cur_loop = loop;
 		if (n < 0 && wait_errno != EINTR) {
 			ULNET_LOG(CORE, ERR, "epoll_wait: %s", strerror(wait_errno));

@@ -73,9 +73,9 @@ int ulnet__ping_service_refresh(struct ulnet_node *node)
 	return 0;
 }
 
-/* Wait up to @timeout_ms for @eq's next event. Leading @led (busy polling): do its work until the
- * event, for up to a busy-poll window, then let it go (the caller ends a lead that found its event);
- * else poll the queue beside the loops for a while, then sleep. */
+/* Wait up to @timeout_ms for @eq's next event. Leading @led: do its work until the event, for up to
+ * the spin window, then let it go (the caller ends a lead that found its event); else poll the queue
+ * beside the loops for a while, then sleep. */
 static int ping_wait(ulnet_node *node, struct ulnet_loop **led, ulnet_eq *eq, int timeout_ms, struct ulnet_event *ev)
 {
 	uint64_t spin = node->busy_poll_ns > PING_SPIN_NS ? node->busy_poll_ns : PING_SPIN_NS;
@@ -143,9 +143,10 @@ int ulnet_ping(ulnet_node *node, const struct ulnet_process_id *target, int time
 		goto out_eq;
 	t0 = ulnet__now_ns();
 	deadline = t0 + (uint64_t)timeout_ms * 1000000ull;
-	/* busy polling: lead the loop the REPLY comes in on (one spinning thread, not two); the GET then
-	 * goes out from here, as its owner, without a hand-off */
-	if (node->busy_poll_ns && (led = answer_loop(node, &tgt.nid)) && !ulnet__lead_begin(led))
+	/* lead the loop the REPLY comes in on, if nobody holds it: the GET goes out from here, as its
+	 * owner, without a hand-off or a wake-up, and for the spin window this thread reads what comes
+	 * in (one spinning thread, not two, on a busy-polling node) */
+	if ((led = answer_loop(node, &tgt.nid)) && !ulnet__lead_begin(led))
 		led = NULL;
 	rc = ulnet_get(node, mdh, &tgt, ULNET_RESERVED_PORTAL, ULNET_PING_MATCHBITS, 0);
 	if (rc) {
