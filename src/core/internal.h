@@ -278,7 +278,7 @@ struct ulnet_loop {
 	pthread_t thread;
 	struct ulnet_lock owner;     /* whoever holds it runs everything below but mbox */
 	bool entered;                /* the holder is an API thread, not the loop's (ulnet__io_quiesced) */
-	atomic_bool led;             /* a caller leads it (ulnet__lead_begin): its thread does not spin */
+	atomic_bool led;             /* a caller leads it (ulnet__lead_begin): its thread yields meanwhile */
 	struct ulnet_mailbox mbox;   /* how other threads hand it work */
 	struct ulnet_io_set io;      /* its epoll set and the watchers of its NIs */
 	struct ulnet_timer_heap timers; /* what its LNDs and peer table arm */
@@ -550,7 +550,7 @@ void ulnet__loops_drain(struct ulnet_node *node);
 /* Lead (ulnet_ping): a thread about to spin for one event on @eq, whose answer comes
  * in on @loop, takes the loop's place instead of spinning beside it (three spinners on two cores):
  * begin takes ownership (after a turn under way; false: the caller owns a loop already, or the
- * loops are not running), and makes the loop's thread wait on the owner lock; wait runs the loop's
+ * loops are not running), and makes the loop's thread yield until it ends; wait runs the loop's
  * turns (not its handlers) until an event is on @eq (1), or @end (ulnet__now_ns: 0); end hands the
  * loop back. */
 bool ulnet__lead_begin(struct ulnet_loop *loop);

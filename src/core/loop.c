@@ -619,7 +619,7 @@ bool ulnet__lead_begin(struct ulnet_loop *loop)
 	if (ulnet__cur_loop || !loop->node->n_started)
 		return false;
 	/* first the flag, so the loop's thread stops spinning and lets us take the owner lock (at the
-	 * end of a turn under way), then waits on it (a futex) instead of taking a core from us */
+	 * end of a turn under way), then yields to us until we are done (loop_main) */
 	atomic_store_explicit(&loop->led, true, memory_order_relaxed);
 	ulnet__tlock_take(&loop->owner);
 	ulnet__cur_loop = loop;
@@ -716,18 +716,12 @@ static void *loop_main(void *arg)
 		n = loop_wait(loop, evs, timeout, spin ? busy_until : 0, hooked, hot);
 		wait_errno = errno; /* the lock below may make futex calls that overwrite it */
 		atomic_store(&loop->mbox.sleeping, false);
-		if (atomic_load_explicit(&loop->led, memory_order_relaxed)) {
-			/* a caller leads (ulnet__lead_begin): it takes the loop first, then we sleep on
-			 * the lock at once (no poll: our spinning would take the leader's core) */
-			while (atomic_load_explicit(&loop->led, memory_order_relaxed) &&
-			       !atomic_load_explicit(&loop->owner.f.word, memory_order_relaxed))
-				sched_yield();
-			if (!ulnet__futex_trylock(&loop->owner.f))
-				loop->owner.sleeps += ulnet__futex_lock_wait(&loop->owner.f);
-			loop->owner.t0 = ulnet__lock_ticks();
-		} else {
-			ulnet__tlock_take(&loop->owner);
-		}
+		/* a caller leads (ulnet__lead_begin): let it have the loop, yielding our core to it
+		 * rather than sleeping on the lock, so its end needs no futex wake (a lead is at most a
+		 * spin window long) */
+		while (atomic_load_explicit(&loop->led, memory_order_relaxed))
+			sched_yield();
+		ulnet__tlock_take(&loop->owner);
 		ulnet__cur_loop = loop;
 		if (n < 0 && wait_errno != EINTR) {
 			ULNET_LOG(CORE, ERR, "epoll_wait: %s", strerror(wait_errno));
