@@ -497,8 +497,8 @@ static bool hooks_run(struct ulnet_loop *loop, bool arm)
 /* One turn of @loop's work: the io callbacks of the batch @evs (@n < 0: none), the watchers kicked
  * before, the mailbox, the due timers, the completion phase (bounded: a flood of completions cannot
  * starve the sockets; the rest wait a turn), what they queued on the sockets (out in this turn), then
- * on loop 0 the handlers. Owner. */
-static void loop_turn(struct ulnet_loop *loop, struct epoll_event *evs, int n)
+ * on loop 0 the handlers (@handlers: not during a lead, whose thread is not the loop's). Owner. */
+static void loop_turn(struct ulnet_loop *loop, struct epoll_event *evs, int n, bool handlers)
 {
 	struct ulnet_node *node = loop->node;
 	uint64_t now;
@@ -512,7 +512,7 @@ static void loop_turn(struct ulnet_loop *loop, struct epoll_event *evs, int n)
 		ulnet__node_timers_run(node, now);
 	ulnet__completions_run(loop, ULNET_COMPLETION_BUDGET);
 	run_kicked(loop);
-	if (loop->idx == 0)
+	if (loop->idx == 0 && handlers)
 		run_callbacks(loop);
 }
 
@@ -638,7 +638,6 @@ int ulnet__lead_wait(struct ulnet_loop *loop, ulnet_eq *eq, uint64_t end, struct
 	       !atomic_load_explicit(&node->stopping, memory_order_relaxed)) {
 		struct ulnet_io *hot = loop->io.spin_hot;
 		int n = -1, looked = -1;
-		uint64_t now;
 
 		/* as the loop's spin does (sock_spin): the socket input last came to is read with one
 		 * call, and epoll_wait, every 4th time, watches the others */
@@ -650,16 +649,7 @@ int ulnet__lead_wait(struct ulnet_loop *loop, ulnet_eq *eq, uint64_t end, struct
 			n = epoll_wait(loop->io.epfd, evs, LOOP_MAX_EVENTS, 0);
 		if (loop->io.hooks)
 			hooks_run(loop, false);
-		/* the loop's turn without its handlers (loop 0's run on its thread, after the lead) */
-		dispatch(loop, evs, n);
-		run_kicked(loop);
-		mbox_run(loop);
-		now = ulnet__node_now(node);
-		ulnet__timers_run(node, &loop->timers, now);
-		if (loop->idx == 0)
-			ulnet__node_timers_run(node, now);
-		ulnet__completions_run(loop, ULNET_COMPLETION_BUDGET);
-		run_kicked(loop);
+		loop_turn(loop, evs, n, false); /* loop 0's handlers run on its thread, after the lead */
 		if (looked == 0 || (looked < 0 && n <= 0 && !loop->io.kicked))
 			sched_yield(); /* as a spinning loop does: the peer may share our core */
 	}
@@ -732,7 +722,7 @@ static void *loop_main(void *arg)
 			busy_until = ulnet__now_ns() + node->busy_poll_ns;
 turn:
 		loop->io.turns++;
-		loop_turn(loop, evs, n);
+		loop_turn(loop, evs, n, true);
 		if (n >= 0)
 			skips = 0;
 		/* user space only: what the hooked sources hold runs in the next turn without epoll_wait
