@@ -96,7 +96,7 @@ struct ulnet_lnd_md {
  * with a new MD per transfer, as selftest and Lustre do). ulnet__mem_slot(ni, iov, niov, nob, &m):
  * the allocation holding the first @nob bytes of @iov, and its registration slot (*m.lnd_reg NULL
  * until filled); -ENOENT (not one live allocation of this node: register per MD or per message),
- * -EBUSY (another NI's registration fills the slot). Under the node lock. The core calls
+ * -EBUSY (another NI's registration fills the slot). As the NI's loop's owner. The core calls
  * lnd_mem_freed(ni, reg) exactly once for a filled slot: in ulnet_mem_free before the memory goes,
  * or just before the NI's lnd_shutdown. A transfer still using the memory then is the user's bug;
  * the LND may keep the registration until that transfer is done. */
@@ -280,7 +280,7 @@ struct ulnet_io {
 	unsigned loop;              /* core: the loop that runs the callback (the one that started it) */
 	uint64_t stop_turn;         /* core: its loop's turn when it was last stopped */
 	/* Optional loop hook (set both or neither, before ulnet__io_start), for a source that can be
-	 * looked at in user space (a provider's completion queue and shared-memory rings). Lock held.
+	 * looked at in user space (a provider's completion queue and shared-memory rings). As the owner.
 	 * poll: does the source have work for the callback? Called by a busy-polling loop at every turn
 	 * and on every spin (never by a loop that does not busy poll); never a system call; true: the
 	 * callback runs with ULNET_IO_POLLED in the next turn. arm: the loop is about to sleep in epoll_wait: make the fd readable for anything that
@@ -291,8 +291,8 @@ struct ulnet_io {
 	struct ulnet_io *hook_next; /* core: its loop's hooked watchers */
 	/* Optional spin hook, for a socket: a busy-polling loop's spins call it on the watcher input last
 	 * came to (epoll_wait, every 4th spin, watches the others) instead of epoll_wait, so that one
-	 * system call finds input and reads it. Lock held; it may drop it around one non-blocking socket
-	 * call (ulnet__io_unlock). > 0: input came, the callback runs with ULNET_IO_POLLED in the next
+	 * system call finds input and reads it, as the loop's owner (a lead's too), with one non-blocking
+	 * socket call. > 0: input came, the callback runs with ULNET_IO_POLLED in the next
 	 * turn; 0: it looked, nothing came; < 0: it cannot look now (mid-message): that spin calls
 	 * epoll_wait. */
 	int (*spin)(struct ulnet_io *io);
@@ -302,11 +302,11 @@ struct ulnet_io {
 int ulnet__io_start(struct ulnet_node *node, struct ulnet_io *io, uint32_t events);
 void ulnet__io_stop(struct ulnet_node *node, struct ulnet_io *io);
 /* The LND holds input it read ahead of the socket (epoll will not report it): call @io's callback
- * with EPOLLIN in the loop's next turn, which does not sleep meanwhile. Lock held. */
+ * with EPOLLIN in the loop's next turn, which does not sleep meanwhile. As the owner. */
 void ulnet__io_kick(struct ulnet_node *node, struct ulnet_io *io);
 /* The same with @events (EPOLLOUT: the LND queued output that the callback writes). An LND queues
  * output from anywhere but writes it only from its io callback, so no socket call runs inside a core
- * call (see ulnet__io_unlock). Lock held. */
+ * call. As the owner. */
 void ulnet__io_kick_events(struct ulnet_node *node, struct ulnet_io *io, uint32_t events);
 /* After ulnet__io_stop on an API thread that entered @io's loop, the loop's thread may still hold an
  * event for @io that it fetched before the stop: free the memory of a stopped watcher only once this
