@@ -172,6 +172,11 @@ struct ulnet_peer_info {
 	uint64_t send_count, recv_count;
 	bool ping_known;                /* a ping reply from the peer was decoded; then: */
 	uint32_t ping_features;         /* what it announced (ULNET_PING_FEAT_*, e.g. MULTI_RAIL) */
+	/* Forwarding (routing enabled): router buffers the peer may still fill (LNet's "rtr credits",
+	 * peer_buffer_credits, negative while its messages wait) and the lowest seen; what was
+	 * forwarded from it, and dropped (ulnet_fwd_drop reasons, summed). */
+	int rtr_credits, min_rtr_credits;
+	uint64_t fwd_msgs, fwd_bytes, fwd_drops;
 };
 ULNET_EXPORT int ulnet_peer_info_get(ulnet_node *node, unsigned idx, struct ulnet_peer_info *out);
 

@@ -6,6 +6,7 @@
 #include "md.h"
 #include "event.h"
 #include "node.h"
+#include "route.h"
 #include "rdma.h"
 #include "tunable.h"
 #include "writer.h"
