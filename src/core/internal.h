@@ -97,6 +97,8 @@ struct ulnet_peer {
 	uint64_t send_count, recv_count;
 	bool down;                   /* the LND said so (ulnet__peer_down); up again once it sends us
 				      * anything (peer show's state) */
+	int min_buf_credits;         /* forwarding: the lowest buf_credits seen */
+	uint64_t fwd_msgs, fwd_bytes, fwd_drops; /* forwarded from this peer, dropped */
 	bool ping_known;             /* a ping reply from this NID was decoded: */
 	uint32_t ping_features;      /* its pi_features */
 	/* Life cycle (peer.c): messages naming this peer; at 0 it waits on node->idle_peers (oldest
@@ -106,6 +108,42 @@ struct ulnet_peer {
 	struct ulnet_list idle_link;
 	int buf_credits;             /* forwarding: router buffers this peer may still hold */
 };
+
+/* A route (route.c). Its fields but the atomics are set at ulnet_route_add and never change; the
+ * checker and the senders update the atomics with no lock. */
+enum ulnet_route_down {
+	ULNET_ROUTE_OK, ULNET_ROUTE_NO_ANSWER, ULNET_ROUTE_GW_NOT_ROUTING, ULNET_ROUTE_GW_NET_DOWN,
+	ULNET_ROUTE_GW_DOWN,
+};
+struct ulnet_route {
+	uint32_t net;                /* the remote net */
+	struct ulnet_nid gw;
+	struct ulnet_ni *ni;         /* the local NI on the gateway's net */
+	int hops;
+	uint32_t priority, health_sensitivity;
+	_Atomic uint8_t down;        /* enum ulnet_route_down: ULNET_ROUTE_OK while up */
+	atomic_bool multi_hop;       /* the gateway's last ping reply had no NI on the net */
+	_Atomic uint64_t checked_ns; /* node clock of the gateway's last answer; 0: none yet */
+	_Atomic uint64_t seq;        /* route_seq when last used (round robin: least recent first) */
+	_Atomic uint64_t send_count, send_length;
+};
+/* route_rank.c: pure policy, no I/O. What ranks a route against another for one message. */
+struct ulnet_route_rank {
+	bool up;
+	uint32_t priority;
+	int hops;                    /* ULNET_ROUTE_HOPS_UNDEF ranks as 1 */
+	int credits;                 /* the gateway peer's send credits; INT_MIN: not known here */
+	uint64_t seq;
+};
+/* True when @a is a better choice than @b: up, then lower priority, then fewer hops, then more
+ * credits (when both are known), then the least recently used. */
+bool ulnet__route_better(const struct ulnet_route_rank *a, const struct ulnet_route_rank *b);
+/* What a gateway's ping reply says of a route to @net through it: ULNET_ROUTE_OK, or why it is
+ * down. @features the reply's pi_features; @nids/@status its NIs (n of them); @sensitivity the %
+ * of its NIs on @net that must be up. *@multi_hop: it has no NI on @net (the route is judged by the
+ * gateway's answer alone). */
+enum ulnet_route_down ulnet__route_judge(uint32_t net, uint32_t features, const struct ulnet_nid *nids,
+					 const uint32_t *status, unsigned n, uint32_t sensitivity, bool *multi_hop);
 
 struct ulnet_ni {
 	struct ulnet_list link;
@@ -124,8 +162,23 @@ struct ulnet_ni {
 	uint32_t status;
 	bool started;
 	uint64_t send_count, recv_count, drop_count;
+	struct ulnet_fwd_counters fwd_in, fwd_out; /* forwarding, under the node lock */
 	long *lnd_tun;               /* values of ops->lnd_tunables, owned */
 	void *priv;
+};
+
+/* router_buffers.c: router buffers by size class, in bytes whatever the page size. Node lock. */
+enum { ULNET_RTR_TINY, ULNET_RTR_SMALL, ULNET_RTR_LARGE, ULNET_RTR_POOLS };
+struct ulnet_rtr_pool {
+	uint32_t size;
+	uint32_t allocated, in_use, max_in_use;
+	uint64_t waits;
+	void *free;                  /* buffers kept for reuse, linked through their first word */
+	uint32_t nfree;
+};
+struct ulnet_rtr_pools {
+	struct ulnet_rtr_pool pool[ULNET_RTR_POOLS];
+	uint64_t memory, memory_max_seen; /* bytes allocated now / at most */
 };
 
 struct ulnet_msg {
@@ -148,6 +201,7 @@ struct ulnet_msg {
 	bool rdma_reply;             /* REPLY handed to lnd_recv by ulnet__parse_rdma */
 	bool node_desc;              /* from the node's descriptor cache (made by a thread owning no loop) */
 	uint8_t fwd;                 /* forward.c: 0, or the stage of a message being forwarded */
+	uint8_t rtr_pool;            /* forward.c: the pool of its router buffer */
 	struct ulnet_peer *fwd_from; /* forward.c: the peer charged for the router buffer */
 	struct ulnet_event ev;       /* prepared at match/send time, delivered at finalize */
 	unsigned iov_cap;            /* entries of iov_store (the descriptor's size class) */
@@ -340,9 +394,17 @@ struct ulnet_node {
 	size_t cap_spare;
 	struct ulnet_desc_cache descs; /* for threads that own no loop, under the node lock */
 	/* forwarding (forward.c), under the node lock */
-	atomic_bool forwarding;
-	unsigned fwd_bufs_free;
+	atomic_bool forwarding;      /* routing enabled (read with no lock by parse) */
+	struct ulnet_rtr_pools rtr;  /* router buffers (router_buffers.c) */
 	struct ulnet_list fwd_waitq; /* received messages waiting for a buffer or a peer buffer credit */
+	uint32_t fwd_waiting;        /* ... how many */
+	struct ulnet_fwd_counters fwd; /* every NI's (ulnet_routing_info_get) */
+	/* routes (route.c): changed under every loop's owner lock and the node lock, as the NI list */
+	struct ulnet_route **routes;
+	unsigned n_routes;
+	_Atomic uint64_t route_seq;  /* round robin among equal routes */
+	struct ulnet_routing_conf routing; /* settings, under the node lock */
+	struct ulnet_rtr_checker *checker; /* router_checker.c: NULL until a route exists */
 	struct ulnet_mem_ranges mem_ranges; /* live ulnet_mem_alloc allocations made for this node (mem.c) */
 };
 
@@ -597,6 +659,33 @@ void ulnet__md_lnd_release_ni(struct ulnet_node *node, struct ulnet_ni *ni);
  * closing: its allocations become plain memory (called without the node lock). */
 void ulnet__mem_lnd_release_ni(struct ulnet_node *node, struct ulnet_ni *ni);
 void ulnet__mem_node_closed(struct ulnet_node *node);
+
+/* route.c */
+/* The NI that reaches @dest: its own for a local NID (*@local), the NI on its net, or the NI of the
+ * best route that is up (*@route, else NULL); @hop (may be NULL) the NID to send to. The caller owns
+ * a loop or holds the node lock. NULL: nothing reaches it. */
+struct ulnet_ni *ulnet__next_hop(struct ulnet_node *node, const struct ulnet_nid *dest, bool *local,
+				 struct ulnet_route **route, struct ulnet_nid *hop);
+/* @msg goes out through @route now: it is the most recently used. */
+void ulnet__route_used(struct ulnet_node *node, struct ulnet_route *route, uint32_t bytes);
+void ulnet__routes_free(struct ulnet_node *node);
+/* router_checker.c: start the checker (a route exists); stop it before the node closes. */
+int ulnet__checker_start(struct ulnet_node *node);
+void ulnet__checker_stop(struct ulnet_node *node);
+/* Wake the checker: its settings or the routes changed. */
+void ulnet__checker_kick(struct ulnet_node *node);
+/* router_buffers.c, node lock held */
+void ulnet__rtr_init(struct ulnet_node *node);
+/* The pool for a payload of @len bytes. */
+unsigned ulnet__rtr_class(uint32_t len);
+/* A buffer of pool @cls may be taken now (under its count and the memory cap). */
+bool ulnet__rtr_available(struct ulnet_node *node, unsigned cls);
+/* Take one: a kept buffer, or reserve room for a new one (*@fresh: allocate it, node lock released,
+ * with ulnet__rtr_alloc; on failure give the reservation back with ulnet__rtr_put(NULL)). */
+void *ulnet__rtr_take(struct ulnet_node *node, unsigned cls, bool *fresh);
+void *ulnet__rtr_alloc(unsigned cls);
+void ulnet__rtr_put(struct ulnet_node *node, unsigned cls, void *buf);
+void ulnet__rtr_free_all(struct ulnet_node *node);
 
 /* forward.c */
 /* @hdr is for another node and forwarding is on: receive it into a router buffer (now or later). */

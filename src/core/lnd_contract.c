@@ -37,8 +37,9 @@ struct ulnet_msg *ulnet__create_reply_msg(struct ulnet_ni *ni, struct ulnet_msg 
 	ev->type = ULNET_EVENT_REPLY;
 	ev->target.nid = ni->nid;
 	ev->target.pid = ni->node->pid;
-	ev->initiator = get->v.target;
-	ev->sender = get->v.target.nid;
+	ev->initiator.nid = get->v.hdr.dest_nid;
+	ev->initiator.pid = get->v.hdr.dest_pid;
+	ev->sender = get->v.target.nid; /* the last hop */
 	ev->msg_type = ULNET_MSG_REPLY;
 	ev->pt_index = get->v.hdr.msg.get.ptl_index;
 	ev->match_bits = get->v.hdr.msg.get.match_bits;

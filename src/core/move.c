@@ -15,17 +15,33 @@ static struct ulnet_ni *ni_reaching(struct ulnet_node *node, const struct ulnet_
 	struct ulnet_ni *ni = ulnet__ni_for_dest(node, nid, local);
 	char s[ULNET_NID_STRLEN];
 
-	if (!ni)
-		ULNET_LOG(CORE, ERR, "no NI reaches %s (no local NI on its net and routing is not configured)",
-			  ulnet_nid_format(nid, s, sizeof(s)));
+	if (!ni) {
+		char net[32];
+
+		ULNET_LOG(CORE, ERR, "no NI reaches %s (no local NI on %s and no route to it is up: route show -v)",
+			  ulnet_nid_format(nid, s, sizeof(s)), ulnet_net_format(ulnet_nid_net(nid), net, sizeof(net)));
+	}
 	return ni;
 }
 
 /* Send @msg on @ni, whose loop the caller owns. */
 static int send_here(struct ulnet_loop *loop, struct ulnet_msg *msg, struct ulnet_ni *ni, bool local)
 {
-	const struct ulnet_process_id *target = &msg->v.target;
+	struct ulnet_process_id *target = &msg->v.target;
+	struct ulnet_route *route = NULL;
+	struct ulnet_nid hop = target->nid;
 
+	if (!local) { /* which gateway, if routed: the choice is this loop's (its peers' credits) */
+		bool lo;
+		struct ulnet_ni *via = ulnet__next_hop(loop->node, &target->nid, &lo, &route, &hop);
+
+		if (via != ni) { /* the routes changed since the NI was chosen */
+			route = NULL;
+			hop = target->nid;
+			if (ulnet_nid_net(&hop) != ni->net)
+				return -EHOSTUNREACH;
+		}
+	}
 	msg->loop = loop;
 	msg->ni = ni;
 	msg->is_tx = true;
@@ -34,10 +50,15 @@ static int send_here(struct ulnet_loop *loop, struct ulnet_msg *msg, struct ulne
 	msg->v.hdr.src_nid = local ? target->nid : ni->nid;
 	msg->v.hdr.src_pid = loop->node->pid;
 	if (!local) {
-		msg->peer = ulnet__peer_find(ni, &target->nid, true);
+		msg->peer = ulnet__peer_find(ni, &hop, true);
 		if (!msg->peer)
 			return -ENOBUFS; /* out of memory, or the peer table is full of busy peers (logged) */
 		ulnet__peer_get(msg->peer);
+		if (route) { /* the LND sends to the gateway; the header names the destination */
+			ulnet__route_used(loop->node, route, msg->v.hdr.payload_length);
+			target->nid = hop;
+			target->pid = ULNET_PID_LUSTRE;
+		}
 	}
 	ulnet__post_send(msg);
 	return 0;
@@ -518,13 +539,21 @@ static int parse(struct ulnet_ni *ni, const struct ulnet_hdr *hdr, const struct 
 			  ulnet_nid_format(from, src, sizeof(src)));
 		return -EPROTO;
 	}
-	if (!for_me && node->forwarding && ni != node->lo_ni && !rdma_req)
-		return ulnet__forward_parse(ni, hdr, from, rx_priv);
 	if (!for_me) {
-		ULNET_LOG(CORE, ERR, "%s: message from %s for %s arrived on NI %s (routing is not enabled)",
-			  ni->ops->lnd_name, ulnet_nid_format(&hdr->src_nid, src, sizeof(src)),
+		/* as lnet_parse: what should have gone straight to its destination (same net, or another
+		 * NI of ours) and a rendezvous GET (its sink is not ours to expose) are protocol errors;
+		 * anything else is the router's (forward.c: forwarded, or dropped while routing is off) */
+		const char *why = ni == node->lo_ni ? "on lo"
+				  : ulnet_nid_net(&hdr->dest_nid) == ni->net ? "for another node on the same net"
+				  : ulnet__nid_is_local(node, &hdr->dest_nid) ? "for another NI of this node"
+				  : rdma_req ? "a rendezvous GET to forward" : NULL;
+
+		if (!why)
+			return ulnet__forward_parse(ni, hdr, from, rx_priv);
+		ULNET_LOG(CORE, ERR, "%s: message from %s for %s arrived on NI %s (%s); closing", ni->ops->lnd_name,
+			  ulnet_nid_format(&hdr->src_nid, src, sizeof(src)),
 			  ulnet_nid_format(&hdr->dest_nid, dst, sizeof(dst)),
-			  ulnet_nid_format(&ni->nid, mine, sizeof(mine)));
+			  ulnet_nid_format(&ni->nid, mine, sizeof(mine)), why);
 		return -EPROTO;
 	}
 	if ((hdr->type == ULNET_MSG_PUT || hdr->type == ULNET_MSG_REPLY) && hdr->payload_length > ULNET_MTU) {

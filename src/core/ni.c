@@ -35,19 +35,9 @@ bool ulnet__nid_is_local(struct ulnet_node *node, const struct ulnet_nid *nid)
 
 struct ulnet_ni *ulnet__ni_for_dest(struct ulnet_node *node, const struct ulnet_nid *dest, bool *local)
 {
-	uint32_t net = ulnet_nid_net(dest);
-	struct ulnet_list *p;
+	struct ulnet_route *route;
 
-	*local = ulnet__nid_is_local(node, dest);
-	if (*local)
-		return node->lo_ni;
-	for (p = node->nis.next; p != &node->nis; p = p->next) {
-		struct ulnet_ni *ni = ulnet_container_of(p, struct ulnet_ni, link);
-
-		if (ni != node->lo_ni && ni->net == net && ni->started)
-			return ni;
-	}
-	return NULL;
+	return ulnet__next_hop(node, dest, local, &route, NULL);
 }
 
 void ulnet_node_primary_nid_locked(struct ulnet_node *node, struct ulnet_nid *out)

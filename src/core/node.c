@@ -100,6 +100,8 @@ int ulnet_node_open(const struct ulnet_node_opts *opts, ulnet_node **out)
 		ulnet_list_init(&node->portals[i]);
 	ulnet__match_init(node);
 	ulnet_list_init(&node->nis);
+	ulnet_list_init(&node->fwd_waitq);
+	ulnet__rtr_init(node);
 	node->timers_next = UINT64_MAX;
 	node->max_peers = opts && opts->max_peers ? opts->max_peers : ULNET_MAX_PEERS_DEFAULT;
 	rc = ulnet__loop_init(node);
@@ -142,6 +144,7 @@ void ulnet_node_close(ulnet_node *node)
 {
 	if (!node)
 		return;
+	ulnet__checker_stop(node); /* it sends as the application does: first */
 	if (node->n_started)
 		ulnet__loop_stop(node);
 	/* the threads are gone: this thread owns every loop (the owner of each NI's in turn below) */
@@ -180,6 +183,7 @@ void ulnet_node_close(ulnet_node *node)
 	}
 	ulnet__cur_loop = NULL;
 	ulnet__forward_free(node);
+	ulnet__routes_free(node);
 	while (!ulnet_list_empty(&node->nis)) {
 		struct ulnet_ni *ni = ulnet_container_of(node->nis.prev, struct ulnet_ni, link);
 

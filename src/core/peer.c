@@ -85,6 +85,7 @@ struct ulnet_peer *ulnet__peer_find(struct ulnet_ni *ni, const struct ulnet_nid 
 	lp->ni = ni;
 	lp->max_tx_credits = lp->tx_credits = lp->min_tx_credits = ni->peer_credits;
 	lp->buf_credits = ni->peer_buffer_credits ? ni->peer_buffer_credits : ni->peer_credits;
+	lp->min_buf_credits = lp->buf_credits;
 	ulnet_list_init(&lp->txq);
 	ulnet_list_add_tail(&lp->hash_link, h);
 	/* idle until a message names it (the caller's, at once) */

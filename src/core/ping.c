@@ -30,7 +30,10 @@ int ulnet__ping_service_refresh(struct ulnet_node *node)
 		free(buf);
 		return -ENOMEM;
 	}
-	pi->features = ULNET_PING_FEAT_BASE | ULNET_PING_FEAT_NI_STATUS | ULNET_PING_FEAT_RTE_DISABLED;
+	/* a node that routes says so, with each NI's status: a kernel node routes through a gateway
+	 * only while its reply has no RTE_DISABLED and its NIs on the remote net are up */
+	pi->features = ULNET_PING_FEAT_BASE | ULNET_PING_FEAT_NI_STATUS |
+		       (node->routing.enable ? 0 : ULNET_PING_FEAT_RTE_DISABLED);
 	pi->pid = node->pid;
 	for (p = node->nis.next; p != &node->nis && pi->n_ni < ULNET_PING_INFO_MAX_NIDS; p = p->next) {
 		struct ulnet_ni *ni = ulnet_container_of(p, struct ulnet_ni, link);

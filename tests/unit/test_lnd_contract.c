@@ -40,6 +40,33 @@ static void fx_open(struct fixture *f, const struct ulnet_kv *tun, size_t ntun)
 	assert_non_null(f->ni);
 }
 
+/* A router: one loop, NIs 1@gni (f->ni, where messages come in) and 1@gni1 (where they go on). */
+static void fx_open_router(struct fixture *f, const struct ulnet_kv *tun, size_t ntun)
+{
+	struct ulnet_node_opts opts = { .loops = 1 };
+	struct ulnet_ni_conf in = { .net = "gni", .nid = "1@gni", .tunables = tun, .n_tunables = ntun };
+	struct ulnet_ni_conf out = { .net = "gni1", .nid = "1@gni1" };
+
+	memset(&tst, 0, sizeof(tst));
+	tst_register();
+	assert_int_equal(ulnet_node_open(&opts, &f->node), 0);
+	assert_int_equal(ulnet_eq_create(&f->eq), 0);
+	assert_int_equal(ulnet_ni_add(f->node, &in), 0);
+	f->ni = tst.ni;
+	assert_int_equal(ulnet_ni_add(f->node, &out), 0);
+}
+
+/* Node @n on gni1, the net behind the router. */
+static struct ulnet_nid far_nid(unsigned n)
+{
+	struct ulnet_nid nid;
+	char s[32];
+
+	snprintf(s, sizeof(s), "%u@gni1", n);
+	assert_int_equal(ulnet_nid_parse(s, &nid, NULL), 0);
+	return nid;
+}
+
 static void fx_close(struct fixture *f)
 {
 	struct ulnet_event ev;
@@ -262,7 +289,7 @@ static void test_forward_delayed(void **state)
 	struct ulnet_stats st;
 
 	(void)state;
-	fx_open(&f, tun, 1);
+	fx_open_router(&f, tun, 1);
 	lock(&f);
 	ulnet__node_set_forwarding(f.node, true, 2);
 	for (unsigned i = 0; i < 4; i++) {
@@ -270,6 +297,7 @@ static void test_forward_delayed(void **state)
 
 		fill(payload[i], sizeof(payload[i]), i);
 		h[i] = tst_hdr(ULNET_MSG_PUT, from[i], 3, sizeof(payload[i]));
+		h[i].dest_nid = far_nid(3);
 		h[i].msg.put.match_bits = i;
 		tst.rx_held++;
 		assert_int_equal(ulnet__parse(f.ni, &h[i], &src, (void *)(uintptr_t)(0x100 * (i + 1))), 0);
@@ -296,7 +324,7 @@ static void test_forward_delayed(void **state)
 	{
 		const struct ulnet_msg_lnd_view *v = ulnet__msg_view(tst.sent[0]);
 		uint8_t got[3000];
-		struct ulnet_nid two = tst_nid(2), three = tst_nid(3);
+		struct ulnet_nid two = tst_nid(2), three = far_nid(3);
 
 		assert_true(ulnet_nid_equal(&v->hdr.src_nid, &two));
 		assert_true(ulnet_nid_equal(&v->hdr.dest_nid, &three));
@@ -333,9 +361,26 @@ static void test_forward_delayed(void **state)
 	assert_int_equal(st.route_count, 3);
 	assert_int_equal(st.route_length, 9000);
 	assert_int_equal(st.msgs_alloc, 0);
-	lock(&f);
-	assert_int_equal(f.node->fwd_bufs_free, 2);
-	unlock(&f);
+	{
+		struct ulnet_routing_info ri;
+		struct ulnet_fwd_counters in, out;
+
+		ulnet_routing_info_get(f.node, &ri);
+		assert_int_equal(ri.pool[1].in_use, 0); /* 3000 bytes: small buffers */
+		assert_int_equal(ri.pool[1].allocated, 2);
+		assert_int_equal(ri.pool[1].max_in_use, 2);
+		assert_int_equal(ri.pool[1].size, 4096);
+		assert_int_equal(ri.memory, 2 * 4096);
+		assert_int_equal(ri.fwd.msgs, 3);
+		assert_int_equal(ri.fwd.bytes, 9000);
+		assert_int_equal(ri.fwd.drops[ULNET_FWD_DROP_SEND_FAILED], 1); /* m3's failed receive */
+		assert_int_equal(ulnet_routing_ni_get(f.node, 1, &in, &out), 0);
+		assert_int_equal(in.msgs, 3);
+		assert_int_equal(out.msgs, 0);
+		assert_int_equal(ulnet_routing_ni_get(f.node, 2, &in, &out), 0);
+		assert_int_equal(out.msgs, 3);
+		assert_int_equal(out.bytes, 9000);
+	}
 	no_event(&f); /* forwarding shows the application nothing */
 	fx_close(&f);
 }
@@ -350,12 +395,13 @@ static void test_forward_delayed_not_eager(void **state)
 	struct ulnet_stats st;
 
 	(void)state;
-	fx_open(&f, NULL, 0);
+	fx_open_router(&f, NULL, 0);
 	tst.eager_refuse = true;
 	lock(&f);
 	ulnet__node_set_forwarding(f.node, true, 1);
 	for (unsigned i = 0; i < 2; i++) {
 		h[i] = tst_hdr(ULNET_MSG_PUT, 2, 3, 10);
+		h[i].dest_nid = far_nid(3);
 		tst.rx_held++;
 		assert_int_equal(ulnet__parse(f.ni, &h[i], &src, (void *)(uintptr_t)(0x10 * (i + 1))), 0);
 	}
@@ -379,16 +425,22 @@ static void test_forward_delayed_not_eager(void **state)
 	fx_close(&f);
 }
 
-/* Forwarding a message no NI reaches drops it (not delayed); with forwarding off it is an error. */
-static void test_forward_no_route(void **state)
+/* What a router drops and what it refuses, as lnet_parse: a message no NI or route reaches, or any
+ * message while routing is off, is dropped and counted; one for another node on the net it came in
+ * on (it should have gone there directly), for another NI of ours, or a rendezvous GET, is a
+ * protocol error; so is a payload above LNET_MTU. A message whose next hop is where it came from is
+ * dropped as a loop. */
+static void test_forward_refused(void **state)
 {
 	struct fixture f;
 	struct ulnet_hdr h = tst_hdr(ULNET_MSG_PUT, 2, 3, 10);
 	struct ulnet_nid src = tst_nid(2);
+	struct ulnet_routing_info ri;
+	struct ulnet_route_conf rc = { .net = "gni2", .gateway = "2@gni", .hops = -1 };
 	struct ulnet_stats st;
 
 	(void)state;
-	fx_open(&f, NULL, 0);
+	fx_open_router(&f, NULL, 0);
 	assert_int_equal(ulnet_nid_parse("1.2.3.4@tcp9", &h.dest_nid, NULL), 0);
 	lock(&f);
 	ulnet__node_set_forwarding(f.node, true, 1);
@@ -398,12 +450,47 @@ static void test_forward_no_route(void **state)
 	assert_null(tst.recvs[0].msg);
 	ulnet_stats_get(f.node, &st);
 	assert_int_equal(st.drop_count, 1);
-	/* forwarding off: the same message is a protocol error, as before */
+
+	/* through a route whose gateway is the sender: a loop (no checker: it would ping the gateway) */
+	ulnet_routing_info_get(f.node, &ri);
+	ri.conf.check_interval = 0;
+	assert_int_equal(ulnet_routing_set(f.node, &ri.conf), 0);
+	assert_int_equal(ulnet_route_add(f.node, &rc), 0);
+	assert_int_equal(ulnet_nid_parse("7@gni2", &h.dest_nid, NULL), 0);
 	lock(&f);
-	ulnet__node_set_forwarding(f.node, false, 0);
+	assert_int_equal(ulnet__parse(f.ni, &h, &src, (void *)0x2), 0);
+	unlock(&f);
+	assert_int_equal(tst.nrecv, 2);
+	assert_null(tst.recvs[1].msg);
+
+	/* same net as it came in on, another NI of ours, too big, a rendezvous GET */
+	lock(&f);
 	h = tst_hdr(ULNET_MSG_PUT, 2, 3, 10);
 	assert_int_equal(ulnet__parse(f.ni, &h, &src, (void *)0x1), -EPROTO);
+	h.dest_nid = far_nid(1);
+	assert_int_equal(ulnet__parse(f.ni, &h, &src, (void *)0x1), -EPROTO);
+	h = tst_hdr(ULNET_MSG_PUT, 2, 3, ULNET_MTU + 1);
+	h.dest_nid = far_nid(3);
+	assert_int_equal(ulnet__parse(f.ni, &h, &src, (void *)0x1), -EPROTO);
+	h = tst_hdr(ULNET_MSG_GET, 2, 3, 0);
+	h.dest_nid = far_nid(3);
+	assert_int_equal(ulnet__parse_rdma(f.ni, &h, &src, (void *)0x1), -EPROTO);
+
+	/* routing off: dropped and counted, the connection stays */
+	ulnet__node_set_forwarding(f.node, false, 0);
+	h = tst_hdr(ULNET_MSG_PUT, 2, 3, 10);
+	h.dest_nid = far_nid(3);
+	assert_int_equal(ulnet__parse(f.ni, &h, &src, (void *)0x3), 0);
 	unlock(&f);
+	assert_int_equal(tst.nrecv, 3);
+	assert_null(tst.recvs[2].msg);
+	ulnet_routing_info_get(f.node, &ri);
+	assert_int_equal(ri.fwd.drops[ULNET_FWD_DROP_NO_ROUTE], 1);
+	assert_int_equal(ri.fwd.drops[ULNET_FWD_DROP_LOOP], 1);
+	assert_int_equal(ri.fwd.drops[ULNET_FWD_DROP_TOO_BIG], 1);
+	assert_int_equal(ri.fwd.drops[ULNET_FWD_DROP_DISABLED], 1);
+	assert_int_equal(ri.fwd.msgs, 0);
+	assert_int_equal(ri.memory, 0);
 	fx_close(&f);
 }
 
@@ -600,7 +687,7 @@ int main(void)
 		cmocka_unit_test(test_oob_reply),
 		cmocka_unit_test(test_forward_delayed),
 		cmocka_unit_test(test_forward_delayed_not_eager),
-		cmocka_unit_test(test_forward_no_route),
+		cmocka_unit_test(test_forward_refused),
 		cmocka_unit_test(test_md_unlink_during_registration),
 		cmocka_unit_test(test_peer_down),
 		cmocka_unit_test(test_query_peer),

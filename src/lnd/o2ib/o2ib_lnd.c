@@ -422,9 +422,12 @@ static int o2iblnd_send(struct ulnet_ni *ni, void *rx_priv, struct ulnet_msg *ms
 	peer = o2ib_peer_find(net, &v->target.nid, true);
 	if (!peer)
 		return -ENOMEM;
-	/* o2iblnd's rule: RDMA when the payload, or a GET's sink, does not fit an IMMEDIATE */
+	/* o2iblnd's rule: RDMA when the payload, or a GET's sink, does not fit an IMMEDIATE; but a
+	 * GET through a gateway goes IMMEDIATE (a router cannot expose our sink: its REPLY comes back as
+	 * a message of its own) */
 	if (nob > O2IB_IMMEDIATE_MAX_PAYLOAD ||
-	    (v->hdr.type == ULNET_MSG_GET && v->rdma_len > O2IB_IMMEDIATE_MAX_PAYLOAD))
+	    (v->hdr.type == ULNET_MSG_GET && v->rdma_len > O2IB_IMMEDIATE_MAX_PAYLOAD &&
+	     ulnet__nid_equal(&v->hdr.dest_nid, &v->target.nid)))
 		return o2ib_send_rdma(net, peer, msg);
 	return send_immediate(peer, msg);
 }
