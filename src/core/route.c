@@ -130,8 +130,10 @@ static int route_check(struct ulnet_node *node, const struct ulnet_route_conf *c
 	}
 	*ni = ni_on_net(node, ulnet_nid_net(gw));
 	if (!*ni) {
-		ULNET_LOG(CORE, ERR, "route to %s via %s: the gateway is not on a local net (nets here: add an NI on %s first)",
-			  c->net, ulnet_nid_format(gw, s, sizeof(s)), ulnet_net_format(ulnet_nid_net(gw), s, sizeof(s)));
+		char gnet[32];
+
+		ULNET_LOG(CORE, ERR, "route to %s via %s: the gateway is not on a local net (add an NI on %s first)",
+			  c->net, ulnet_nid_format(gw, s, sizeof(s)), ulnet_net_format(ulnet_nid_net(gw), gnet, sizeof(gnet)));
 		return -EHOSTUNREACH;
 	}
 	return 0;
