@@ -173,6 +173,7 @@ expect_err 2 "^ulnetctl: route show: unknown option '--frob'$" route show --frob
 expect_err 2 "^ulnetctl: set tiny_buffers: bad value 'lots': not a number$" set tiny_buffers lots
 expect_err 2 "^ulnetctl: set router_sensitivity: 101 out of range \\[0, 100\\]$" set router_sensitivity 101
 expect_err 2 "^ulnetctl: set routing: missing value$" set routing
+expect_err 2 "^ulnetctl: set router_ping_timeout: 86401 out of range \\[1, 86400\\]$" set router_ping_timeout 86401
 expect_err 2 "^ulnetctl: set router_buffer_memory: 4096 out of range " set router_buffer_memory 4096
 expect_err 2 "^ulnetctl: unknown command 'route frob'" route frob
 
