@@ -80,10 +80,6 @@ struct ulnet_config {
 	unsigned routing_line;             /* the first of them, for messages */
 };
 
-/* The longest router checker interval and ping timeout ulnet_routing_set takes, in seconds (the
- * core's limit; route.h has no name for it). */
-#define ULNET_CONFIG_RTR_SECONDS_MAX 86400
-
 /* Largest control socket path (sizeof sun_path - 1). */
 #define ULNET_CONFIG_CONTROL_MAX 107
 

@@ -71,6 +71,7 @@ ULNET_EXPORT int ulnet_route_info_get(ulnet_node *node, unsigned idx, struct uln
 #define ULNET_RTR_CHECK_INTERVAL_DEFAULT 60 /* alive_router_check_interval, s */
 #define ULNET_RTR_PING_TIMEOUT_DEFAULT 50   /* router_ping_timeout, s */
 #define ULNET_RTR_SENSITIVITY_DEFAULT 100   /* router_sensitivity, % */
+#define ULNET_RTR_SECONDS_MAX 86400         /* the interval's and the timeout's limit */
 struct ulnet_routing_conf {
 	bool enable;                  /* forward messages for other nodes */
 	uint32_t tiny, small, large;  /* buffers per pool, at most ULNET_RTR_BUFFERS_MAX */

@@ -778,12 +778,12 @@ static int routing_key(struct cfgp *p, const yaml_node_t *k, const char *ks, con
 			return rc;
 		routing_given(p, ULNET_CONFIG_RT_ENABLE, k);
 	} else if (!strcmp(ks, "alive_router_check_interval")) {
-		if ((rc = get_int(p, v, ks, 0, ULNET_CONFIG_RTR_SECONDS_MAX, &x)))
+		if ((rc = get_int(p, v, ks, 0, ULNET_RTR_SECONDS_MAX, &x)))
 			return rc;
 		r->check_interval = (uint32_t)x;
 		routing_given(p, ULNET_CONFIG_RT_CHECK_INTERVAL, k);
 	} else if (!strcmp(ks, "router_ping_timeout")) {
-		if ((rc = get_int(p, v, ks, 1, ULNET_CONFIG_RTR_SECONDS_MAX, &x)))
+		if ((rc = get_int(p, v, ks, 1, ULNET_RTR_SECONDS_MAX, &x)))
 			return rc;
 		r->ping_timeout = (uint32_t)x;
 		routing_given(p, ULNET_CONFIG_RT_PING_TIMEOUT, k);

@@ -299,8 +299,8 @@ int ulnet_routing_set(ulnet_node *node, const struct ulnet_routing_conf *c)
 	rc = rc ? rc : conf_range("small_buffers", c->small, 0, ULNET_RTR_BUFFERS_MAX);
 	rc = rc ? rc : conf_range("large_buffers", c->large, 0, ULNET_RTR_BUFFERS_MAX);
 	rc = rc ? rc : conf_range("router_buffer_memory", c->memory_max, ULNET_MTU, UINT64_MAX);
-	rc = rc ? rc : conf_range("alive_router_check_interval", c->check_interval, 0, 86400);
-	rc = rc ? rc : conf_range("router_ping_timeout", c->ping_timeout, 1, 86400);
+	rc = rc ? rc : conf_range("alive_router_check_interval", c->check_interval, 0, ULNET_RTR_SECONDS_MAX);
+	rc = rc ? rc : conf_range("router_ping_timeout", c->ping_timeout, 1, ULNET_RTR_SECONDS_MAX);
 	rc = rc ? rc : conf_range("router_sensitivity", c->sensitivity, 0, 100);
 	if (rc)
 		return rc;

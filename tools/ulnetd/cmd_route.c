@@ -272,8 +272,8 @@ static const struct set_spec set_specs[] = {
 	[SET_LARGE] = { "set large_buffers", 0, ULNET_RTR_BUFFERS_MAX },
 	[SET_SENSITIVITY] = { "set router_sensitivity", 0, 100 },
 	[SET_MEMORY] = { "set router_buffer_memory", ULNET_MTU, UINT64_MAX }, /* one large buffer at least */
-	[SET_INTERVAL] = { "set alive_router_check_interval", 0, ULNET_CONFIG_RTR_SECONDS_MAX },
-	[SET_TIMEOUT] = { "set router_ping_timeout", 1, ULNET_CONFIG_RTR_SECONDS_MAX },
+	[SET_INTERVAL] = { "set alive_router_check_interval", 0, ULNET_RTR_SECONDS_MAX },
+	[SET_TIMEOUT] = { "set router_ping_timeout", 1, ULNET_RTR_SECONDS_MAX },
 };
 
 static int set_one(struct ulnetd *d, int argc, char **argv, struct ulnetd_out *out, enum set_key k)
