@@ -9,7 +9,13 @@
  *   selftest: server_rpc_timeout_ms, kernel_stats (struct ulnet_selftest_opts; for ulnet_selftest_start)
  *   net:      list of { net type (required), local NI(s): list of { nid | interfaces, status, tunables,
  *             lnd tunables, CPT, dev cpt } }; `net type: lo` entries are checked and then ignored
- *   global:   lnetctl's global keys (integers), accepted and ignored
+ *   route:    list of { net, gateway (both required), hop, priority, health_sensitivity, state, type }
+ *             (state and type, as `lnetctl route show -v` prints them, are checked and ignored)
+ *   routing:  enable, alive_router_check_interval, router_ping_timeout; or lnetctl's show layout, a
+ *             list of `- cpt[N]: {tiny/small/large: {npages, nbuffers, credits, mincredits}}` (checked,
+ *             ignored) and `- enable: 0|1`
+ *   buffers:  tiny, small, large, memory_max (bytes, a ulnet extension)
+ *   global:   lnetctl's global keys (integers); router_sensitivity applies, the others are ignored
  * Anything else is an error naming the file, the line and the key:
  *   node.yaml:7: unknown key 'peer_credit' in tunables */
 #ifndef ULNET_CONFIG_FILE_H
@@ -17,6 +23,7 @@
 
 #include <stddef.h>
 #include "node.h"
+#include "route.h"
 #include "selftest.h"
 #include "writer.h"
 
@@ -37,6 +44,25 @@ struct ulnet_config_global {
 	unsigned line;
 };
 
+/* One `route:` entry; @conf's strings are owned by the config. */
+struct ulnet_config_route {
+	struct ulnet_route_conf conf;
+	unsigned line;
+};
+
+/* The routing settings the file gives (bits of ulnet_config.routing_set): only those replace the
+ * node's own (ulnet_routing_get, change, ulnet_routing_set). */
+enum {
+	ULNET_CONFIG_RT_ENABLE = 1u << 0,
+	ULNET_CONFIG_RT_TINY = 1u << 1,
+	ULNET_CONFIG_RT_SMALL = 1u << 2,
+	ULNET_CONFIG_RT_LARGE = 1u << 3,
+	ULNET_CONFIG_RT_MEMORY_MAX = 1u << 4,
+	ULNET_CONFIG_RT_CHECK_INTERVAL = 1u << 5,
+	ULNET_CONFIG_RT_PING_TIMEOUT = 1u << 6,
+	ULNET_CONFIG_RT_SENSITIVITY = 1u << 7,
+};
+
 struct ulnet_config {
 	char *file;                    /* the name used in messages */
 	struct ulnet_node_opts opts;   /* 0 fields = core defaults */
@@ -47,7 +73,16 @@ struct ulnet_config {
 	size_t n_nis;
 	struct ulnet_config_global *globals;
 	size_t n_globals;
+	struct ulnet_config_route *routes; /* route: in file order */
+	size_t n_routes;
+	struct ulnet_routing_conf routing; /* routing:, buffers:, global: router_sensitivity ... */
+	unsigned routing_set;              /* ... the fields given (ULNET_CONFIG_RT_*) */
+	unsigned routing_line;             /* the first of them, for messages */
 };
+
+/* The longest router checker interval and ping timeout ulnet_routing_set takes, in seconds (the
+ * core's limit; route.h has no name for it). */
+#define ULNET_CONFIG_RTR_SECONDS_MAX 86400
 
 /* Largest control socket path (sizeof sun_path - 1). */
 #define ULNET_CONFIG_CONTROL_MAX 107
@@ -61,8 +96,10 @@ ULNET_EXPORT int ulnet_config_parse(const char *file, const char *text, size_t l
 ULNET_EXPORT int ulnet_config_load(const char *path, struct ulnet_config **out, char *err, size_t errlen);
 /* Free @cfg and every string it owns. NULL is a no-op. */
 ULNET_EXPORT void ulnet_config_free(struct ulnet_config *cfg);
-/* Open a node with @cfg's options and add its NIs in file order. 0 and *out set; or the error of
- * ulnet_node_open / ulnet_ni_add with one line in @err ("FILE:LINE: cannot add NI NID: reason"). */
+/* Open a node with @cfg's options, add its NIs in file order, apply the routing settings it gives
+ * (when they change anything) and add its routes. 0 and *out set; or the error of ulnet_node_open,
+ * ulnet_ni_add, ulnet_routing_set or ulnet_route_add with one line in @err
+ * ("FILE:LINE: cannot add NI NID: reason", "FILE:LINE: cannot add route NET via NID: reason"). */
 ULNET_EXPORT int ulnet_config_node_open(const struct ulnet_config *cfg, ulnet_node **out, char *err, size_t errlen);
 
 /* Writing a running node back, through the one writer (ulnet/writer.h), in lnetctl's layout. */
@@ -76,8 +113,9 @@ enum ulnet_net_detail {
 ULNET_EXPORT int ulnet_nets_write(ulnet_node *node, const char *only, enum ulnet_net_detail detail,
 				  struct ulnet_writer *w);
 /* The node as a whole configuration file (a document: `node:` with every option the node runs with
- * and, when non-NULL, @control; then `net:`; then, when @selftest is non-NULL, `selftest:`), which
- * ulnet_config_parse reads back into the same options. 0 or -ENOMEM. */
+ * and, when non-NULL, @control; then `net:`; `route:` when there are routes; `routing:`, `buffers:`
+ * and `global: router_sensitivity` with the settings in force; then, when @selftest is non-NULL,
+ * `selftest:`), which ulnet_config_parse reads back into the same options. 0 or -ENOMEM. */
 ULNET_EXPORT int ulnet_config_export(ulnet_node *node, const char *control, const struct ulnet_selftest_opts *selftest,
 				     struct ulnet_writer *w);
 

@@ -267,6 +267,14 @@ static int parse_selftest(struct cfgp *p, const yaml_node_t *n)
 
 /* ---- global: ---- */
 
+/* Remember that the file gives routing field @bit (the first one's line is the one messages name). */
+static void routing_given(struct cfgp *p, unsigned bit, const yaml_node_t *k)
+{
+	if (!p->cfg->routing_set)
+		p->cfg->routing_line = node_line(k);
+	p->cfg->routing_set |= bit;
+}
+
 static const char *const global_keys[] = {
 	"numa_range", "max_intf", "discovery", "drop_asym_route", "retry_count", "transaction_timeout",
 	"health_sensitivity", "recovery_interval", "router_sensitivity", "lnd_timeout",
@@ -292,8 +300,14 @@ static int parse_global(struct cfgp *p, const yaml_node_t *n)
 				known = global_keys[i];
 		if (!known)
 			return fail(p, k, "unknown key '%s' in global", ks);
-		if ((rc = get_int(p, v, ks, INT32_MIN, INT32_MAX, &x)))
+		if (!strcmp(known, "router_sensitivity")) { /* the router checker's (a percentage) */
+			if ((rc = get_int(p, v, ks, 0, 100, &x)))
+				return rc;
+			p->cfg->routing.sensitivity = (uint32_t)x;
+			routing_given(p, ULNET_CONFIG_RT_SENSITIVITY, k);
+		} else if ((rc = get_int(p, v, ks, INT32_MIN, INT32_MAX, &x))) {
 			return rc;
+		}
 		g = realloc(p->cfg->globals, (p->cfg->n_globals + 1) * sizeof(*g));
 		if (!g)
 			return oom(p);
@@ -649,6 +663,242 @@ static int parse_net(struct cfgp *p, const yaml_node_t *n)
 	return 0;
 }
 
+/* ---- route:, routing:, buffers: ---- */
+
+static int parse_route_entry(struct cfgp *p, const yaml_node_t *n)
+{
+	const yaml_node_t *net_node = NULL, *gw_node = NULL;
+	struct ulnet_config_route *r;
+	struct ulnet_route_conf c = { .hops = ULNET_ROUTE_HOPS_UNDEF, .health_sensitivity = 1 };
+	const char *net_s, *gw_s, *why = NULL;
+	struct ulnet_nid gw;
+	uint32_t net;
+	yaml_node_t *k, *v;
+	const char *ks;
+	bool empty;
+	int rc;
+
+	if ((rc = want_map(p, n, "route", &empty)))
+		return rc;
+	if (empty)
+		return fail(p, n, "route entry needs 'net' and 'gateway'");
+	FOREACH_PAIR(p, n, k, ks, v) {
+		long long x;
+		const char *s;
+
+		if (!strcmp(ks, "net")) {
+			net_node = v;
+		} else if (!strcmp(ks, "gateway")) {
+			gw_node = v;
+		} else if (!strcmp(ks, "hop")) {
+			if ((rc = get_int(p, v, ks, -1, ULNET_ROUTE_HOPS_MAX, &x)))
+				return rc;
+			if (x == 0)
+				return fail(p, v, "bad hop 0: must be -1 (unknown) or 1..%d", ULNET_ROUTE_HOPS_MAX);
+			c.hops = (int)x;
+		} else if (!strcmp(ks, "priority")) {
+			if ((rc = get_int(p, v, ks, 0, UINT32_MAX, &x)))
+				return rc;
+			c.priority = (uint32_t)x;
+		} else if (!strcmp(ks, "health_sensitivity")) {
+			if ((rc = get_int(p, v, ks, 0, UINT32_MAX, &x)))
+				return rc;
+			c.health_sensitivity = (uint32_t)x;
+		} else if (!strcmp(ks, "state")) { /* route show -v: the checker's, not configuration */
+			if ((rc = get_str(p, v, ks, &s)))
+				return rc;
+			if (strcmp(s, "up") && strcmp(s, "down"))
+				return fail(p, v, "bad state '%s': must be up or down", s);
+		} else if (!strcmp(ks, "type")) {
+			if ((rc = get_str(p, v, ks, &s)))
+				return rc;
+			if (strcmp(s, "single-hop") && strcmp(s, "multi-hop"))
+				return fail(p, v, "bad type '%s': must be single-hop or multi-hop", s);
+		} else {
+			return fail(p, k, "unknown key '%s' in route", ks);
+		}
+	}
+	if (!net_node || !gw_node)
+		return fail(p, n, "route entry needs '%s'", net_node ? "gateway" : "net");
+	if ((rc = get_str(p, net_node, "net", &net_s)))
+		return rc;
+	if (ulnet_net_parse(net_s, &net, &why))
+		return fail(p, net_node, "bad net '%s': %s", net_s, why ? why : "invalid");
+	if ((rc = get_str(p, gw_node, "gateway", &gw_s)))
+		return rc;
+	if (ulnet_nid_parse(gw_s, &gw, &why) || ulnet_nid_is_any(&gw))
+		return fail(p, gw_node, "bad gateway '%s': %s", gw_s, why ? why : "not a NID");
+	for (size_t i = 0; i < p->cfg->n_routes; i++) {
+		const struct ulnet_config_route *o = &p->cfg->routes[i];
+
+		if (!strcmp(o->conf.net, net_s) && !strcmp(o->conf.gateway, gw_s))
+			return fail(p, n, "duplicate route to %s via %s (line %u)", net_s, gw_s, o->line);
+	}
+	if (p->cfg->n_routes == ULNET_ROUTES_MAX)
+		return fail(p, n, "more than %d routes", ULNET_ROUTES_MAX);
+	r = realloc(p->cfg->routes, (p->cfg->n_routes + 1) * sizeof(*r));
+	if (!r)
+		return oom(p);
+	p->cfg->routes = r;
+	r = &r[p->cfg->n_routes];
+	c.net = strdup(net_s);
+	c.gateway = strdup(gw_s);
+	if (!c.net || !c.gateway) {
+		xfree(c.net);
+		xfree(c.gateway);
+		return oom(p);
+	}
+	*r = (struct ulnet_config_route){ .conf = c, .line = node_line(n) };
+	p->cfg->n_routes++;
+	return 0;
+}
+
+static int parse_route(struct cfgp *p, const yaml_node_t *n)
+{
+	bool empty;
+	int rc;
+
+	if ((rc = want_seq(p, n, "route", &empty)) || empty)
+		return rc;
+	for (yaml_node_item_t *it = n->data.sequence.items.start; it < n->data.sequence.items.top; it++)
+		if ((rc = parse_route_entry(p, get_node(p, *it))))
+			return rc;
+	return 0;
+}
+
+/* One key of `routing:` (either layout). */
+static int routing_key(struct cfgp *p, const yaml_node_t *k, const char *ks, const yaml_node_t *v)
+{
+	struct ulnet_routing_conf *r = &p->cfg->routing;
+	long long x;
+	int rc;
+
+	if (!strcmp(ks, "enable")) {
+		if ((rc = get_bool(p, v, ks, &r->enable)))
+			return rc;
+		routing_given(p, ULNET_CONFIG_RT_ENABLE, k);
+	} else if (!strcmp(ks, "alive_router_check_interval")) {
+		if ((rc = get_int(p, v, ks, 0, ULNET_CONFIG_RTR_SECONDS_MAX, &x)))
+			return rc;
+		r->check_interval = (uint32_t)x;
+		routing_given(p, ULNET_CONFIG_RT_CHECK_INTERVAL, k);
+	} else if (!strcmp(ks, "router_ping_timeout")) {
+		if ((rc = get_int(p, v, ks, 1, ULNET_CONFIG_RTR_SECONDS_MAX, &x)))
+			return rc;
+		r->ping_timeout = (uint32_t)x;
+		routing_given(p, ULNET_CONFIG_RT_PING_TIMEOUT, k);
+	} else {
+		return fail(p, k, "unknown key '%s' in routing", ks);
+	}
+	return 0;
+}
+
+/* `- cpt[N]: {tiny: {npages, nbuffers, credits, mincredits}, small: ..., large: ...}` as `lnetctl
+ * routing show` prints it: what the pools hold now, not settings (those are `buffers:`). */
+static int routing_cpt(struct cfgp *p, const yaml_node_t *n)
+{
+	static const char *const pools[] = { "tiny", "small", "large" };
+	static const char *const keys[] = { "npages", "nbuffers", "credits", "mincredits" };
+	yaml_node_t *k, *v, *k2, *v2;
+	const char *ks, *ks2;
+	bool empty, known;
+	int rc;
+
+	if ((rc = want_map(p, n, "cpt", &empty)) || empty)
+		return rc;
+	FOREACH_PAIR(p, n, k, ks, v) {
+		known = false;
+		for (size_t i = 0; i < 3; i++)
+			known |= !strcmp(ks, pools[i]);
+		if (!known)
+			return fail(p, k, "unknown key '%s' in cpt (known: tiny, small, large)", ks);
+		if ((rc = want_map(p, v, ks, &empty)) || empty)
+			return rc;
+		FOREACH_PAIR(p, v, k2, ks2, v2) {
+			long long x;
+
+			known = false;
+			for (size_t i = 0; i < 4; i++)
+				known |= !strcmp(ks2, keys[i]);
+			if (!known)
+				return fail(p, k2, "unknown key '%s' in %s", ks2, ks);
+			if ((rc = get_int(p, v2, ks2, INT32_MIN, INT32_MAX, &x)))
+				return rc;
+		}
+	}
+	return 0;
+}
+
+static bool is_cpt_key(const char *s)
+{
+	size_t n = strspn(s + 4, "0123456789");
+
+	return !strncmp(s, "cpt[", 4) && n && !strcmp(s + 4 + n, "]");
+}
+
+static int parse_routing(struct cfgp *p, const yaml_node_t *n)
+{
+	yaml_node_t *k, *v;
+	const char *ks;
+	bool empty;
+	int rc;
+
+	if (n->type != YAML_SEQUENCE_NODE) {
+		if ((rc = want_map(p, n, "routing", &empty)) || empty)
+			return rc;
+		FOREACH_PAIR(p, n, k, ks, v)
+			if ((rc = routing_key(p, k, ks, v)))
+				return rc;
+		return 0;
+	}
+	for (yaml_node_item_t *it = n->data.sequence.items.start; it < n->data.sequence.items.top; it++) {
+		const yaml_node_t *item = get_node(p, *it);
+
+		if ((rc = want_map(p, item, "routing", &empty)) || empty)
+			return rc;
+		FOREACH_PAIR(p, item, k, ks, v) {
+			rc = is_cpt_key(ks) ? routing_cpt(p, v) : routing_key(p, k, ks, v);
+			if (rc)
+				return rc;
+		}
+	}
+	return 0;
+}
+
+static int parse_buffers(struct cfgp *p, const yaml_node_t *n)
+{
+	struct ulnet_routing_conf *r = &p->cfg->routing;
+	yaml_node_t *k, *v;
+	const char *ks;
+	bool empty;
+	int rc;
+
+	if ((rc = want_map(p, n, "buffers", &empty)) || empty)
+		return rc;
+	FOREACH_PAIR(p, n, k, ks, v) {
+		uint32_t *count = !strcmp(ks, "tiny") ? &r->tiny : !strcmp(ks, "small") ? &r->small
+							  : !strcmp(ks, "large") ? &r->large : NULL;
+		long long x;
+
+		if (count) {
+			if ((rc = get_int(p, v, ks, 0, ULNET_RTR_BUFFERS_MAX, &x)))
+				return rc;
+			*count = (uint32_t)x;
+			routing_given(p, count == &r->tiny ? ULNET_CONFIG_RT_TINY
+					 : count == &r->small ? ULNET_CONFIG_RT_SMALL : ULNET_CONFIG_RT_LARGE, k);
+		} else if (!strcmp(ks, "memory_max")) {
+			/* at least one large buffer: a forwarded message of LNET_MTU must fit */
+			if ((rc = get_int(p, v, ks, ULNET_MTU, LLONG_MAX, &x)))
+				return rc;
+			r->memory_max = (uint64_t)x;
+			routing_given(p, ULNET_CONFIG_RT_MEMORY_MAX, k);
+		} else {
+			return fail(p, k, "unknown key '%s' in buffers (known: tiny, small, large, memory_max)", ks);
+		}
+	}
+	return 0;
+}
+
 static int parse_root(struct cfgp *p, const yaml_node_t *root)
 {
 	yaml_node_t *k, *v;
@@ -671,6 +921,12 @@ static int parse_root(struct cfgp *p, const yaml_node_t *root)
 			rc = parse_global(p, v);
 		else if (!strcmp(ks, "selftest"))
 			rc = parse_selftest(p, v);
+		else if (!strcmp(ks, "route"))
+			rc = parse_route(p, v);
+		else if (!strcmp(ks, "routing"))
+			rc = parse_routing(p, v);
+		else if (!strcmp(ks, "buffers"))
+			rc = parse_buffers(p, v);
 		else
 			rc = fail(p, k, "unknown key '%s' at top level", ks);
 		if (rc)
@@ -803,9 +1059,51 @@ void ulnet_config_free(struct ulnet_config *cfg)
 		ni_conf_free(&cfg->nis[i].conf);
 	free(cfg->nis);
 	free(cfg->globals);
+	for (size_t i = 0; i < cfg->n_routes; i++) {
+		xfree(cfg->routes[i].conf.net);
+		xfree(cfg->routes[i].conf.gateway);
+	}
+	free(cfg->routes);
 	free(cfg->control);
 	free(cfg->file);
 	free(cfg);
+}
+
+/* The routing settings the file gives over the node's own; set only when they change something, so
+ * a file that repeats the defaults (an export) asks nothing of the routing core. */
+static int routing_apply(const struct ulnet_config *cfg, ulnet_node *node, char *err, size_t errlen)
+{
+	const struct ulnet_routing_conf *f = &cfg->routing;
+	struct ulnet_routing_conf c, was;
+	unsigned set = cfg->routing_set;
+	int rc;
+
+	ulnet_routing_get(node, &c);
+	was = c;
+	if (set & ULNET_CONFIG_RT_ENABLE)
+		c.enable = f->enable;
+	if (set & ULNET_CONFIG_RT_TINY)
+		c.tiny = f->tiny;
+	if (set & ULNET_CONFIG_RT_SMALL)
+		c.small = f->small;
+	if (set & ULNET_CONFIG_RT_LARGE)
+		c.large = f->large;
+	if (set & ULNET_CONFIG_RT_MEMORY_MAX)
+		c.memory_max = f->memory_max;
+	if (set & ULNET_CONFIG_RT_CHECK_INTERVAL)
+		c.check_interval = f->check_interval;
+	if (set & ULNET_CONFIG_RT_PING_TIMEOUT)
+		c.ping_timeout = f->ping_timeout;
+	if (set & ULNET_CONFIG_RT_SENSITIVITY)
+		c.sensitivity = f->sensitivity;
+	if (c.enable == was.enable && c.tiny == was.tiny && c.small == was.small && c.large == was.large &&
+	    c.memory_max == was.memory_max && c.check_interval == was.check_interval &&
+	    c.ping_timeout == was.ping_timeout && c.sensitivity == was.sensitivity)
+		return 0;
+	if ((rc = ulnet_routing_set(node, &c)))
+		snprintf(err, errlen, "%s:%u: cannot apply the routing settings: %s", cfg->file, cfg->routing_line,
+			 ulnet_strerror(rc));
+	return rc;
 }
 
 int ulnet_config_node_open(const struct ulnet_config *cfg, ulnet_node **out, char *err, size_t errlen)
@@ -824,6 +1122,21 @@ int ulnet_config_node_open(const struct ulnet_config *cfg, ulnet_node **out, cha
 		if ((rc = ulnet_ni_add(node, &ni->conf))) {
 			snprintf(err, errlen, "%s:%u: cannot add NI %s: %s", cfg->file, ni->line,
 				 ni->conf.nid ? ni->conf.nid : ni->conf.net, ulnet_strerror(rc));
+			ulnet_node_close(node);
+			return rc;
+		}
+	}
+	if ((rc = routing_apply(cfg, node, err, errlen))) {
+		ulnet_node_close(node);
+		return rc;
+	}
+	/* after the NIs: a gateway must be on one of them */
+	for (size_t i = 0; i < cfg->n_routes; i++) {
+		const struct ulnet_config_route *r = &cfg->routes[i];
+
+		if ((rc = ulnet_route_add(node, &r->conf))) {
+			snprintf(err, errlen, "%s:%u: cannot add route %s via %s: %s", cfg->file, r->line,
+				 r->conf.net, r->conf.gateway, ulnet_strerror(rc));
 			ulnet_node_close(node);
 			return rc;
 		}

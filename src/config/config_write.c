@@ -144,6 +144,45 @@ int ulnet_nets_write(ulnet_node *node, const char *only, enum ulnet_net_detail d
 	return 0;
 }
 
+/* `route:` (only when there are routes), `routing:` and `buffers:` as lnetctl export writes them,
+ * then the router checker's sensitivity as lnetctl's `global: router_sensitivity`. */
+static void write_routing(struct ulnet_writer *w, ulnet_node *node)
+{
+	struct ulnet_routing_conf rc;
+	struct ulnet_route_info r;
+
+	unsigned i;
+
+	for (i = 0; ulnet_route_info_get(node, i, &r) == 0; i++) {
+		if (!i)
+			ulnet_writer_list(w, "route");
+		ulnet_writer_map(w, NULL);
+		ulnet_writer_str(w, "net", r.net);
+		ulnet_writer_nid(w, "gateway", &r.gateway);
+		ulnet_writer_int(w, "hop", r.hops);
+		ulnet_writer_uint(w, "priority", r.priority);
+		ulnet_writer_uint(w, "health_sensitivity", r.health_sensitivity);
+		ulnet_writer_end(w);
+	}
+	if (i)
+		ulnet_writer_end(w);
+	ulnet_routing_get(node, &rc);
+	ulnet_writer_map(w, "routing");
+	ulnet_writer_int(w, "enable", rc.enable);
+	ulnet_writer_uint(w, "alive_router_check_interval", rc.check_interval);
+	ulnet_writer_uint(w, "router_ping_timeout", rc.ping_timeout);
+	ulnet_writer_end(w);
+	ulnet_writer_map(w, "buffers");
+	ulnet_writer_uint(w, "tiny", rc.tiny);
+	ulnet_writer_uint(w, "small", rc.small);
+	ulnet_writer_uint(w, "large", rc.large);
+	ulnet_writer_uint(w, "memory_max", rc.memory_max);
+	ulnet_writer_end(w);
+	ulnet_writer_map(w, "global");
+	ulnet_writer_uint(w, "router_sensitivity", rc.sensitivity);
+	ulnet_writer_end(w);
+}
+
 int ulnet_config_export(ulnet_node *node, const char *control, const struct ulnet_selftest_opts *selftest,
 			struct ulnet_writer *w)
 {
@@ -163,6 +202,7 @@ int ulnet_config_export(ulnet_node *node, const char *control, const struct ulne
 		ulnet_writer_str(w, "control", control);
 	ulnet_writer_end(w);
 	rc = ulnet_nets_write(node, NULL, ULNET_NET_EXPORT, w);
+	write_routing(w, node);
 	if (selftest) {
 		ulnet_writer_map(w, "selftest");
 		ulnet_writer_uint(w, "server_rpc_timeout_ms", selftest->server_rpc_timeout_ms

@@ -96,6 +96,17 @@ net:
               credits: 0
           lnd tunables:
           CPT: "[0]"
+routing:
+    enable: 0
+    alive_router_check_interval: 60
+    router_ping_timeout: 50
+buffers:
+    tiny: 2048
+    small: 16384
+    large: 1024
+    memory_max: 1073741824
+global:
+    router_sensitivity: 100
 selftest:
     server_rpc_timeout_ms: 64000
     kernel_stats: False

@@ -283,7 +283,7 @@ static const struct bad_case bad_cases[] = {
 	{ "syntax: undefined alias", "node:\n  pid: *nope\n", 2, "YAML syntax error" },
 	{ "two documents", "node: {}\n---\nnet: []\n", 3, "more than one YAML document" },
 	/* unknown keys, one per level */
-	{ "unknown: top level", "node: {}\nroute: []\n", 2, "unknown key 'route' at top level" },
+	{ "unknown: top level", "node: {}\npeer: []\n", 2, "unknown key 'peer' at top level" },
 	{ "unknown: node", "node:\n  pid: 1\n  pagesize: 4096\n", 3, "unknown key 'pagesize' in node" },
 	{ "unknown: global", "global:\n  discovery: 1\n  discover: 1\n", 3, "unknown key 'discover' in global" },
 	{ "unknown: net entry", "net:\n  - net type: tcp\n    local NI: []\n", 3, "unknown key 'local NI' in net entry" },
@@ -384,6 +384,49 @@ static const struct bad_case bad_cases[] = {
 	{ "net without NIs", "net:\n  - net type: tcp\n", 2, "net 'tcp' has no 'local NI(s)'" },
 	{ "NI without nid or interfaces", "net:\n  - net type: tcp\n    local NI(s):\n      - status: up\n", 4,
 	  "needs 'nid' or 'interfaces'" },
+	/* route:, routing:, buffers: */
+	{ "route: is a mapping", "route:\n  net: tcp1\n", 2, "expected a list for 'route', got a mapping" },
+	{ "route: missing net", "route:\n  - gateway: 10.0.0.1@tcp\n", 2, "route entry needs 'net'" },
+	{ "route: missing gateway", "route:\n  - net: tcp1\n", 2, "route entry needs 'gateway'" },
+	{ "route: empty entry", "route:\n  -\n", 2, "route entry needs 'net' and 'gateway'" },
+	{ "route: bad net", "route:\n  - net: tcpx1\n    gateway: 10.0.0.1@tcp\n", 2, "bad net 'tcpx1'" },
+	{ "route: bad gateway", "route:\n  - net: tcp1\n    gateway: 10.0.0.300@tcp\n", 3, "bad gateway '10.0.0.300@tcp'" },
+	{ "route: gateway ANY", "route:\n  - net: tcp1\n    gateway: \"*\"\n", 3, "bad gateway '*': not a NID" },
+	{ "route: hop 0", "route:\n  - net: tcp1\n    gateway: 10.0.0.1@tcp\n    hop: 0\n", 4,
+	  "bad hop 0: must be -1 (unknown) or 1..255" },
+	{ "route: hop 256", "route:\n  - net: tcp1\n    gateway: 10.0.0.1@tcp\n    hop: 256\n", 4, "'hop' out of range [-1, 255]: 256" },
+	{ "route: hop -2", "route:\n  - net: tcp1\n    gateway: 10.0.0.1@tcp\n    hop: -2\n", 4, "'hop' out of range [-1, 255]: -2" },
+	{ "route: priority negative", "route:\n  - net: tcp1\n    gateway: 10.0.0.1@tcp\n    priority: -1\n", 4,
+	  "'priority' out of range [0, 4294967295]: -1" },
+	{ "route: priority word", "route:\n  - net: tcp1\n    gateway: 10.0.0.1@tcp\n    priority: high\n", 4,
+	  "expected an integer for 'priority', got 'high'" },
+	{ "route: health_sensitivity too big", "route:\n  - {net: tcp1, gateway: 10.0.0.1@tcp, health_sensitivity: 4294967296}\n",
+	  2, "'health_sensitivity' out of range" },
+	{ "route: unknown key", "route:\n  - net: tcp1\n    gateway: 10.0.0.1@tcp\n    gw: x\n", 4, "unknown key 'gw' in route" },
+	{ "route: bad state", "route:\n  - net: tcp1\n    gateway: 10.0.0.1@tcp\n    state: sideways\n", 4, "bad state 'sideways'" },
+	{ "route: bad type", "route:\n  - net: tcp1\n    gateway: 10.0.0.1@tcp\n    type: two-hop\n", 4, "bad type 'two-hop'" },
+	{ "route: duplicate", "route:\n  - {net: tcp1, gateway: 10.0.0.1@tcp}\n  - {net: tcp1, gateway: 10.0.0.1@tcp, hop: 2}\n", 3,
+	  "duplicate route to tcp1 via 10.0.0.1@tcp (line 2)" },
+	{ "routing: is a scalar", "routing: 1\n", 1, "expected a mapping for 'routing', got a scalar" },
+	{ "routing: enable 2", "routing:\n  enable: 2\n", 2, "expected 0 or 1 (true/false, yes/no, on/off) for 'enable', got 2" },
+	{ "routing: unknown key", "routing:\n  enabled: 1\n", 2, "unknown key 'enabled' in routing" },
+	{ "routing: check interval negative", "routing:\n  alive_router_check_interval: -1\n", 2,
+	  "'alive_router_check_interval' out of range" },
+	{ "routing: ping timeout 0", "routing:\n  router_ping_timeout: 0\n", 2, "'router_ping_timeout' out of range [1, 86400]: 0" },
+	{ "routing: check interval over a day", "routing:\n  alive_router_check_interval: 86401\n", 2,
+	  "'alive_router_check_interval' out of range [0, 86400]: 86401" },
+	{ "routing: list item unknown", "routing:\n  - cpt[0]: {}\n  - enables: 1\n", 3, "unknown key 'enables' in routing" },
+	{ "routing: cpt pool unknown", "routing:\n  - cpt[0]:\n      huge: {npages: 1}\n", 3, "unknown key 'huge' in cpt" },
+	{ "routing: cpt key unknown", "routing:\n  - cpt[0]:\n      tiny: {pages: 1}\n", 3, "unknown key 'pages' in tiny" },
+	{ "routing: list item is a scalar", "routing:\n  - 1\n", 2, "expected a mapping for 'routing', got a scalar" },
+	{ "buffers: tiny too many", "buffers:\n  tiny: 1048577\n", 2, "'tiny' out of range [0, 1048576]: 1048577" },
+	{ "buffers: large negative", "buffers:\n  large: -1\n", 2, "'large' out of range" },
+	{ "buffers: small word", "buffers:\n  small: lots\n", 2, "expected an integer for 'small', got 'lots'" },
+	{ "buffers: memory_max below one large buffer", "buffers:\n  memory_max: 4096\n", 2,
+	  "'memory_max' out of range [1048576, " },
+	{ "buffers: unknown key", "buffers:\n  huge: 1\n", 2, "unknown key 'huge' in buffers (known: tiny, small, large, memory_max)" },
+	{ "buffers: is a list", "buffers:\n  - tiny: 1\n", 2, "expected a mapping for 'buffers', got a list" },
+	{ "global: router_sensitivity 101", "global:\n  router_sensitivity: 101\n", 2, "'router_sensitivity' out of range [0, 100]: 101" },
 };
 
 static void run_bad_case(void **state)
@@ -435,6 +478,273 @@ static void test_export_round_trip(void **state)
 	ulnet_node_close(node);
 }
 
+/* The brief's layout (lnetctl export's sections, ulnet's extra keys) and global router_sensitivity. */
+static const char routing_yaml[] =
+	"route:\n"
+	"    - net: o2ib1\n"
+	"      gateway: 10.0.0.1@tcp\n"
+	"      hop: -1\n"
+	"      priority: 0\n"
+	"      health_sensitivity: 1\n"
+	"    - net: tcp7\n"
+	"      gateway: 10.0.0.2@tcp\n"
+	"      hop: 3\n"
+	"      priority: 4294967295\n"
+	"      health_sensitivity: 0\n"
+	"      state: down\n"
+	"      type: multi-hop\n"
+	"    - {net: tcp7, gateway: 10.0.0.3@tcp}\n"
+	"routing:\n"
+	"    enable: 1\n"
+	"    alive_router_check_interval: 0\n"
+	"    router_ping_timeout: 50\n"
+	"buffers:\n"
+	"    tiny: 0\n"
+	"    small: 16384\n"
+	"    large: 1048576\n"
+	"    memory_max: 1073741824\n"
+	"global:\n"
+	"    discovery: 1\n"
+	"    router_sensitivity: 75\n";
+
+static void test_routing_sections(void **state)
+{
+	struct ulnet_config *cfg = parse_ok(routing_yaml);
+	const struct ulnet_route_conf *r;
+
+	(void)state;
+	assert_int_equal(cfg->n_routes, 3);
+	r = &cfg->routes[0].conf;
+	assert_int_equal(cfg->routes[0].line, 2);
+	assert_string_equal(r->net, "o2ib1");
+	assert_string_equal(r->gateway, "10.0.0.1@tcp");
+	assert_int_equal(r->hops, ULNET_ROUTE_HOPS_UNDEF);
+	assert_int_equal(r->priority, 0);
+	assert_int_equal(r->health_sensitivity, 1);
+	r = &cfg->routes[1].conf;
+	assert_int_equal(cfg->routes[1].line, 7);
+	assert_int_equal(r->hops, 3);
+	assert_int_equal(r->priority, UINT32_MAX);
+	assert_int_equal(r->health_sensitivity, 0);
+	r = &cfg->routes[2].conf; /* lnetctl's defaults */
+	assert_string_equal(r->gateway, "10.0.0.3@tcp");
+	assert_int_equal(r->hops, ULNET_ROUTE_HOPS_UNDEF);
+	assert_int_equal(r->priority, 0);
+	assert_int_equal(r->health_sensitivity, 1);
+
+	assert_int_equal(cfg->routing_set, ULNET_CONFIG_RT_ENABLE | ULNET_CONFIG_RT_CHECK_INTERVAL |
+						   ULNET_CONFIG_RT_PING_TIMEOUT | ULNET_CONFIG_RT_TINY |
+						   ULNET_CONFIG_RT_SMALL | ULNET_CONFIG_RT_LARGE |
+						   ULNET_CONFIG_RT_MEMORY_MAX | ULNET_CONFIG_RT_SENSITIVITY);
+	assert_int_equal(cfg->routing_line, 16);
+	assert_true(cfg->routing.enable);
+	assert_int_equal(cfg->routing.check_interval, 0);
+	assert_int_equal(cfg->routing.ping_timeout, 50);
+	assert_int_equal(cfg->routing.tiny, 0);
+	assert_int_equal(cfg->routing.small, 16384);
+	assert_int_equal(cfg->routing.large, ULNET_RTR_BUFFERS_MAX);
+	assert_int_equal(cfg->routing.memory_max, 1ull << 30);
+	assert_int_equal(cfg->routing.sensitivity, 75);
+	assert_int_equal(cfg->n_globals, 2); /* still listed with the others */
+	ulnet_config_free(cfg);
+
+	/* only what the file gives is marked: the node keeps its own for the rest */
+	cfg = parse_ok("routing:\n    enable: 0\nbuffers: {large: 8}\nroute: []\n");
+	assert_int_equal(cfg->routing_set, ULNET_CONFIG_RT_ENABLE | ULNET_CONFIG_RT_LARGE);
+	assert_int_equal(cfg->routing_line, 2);
+	assert_false(cfg->routing.enable);
+	assert_int_equal(cfg->routing.large, 8);
+	assert_int_equal(cfg->n_routes, 0);
+	ulnet_config_free(cfg);
+	cfg = parse_ok("routing:\nbuffers:\n");
+	assert_int_equal(cfg->routing_set, 0);
+	ulnet_config_free(cfg);
+}
+
+/* `lnetctl routing show` prints a list: the pools per CPT (what they hold, not settings) and
+ * `- enable: N`; a file holding it (lnetctl export without --backup) reads. */
+static void test_routing_show_layout(void **state)
+{
+	struct ulnet_config *cfg = parse_ok(
+		"routing:\n"
+		"    - cpt[0]:\n"
+		"          tiny:\n"
+		"              npages: 0\n"
+		"              nbuffers: 2048\n"
+		"              credits: 2048\n"
+		"              mincredits: 2048\n"
+		"          small:\n"
+		"              npages: 1\n"
+		"              nbuffers: 16384\n"
+		"              credits: 16384\n"
+		"              mincredits: 16384\n"
+		"          large:\n"
+		"              npages: 256\n"
+		"              nbuffers: 1024\n"
+		"              credits: 1024\n"
+		"              mincredits: 1024\n"
+		"    - cpt[1]: {}\n"
+		"    - enable: 1\n");
+
+	(void)state;
+	assert_int_equal(cfg->routing_set, ULNET_CONFIG_RT_ENABLE);
+	assert_true(cfg->routing.enable);
+	assert_int_equal(cfg->routing_line, 19);
+	ulnet_config_free(cfg);
+}
+
+static void quiet(int level, const char *subsys, const char *line)
+{
+	(void)level;
+	(void)subsys;
+	(void)line;
+}
+
+/* A node with a tcp NI (accept none: nothing listens) on 127.44.0.1, as a file would give it. */
+static struct ulnet_config *routed_cfg(const char *extra)
+{
+	char yaml[2048];
+
+	snprintf(yaml, sizeof(yaml),
+		 "net:\n"
+		 "    - net type: tcp\n"
+		 "      local NI(s):\n"
+		 "        - nid: 127.44.0.1@tcp\n"
+		 "          lnd tunables: {accept: none}\n"
+		 "%s",
+		 extra);
+	return parse_ok(yaml);
+}
+
+/* Field by field: the struct has padding. */
+static void assert_routing_equal(const struct ulnet_routing_conf *a, const struct ulnet_routing_conf *b)
+{
+	assert_int_equal(a->enable, b->enable);
+	assert_int_equal(a->tiny, b->tiny);
+	assert_int_equal(a->small, b->small);
+	assert_int_equal(a->large, b->large);
+	assert_int_equal(a->memory_max, b->memory_max);
+	assert_int_equal(a->check_interval, b->check_interval);
+	assert_int_equal(a->ping_timeout, b->ping_timeout);
+	assert_int_equal(a->sensitivity, b->sensitivity);
+}
+
+/* What export writes with routes and routing settings reads back into the same ones, and a node
+ * opened from it has the same routes (YAML and JSON). */
+static void test_export_routes_round_trip(void **state)
+{
+	struct ulnet_config *cfg = routed_cfg(
+		"route:\n"
+		"    - {net: o2ib1, gateway: 127.44.0.2@tcp, hop: 2, priority: 5, health_sensitivity: 3}\n"
+		"    - {net: o2ib1, gateway: 127.44.0.3@tcp}\n"
+		"    - {net: tcp9, gateway: 127.44.0.3@tcp, priority: 1}\n"
+		"routing: {enable: 1, alive_router_check_interval: 7, router_ping_timeout: 9}\n"
+		"buffers: {tiny: 11, small: 22, large: 33, memory_max: 2097152}\n"
+		"global: {router_sensitivity: 50}\n");
+	struct ulnet_routing_conf want = { .enable = true, .tiny = 11, .small = 22, .large = 33, .memory_max = 2097152,
+					   .check_interval = 7, .ping_timeout = 9, .sensitivity = 50 };
+	struct ulnet_routing_conf got;
+	ulnet_node *node;
+	char err[512] = "";
+
+	(void)state;
+	ulnet_log_set(quiet, 0);
+	assert_int_equal(ulnet_config_node_open(cfg, &node, err, sizeof(err)), 0);
+	ulnet_config_free(cfg);
+	ulnet_routing_get(node, &got);
+	assert_routing_equal(&got, &want);
+	for (int json = 0; json < 2; json++) {
+		struct ulnet_writer w;
+		struct text_sink t = { .len = 0 };
+		struct ulnet_route_info a, b;
+		ulnet_node *copy;
+		unsigned i;
+
+		ulnet_writer_init(&w, text_sink_write, &t, json);
+		assert_int_equal(ulnet_config_export(node, NULL, NULL, &w), 0);
+		if (ulnet_config_parse("export", t.s, t.len, &cfg, err, sizeof(err)))
+			print_error("%s\n%s\n", err, t.s);
+		assert_non_null(cfg);
+		assert_int_equal(cfg->n_routes, 3);
+		assert_string_equal(cfg->routes[0].conf.net, "o2ib1");
+		assert_string_equal(cfg->routes[0].conf.gateway, "127.44.0.2@tcp");
+		assert_int_equal(cfg->routes[0].conf.hops, 2);
+		assert_int_equal(cfg->routes[0].conf.priority, 5);
+		assert_int_equal(cfg->routes[0].conf.health_sensitivity, 3);
+		assert_int_equal(cfg->routes[1].conf.hops, ULNET_ROUTE_HOPS_UNDEF);
+		assert_int_equal(cfg->routes[1].conf.health_sensitivity, 1);
+		assert_routing_equal(&cfg->routing, &want);
+
+		/* the exported file opens the same node again (its tcp NI is the same address: accept none) */
+		assert_int_equal(ulnet_config_node_open(cfg, &copy, err, sizeof(err)), 0);
+		ulnet_routing_get(copy, &got);
+		assert_routing_equal(&got, &want);
+		for (i = 0; ulnet_route_info_get(node, i, &a) == 0; i++) {
+			assert_int_equal(ulnet_route_info_get(copy, i, &b), 0);
+			assert_string_equal(a.net, b.net);
+			assert_true(ulnet_nid_equal(&a.gateway, &b.gateway));
+			assert_int_equal(a.hops, b.hops);
+			assert_int_equal(a.priority, b.priority);
+			assert_int_equal(a.health_sensitivity, b.health_sensitivity);
+		}
+		assert_int_equal(i, 3);
+		assert_int_equal(ulnet_route_info_get(copy, i, &b), -ENOENT);
+		ulnet_node_close(copy);
+		ulnet_config_free(cfg);
+	}
+	ulnet_node_close(node);
+}
+
+/* No routes: no `route:` section (lnetctl writes none either); the settings are still there. */
+static void test_export_no_routes(void **state)
+{
+	struct ulnet_writer w;
+	struct text_sink t = { .len = 0 };
+	ulnet_node *node;
+
+	(void)state;
+	assert_int_equal(ulnet_node_open(NULL, &node), 0);
+	ulnet_writer_init(&w, text_sink_write, &t, false);
+	assert_int_equal(ulnet_config_export(node, NULL, NULL, &w), 0);
+	assert_null(strstr(t.s, "route:"));
+	assert_non_null(strstr(t.s, "\nrouting:\n    enable: 0\n    alive_router_check_interval: 60\n"
+				    "    router_ping_timeout: 50\nbuffers:\n    tiny: 2048\n    small: 16384\n"
+				    "    large: 1024\n    memory_max: 1073741824\nglobal:\n    router_sensitivity: 100\n"));
+	ulnet_node_close(node);
+}
+
+/* What only the running node can refuse names the file's line and the route. */
+static void test_node_open_route_errors(void **state)
+{
+	static const struct {
+		const char *route;
+		int rc;
+		const char *msg;
+	} cases[] = {
+		{ "route: [{net: o2ib1, gateway: 10.9.0.1@tcp5}]\n", -EHOSTUNREACH,
+		  "node.yaml:6: cannot add route o2ib1 via 10.9.0.1@tcp5: " },
+		{ "route: [{net: tcp, gateway: 127.44.0.2@tcp}]\n", -ELOOP, "node.yaml:6: cannot add route tcp via 127.44.0.2@tcp: " },
+		{ "route: [{net: o2ib1, gateway: 127.44.0.1@tcp}]\n", -ELOOP,
+		  "node.yaml:6: cannot add route o2ib1 via 127.44.0.1@tcp: " },
+	};
+
+	(void)state;
+	ulnet_log_set(quiet, 0);
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		struct ulnet_config *cfg = routed_cfg(cases[i].route);
+		ulnet_node *node = (ulnet_node *)(uintptr_t)1;
+		char err[512] = "";
+
+		assert_int_equal(ulnet_config_node_open(cfg, &node, err, sizeof(err)), cases[i].rc);
+		assert_null(node);
+		if (strncmp(err, cases[i].msg, strlen(cases[i].msg))) {
+			print_error("got:  %s\nwant: %s...\n", err, cases[i].msg);
+			fail();
+		}
+		ulnet_config_free(cfg);
+	}
+}
+
 static void test_short_errbuf(void **state)
 {
 	struct ulnet_config *cfg;
@@ -461,6 +771,11 @@ int main(void)
 		cmocka_unit_test(test_flow_and_anchors),
 		cmocka_unit_test(test_load_file),
 		cmocka_unit_test(test_export_round_trip),
+		cmocka_unit_test(test_routing_sections),
+		cmocka_unit_test(test_routing_show_layout),
+		cmocka_unit_test(test_export_no_routes),
+		cmocka_unit_test(test_export_routes_round_trip),
+		cmocka_unit_test(test_node_open_route_errors),
 		cmocka_unit_test(test_short_errbuf),
 	};
 	size_t nfixed = sizeof(fixed) / sizeof(fixed[0]);

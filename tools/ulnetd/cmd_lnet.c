@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /* ulnetd's built-in control commands, the ones `lnetctl` has: net show, export, ping, stats show,
- * peer show. Each renders lnetctl's YAML layout or JSON with the same keys (ulnetd_emit, the
+ * peer show (the routing ones are cmd_route.c's). Each renders lnetctl's YAML layout or JSON with the same keys (ulnetd_emit, the
  * library's writer); net show and export are the library's (ulnet_nets_write, ulnet_config_export). */
 #include <errno.h>
 #include <stdio.h>
@@ -164,6 +164,7 @@ static int cmd_stats_show(struct ulnetd *d, int argc, char **argv, struct ulnetd
 		{ "--json", NULL, ULNETD_OPT_FLAG, 0, 0, &json },
 		{ "--verbose", "-v", ULNETD_OPT_FLAG, 0, 0, &verbose },
 	};
+	struct ulnet_routing_info ri;
 	struct ulnet_stats st;
 	struct ulnetd_emit e;
 	int npos, rc;
@@ -172,6 +173,7 @@ static int cmd_stats_show(struct ulnetd *d, int argc, char **argv, struct ulnetd
 		return rc;
 	memset(&st, 0, sizeof(st));
 	ulnet_stats_get(d->node, &st);
+	ulnet_routing_info_get(d->node, &ri);
 	ulnetd_emit_init(&e, out, json);
 	ulnetd_emit_map(&e, NULL);
 	ulnetd_emit_map(&e, "statistics");
@@ -190,6 +192,15 @@ static int cmd_stats_show(struct ulnetd *d, int argc, char **argv, struct ulnetd
 	ulnetd_emit_uint(&e, "tx_timeouts", st.tx_timeouts);
 	ulnetd_emit_uint(&e, "events_dropped", st.events_dropped);
 	ulnetd_emit_uint(&e, "loops", st.loops);
+	/* messages forwarded for other nodes (routing enabled), and why others were not */
+	ulnetd_emit_map(&e, "forwarding");
+	ulnetd_emit_uint(&e, "msgs", ri.fwd.msgs);
+	ulnetd_emit_uint(&e, "bytes", ri.fwd.bytes);
+	ulnetd_emit_map(&e, "drops");
+	for (int r = 0; r < ULNET_FWD_DROP_REASONS; r++)
+		ulnetd_emit_uint(&e, ulnet_fwd_drop_name((enum ulnet_fwd_drop)r), ri.fwd.drops[r]);
+	ulnetd_emit_end(&e);
+	ulnetd_emit_end(&e);
 	if (verbose) {
 		/* descriptors handed out vs taken from the heap: flat in steady state (free lists) */
 		ulnetd_emit_uint(&e, "desc_gets", st.desc_gets);
@@ -312,9 +323,17 @@ static int cmd_peer_show(struct ulnetd *d, int argc, char **argv, struct ulnetd_
 			ulnetd_emit_int(&e, "available_tx_credits", p.tx_credits);
 			ulnetd_emit_int(&e, "min_tx_credits", p.min_tx_credits);
 			ulnetd_emit_int(&e, "tx_q_num_of_buf", p.tx_queued);
+			/* router buffers this peer may still fill here (peer_buffer_credits), lowest seen */
+			ulnetd_emit_int(&e, "available_rtr_credits", p.rtr_credits);
+			ulnetd_emit_int(&e, "min_rtr_credits", p.min_rtr_credits);
 			ulnetd_emit_map(&e, "statistics");
 			ulnetd_emit_uint(&e, "send_count", p.send_count);
 			ulnetd_emit_uint(&e, "recv_count", p.recv_count);
+			ulnetd_emit_end(&e);
+			ulnetd_emit_map(&e, "forwarded");
+			ulnetd_emit_uint(&e, "msgs", p.fwd_msgs);
+			ulnetd_emit_uint(&e, "bytes", p.fwd_bytes);
+			ulnetd_emit_uint(&e, "drops", p.fwd_drops);
 			ulnetd_emit_end(&e);
 			/* what the LND negotiated with this peer, when it can say */
 			if (ulnet_peer_limits_get(d->node, &p.nid, &lim) == 0) {
@@ -340,7 +359,7 @@ static const struct ulnetd_cmd lnet_cmds[] = {
 	{ "net show", "[-v] [--net NET] [--json]", "show the local NIs", cmd_net_show },
 	{ "export", "[--json]", "print the running configuration (input for ulnetd -c)", cmd_export },
 	{ "ping", "[PID-]NID [--count N] [--timeout MS] [--json]", "ping a NID and list its NIDs", cmd_ping },
-	{ "stats show", "[-v] [--json]", "show the node's message counters (-v: descriptor free lists, lock hold times)", cmd_stats_show },
+	{ "stats show", "[-v] [--json]", "show the node's message and forwarding counters (-v: descriptor free lists, lock hold times)", cmd_stats_show },
 	{ "peer show", "[-v] [--nid NID] [--json]", "show the peers", cmd_peer_show },
 };
 

@@ -169,7 +169,8 @@ int main(int argc, char **argv)
 		goto out_sig;
 	}
 
-	if ((rc = ulnetd_control_init(&d)) || (rc = ulnetd_lnet_register(&d))) {
+	if ((rc = ulnetd_control_init(&d)) || (rc = ulnetd_lnet_register(&d)) ||
+	    (rc = ulnetd_route_register(&d))) {
 		fprintf(stderr, "ulnetd: cannot register commands: %s\n", strerror(-rc));
 		goto out_ctl;
 	}

@@ -156,6 +156,8 @@ void ulnetd_control_fini(struct ulnetd *d);
 
 /* Built-in commands (cmd_lnet.c): net show, export, ping, stats show, peer show, help. */
 int ulnetd_lnet_register(struct ulnetd *d);
+/* Routing commands (cmd_route.c): route add/del/show, routing show, set routing and buffer keys. */
+int ulnetd_route_register(struct ulnetd *d);
 /* The selftest and lst commands (control_selftest.c, control_lst.c) over ulnet/selftest.h. */
 int ulnetd_selftest_register(struct ulnetd *d);
 
