@@ -95,22 +95,24 @@ per_gib() { awk -v ms="$1" -v b="$2" 'BEGIN { if (b > 0) printf "%.0f", ms / (b 
 
 # run PAGE_SIZE DIR KIND CONSOLE FROM TO: SECS seconds of 1 MiB brw DIR; one line into $UL_TMP/runs:
 # the router's page size, DIR, KIND, MB/s, R's CPU ms per GiB (per GiB R forwarded when it routed,
-# else per GiB the brw moved: R is one end of that direct hop) and every node's CPU ms per GiB moved
+# else per GiB the brw moved: R is one end of that direct hop), then C's, R's and S's CPU ms per GiB
+# the brw moved
 run()
 {
-	local r0 a0 f0 r1 a1 f1 bytes mbps fwd
-	r0=$(cpu_ms r) a0=$(( $(cpu_ms c) + $(cpu_ms r) + $(cpu_ms s) ))
+	local c0 r0 s0 f0 c1 r1 s1 f1 bytes mbps fwd
+	c0=$(cpu_ms c) r0=$(cpu_ms r) s0=$(cpu_ms s)
 	f0=$(ul_stat r route_length)
 	timeout 60 "$SST" --node "$(ul_sock "$4")" --json brw "$2" --from "$5" --to "$6" --size 1M --check none \
 		--concurrency "$CONC" --duration "$SECS" >"$UL_TMP/brw.json" 2>"$UL_TMP/brw.err" ||
 		ul_fail "brw $2 $5 -> $6: $(cat "$UL_TMP/brw.json" "$UL_TMP/brw.err")"
-	r1=$(cpu_ms r) a1=$(( $(cpu_ms c) + $(cpu_ms r) + $(cpu_ms s) ))
+	c1=$(cpu_ms c) r1=$(cpu_ms r) s1=$(cpu_ms s)
 	f1=$(ul_stat r route_length)
 	read -r bytes mbps < <("$UL_PYTHON" -c 'import json,sys; j=json.load(open(sys.argv[1])); print(j["bytes"], j["MBps"]) if j["ok"] else 0' "$UL_TMP/brw.json") || true
 	[[ -n ${mbps:-} ]] || ul_fail "brw $2 $5 -> $6 not ok: $(cat "$UL_TMP/brw.json")"
 	fwd=$(( f1 - f0 ))
 	((fwd > 0)) || fwd=$bytes
-	echo "$1 $2 $3 $mbps $(per_gib $((r1 - r0)) "$fwd") $(per_gib $((a1 - a0)) "$bytes")" >>"$UL_TMP/runs"
+	echo "$1 $2 $3 $mbps $(per_gib $((r1 - r0)) "$fwd") $(per_gib $((c1 - c0)) "$bytes")" \
+		"$(per_gib $((r1 - r0)) "$bytes") $(per_gib $((s1 - s0)) "$bytes")" >>"$UL_TMP/runs"
 }
 
 # the first value of KEY anywhere in routing show's JSON (its layout is ulnetctl's), or "n/a"
@@ -152,7 +154,7 @@ phase()
 		done
 	done
 	echo "$ps $(routing_value memory_max_seen)" >>"$UL_TMP/memory"
-	ul_ctl r routing show >"$UL_TMP/routing_$ps.txt" 2>&1 || true
+	cp "$UL_TMP/routing.json" "$UL_TMP/routing_$ps.json" # the pools, for the summary
 	stop_nodes
 }
 
@@ -168,9 +170,9 @@ echo "1 MiB brw, $CONC in flight, ${SECS} s per run, $ROUNDS rounds; C $C_TCP ->
 import statistics, sys
 med = statistics.median
 runs = {}
-for ps, d, kind, mbps, rcpu, acpu in (l.split() for l in open(sys.argv[1])):
-    if kind != "warm":
-        runs.setdefault((ps, d, kind), []).append((float(mbps), float(rcpu), float(acpu)))
+for ps, d, kind, *v in (l.split() for l in open(sys.argv[1])):
+    if kind != "warm":  # MB/s, R's CPU per GiB forwarded, C's, R's and S's per GiB moved
+        runs.setdefault((ps, d, kind), []).append(tuple(map(float, v)))
 def col(ps, d, kind, i):
     return [r[i] for r in runs[(ps, d, kind)]]
 for ps in ("4096", "65536"):
@@ -187,9 +189,11 @@ for ps in ("4096", "65536"):
         print(f"  router page_size {ps:>5}, brw {d:<5}: routed {med(rt):7.0f}   direct tcp {med(tcp):7.0f}   "
               f"direct o2ib {med(ib):7.0f}   ratio {ratio:.2f}   (of the medians: routed/tcp {med(rt) / med(tcp):.2f})")
         rc, tc, ic = (med(col(ps, d, k, 1)) for k in ("routed", "tcp", "o2ib"))
-        ra, ta = med(col(ps, d, "routed", 2)), med(col(ps, d, "tcp", 2))
         print(f"    router CPU ms per GiB forwarded {rc:.0f}   (as the end of direct tcp {tc:.0f}, of direct o2ib {ic:.0f}: "
-              f"sum {tc + ic:.0f});  all nodes' CPU ms per GiB: routed {ra:.0f}, direct tcp {ta:.0f} (by CPU {ta / ra:.2f})")
+              f"sum {tc + ic:.0f})")
+        node = {k: [med(col(ps, d, k, i)) for i in (2, 3, 4)] for k in ("routed", "tcp", "o2ib")}
+        print("    CPU ms per GiB moved, C/R/S (sum): " + "   ".join(
+            f"{k} {'/'.join(f'{x:.0f}' for x in node[k])} ({sum(node[k]):.0f})" for k in ("routed", "tcp", "o2ib")))
 mem = dict(l.split() for l in open(sys.argv[2]))
 m4, m64 = mem.get("4096", "n/a"), mem.get("65536", "n/a")
 def mib(v):
@@ -199,8 +203,15 @@ eq = (f"64K/4K {int(m64) / int(m4):.3f}" if m4.isdigit() and m64.isdigit() and i
 print(f"router buffer memory high-water (routing show memory_max_seen), same load: page_size 4096 {mib(m4)}   "
       f"page_size 65536 {mib(m64)}   {eq} (goal: equal)")
 PY
+# the router's pools after each phase: buffer size, buffers made, most in use at once
 for ps in 4096 65536; do
-	echo "routing show, router page_size $ps, after its phase:"
-	sed 's/^/    /' "$UL_TMP/routing_$ps.txt"
+	"$UL_PYTHON" - "$UL_TMP/routing_$ps.json" "$ps" <<'PY' || echo "  router page_size $ps: no routing show --json"
+import json, sys
+pools, glob = json.load(open(sys.argv[1]))["routing"][:2]
+pools = next(iter(pools.values()))
+print(f"  router page_size {sys.argv[2]:>5} pools (size B: allocated, max in use): " + "   ".join(
+    f"{n} {p['size']}: {p['allocated']}, {p['nbuffers'] - p['mincredits']}" for n, p in pools.items()) +
+    f"   forwarded {glob['forwarded']['msgs']} msgs, drops {sum(glob['forwarded']['drops'].values())}")
+PY
 done
 echo "CPU: $(sed -n 's/^model name[[:space:]]*: //p' /proc/cpuinfo | head -1), $(nproc) CPUs; load average (1/5/15 min): $load0 at the start, $(cut -d' ' -f1-3 /proc/loadavg) at the end"
