@@ -12,9 +12,11 @@
 # Why those baselines: a store-and-forward path can go no faster than its slowest hop, and these are
 # the same processes, the same LNDs and the same per-hop work, without the router in the middle. A C
 # with both NIs talking to S over o2ib would measure o2ib against tcp-then-o2ib, not routing. The
-# ratio printed is routed / the slower direct hop (goal >= 0.8), each hop's ratio beside it.
+# ratio printed is routed / the slower direct hop, per round, median (goal >= 0.8).
 # Measured too: the router's CPU time (utime + stime of the whole process, /proc/PID/stat) per GiB it
-# forwarded (its stats' route_length), beside its CPU per GiB as the endpoint of each direct hop; and
+# forwarded (its stats' route_length), beside its CPU per GiB as the endpoint of each direct hop, and
+# each node's CPU per GiB moved (the machine has 2 CPUs: the routed path's third busy process is
+# what a CPU-bound ratio follows); and
 # router buffer memory (routing show: memory_max_seen, the high-water mark of its pools) with the
 # router at page_size 4096 and then 65536, each phase a fresh set of nodes under the same load (goal:
 # equal: buffers are sized in bytes).
