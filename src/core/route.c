@@ -324,11 +324,14 @@ const char *ulnet_fwd_drop_name(enum ulnet_fwd_drop r)
 
 void ulnet_routing_info_get(ulnet_node *node, struct ulnet_routing_info *out)
 {
-	const uint32_t counts[ULNET_RTR_POOLS] = { node->routing.tiny, node->routing.small, node->routing.large };
+	uint32_t counts[ULNET_RTR_POOLS];
 
 	memset(out, 0, sizeof(*out));
 	ulnet__lock(node);
 	out->conf = node->routing;
+	counts[ULNET_RTR_TINY] = node->routing.tiny;
+	counts[ULNET_RTR_SMALL] = node->routing.small;
+	counts[ULNET_RTR_LARGE] = node->routing.large;
 	for (unsigned i = 0; i < ULNET_RTR_POOLS; i++) {
 		const struct ulnet_rtr_pool *p = &node->rtr.pool[i];
 

@@ -72,9 +72,11 @@ struct ulnet_msg;
  * receive resources until lnd_recv is called (the LND must then stop reading that connection).
  * Either way lnd_recv is called exactly once, when a buffer and a credit are free.
  *
- * Forwarding. With forwarding on (ulnet__node_set_forwarding), a message for another node is
+ * Forwarding. With routing enabled (ulnet_routing_set), a message for a node on another net is
  * received into a router buffer, charged to its sender's peer_buffer_credits, then sent on to the
  * next hop with its header unchanged; the buffer and credit come back when that send completes.
+ * The LND sends every message to v.target, its next hop: the destination itself, or the gateway of a
+ * route (the header's dest_nid then differs: o2ib sends such a GET IMMEDIATE, as o2iblnd does).
  *
  * Peers. lnd_query_peer reports a peer's negotiated limits (ulnet_peer_limits_get for tools and the
  * planner); -ENOENT when the LND has no state for it. ulnet__peer_down(ni, nid, status) tells the
@@ -231,7 +233,7 @@ void ulnet__set_reply_len(struct ulnet_msg *reply, uint32_t len);
 int ulnet__msg_md(struct ulnet_msg *msg, struct ulnet_lnd_md *out);
 /* Peer @nid on @ni is gone: fail what waits for a credit to it with @status (<0). */
 void ulnet__peer_down(struct ulnet_ni *ni, const struct ulnet_nid *nid, int status);
-/* Forward messages for other nodes (tests and a future router). */
+/* Routing on or off with @buffers in each router buffer pool (the contract tests' shortcut). */
 void ulnet__node_set_forwarding(struct ulnet_node *node, bool on, unsigned buffers);
 
 /* NI accessors. */
