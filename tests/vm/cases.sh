@@ -24,7 +24,16 @@ vm_case() { echo "VMLANE CASE $NAME->$PEERNAME $*"; }
 SC_TMP=/tmp
 sc_ctl() { [ "$1" = me ] || return 2; shift; ulnetctl --node $SOCK "$@"; }
 sc_sst() { [ "$1" = me ] || return 2; shift; ulnet-selftest --node $SOCK "$@"; }
-sc_nid() { if [ "$1" = me ]; then echo "$(vm_me "$SC_NET")@$SC_NET"; else echo "$(vm_peer "$SC_NET")@$SC_NET"; fi; }
+# (SC_NET routed: from the tcp1-only node behind this router, init.sh, to the peer's o2ib NID)
+sc_nid()
+{
+	case "$SC_NET:$1" in
+	routed:me) echo "$RT_NID" ;;
+	routed:*) echo "$PEER@o2ib" ;;
+	*:me) echo "$(vm_me "$SC_NET")@$SC_NET" ;;
+	*) echo "$(vm_peer "$SC_NET")@$SC_NET" ;;
+	esac
+}
 sc_case()
 {
 	vm_case "$2 $1 $3"
@@ -71,7 +80,7 @@ vm_wait_peer()
 vm_plan()
 {
 	local net=$1 size=$2 b=1048576 now prev
-	[ "$net" != tcp ] || return 0
+	case $net in tcp | routed) return 0 ;; esac
 	[ "$size" -gt 262144 ] || b=262144
 	[ "$size" -gt 65536 ] || b=65536
 	[ "$size" -gt 4096 ] || b=4096
@@ -158,6 +167,50 @@ vm_ping_1m()
 	vm_plan_baseline "$1"
 	sc_brw me peer write 1048576 "$2"
 	sc_brw me peer read 1048576 "$2"
+}
+
+# Routing (issue 30), run by the first node only: the tcp1-only node behind it (127.0.0.2@tcp1, a
+# second ulnetd in this guest, init.sh) reaches the peer's o2ib NID through this node's ulnetd (NIs
+# on tcp1 127.0.0.1, o2ib and tcp; routing enabled), and the peer answers through its route to tcp1
+# via this node's o2ib NID: ping, brw write and read of 1 MiB at offset 4097 and of an odd size at an
+# odd offset, check=full, 0 errors (the scenarios' sc_ping and sc_brw from the tcp1 node's socket);
+# then the router's counters: every byte of those forwarded, no drop.
+RT_NID=127.0.0.2@tcp1 RT_SOCK=/run/ulnet-tcp1.sock
+RT_BRW="1048576:4097 4097:1"
+vm_cases_routed_net() { echo o2ib; }
+vm_cases_routed_count() { if [ "$FIRST" = 1 ]; then echo $((2 + 2 * $(echo $RT_BRW | wc -w))); else echo 0; fi; }
+vm_cases_routed()
+{
+	local so op i=0 min=0 out=/tmp/routing.json f drops t0
+	[ "$FIRST" = 1 ] || return 0
+	t0=$(date +%s)
+	SC_NET=routed
+	# the peer's route to tcp1 is up once its checker has heard from this node (every 5 s)
+	until ulnetctl --node $RT_SOCK ping "$PEER@o2ib" --count 1 --timeout 1000 >/dev/null 2>&1; do
+		i=$((i + 1))
+		[ $i -lt 30 ] || break
+		sleep 1
+	done
+	SOCK=$RT_SOCK
+	sc_ping me peer
+	for so in $RT_BRW; do
+		for op in write read; do
+			sc_brw me peer $op "${so%%:*}" "${so##*:}"
+			min=$((min + SC_BRW_COUNT * ${so%%:*}))
+		done
+	done
+	SOCK=/run/ulnet.sock
+	# forwarded: msgs bytes, then every drop counter, as routing show --json has them
+	ulnetctl --node $SOCK routing show --json >$out 2>&1
+	f=$(tr -d ' \n' <$out | sed -n 's/.*"forwarded":{"msgs":\([0-9]*\),"bytes":\([0-9]*\),"drops":{\([^}]*\)}.*/\1 \2 \3/p')
+	drops=$(echo "${f#* * }" | tr ',' '\n' | sed 's/.*://' | awk '{ n += $1 } END { print n + 0 }')
+	# shellcheck disable=SC2086 # the two counters as $1 $2
+	set -- $f
+	if [ -n "$f" ] && [ "${2:-0}" -ge $min ] && [ "$drops" = 0 ]; then
+		vm_case "routed router forwarding ok bytes=$2 errors=0 msgs=$1 memory_max_seen=$(sc__json $out memory_max_seen) (at least $min bytes forwarded, no drop; the group took $(($(date +%s) - t0)) s)"
+	else
+		vm_case "routed router forwarding FAIL bytes=${2:-0} errors=${drops:-?} want >= $min bytes and no drop: $(head -c 400 $out)"
+	fi
 }
 
 # LU-5718's shape on its own net (o2ib1, NIs limited to 16 RDMA fragments and max_send_sge 1):
@@ -276,7 +329,7 @@ vm_turn_give()
 	done
 }
 
-# vm_cases LIST: comma-separated groups (verbs, tcp, o2ib, lu5718, kill, bench, back). The two nodes
+# vm_cases LIST: comma-separated groups (verbs, tcp, o2ib, routed, lu5718, kill, bench, back). The two nodes
 # take turns ($FIRST=1 goes first, then hands over), so each case's counters and plan are its own;
 # with kill the turn comes back to the first node for vm_kill, which then hands it to the peer booted
 # again (its only group: back).

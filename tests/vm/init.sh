@@ -7,7 +7,9 @@
 # Parameters come from the kernel command line: vmlane.name, vmlane.ip, vmlane.peer,
 # vmlane.peername, vmlane.ip1 and vmlane.peer1 (second subnet, for o2ib1), vmlane.nets (the NIs:
 # tcp, o2ib, o2ib1), vmlane.cases, vmlane.verbs_tests (test_verbs_ops's test count), vmlane.first
-# (1: this node runs its cases first).
+# (1: this node runs its cases first). With the routed group the first node is also a router (a tcp1
+# NI on loopback, routing enabled) with a tcp1-only node behind it, and the other node has a route
+# to tcp1 through the first node's o2ib NID.
 /bin/busybox mkdir -p /proc /sys /dev /tmp /run /usr/sbin /sbin
 /bin/busybox --install -s
 mount -t proc proc /proc
@@ -35,6 +37,9 @@ PEER1=$(param peer1)
 NETS=$(param nets)
 CASES=$(param cases)
 VERBS_TESTS=$(param verbs_tests)
+FIRST=$(param first)
+ROUTED=
+case ",$CASES," in *,routed,*) ROUTED=1 ;; esac
 say "BOOT $NAME kernel $(uname -r) $(uname -m)"
 
 kver=$(uname -r)
@@ -82,21 +87,56 @@ ulimit -l unlimited
 			;;
 		esac
 	done
+	# the routed group (cases.sh): the first node routes between o2ib and tcp1, a loopback net
+	# inside this guest whose other node (127.0.0.2@tcp1, started below) has no other NI
+	if [ -n "$ROUTED" ] && [ "$FIRST" = 1 ]; then
+		echo "    - net type: tcp1"
+		echo "      local NI(s):"
+		echo "        - nid: 127.0.0.1@tcp1"
+		echo "routing:"
+		echo "    enable: 1"
+	elif [ -n "$ROUTED" ]; then
+		# the router may boot after this node: a gateway that did not answer is checked again
+		# within 5 s, not lnetctl's default 60
+		echo "route:"
+		echo "    - net: tcp1"
+		echo "      gateway: $PEER@o2ib"
+		echo "routing:"
+		echo "    alive_router_check_interval: 5"
+		echo "    router_ping_timeout: 5"
+	fi
 } >/etc/ulnet.yaml
+# start_ulnetd CONFIG SOCKET LOG: one ulnetd, ready to serve (its control socket answers)
+start_ulnetd()
+{
+	ulnetd -c "$1" --control "$2" >"$3" 2>&1 &
+	i=0
+	until ulnetctl --node "$2" net show >/dev/null 2>&1; do
+		i=$((i + 1))
+		[ $i -lt 300 ] || die "ulnetd -c $1 not ready after 30 s"
+		kill -0 $! 2>/dev/null || die "ulnetd -c $1 exited during startup: $(tail -3 "$3")"
+		sleep 0.1
+	done
+}
 # no page_size in the configuration: the node takes it from its kernel (sysconf)
-ulnetd -c /etc/ulnet.yaml --control /run/ulnet.sock >/tmp/ulnetd.log 2>&1 &
-i=0
-until ulnetctl --node /run/ulnet.sock net show >/dev/null 2>&1; do
-	i=$((i + 1))
-	[ $i -lt 300 ] || die "ulnetd not ready after 30 s"
-	kill -0 $! 2>/dev/null || die "ulnetd exited during startup"
-	sleep 0.1
-done
+start_ulnetd /etc/ulnet.yaml /run/ulnet.sock /tmp/ulnetd.log
+if [ -n "$ROUTED" ] && [ "$FIRST" = 1 ]; then
+	# the tcp1-only node behind the router (its gateway is up already: lnetctl's default checker)
+	cat >/etc/ulnet-tcp1.yaml <<EOF
+net:
+    - net type: tcp1
+      local NI(s):
+        - nid: 127.0.0.2@tcp1
+route:
+    - net: o2ib
+      gateway: 127.0.0.1@tcp1
+EOF
+	start_ulnetd /etc/ulnet-tcp1.yaml /run/ulnet-tcp1.sock /tmp/ulnetd-tcp1.log
+fi
 PS=$(ulnetctl --node /run/ulnet.sock export | sed -n 's/^ *page_size: *//p')
 say "READY $NAME $ME page_size $PS rxe0 $(cat /sys/class/infiniband/rxe0/ports/1/state 2>/dev/null)"
 
 . /etc/vmlane/cases.sh
-FIRST=$(param first)
 vm_cases "$CASES"
 say "DONE"
 # the host stops both VMs once both have printed DONE (the peer may still be running its cases
