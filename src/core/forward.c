@@ -75,11 +75,11 @@ static void fwd_receive(struct ulnet_msg *msg)
 	uint32_t len = msg->v.hdr.payload_length;
 	unsigned cls = msg->rtr_pool;
 	bool fresh;
-	void *buf = ulnet__rtr_take(node, cls, &fresh);
+	struct ulnet_rtr_buf *buf = ulnet__rtr_take(node, cls, msg->ni, &fresh);
 	int rc;
 
 	ulnet__lock_release(node);
-	if (fresh && !(buf = ulnet__rtr_alloc(cls))) {
+	if (fresh && !(buf = ulnet__rtr_alloc(msg->ni, cls))) {
 		ulnet__lock(node);
 		ulnet__rtr_put(node, cls, NULL);
 		ulnet__lock_release(node);
@@ -93,7 +93,8 @@ static void fwd_receive(struct ulnet_msg *msg)
 	if (--lp->buf_credits < lp->min_buf_credits)
 		lp->min_buf_credits = lp->buf_credits;
 	msg->fwd = FWD_RX;
-	msg->iov_store[0].iov_base = buf;
+	msg->rtr_buf = buf;
+	msg->iov_store[0].iov_base = buf ? buf->mem : NULL;
 	msg->iov_store[0].iov_len = len;
 	msg->v.niov = len ? 1 : 0;
 	rc = msg->ni->ops->lnd_recv(msg->ni, msg->rx_priv, msg, msg->v.iov, msg->v.niov, len, len);
@@ -231,7 +232,7 @@ static void fwd_release(struct ulnet_loop *loop, void *arg)
 	}
 	if (msg->fwd != FWD_WAIT) {
 		ulnet__lock(node);
-		ulnet__rtr_put(node, msg->rtr_pool, msg->v.niov ? msg->iov_store[0].iov_base : NULL);
+		ulnet__rtr_put(node, msg->rtr_pool, msg->rtr_buf);
 		ulnet__lock_release(node);
 		lp->buf_credits++;
 	}

@@ -169,11 +169,18 @@ struct ulnet_ni {
 
 /* router_buffers.c: router buffers by size class, in bytes whatever the page size. Node lock. */
 enum { ULNET_RTR_TINY, ULNET_RTR_SMALL, ULNET_RTR_LARGE, ULNET_RTR_POOLS };
+struct ulnet_rtr_buf {
+	struct ulnet_rtr_buf *next;  /* on a free list */
+	void *mem;
+	void (*free_fn)(void *p, size_t len); /* an LND's memory (lnd_mem_alloc), or NULL: the heap's */
+};
 struct ulnet_rtr_pool {
 	uint32_t size;
 	uint32_t allocated, in_use, max_in_use;
 	uint64_t waits;
-	void *free;                  /* buffers kept for reuse, linked through their first word */
+	/* buffers kept for reuse: of an LND's memory (what an o2ib peer over shm writes into by a
+	 * memcpy) and of the heap's */
+	struct ulnet_rtr_buf *free_lnd, *free_heap;
 	uint32_t nfree;
 };
 struct ulnet_rtr_pools {
@@ -202,6 +209,7 @@ struct ulnet_msg {
 	bool node_desc;              /* from the node's descriptor cache (made by a thread owning no loop) */
 	uint8_t fwd;                 /* forward.c: 0, or the stage of a message being forwarded */
 	uint8_t rtr_pool;            /* forward.c: the pool of its router buffer */
+	struct ulnet_rtr_buf *rtr_buf; /* forward.c: the buffer (NULL: tiny) */
 	struct ulnet_peer *fwd_from; /* forward.c: the peer charged for the router buffer */
 	struct ulnet_event ev;       /* prepared at match/send time, delivered at finalize */
 	unsigned iov_cap;            /* entries of iov_store (the descriptor's size class) */
@@ -680,11 +688,13 @@ void ulnet__rtr_init(struct ulnet_node *node);
 unsigned ulnet__rtr_class(uint32_t len);
 /* A buffer of pool @cls may be taken now (under its count and the memory cap). */
 bool ulnet__rtr_available(struct ulnet_node *node, unsigned cls);
-/* Take one: a kept buffer, or reserve room for a new one (*@fresh: allocate it, node lock released,
- * with ulnet__rtr_alloc; on failure give the reservation back with ulnet__rtr_put(NULL)). */
-void *ulnet__rtr_take(struct ulnet_node *node, unsigned cls, bool *fresh);
-void *ulnet__rtr_alloc(unsigned cls);
-void ulnet__rtr_put(struct ulnet_node *node, unsigned cls, void *buf);
+/* Take one for a message arriving on @ni: a kept buffer (of @ni's LND memory if it has some), or
+ * room reserved for a new one (*@fresh: make it with ulnet__rtr_alloc, node lock released; on
+ * failure give the room back with ulnet__rtr_put(NULL)). NULL and !*@fresh for tiny messages. */
+struct ulnet_rtr_buf *ulnet__rtr_take(struct ulnet_node *node, unsigned cls, struct ulnet_ni *ni, bool *fresh);
+/* A new buffer of pool @cls, of @ni's LND memory if it has some. The owner of @ni's loop. */
+struct ulnet_rtr_buf *ulnet__rtr_alloc(struct ulnet_ni *ni, unsigned cls);
+void ulnet__rtr_put(struct ulnet_node *node, unsigned cls, struct ulnet_rtr_buf *buf);
 void ulnet__rtr_free_all(struct ulnet_node *node);
 
 /* forward.c */

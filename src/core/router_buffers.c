@@ -4,7 +4,9 @@
  * traffic (LNet sizes them in pages: its small buffer is 64 KiB there, its large one 16 MiB with
  * LNET_MAX_IOV pages). Buffers are made as traffic needs them, up to each pool's count and to the
  * node's memory cap, and kept for reuse; lowering a count or the cap frees buffers as they come back.
- * Everything here runs under the node lock, except the allocation of a new buffer. */
+ * A large buffer is made of the receiving NI's LND memory when it has some (o2ib over shm: a memfd
+ * its peers map, so their RDMA into it is a memcpy, not a process_vm_writev). Everything here runs
+ * under the node lock, except the allocation of a new buffer (as the owner of the receiving loop). */
 #include <stdlib.h>
 #include "internal.h"
 
@@ -40,19 +42,30 @@ bool ulnet__rtr_available(struct ulnet_node *node, unsigned cls)
 	return p->nfree > 0 || node->rtr.memory + p->size <= node->routing.memory_max;
 }
 
-void *ulnet__rtr_take(struct ulnet_node *node, unsigned cls, bool *fresh)
+struct ulnet_rtr_buf *ulnet__rtr_take(struct ulnet_node *node, unsigned cls, struct ulnet_ni *ni, bool *fresh)
 {
 	struct ulnet_rtr_pool *p = &node->rtr.pool[cls];
-	void *buf = NULL;
+	bool lnd = ni->ops->lnd_mem_alloc != NULL;
+	struct ulnet_rtr_buf **from = lnd && p->free_lnd ? &p->free_lnd : &p->free_heap;
+	struct ulnet_rtr_buf *buf;
 
 	*fresh = false;
 	if (++p->in_use > p->max_in_use)
 		p->max_in_use = p->in_use;
 	if (p->size == 0)
 		return NULL;
-	if (p->nfree) {
-		buf = p->free;
-		p->free = *(void **)buf;
+	/* an NI with memory of its own gets a new buffer of it rather than a kept heap one, while
+	 * there is room: a peer writes into such memory by a memcpy (the shm provider) */
+	if (*from && (!lnd || from == &p->free_lnd || node->rtr.memory + p->size > node->routing.memory_max)) {
+		buf = *from;
+		*from = buf->next;
+		p->nfree--;
+		return buf;
+	}
+	if (!*from && p->nfree) { /* no room for a new one (ulnet__rtr_available): any kept one */
+		from = p->free_lnd ? &p->free_lnd : &p->free_heap;
+		buf = *from;
+		*from = buf->next;
 		p->nfree--;
 		return buf;
 	}
@@ -64,17 +77,39 @@ void *ulnet__rtr_take(struct ulnet_node *node, unsigned cls, bool *fresh)
 	return NULL;
 }
 
-void *ulnet__rtr_alloc(unsigned cls)
+struct ulnet_rtr_buf *ulnet__rtr_alloc(struct ulnet_ni *ni, unsigned cls)
 {
-	void *buf = NULL;
+	size_t len = cls == ULNET_RTR_SMALL ? ULNET_RTR_SMALL_SIZE : ULNET_MTU;
+	struct ulnet_rtr_buf *buf = calloc(1, sizeof(*buf));
 
-	/* page-aligned as a kernel router's are: an LND maps it in few fragments whatever it does */
-	if (posix_memalign(&buf, 4096, cls == ULNET_RTR_SMALL ? ULNET_RTR_SMALL_SIZE : ULNET_MTU))
+	if (!buf)
 		return NULL;
+	/* only large buffers move by RDMA (o2ib sends 4 KiB IMMEDIATE) */
+	if (cls == ULNET_RTR_LARGE && ni->ops->lnd_mem_alloc)
+		buf->mem = ni->ops->lnd_mem_alloc(ni, 4096, len, &buf->free_fn);
+	/* page-aligned as a kernel router's are: an LND maps it in few fragments whatever it does */
+	if (!buf->mem) {
+		buf->free_fn = NULL;
+		if (posix_memalign(&buf->mem, 4096, len))
+			buf->mem = NULL;
+	}
+	if (!buf->mem) {
+		free(buf);
+		return NULL;
+	}
 	return buf;
 }
 
-void ulnet__rtr_put(struct ulnet_node *node, unsigned cls, void *buf)
+static void buf_free(struct ulnet_rtr_buf *buf, size_t len)
+{
+	if (buf->free_fn)
+		buf->free_fn(buf->mem, len);
+	else
+		free(buf->mem);
+	free(buf);
+}
+
+void ulnet__rtr_put(struct ulnet_node *node, unsigned cls, struct ulnet_rtr_buf *buf)
 {
 	struct ulnet_rtr_pool *p = &node->rtr.pool[cls];
 
@@ -83,12 +118,15 @@ void ulnet__rtr_put(struct ulnet_node *node, unsigned cls, void *buf)
 		return;
 	/* keep it unless the pool or the memory shrank below what exists */
 	if (buf && p->allocated <= pool_count(node, cls) && node->rtr.memory <= node->routing.memory_max) {
-		*(void **)buf = p->free;
-		p->free = buf;
+		struct ulnet_rtr_buf **to = buf->free_fn ? &p->free_lnd : &p->free_heap;
+
+		buf->next = *to;
+		*to = buf;
 		p->nfree++;
 		return;
 	}
-	free(buf);
+	if (buf)
+		buf_free(buf, p->size);
 	p->allocated--;
 	node->rtr.memory -= p->size;
 }
@@ -97,13 +135,17 @@ void ulnet__rtr_free_all(struct ulnet_node *node)
 {
 	for (unsigned i = 0; i < ULNET_RTR_POOLS; i++) {
 		struct ulnet_rtr_pool *p = &node->rtr.pool[i];
+		struct ulnet_rtr_buf *lists[2] = { p->free_lnd, p->free_heap };
 
-		while (p->free) {
-			void *b = p->free;
+		for (int k = 0; k < 2; k++) {
+			while (lists[k]) {
+				struct ulnet_rtr_buf *b = lists[k];
 
-			p->free = *(void **)b;
-			free(b);
+				lists[k] = b->next;
+				buf_free(b, p->size);
+			}
 		}
+		p->free_lnd = p->free_heap = NULL;
 		p->nfree = 0;
 	}
 }
