@@ -45,7 +45,7 @@ bool ulnet__rtr_available(struct ulnet_node *node, unsigned cls)
 struct ulnet_rtr_buf *ulnet__rtr_take(struct ulnet_node *node, unsigned cls, struct ulnet_ni *ni, bool *fresh)
 {
 	struct ulnet_rtr_pool *p = &node->rtr.pool[cls];
-	bool lnd = ni->ops->lnd_mem_alloc != NULL;
+	bool lnd = cls == ULNET_RTR_LARGE && ni->ops->lnd_mem_alloc; /* see ulnet__rtr_alloc */
 	struct ulnet_rtr_buf **from = lnd && p->free_lnd ? &p->free_lnd : &p->free_heap;
 	struct ulnet_rtr_buf *buf;
 

@@ -155,7 +155,8 @@ struct ulnet_lnd_ops {
 	void (*lnd_fabric_info)(struct ulnet_ni *ni, struct ulnet_ni_fabric *out);
 	/* Optional: @len bytes aligned to @align that this LND moves fastest (ulnet_mem_alloc), or NULL
 	 * (then heap memory is used). *@free_fn frees it; it must not need the NI, which may be gone by
-	 * then. Called with the node's lock held, from any thread. */
+	 * then. Called as the owner of the NI's loop (ulnet_mem_alloc enters it; router buffers are
+	 * made on it). */
 	void *(*lnd_mem_alloc)(struct ulnet_ni *ni, size_t align, size_t len, void (**free_fn)(void *p, size_t len));
 };
 
