@@ -216,6 +216,41 @@ ul_start_node()
 	ul_wait_ready "$1"
 }
 
+# ul_netns_veth NS1 IF1 ADDR1 NS2 IF2 ADDR2...: namespaces NS1 and NS2 (deleted at exit) joined by the
+# veth pair IF1-IF2, with ADDR1 (/24) on IF1 and the ADDR2... on IF2, lo and the pair up. Exit 77
+# where namespaces cannot be made.
+ul_netns_veth()
+{
+	local n1=$1 i1=$2 a1=$3 n2=$4 i2=$5 a
+	shift 5
+	ip netns list >/dev/null 2>&1 || { echo "skip: no network namespaces here"; exit 77; }
+	ip netns add "$n1" 2>/dev/null || { echo "skip: cannot create a network namespace here"; exit 77; }
+	UL_ATEXIT+=("ip netns del $n1" "ip netns del $n2")
+	ip netns add "$n2"
+	ip link add "$i1" type veth peer name "$i2"
+	ip link set "$i1" netns "$n1"
+	ip link set "$i2" netns "$n2"
+	ip -n "$n1" addr add "$a1/24" dev "$i1"
+	for a in "$@"; do
+		ip -n "$n2" addr add "$a/24" dev "$i2"
+	done
+	for a in "$n1:$i1" "$n2:$i2"; do
+		ip -n "${a%%:*}" link set lo up
+		ip -n "${a%%:*}" link set "${a##*:}" up
+	done
+}
+
+# ul_start_in NS NAME: ul_start_node NAME (YAML on stdin) with its ulnetd inside namespace NS.
+ul_start_in()
+{
+	local real=$ULNETD
+	printf '#!/bin/sh\nexec ip netns exec %s %s "$@"\n' "$1" "$real" >"$UL_TMP/wrap-$2"
+	chmod +x "$UL_TMP/wrap-$2"
+	ULNETD=$UL_TMP/wrap-$2
+	ul_start_node "$2"
+	ULNETD=$real
+}
+
 ul_stop_node()
 {
 	local name=$1 sig=${2:-TERM} secs=${3:-10} pid deadline

@@ -13,39 +13,13 @@
 #    route; a router with routing disabled drops and counts
 set -euo pipefail
 source "${SRC:-$(dirname "$0")/../..}/tests/integration/lib.sh"
-ip netns list >/dev/null 2>&1 || { echo "skip: no network namespaces here"; exit 77; }
 ul_init
 SST=$(dirname "$ULNETCTL")/../ulnet-selftest/ulnet-selftest
 NC=ulnet-$$-c NR=ulnet-$$-r VC=ulr$$c VR=ulr$$r
 C=10.213.0.1 R1T=10.213.0.2 R2T=10.213.0.3
 R1O=127.213.0.1 R2O=127.213.0.2 SO=127.213.0.3
-UL_ATEXIT+=("ip netns del $NC" "ip netns del $NR")
 ul_step "namespaces $NC (client) and $NR (routers, server) joined by veth"
-ip netns add "$NC" 2>/dev/null || { echo "skip: cannot create a network namespace here"; exit 77; }
-ip netns add "$NR"
-ip link add "$VC" type veth peer name "$VR"
-ip link set "$VC" netns "$NC"
-ip link set "$VR" netns "$NR"
-ip -n "$NC" addr add "$C/24" dev "$VC"
-ip -n "$NR" addr add "$R1T/24" dev "$VR"
-ip -n "$NR" addr add "$R2T/24" dev "$VR"
-for ns in "$NC:$VC" "$NR:$VR"; do
-	ip -n "${ns%%:*}" link set lo up
-	ip -n "${ns%%:*}" link set "${ns##*:}" up
-done
-
-REAL_ULNETD=$ULNETD
-start_in() # ns name: the YAML on stdin
-{
-	cat >"$UL_TMP/wrap-$2" <<EOF
-#!/bin/sh
-exec ip netns exec $1 $REAL_ULNETD "\$@"
-EOF
-	chmod +x "$UL_TMP/wrap-$2"
-	ULNETD=$UL_TMP/wrap-$2
-	ul_start_node "$2"
-	ULNETD=$REAL_ULNETD
-}
+ul_netns_veth "$NC" "$VC" "$C" "$NR" "$VR" "$R1T" "$R2T"
 checker="alive_router_check_interval: 1
     router_ping_timeout: 1"
 o2ib_ni() # nid
@@ -54,7 +28,7 @@ o2ib_ni() # nid
 }
 router() # name tcp-addr o2ib-addr page-size
 {
-	start_in "$NR" "$1" <<EOF
+	ul_start_in "$NR" "$1" <<EOF
 node:
     page_size: $4
 routing:
@@ -69,7 +43,7 @@ EOF
 }
 router r1 "$R1T" "$R1O" 4096
 router r2 "$R2T" "$R2O" 65536
-start_in "$NR" s <<EOF
+ul_start_in "$NR" s <<EOF
 node:
     page_size: 65536
 routing:
@@ -82,7 +56,7 @@ route:
     - net: tcp
       gateway: $R2O@o2ib
 EOF
-start_in "$NC" c <<EOF
+ul_start_in "$NC" c <<EOF
 node:
     page_size: 4096
 routing:

@@ -5,34 +5,14 @@
 # (Put and Get of 0..1 MiB at non-zero offsets, full data check) between a 4 KiB and a 64 KiB-page node.
 set -euo pipefail
 source "${SRC:-$(dirname "$0")/../..}/tests/integration/lib.sh"
-ip netns list >/dev/null 2>&1 || { echo "skip: no network namespaces here"; exit 77; }
 ul_init
 SST=$(dirname "$ULNETCTL")/../ulnet-selftest/ulnet-selftest
 NA=ulnet-$$-a NB=ulnet-$$-b VA=ulv$$a VB=ulv$$b
 A=10.211.0.1 B=10.211.0.2
-UL_ATEXIT+=("ip netns del $NA" "ip netns del $NB")
 ul_step "namespaces $NA and $NB joined by veth"
-ip netns add "$NA" 2>/dev/null || { echo "skip: cannot create a network namespace here"; exit 77; }
-ip netns add "$NB"
-ip link add "$VA" type veth peer name "$VB"
-ip link set "$VA" netns "$NA"
-ip link set "$VB" netns "$NB"
-ip -n "$NA" addr add "$A/24" dev "$VA"
-ip -n "$NB" addr add "$B/24" dev "$VB"
-for ns in "$NA:$VA" "$NB:$VB"; do
-	ip -n "${ns%%:*}" link set lo up
-	ip -n "${ns%%:*}" link set "${ns##*:}" up
-done
-
-REAL_ULNETD=$ULNETD
+ul_netns_veth "$NA" "$VA" "$A" "$NB" "$VB" "$B"
 start_in() { # ns name addr page_size iface
-	cat >"$UL_TMP/wrap-$2" <<EOF
-#!/bin/sh
-exec ip netns exec $1 $REAL_ULNETD "\$@"
-EOF
-	chmod +x "$UL_TMP/wrap-$2"
-	ULNETD=$UL_TMP/wrap-$2
-	ul_start_node "$2" <<EOF
+	ul_start_in "$1" "$2" <<EOF
 node:
     page_size: $4
 net:
@@ -41,7 +21,6 @@ net:
         - interfaces:
               0: $5
 EOF
-	ULNETD=$REAL_ULNETD
 }
 start_in "$NA" a "$A" 4096 "$VA"
 start_in "$NB" b "$B" 65536 "$VB"
