@@ -276,6 +276,8 @@ int ulnet__checker_start(struct ulnet_node *node)
 	rc = -pthread_create(&ck->thread, NULL, checker_main, node);
 	if (rc)
 		node->checker = NULL;
+	else
+		pthread_setname_np(ck->thread, "ulnet-rtrcheck");
 	ulnet__lock_release(node);
 	if (rc) {
 		ULNET_LOG(CORE, ERR, "router checker: cannot start its thread: %s", ulnet_strerror(rc));
