@@ -74,7 +74,7 @@ ULNET_EXPORT int ulnet_route_info_get(ulnet_node *node, unsigned idx, struct uln
 #define ULNET_RTR_SECONDS_MAX 86400         /* the interval's and the timeout's limit */
 struct ulnet_routing_conf {
 	bool enable;                  /* forward messages for other nodes */
-	uint32_t tiny, small, large;  /* buffers per pool, at most ULNET_RTR_BUFFERS_MAX */
+	uint32_t tiny, small, large;  /* buffers per pool, 1 to ULNET_RTR_BUFFERS_MAX */
 	uint64_t memory_max;          /* bytes over every pool; >= one large buffer */
 	/* the checker: ping every gateway each check_interval seconds (0: never; routes stay as the
 	 * LNDs leave them), giving up on an answer after ping_timeout seconds; a route is up while its
@@ -84,7 +84,8 @@ struct ulnet_routing_conf {
 /* The settings the node runs with (the defaults above until set). */
 ULNET_EXPORT void ulnet_routing_get(ulnet_node *node, struct ulnet_routing_conf *out);
 /* Apply @conf (read it with ulnet_routing_get, change fields, set). 0, or -EINVAL a value out of
- * range (logged with the limit). Lower counts or memory take effect as buffers come back. */
+ * range (logged with the limit). Lower counts or memory free the buffers kept for reuse at once and
+ * the ones in use as they come back; a pool short of room frees buffers other pools keep. */
 ULNET_EXPORT int ulnet_routing_set(ulnet_node *node, const struct ulnet_routing_conf *conf);
 
 /* Why a message to forward was dropped (counted per node, per NI it arrived on and per peer). */

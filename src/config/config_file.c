@@ -881,7 +881,7 @@ static int parse_buffers(struct cfgp *p, const yaml_node_t *n)
 		long long x;
 
 		if (count) {
-			if ((rc = get_int(p, v, ks, 0, ULNET_RTR_BUFFERS_MAX, &x)))
+			if ((rc = get_int(p, v, ks, 1, ULNET_RTR_BUFFERS_MAX, &x)))
 				return rc;
 			*count = (uint32_t)x;
 			routing_given(p, count == &r->tiny ? ULNET_CONFIG_RT_TINY

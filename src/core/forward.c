@@ -24,7 +24,8 @@ void ulnet__node_set_forwarding(struct ulnet_node *node, bool on, unsigned buffe
 
 	ulnet_routing_get(node, &c);
 	c.enable = on;
-	c.tiny = c.small = c.large = buffers;
+	if (buffers) /* 0: as they are */
+		c.tiny = c.small = c.large = buffers;
 	ulnet_routing_set(node, &c);
 }
 

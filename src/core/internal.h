@@ -696,6 +696,8 @@ struct ulnet_rtr_buf *ulnet__rtr_take(struct ulnet_node *node, unsigned cls, str
 struct ulnet_rtr_buf *ulnet__rtr_alloc(struct ulnet_ni *ni, unsigned cls);
 void ulnet__rtr_put(struct ulnet_node *node, unsigned cls, struct ulnet_rtr_buf *buf);
 void ulnet__rtr_free_all(struct ulnet_node *node);
+/* The counts or the cap went down: free kept buffers beyond them (in-use ones go as they come back). */
+void ulnet__rtr_trim(struct ulnet_node *node);
 
 /* forward.c */
 /* @hdr is for another node and forwarding is on: receive it into a router buffer (now or later). */

@@ -295,9 +295,10 @@ int ulnet_routing_set(ulnet_node *node, const struct ulnet_routing_conf *c)
 
 	if (!node || !c)
 		return -EINVAL;
-	rc = conf_range("tiny_buffers", c->tiny, 0, ULNET_RTR_BUFFERS_MAX);
-	rc = rc ? rc : conf_range("small_buffers", c->small, 0, ULNET_RTR_BUFFERS_MAX);
-	rc = rc ? rc : conf_range("large_buffers", c->large, 0, ULNET_RTR_BUFFERS_MAX);
+	/* at least one of each: a message with no buffer it could ever get would wait for ever */
+	rc = conf_range("tiny_buffers", c->tiny, 1, ULNET_RTR_BUFFERS_MAX);
+	rc = rc ? rc : conf_range("small_buffers", c->small, 1, ULNET_RTR_BUFFERS_MAX);
+	rc = rc ? rc : conf_range("large_buffers", c->large, 1, ULNET_RTR_BUFFERS_MAX);
 	rc = rc ? rc : conf_range("router_buffer_memory", c->memory_max, ULNET_MTU, UINT64_MAX);
 	rc = rc ? rc : conf_range("alive_router_check_interval", c->check_interval, 0, ULNET_RTR_SECONDS_MAX);
 	rc = rc ? rc : conf_range("router_ping_timeout", c->ping_timeout, 1, ULNET_RTR_SECONDS_MAX);
@@ -306,6 +307,7 @@ int ulnet_routing_set(ulnet_node *node, const struct ulnet_routing_conf *c)
 		return rc;
 	ulnet__lock(node);
 	node->routing = *c;
+	ulnet__rtr_trim(node);
 	rc = ulnet__ping_service_refresh(node); /* the reply says whether we route */
 	ulnet__unlock(node);
 	atomic_store(&node->forwarding, c->enable); /* parse reads it with no lock */

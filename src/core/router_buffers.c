@@ -33,13 +33,56 @@ static uint32_t pool_count(const struct ulnet_node *node, unsigned cls)
 										    : node->routing.large;
 }
 
+static void buf_free(struct ulnet_rtr_buf *buf, size_t len)
+{
+	if (buf->free_fn)
+		buf->free_fn(buf->mem, len);
+	else
+		free(buf->mem);
+	free(buf);
+}
+
+/* Free one kept buffer of @p. */
+static void drop_kept(struct ulnet_node *node, struct ulnet_rtr_pool *p)
+{
+	struct ulnet_rtr_buf **from = p->free_heap ? &p->free_heap : &p->free_lnd;
+	struct ulnet_rtr_buf *buf = *from;
+
+	*from = buf->next;
+	p->nfree--;
+	p->allocated--;
+	node->rtr.memory -= p->size;
+	buf_free(buf, p->size);
+}
+
+/* Free kept buffers of any pool until @need more bytes fit under the cap: a kept buffer is a cache,
+ * and a pool whose buffers are all kept elsewhere must not wait for ones that never come back.
+ * False when what is in use leaves no room (it will come back). */
+static bool make_room(struct ulnet_node *node, uint64_t need)
+{
+	for (unsigned i = 0; i < ULNET_RTR_POOLS; i++)
+		while (node->rtr.pool[i].nfree && node->rtr.memory + need > node->routing.memory_max)
+			drop_kept(node, &node->rtr.pool[i]);
+	return node->rtr.memory + need <= node->routing.memory_max;
+}
+
 bool ulnet__rtr_available(struct ulnet_node *node, unsigned cls)
 {
-	const struct ulnet_rtr_pool *p = &node->rtr.pool[cls];
+	struct ulnet_rtr_pool *p = &node->rtr.pool[cls];
 
 	if (p->in_use >= pool_count(node, cls))
 		return false;
-	return p->nfree > 0 || node->rtr.memory + p->size <= node->routing.memory_max;
+	return p->nfree > 0 || make_room(node, p->size);
+}
+
+void ulnet__rtr_trim(struct ulnet_node *node)
+{
+	for (unsigned i = 0; i < ULNET_RTR_POOLS; i++) {
+		struct ulnet_rtr_pool *p = &node->rtr.pool[i];
+
+		while (p->nfree && (p->allocated > pool_count(node, i) || node->rtr.memory > node->routing.memory_max))
+			drop_kept(node, p);
+	}
 }
 
 struct ulnet_rtr_buf *ulnet__rtr_take(struct ulnet_node *node, unsigned cls, struct ulnet_ni *ni, bool *fresh)
@@ -98,15 +141,6 @@ struct ulnet_rtr_buf *ulnet__rtr_alloc(struct ulnet_ni *ni, unsigned cls)
 		return NULL;
 	}
 	return buf;
-}
-
-static void buf_free(struct ulnet_rtr_buf *buf, size_t len)
-{
-	if (buf->free_fn)
-		buf->free_fn(buf->mem, len);
-	else
-		free(buf->mem);
-	free(buf);
 }
 
 void ulnet__rtr_put(struct ulnet_node *node, unsigned cls, struct ulnet_rtr_buf *buf)

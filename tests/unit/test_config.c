@@ -419,7 +419,7 @@ static const struct bad_case bad_cases[] = {
 	{ "routing: cpt pool unknown", "routing:\n  - cpt[0]:\n      huge: {npages: 1}\n", 3, "unknown key 'huge' in cpt" },
 	{ "routing: cpt key unknown", "routing:\n  - cpt[0]:\n      tiny: {pages: 1}\n", 3, "unknown key 'pages' in tiny" },
 	{ "routing: list item is a scalar", "routing:\n  - 1\n", 2, "expected a mapping for 'routing', got a scalar" },
-	{ "buffers: tiny too many", "buffers:\n  tiny: 1048577\n", 2, "'tiny' out of range [0, 1048576]: 1048577" },
+	{ "buffers: tiny too many", "buffers:\n  tiny: 1048577\n", 2, "'tiny' out of range [1, 1048576]: 1048577" },
 	{ "buffers: large negative", "buffers:\n  large: -1\n", 2, "'large' out of range" },
 	{ "buffers: small word", "buffers:\n  small: lots\n", 2, "expected an integer for 'small', got 'lots'" },
 	{ "buffers: memory_max below one large buffer", "buffers:\n  memory_max: 4096\n", 2,
@@ -499,7 +499,7 @@ static const char routing_yaml[] =
 	"    alive_router_check_interval: 0\n"
 	"    router_ping_timeout: 50\n"
 	"buffers:\n"
-	"    tiny: 0\n"
+	"    tiny: 1\n"
 	"    small: 16384\n"
 	"    large: 1048576\n"
 	"    memory_max: 1073741824\n"
@@ -540,7 +540,7 @@ static void test_routing_sections(void **state)
 	assert_true(cfg->routing.enable);
 	assert_int_equal(cfg->routing.check_interval, 0);
 	assert_int_equal(cfg->routing.ping_timeout, 50);
-	assert_int_equal(cfg->routing.tiny, 0);
+	assert_int_equal(cfg->routing.tiny, 1);
 	assert_int_equal(cfg->routing.small, 16384);
 	assert_int_equal(cfg->routing.large, ULNET_RTR_BUFFERS_MAX);
 	assert_int_equal(cfg->routing.memory_max, 1ull << 30);

@@ -267,9 +267,9 @@ struct set_spec {
 
 static const struct set_spec set_specs[] = {
 	[SET_ROUTING] = { "set routing", 0, 1 },
-	[SET_TINY] = { "set tiny_buffers", 0, ULNET_RTR_BUFFERS_MAX },
-	[SET_SMALL] = { "set small_buffers", 0, ULNET_RTR_BUFFERS_MAX },
-	[SET_LARGE] = { "set large_buffers", 0, ULNET_RTR_BUFFERS_MAX },
+	[SET_TINY] = { "set tiny_buffers", 1, ULNET_RTR_BUFFERS_MAX },
+	[SET_SMALL] = { "set small_buffers", 1, ULNET_RTR_BUFFERS_MAX },
+	[SET_LARGE] = { "set large_buffers", 1, ULNET_RTR_BUFFERS_MAX },
 	[SET_SENSITIVITY] = { "set router_sensitivity", 0, 100 },
 	[SET_MEMORY] = { "set router_buffer_memory", ULNET_MTU, UINT64_MAX }, /* one large buffer at least */
 	[SET_INTERVAL] = { "set alive_router_check_interval", 0, ULNET_RTR_SECONDS_MAX },
