@@ -99,7 +99,8 @@ struct ulnet_rtr_buf *ulnet__rtr_take(struct ulnet_node *node, unsigned cls, str
 		return NULL;
 	/* an NI with memory of its own gets a new buffer of it rather than a kept heap one, while
 	 * there is room: a peer writes into such memory by a memcpy (the shm provider) */
-	if (*from && (!lnd || from == &p->free_lnd || node->rtr.memory + p->size > node->routing.memory_max)) {
+	if (*from && (!lnd || from == &p->free_lnd || p->allocated >= pool_count(node, cls) ||
+		      node->rtr.memory + p->size > node->routing.memory_max)) {
 		buf = *from;
 		*from = buf->next;
 		p->nfree--;
@@ -150,6 +151,10 @@ void ulnet__rtr_put(struct ulnet_node *node, unsigned cls, struct ulnet_rtr_buf 
 	p->in_use--;
 	if (p->size == 0)
 		return;
+	/* over the count or the cap: a kept heap buffer goes before one of LND memory */
+	if (buf && buf->free_fn && p->free_heap &&
+	    (p->allocated > pool_count(node, cls) || node->rtr.memory > node->routing.memory_max))
+		drop_kept(node, p);
 	/* keep it unless the pool or the memory shrank below what exists */
 	if (buf && p->allocated <= pool_count(node, cls) && node->rtr.memory <= node->routing.memory_max) {
 		struct ulnet_rtr_buf **to = buf->free_fn ? &p->free_lnd : &p->free_heap;
