@@ -70,7 +70,7 @@ static int cmd_export(struct ulnetd *d, int argc, char **argv, struct ulnetd_out
 	if ((rc = ulnetd_parse_args(out, "export", argc, argv, opts, 1, NULL, 0, &npos)))
 		return rc;
 	ulnetd_emit_init(&e, out, json);
-	return ulnet_config_export(d->node, d->control_path, &d->cfg->selftest, &e.w); /* the library's, as it reads it back */
+	return ulnet_config_export(d->node, d->control_path, &d->cfg->selftest, d->cfg->metrics_listen, &e.w); /* the library's, as it reads it back */
 }
 
 #define PING_FLUSH_NS 100000000ull /* --count: the output so far goes out at most every 100 ms */
