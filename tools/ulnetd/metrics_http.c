@@ -113,8 +113,10 @@ static void serve(struct ulnetd_metrics *m, int fd)
 	ssize_t len;
 	struct ulnetd_buf b = { 0 };
 
-	if (!req)
-		return error_page(m, fd, 503, "Service Unavailable", NULL, "out of memory");
+	if (!req) {
+		error_page(m, fd, 503, "Service Unavailable", NULL, "out of memory");
+		return;
+	}
 	len = read_request(m, fd, req);
 	if (len == 0)
 		goto out;
