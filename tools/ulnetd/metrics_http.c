@@ -2,7 +2,7 @@
 /* The metrics endpoint's HTTP/1.1 server: one thread, one connection at a time, one request per
  * connection (Connection: close). A scraper asks once every few seconds: serving connections one
  * after the other costs it nothing, and a slow or hostile client holds the thread at most
- * IO_TIMEOUT_MS per read or write. Only `GET /metrics` is served; a request is at most REQ_MAX bytes
+ * CONN_TIMEOUT_MS in all, whatever it sends or reads. Only `GET /metrics` is served; a request is at most REQ_MAX bytes
  * up to its blank line (its body, if any, is not read). No library: the protocol needed is a request
  * line and a response header. */
 #include <arpa/inet.h>
@@ -20,7 +20,9 @@
 #include "metrics_http.h"
 
 #define REQ_MAX 8192
-#define IO_TIMEOUT_MS 5000
+#define CONN_TIMEOUT_MS 5000 /* a connection's whole life: request, response, linger */
+#define LINGER_MS 1000
+#define LINGER_MAX 65536
 
 struct ulnetd_metrics {
 	ulnet_node *node;
@@ -28,14 +30,18 @@ struct ulnetd_metrics {
 	int stop[2];         /* a pipe: the thread polls its read end with the listener */
 	pthread_t thread;
 	char listen[80];
+	uint64_t deadline;   /* ulnet_clock_ns: the current connection's end */
 };
 
-/* Wait until @fd is ready for @events, or the server stops. 1 ready, 0 stop or timeout. */
-static int wait_fd(struct ulnetd_metrics *m, int fd, short events, int timeout_ms)
+/* Wait until @fd is ready for @events, or the server stops. 1 ready, 0 stop or the connection's
+ * deadline (none for the listener: @fd == m->lfd). */
+static int wait_fd(struct ulnetd_metrics *m, int fd, short events)
 {
 	struct pollfd p[2] = { { .fd = fd, .events = events }, { .fd = m->stop[0], .events = POLLIN } };
 
 	for (;;) {
+		uint64_t now = ulnet_clock_ns();
+		int timeout_ms = fd == m->lfd ? -1 : now >= m->deadline ? 0 : (int)((m->deadline - now) / 1000000) + 1;
 		int n = poll(p, 2, timeout_ms);
 
 		if (n < 0 && errno == EINTR)
@@ -52,7 +58,7 @@ static void send_all(struct ulnetd_metrics *m, int fd, const char *s, size_t len
 		ssize_t n = send(fd, s, len, MSG_NOSIGNAL | MSG_DONTWAIT);
 
 		if (n < 0 && (errno == EAGAIN || errno == EINTR)) {
-			if (!wait_fd(m, fd, POLLOUT, IO_TIMEOUT_MS))
+			if (!wait_fd(m, fd, POLLOUT))
 				return;
 			continue;
 		}
@@ -92,7 +98,7 @@ static ssize_t read_request(struct ulnetd_metrics *m, int fd, char *req)
 	while (len < REQ_MAX) {
 		ssize_t n;
 
-		if (!wait_fd(m, fd, POLLIN, IO_TIMEOUT_MS))
+		if (!wait_fd(m, fd, POLLIN))
 			return 0;
 		n = recv(fd, req + len, REQ_MAX - len, MSG_DONTWAIT);
 		if (n < 0 && (errno == EAGAIN || errno == EINTR))
@@ -153,11 +159,36 @@ out:
 	free(req);
 }
 
+/* Close as HTTP servers do after a response: stop sending, then read what the client still sends
+ * (the rest of an oversize request) until it closes, for at most LINGER_MS and LINGER_MAX bytes. A
+ * close with unread input resets the connection, and the reset can destroy the response before the
+ * client reads it. */
+static void linger_close(struct ulnetd_metrics *m, int fd)
+{
+	char sink[4096];
+	size_t total = 0;
+	uint64_t end = ulnet_clock_ns() + LINGER_MS * 1000000ull;
+
+	if (end < m->deadline)
+		m->deadline = end;
+	shutdown(fd, SHUT_WR);
+	while (total < LINGER_MAX && wait_fd(m, fd, POLLIN)) {
+		ssize_t n = recv(fd, sink, sizeof(sink), MSG_DONTWAIT);
+
+		if (n < 0 && (errno == EAGAIN || errno == EINTR))
+			continue;
+		if (n <= 0)
+			break;
+		total += (size_t)n;
+	}
+	close(fd);
+}
+
 static void *metrics_thread(void *arg)
 {
 	struct ulnetd_metrics *m = arg;
 
-	while (wait_fd(m, m->lfd, POLLIN, -1)) {
+	while (wait_fd(m, m->lfd, POLLIN)) {
 		int fd = accept4(m->lfd, NULL, NULL, SOCK_CLOEXEC);
 
 		if (fd < 0) {
@@ -167,8 +198,9 @@ static void *metrics_thread(void *arg)
 			}
 			continue;
 		}
+		m->deadline = ulnet_clock_ns() + CONN_TIMEOUT_MS * 1000000ull;
 		serve(m, fd);
-		close(fd);
+		linger_close(m, fd);
 	}
 	return NULL;
 }
