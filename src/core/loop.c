@@ -302,11 +302,18 @@ static void mbox_run(struct ulnet_loop *loop)
 
 void ulnet__node_sync(struct ulnet_node *node)
 {
-	for (unsigned i = 0; i < node->n_loops; i++)
+	for (unsigned i = 0; i < node->n_loops; i++) {
 		while (node->n_started && !mbox_empty(&node->loops[i])) {
 			loop_notify(&node->loops[i]);
 			usleep(100);
 		}
+		/* the mailbox is empty from the moment the loop took it, before its turn sent what it held:
+		 * the owner lock comes once that turn is over */
+		if (node->n_started) {
+			ulnet__loop_enter(&node->loops[i]);
+			ulnet__loop_exit(&node->loops[i]);
+		}
+	}
 }
 
 /* ---- ownership ---- */
