@@ -17,9 +17,10 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include "http_req.h"
 #include "metrics_http.h"
 
-#define REQ_MAX 8192
+#define REQ_MAX ULNETD_HTTP_REQ_MAX
 #define CONN_TIMEOUT_MS 5000 /* a connection's whole life: request, response, linger */
 #define LINGER_MS 1000
 #define LINGER_MAX 65536
@@ -106,8 +107,7 @@ static ssize_t read_request(struct ulnetd_metrics *m, int fd, char *req)
 		if (n <= 0)
 			return 0;
 		len += (size_t)n;
-		req[len] = '\0';
-		if (strstr(req, "\r\n\r\n") || strstr(req, "\n\n"))
+		if (ulnetd_http_header_len(req, len))
 			return (ssize_t)len;
 	}
 	return -1;
@@ -115,7 +115,7 @@ static ssize_t read_request(struct ulnetd_metrics *m, int fd, char *req)
 
 static void serve(struct ulnetd_metrics *m, int fd)
 {
-	char *req = malloc(REQ_MAX + 1), *sp1, *sp2, *eol;
+	char *req = malloc(REQ_MAX);
 	ssize_t len;
 	struct ulnetd_buf b = { 0 };
 
@@ -130,23 +130,17 @@ static void serve(struct ulnetd_metrics *m, int fd)
 		error_page(m, fd, 431, "Request Header Fields Too Large", NULL, "request over 8192 bytes");
 		goto out;
 	}
-	/* request line: METHOD SP TARGET SP HTTP/1.x */
-	eol = strpbrk(req, "\r\n");
-	*eol = '\0';
-	sp1 = strchr(req, ' ');
-	sp2 = sp1 ? strchr(sp1 + 1, ' ') : NULL;
-	if (!sp1 || !sp2 || strchr(sp2 + 1, ' ') || strncmp(sp2 + 1, "HTTP/1.", 7)) {
-		error_page(m, fd, 400, "Bad Request", NULL, "expected 'GET /metrics HTTP/1.1'");
-		goto out;
-	}
-	*sp1 = *sp2 = '\0';
-	if (strcmp(req, "GET")) {
+	switch (ulnetd_http_route(req, (size_t)len)) {
+	case 200:
+		break;
+	case 405:
 		error_page(m, fd, 405, "Method Not Allowed", "Allow: GET\r\n", "only GET is served");
 		goto out;
-	}
-	sp1[1 + strcspn(sp1 + 1, "?")] = '\0'; /* a query string is ignored */
-	if (strcmp(sp1 + 1, "/metrics")) {
+	case 404:
 		error_page(m, fd, 404, "Not Found", NULL, "only /metrics is served");
+		goto out;
+	default:
+		error_page(m, fd, 400, "Bad Request", NULL, "expected 'GET /metrics HTTP/1.1'");
 		goto out;
 	}
 	if (ulnetd_metrics_render(m->node, &b)) {
