@@ -37,7 +37,9 @@ static void fx_open(struct fixture *f)
 	memset(&tst, 0, sizeof(tst));
 	tst_register();
 	assert_int_equal(ulnet_node_open(NULL, &f->node), 0);
+	tst_world_stop(f->node, NULL); /* the loops read the clock */
 	ulnet__node_set_clock(f->node, fake_clock, NULL);
+	tst_world_go(f->node);
 	assert_int_equal(ulnet_eq_create(&f->eq), 0);
 	assert_int_equal(ulnet_ni_add(f->node, &conf), 0);
 	f->ni = tst.ni;
