@@ -67,8 +67,8 @@ struct ulnet_libmd {
 	unsigned txn_pending;
 	struct ulnet_timer txn_timer;
 	struct ulnet_event txn_ev;   /* the last such SEND's event, the template of the timeout event */
-	uint64_t txn_sent_ns;        /* node clock when the last of them was sent: its REPLY/ACK's round
-				      * trip starts there (exact while one is pending, the usual MD) */
+	uint64_t txn_sent;           /* ulnet__lat_now when the last of them was sent: its REPLY/ACK's
+				      * round trip starts there (exact while one is pending, the usual MD) */
 	void *lnd_reg;               /* an LND's registration of this memory (lnd_contract.c) */
 	struct ulnet_ni *lnd_reg_ni; /* the NI whose LND filled lnd_reg */
 	struct iovec frag_store[];   /* frags points here (md.c: one descriptor) */
@@ -218,7 +218,7 @@ struct ulnet_msg {
 	uint8_t fwd;                 /* forward.c: 0, or the stage of a message being forwarded */
 	uint8_t rtr_pool;            /* forward.c: the pool of its router buffer */
 	uint8_t lat;                 /* enum ulnet_lat_kind: the histogram its completion feeds (metrics.c) */
-	uint64_t t0;                 /* ... from this node-clock time (its PUT or GET's ulnet_put/_get) */
+	uint64_t t0;                 /* ... from this ulnet__lat_now (its PUT or GET's ulnet_put/_get) */
 	struct ulnet_peer *rx_peer;  /* a received REPLY/ACK: the peer it came from (a reference), or NULL */
 	struct ulnet_rtr_buf *rtr_buf; /* forward.c: the buffer (NULL: tiny) */
 	struct ulnet_peer *fwd_from; /* forward.c: the peer charged for the router buffer */
@@ -407,6 +407,7 @@ struct ulnet_node {
 	uint64_t (*clock)(void *arg); /* NULL: CLOCK_MONOTONIC; tests inject their own */
 	void *clock_arg;
 	uint64_t txn_timeout_ns;     /* transaction timeout (node option transaction_timeout) */
+	uint64_t lat_mult;           /* lock ticks to ns, 32.32 fixed point (ulnet__lat_ns) */
 	/* Application handlers queued by any loop, run in order by loop 0's thread without a lock. */
 	struct ulnet_futex_lock cb_lock;
 	struct ulnet_pending_cb *cbs;
@@ -469,17 +470,47 @@ static inline struct ulnet_stats *ulnet__stats(struct ulnet_node *node)
 	return l ? &l->stats : &node->stats;
 }
 
-/* metrics.c: a latency sample of @ns into @h (the loop that owns @h). */
-static inline void ulnet__hist_add(struct ulnet_hist *h, uint64_t ns)
+/* metrics.c: the latency clock. The lock ticks (the TSC where it runs at a constant rate): one
+ * instruction where the node clock's clock_gettime is ~60 and ~3 % of a 0-byte Put; or the node's
+ * clock when a test injected one (in ns: its samples land in known buckets). */
+static inline uint64_t ulnet__lat_now(const struct ulnet_node *node)
+{
+	return node->clock ? node->clock(node->clock_arg) : ulnet__lock_ticks();
+}
+/* A difference of ulnet__lat_now readings in ns; 0 for a clock that went back (the two readings were
+ * on cores whose TSCs differ). One multiplication, no division. */
+static inline uint64_t ulnet__lat_ns(const struct ulnet_node *node, uint64_t from, uint64_t to)
+{
+	uint64_t d = to - from;
+
+	if ((int64_t)d < 0)
+		return 0;
+	if (node->clock)
+		return d;
+#ifdef __SIZEOF_INT128__
+	return (uint64_t)(((unsigned __int128)d * node->lat_mult) >> 32);
+#else
+	return ulnet__lock_ticks_ns(d);
+#endif
+}
+/* metrics.c: the bucket of a latency of @ns: b holds [2^(b-1), 2^b) us, 0 under 1 us. */
+static inline unsigned ulnet__hist_bucket(uint64_t ns)
 {
 	uint64_t us = ns / 1000;
-	unsigned b = us ? 64u - (unsigned)__builtin_clzll(us) : 0; /* [2^(b-1), 2^b) us */
+	unsigned b = us ? 64u - (unsigned)__builtin_clzll(us) : 0;
 
-	if (b >= ULNET_HIST_BUCKETS)
-		b = ULNET_HIST_BUCKETS - 1;
+	return b < ULNET_HIST_BUCKETS ? b : ULNET_HIST_BUCKETS - 1;
+}
+/* A sample of @ns in bucket @b into @h (the loop that owns @h). */
+static inline void ulnet__hist_put(struct ulnet_hist *h, unsigned b, uint64_t ns)
+{
 	h->bucket[b]++;
 	h->count++;
 	h->sum_ns += ns;
+}
+static inline void ulnet__hist_add(struct ulnet_hist *h, uint64_t ns)
+{
+	ulnet__hist_put(h, ulnet__hist_bucket(ns), ns);
 }
 /* Which latency a message's completion measures (struct ulnet_msg lat). A tx GET carries its start
  * only to hand it to an out-of-band REPLY (lnd_contract.c). */

@@ -346,7 +346,6 @@ void ulnet__md_txn_start(struct ulnet_node *node, struct ulnet_libmd *md, const 
 {
 	md->txn_pending++;
 	md->txn_ev = *send_ev;
-	md->txn_sent_ns = now;
 	md->txn_timer.fn = md_txn_expired;
 	ulnet__node_timer_arm(node, &md->txn_timer, now + node->txn_timeout_ns);
 }

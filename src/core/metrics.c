@@ -4,6 +4,7 @@
  * peers live, so the hot path takes no lock and shares no cache line with another loop; readers and
  * resets enter the loop for a moment. */
 #include <errno.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <string.h>
 #include "internal.h"
@@ -13,31 +14,23 @@ void ulnet__lat_note(struct ulnet_loop *loop, struct ulnet_msg *msg)
 	struct ulnet_done_queue *d = &loop->done;
 	struct ulnet_peer *lp = msg->is_tx ? msg->peer : msg->rx_peer;
 	uint64_t ns;
+	size_t h;
+	unsigned b;
 
 	if (!msg->ni)
 		return;
 	if (!d->now_valid) { /* one clock read per completion phase: its events are delivered then */
-		d->now = ulnet__node_now(loop->node);
+		d->now = ulnet__lat_now(loop->node);
 		d->now_valid = true;
 	}
-	ns = d->now > msg->t0 ? d->now - msg->t0 : 0;
-	switch (msg->lat) {
-	case ULNET_LAT_PUT:
-		ulnet__hist_add(&msg->ni->lat.put, ns);
-		if (lp)
-			ulnet__hist_add(&lp->lat.put, ns);
-		break;
-	case ULNET_LAT_GET:
-		ulnet__hist_add(&msg->ni->lat.get, ns);
-		if (lp)
-			ulnet__hist_add(&lp->lat.get, ns);
-		break;
-	case ULNET_LAT_ACK:
-		ulnet__hist_add(&msg->ni->lat.ack, ns);
-		if (lp)
-			ulnet__hist_add(&lp->lat.ack, ns);
-		break;
-	}
+	ns = ulnet__lat_ns(loop->node, msg->t0, d->now);
+	b = ulnet__hist_bucket(ns); /* once for both histograms */
+	/* put, get, ack: the same offset in the NI's and the peer's struct ulnet_latency */
+	h = msg->lat == ULNET_LAT_PUT ? offsetof(struct ulnet_latency, put)
+	    : msg->lat == ULNET_LAT_GET ? offsetof(struct ulnet_latency, get) : offsetof(struct ulnet_latency, ack);
+	ulnet__hist_put((struct ulnet_hist *)((char *)&msg->ni->lat + h), b, ns);
+	if (lp)
+		ulnet__hist_put((struct ulnet_hist *)((char *)&lp->lat + h), b, ns);
 }
 
 uint64_t ulnet_hist_bucket_le_us(unsigned b)

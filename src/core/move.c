@@ -164,7 +164,7 @@ static const struct iovec *md_whole(struct ulnet_msg *msg, const struct ulnet_li
  * -EHOSTUNREACH, not a silent return code that a caller waiting for events would never see. Node
  * lock held. */
 static void prepare_op(struct ulnet_node *node, struct ulnet_msg *msg, struct ulnet_libmd *md,
-		       const struct ulnet_process_id *target, uint64_t hdr_data, uint64_t now)
+		       const struct ulnet_process_id *target, uint64_t hdr_data, uint64_t now, uint64_t lat0)
 {
 	const struct ulnet_hdr *h = &msg->v.hdr;
 	bool put = h->type == ULNET_MSG_PUT;
@@ -178,9 +178,10 @@ static void prepare_op(struct ulnet_node *node, struct ulnet_msg *msg, struct ul
 	if (!put || h->msg.put.ack_wmd.wh_interface_cookie != ULNET_WIRE_COOKIE_NONE) {
 		msg->txn = true;
 		ulnet__md_txn_start(node, md, &msg->ev, now);
+		md->txn_sent = lat0;
 	}
 	msg->lat = put ? ULNET_LAT_PUT : ULNET_LAT_GET;
-	msg->t0 = now;
+	msg->t0 = lat0;
 	msg->v.target = *target;
 }
 
@@ -218,7 +219,7 @@ int ulnet_put(ulnet_node *node, struct ulnet_handle mdh, enum ulnet_ack_req ack,
 	      uint64_t hdr_data)
 {
 	struct ulnet_loop *to = NULL;
-	uint64_t now;
+	uint64_t now, lat0;
 	bool local = false;
 	struct ulnet_libmd *md;
 	struct ulnet_msg *msg;
@@ -227,7 +228,10 @@ int ulnet_put(ulnet_node *node, struct ulnet_handle mdh, enum ulnet_ack_req ack,
 
 	if (!node)
 		return -EINVAL;
-	now = ulnet__node_now(node); /* the latency's start, read before the node lock */
+	/* the clocks, read before the node lock: the transaction timeout's (an ACK is awaited) and
+	 * the latency's */
+	now = ack == ULNET_ACK_REQ ? ulnet__node_now(node) : 0;
+	lat0 = ulnet__lat_now(node);
 	ulnet__lock(node);
 	rc = start_op(node, mdh, target, portal, &md, &msg);
 	if (rc)
@@ -250,7 +254,7 @@ int ulnet_put(ulnet_node *node, struct ulnet_handle mdh, enum ulnet_ack_req ack,
 	msg->v.rdma_iov = msg->v.iov;
 	msg->v.rdma_niov = msg->v.niov;
 	msg->v.rdma_len = md->total;
-	prepare_op(node, msg, md, target, hdr_data, now);
+	prepare_op(node, msg, md, target, hdr_data, now, lat0);
 	to = loop_for(node, target, &local);
 out:
 	ulnet__lock_release(node);
@@ -263,7 +267,7 @@ int ulnet_get(ulnet_node *node, struct ulnet_handle mdh, const struct ulnet_proc
 	      uint64_t match_bits, uint32_t offset)
 {
 	struct ulnet_loop *to = NULL;
-	uint64_t now;
+	uint64_t now, lat0;
 	bool local = false;
 	struct ulnet_libmd *md;
 	struct ulnet_msg *msg;
@@ -273,6 +277,7 @@ int ulnet_get(ulnet_node *node, struct ulnet_handle mdh, const struct ulnet_proc
 	if (!node)
 		return -EINVAL;
 	now = ulnet__node_now(node);
+	lat0 = ulnet__lat_now(node);
 	ulnet__lock(node);
 	rc = start_op(node, mdh, target, portal, &md, &msg);
 	if (rc)
@@ -290,7 +295,7 @@ int ulnet_get(ulnet_node *node, struct ulnet_handle mdh, const struct ulnet_proc
 	/* the sink, for an LND that lets the target write it directly (lnd.h) */
 	msg->v.rdma_iov = md_whole(msg, md, &msg->v.rdma_niov);
 	msg->v.rdma_len = md->total;
-	prepare_op(node, msg, md, target, 0, now);
+	prepare_op(node, msg, md, target, 0, now, lat0);
 	to = loop_for(node, target, &local);
 out:
 	ulnet__lock_release(node);
@@ -499,7 +504,7 @@ static int parse_reply_or_ack(struct ulnet_ni *ni, const struct ulnet_hdr *hdr, 
 	if (md) {
 		ulnet__md_txn_end(node, md); /* answered: no timeout for this transaction */
 		ulnet__md_use(md);
-		sent = md->txn_sent_ns;
+		sent = md->txn_sent;
 	}
 	ulnet__lock_release(node);
 	/* the source NID is formatted inside the log calls only: every REPLY and ACK comes through here */
