@@ -471,8 +471,8 @@ static inline struct ulnet_stats *ulnet__stats(struct ulnet_node *node)
 }
 
 /* metrics.c: the latency clock. The lock ticks (the TSC where it runs at a constant rate): one
- * instruction where the node clock's clock_gettime is ~60 and ~3 % of a 0-byte Put; or the node's
- * clock when a test injected one (in ns: its samples land in known buckets). */
+ * instruction rather than a clock_gettime call; or the node's clock when a test injected one (in ns:
+ * its samples land in known buckets). */
 static inline uint64_t ulnet__lat_now(const struct ulnet_node *node)
 {
 	return node->clock ? node->clock(node->clock_arg) : ulnet__lock_ticks();
