@@ -23,7 +23,7 @@ __attribute__((format(printf, 2, 3))) static void put(struct ulnetd_buf *b, cons
 		size_t room = b->cap - b->len;
 
 		va_start(ap, fmt);
-		n = vsnprintf(b->s + b->len, room, fmt, ap);
+		n = vsnprintf(b->s ? b->s + b->len : NULL, room, fmt, ap); /* (no arithmetic on NULL) */
 		va_end(ap);
 		if (n < 0) {
 			b->failed = true;
