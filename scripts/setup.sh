@@ -4,6 +4,8 @@ set -euo pipefail
 pkgs=(meson ninja-build gcc clang pkg-config libyaml-dev libcmocka-dev python3 iproute2 tshark iperf3
       libclang-rt-14-dev qemu-user-static gcc-powerpc64-linux-gnu libc6-dev-ppc64-cross
       libibverbs-dev librdmacm-dev
+      # promtool (test_metrics_http checks the metrics endpoint's output with it)
+      prometheus
       # the VM lane (tests/vm/run): the two system emulators, the ppc64le cross compiler (its libc
       # headers come with it), busybox-static (host cpio and depmod for the images; the guests'
       # busybox comes from the per-arch packages the lane downloads)

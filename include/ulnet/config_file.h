@@ -16,6 +16,7 @@
  *             ignored) and `- enable: 0|1`
  *   buffers:  tiny, small, large, memory_max (bytes, a ulnet extension)
  *   global:   lnetctl's global keys (integers); router_sensitivity applies, the others are ignored
+ *   metrics:  listen (ADDRESS:PORT of the application's OpenMetrics endpoint; ulnetd's)
  * Anything else is an error naming the file, the line and the key:
  *   node.yaml:7: unknown key 'peer_credit' in tunables */
 #ifndef ULNET_CONFIG_FILE_H
@@ -78,7 +79,15 @@ struct ulnet_config {
 	struct ulnet_routing_conf routing; /* routing:, buffers:, global: router_sensitivity ... */
 	unsigned routing_set;              /* ... the fields given (ULNET_CONFIG_RT_*) */
 	unsigned routing_line;             /* the first of them, for messages */
+	char *metrics_listen;              /* metrics: listen, "ADDRESS:PORT" (checked by
+					    * ulnet_config_listen_parse); NULL: no endpoint */
 };
+
+/* "ADDRESS:PORT" of a listening socket: an IPv4 address or a bracketed IPv6 one ([::1]:9669), and a
+ * port 1..65535; no host names (a metrics endpoint binds what the file names, nothing a resolver
+ * picks). 0 with the address (brackets removed) in @host and the port in *@port; or -EINVAL and
+ * the reason in *@why. */
+ULNET_EXPORT int ulnet_config_listen_parse(const char *s, char *host, size_t hostlen, uint16_t *port, const char **why);
 
 /* Largest control socket path (sizeof sun_path - 1). */
 #define ULNET_CONFIG_CONTROL_MAX 107
@@ -111,9 +120,10 @@ ULNET_EXPORT int ulnet_nets_write(ulnet_node *node, const char *only, enum ulnet
 /* The node as a whole configuration file (a document: `node:` with every option the node runs with
  * and, when non-NULL, @control; then `net:`; `route:` when there are routes; `routing:`, `buffers:`
  * and `global: router_sensitivity` with the settings in force; then, when @selftest is non-NULL,
- * `selftest:`), which ulnet_config_parse reads back into the same options. 0 or -ENOMEM. */
+ * `selftest:`; when @metrics_listen is non-NULL, `metrics: {listen}`), which ulnet_config_parse
+ * reads back into the same options. 0 or -ENOMEM. */
 ULNET_EXPORT int ulnet_config_export(ulnet_node *node, const char *control, const struct ulnet_selftest_opts *selftest,
-				     struct ulnet_writer *w);
+				     const char *metrics_listen, struct ulnet_writer *w);
 
 #ifdef __cplusplus
 }

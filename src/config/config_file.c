@@ -13,6 +13,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <arpa/inet.h>
 #include <sys/stat.h>
 #include <unistd.h>
 #include <yaml.h>
@@ -232,6 +233,87 @@ static int parse_node(struct cfgp *p, const yaml_node_t *n)
 				return oom(p);
 		} else {
 			return fail(p, k, "unknown key '%s' in node", ks);
+		}
+	}
+	return 0;
+}
+
+/* ---- metrics: ---- */
+
+int ulnet_config_listen_parse(const char *s, char *host, size_t hostlen, uint16_t *port, const char **why)
+{
+	const char *colon, *h = s;
+	size_t hl;
+	char *end;
+	unsigned long v;
+	unsigned char bin[16];
+	char tmp[64];
+
+	if (!s || !host || !port || !why)
+		return -EINVAL;
+	if (*s == '[') { /* [IPv6]:PORT */
+		const char *close = strchr(s, ']');
+
+		if (!close || close[1] != ':') {
+			*why = "expected [IPV6]:PORT";
+			return -EINVAL;
+		}
+		h = s + 1;
+		hl = (size_t)(close - h);
+		colon = close + 1;
+	} else {
+		colon = strrchr(s, ':');
+		if (!colon || strchr(s, ':') != colon) {
+			*why = "expected ADDRESS:PORT (an IPv6 address in brackets)";
+			return -EINVAL;
+		}
+		hl = (size_t)(colon - s);
+	}
+	if (hl == 0 || hl >= sizeof(tmp) || hl >= hostlen) {
+		*why = "missing or overlong address";
+		return -EINVAL;
+	}
+	memcpy(tmp, h, hl);
+	tmp[hl] = '\0';
+	if (inet_pton(*s == '[' ? AF_INET6 : AF_INET, tmp, bin) != 1) {
+		*why = *s == '[' ? "not an IPv6 address" : "not an IPv4 address (no host names)";
+		return -EINVAL;
+	}
+	errno = 0;
+	v = strtoul(colon + 1, &end, 10);
+	if (!colon[1] || *end || errno || v == 0 || v > 65535 || colon[1] == '-' || colon[1] == '+') {
+		*why = "port must be 1..65535";
+		return -EINVAL;
+	}
+	memcpy(host, tmp, hl + 1);
+	*port = (uint16_t)v;
+	return 0;
+}
+
+static int parse_metrics(struct cfgp *p, const yaml_node_t *n)
+{
+	yaml_node_t *k, *v;
+	const char *ks;
+	bool empty;
+	int rc;
+
+	if ((rc = want_map(p, n, "metrics", &empty)) || empty)
+		return rc;
+	FOREACH_PAIR(p, n, k, ks, v) {
+		if (!strcmp(ks, "listen")) {
+			const char *s, *why = NULL;
+			char host[64];
+			uint16_t port;
+
+			if ((rc = get_str(p, v, ks, &s)))
+				return rc;
+			if (ulnet_config_listen_parse(s, host, sizeof(host), &port, &why))
+				return fail(p, v, "bad metrics listen '%s': %s", s, why);
+			free(p->cfg->metrics_listen);
+			if (!(p->cfg->metrics_listen = strdup(s)))
+				return oom(p);
+		} else {
+			return fail(p, k, "unknown key '%s' in metrics", ks);
 		}
 	}
 	return 0;
@@ -921,6 +1003,8 @@ static int parse_root(struct cfgp *p, const yaml_node_t *root)
 			rc = parse_global(p, v);
 		else if (!strcmp(ks, "selftest"))
 			rc = parse_selftest(p, v);
+		else if (!strcmp(ks, "metrics"))
+			rc = parse_metrics(p, v);
 		else if (!strcmp(ks, "route"))
 			rc = parse_route(p, v);
 		else if (!strcmp(ks, "routing"))
@@ -1065,6 +1149,7 @@ void ulnet_config_free(struct ulnet_config *cfg)
 	}
 	free(cfg->routes);
 	free(cfg->control);
+	free(cfg->metrics_listen);
 	free(cfg->file);
 	free(cfg);
 }

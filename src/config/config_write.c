@@ -184,7 +184,7 @@ static void write_routing(struct ulnet_writer *w, ulnet_node *node)
 }
 
 int ulnet_config_export(ulnet_node *node, const char *control, const struct ulnet_selftest_opts *selftest,
-			struct ulnet_writer *w)
+			const char *metrics_listen, struct ulnet_writer *w)
 {
 	struct ulnet_node_opts o;
 	int rc;
@@ -209,6 +209,11 @@ int ulnet_config_export(ulnet_node *node, const char *control, const struct ulne
 								       ? selftest->server_rpc_timeout_ms
 								       : ULNET_SELFTEST_SERVER_TIMEOUT_DEFAULT_MS);
 		ulnet_writer_bool(w, "kernel_stats", selftest->kernel_stats);
+		ulnet_writer_end(w);
+	}
+	if (metrics_listen) {
+		ulnet_writer_map(w, "metrics");
+		ulnet_writer_str(w, "listen", metrics_listen);
 		ulnet_writer_end(w);
 	}
 	ulnet_writer_end(w);

@@ -67,6 +67,8 @@ struct ulnet_libmd {
 	unsigned txn_pending;
 	struct ulnet_timer txn_timer;
 	struct ulnet_event txn_ev;   /* the last such SEND's event, the template of the timeout event */
+	uint64_t txn_sent;           /* ulnet__lat_now when the last of them was sent: its REPLY/ACK's
+				      * round trip starts there (exact while one is pending, the usual MD) */
 	void *lnd_reg;               /* an LND's registration of this memory (lnd_contract.c) */
 	struct ulnet_ni *lnd_reg_ni; /* the NI whose LND filled lnd_reg */
 	struct iovec frag_store[];   /* frags points here (md.c: one descriptor) */
@@ -107,6 +109,9 @@ struct ulnet_peer {
 	uint64_t idle_since;         /* node clock */
 	struct ulnet_list idle_link;
 	int buf_credits;             /* forwarding: router buffers this peer may still hold */
+	/* metrics (metrics.c), the loop's like the rest */
+	uint64_t tx_queue_full, down_count;
+	struct ulnet_latency lat;
 };
 
 /* A route (route.c). Its fields but the atomics are set at ulnet_route_add and never change; the
@@ -162,6 +167,9 @@ struct ulnet_ni {
 	uint32_t status;
 	bool started;
 	uint64_t send_count, recv_count, drop_count;
+	/* metrics (metrics.c), its loop's: drop_count by reason, refused sends, latencies */
+	uint64_t drops[ULNET_DROP_REASONS], tx_queue_full;
+	struct ulnet_latency lat;
 	struct ulnet_fwd_counters fwd_in, fwd_out; /* forwarding, under the node lock */
 	long *lnd_tun;               /* values of ops->lnd_tunables, owned */
 	void *priv;
@@ -209,6 +217,9 @@ struct ulnet_msg {
 	bool node_desc;              /* from the node's descriptor cache (made by a thread owning no loop) */
 	uint8_t fwd;                 /* forward.c: 0, or the stage of a message being forwarded */
 	uint8_t rtr_pool;            /* forward.c: the pool of its router buffer */
+	uint8_t lat;                 /* enum ulnet_lat_kind: the histogram its completion feeds (metrics.c) */
+	uint64_t t0;                 /* ... from this ulnet__lat_now (its PUT or GET's ulnet_put/_get) */
+	struct ulnet_peer *rx_peer;  /* a received REPLY/ACK: the peer it came from (a reference), or NULL */
 	struct ulnet_rtr_buf *rtr_buf; /* forward.c: the buffer (NULL: tiny) */
 	struct ulnet_peer *fwd_from; /* forward.c: the peer charged for the router buffer */
 	struct ulnet_event ev;       /* prepared at match/send time, delivered at finalize */
@@ -328,6 +339,8 @@ struct ulnet_done_queue {
 	struct ulnet_list q;
 	unsigned n;                  /* ULNET_COMPLETION_BACKLOG: LNDs stop reading (ulnet__node_backlogged) */
 	bool running;                /* inside the completion phase (ulnet__node_completing) */
+	bool now_valid;              /* @now was read in this phase: one clock read for all its latencies */
+	uint64_t now;
 };
 
 /* One loop of a node (loop.c): a thread and the state it owns. The NIs homed here (their LND state,
@@ -394,6 +407,7 @@ struct ulnet_node {
 	uint64_t (*clock)(void *arg); /* NULL: CLOCK_MONOTONIC; tests inject their own */
 	void *clock_arg;
 	uint64_t txn_timeout_ns;     /* transaction timeout (node option transaction_timeout) */
+	uint64_t lat_mult;           /* lock ticks to ns, 32.32 fixed point (ulnet__lat_ns) */
 	/* Application handlers queued by any loop, run in order by loop 0's thread without a lock. */
 	struct ulnet_futex_lock cb_lock;
 	struct ulnet_pending_cb *cbs;
@@ -455,6 +469,54 @@ static inline struct ulnet_stats *ulnet__stats(struct ulnet_node *node)
 
 	return l ? &l->stats : &node->stats;
 }
+
+/* metrics.c: the latency clock. The lock ticks (the TSC where it runs at a constant rate): one
+ * instruction rather than a clock_gettime call; or the node's clock when a test injected one (in ns:
+ * its samples land in known buckets). */
+static inline uint64_t ulnet__lat_now(const struct ulnet_node *node)
+{
+	return node->clock ? node->clock(node->clock_arg) : ulnet__lock_ticks();
+}
+/* A difference of ulnet__lat_now readings in ns; 0 for a clock that went back (the two readings were
+ * on cores whose TSCs differ). One multiplication, no division. */
+static inline uint64_t ulnet__lat_ns(const struct ulnet_node *node, uint64_t from, uint64_t to)
+{
+	uint64_t d = to - from;
+
+	if ((int64_t)d < 0)
+		return 0;
+	if (node->clock)
+		return d;
+#ifdef __SIZEOF_INT128__
+	return (uint64_t)(((unsigned __int128)d * node->lat_mult) >> 32);
+#else
+	return ulnet__lock_ticks_ns(d);
+#endif
+}
+/* metrics.c: the bucket of a latency of @ns: b holds [2^(b-1), 2^b) us, 0 under 1 us. */
+static inline unsigned ulnet__hist_bucket(uint64_t ns)
+{
+	uint64_t us = ns / 1000;
+	unsigned b = us ? 64u - (unsigned)__builtin_clzll(us) : 0;
+
+	return b < ULNET_HIST_BUCKETS ? b : ULNET_HIST_BUCKETS - 1;
+}
+/* A sample of @ns in bucket @b into @h (the loop that owns @h). */
+static inline void ulnet__hist_put(struct ulnet_hist *h, unsigned b, uint64_t ns)
+{
+	h->bucket[b]++;
+	h->count++;
+	h->sum_ns += ns;
+}
+static inline void ulnet__hist_add(struct ulnet_hist *h, uint64_t ns)
+{
+	ulnet__hist_put(h, ulnet__hist_bucket(ns), ns);
+}
+/* Which latency a message's completion measures (struct ulnet_msg lat). A tx GET carries its start
+ * only to hand it to an out-of-band REPLY (lnd_contract.c). */
+enum ulnet_lat_kind { ULNET_LAT_NONE, ULNET_LAT_PUT, ULNET_LAT_GET, ULNET_LAT_ACK };
+/* The completion of @msg (status 0, @msg->lat set): its latency into its NI's and peer's histograms. */
+void ulnet__lat_note(struct ulnet_loop *loop, struct ulnet_msg *msg);
 
 /* handles (md.c) */
 /* Rules the configuration file reader (config_file.c) shares with the core, each written once: 0 or
@@ -578,6 +640,8 @@ bool ulnet__nid_is_local(struct ulnet_node *node, const struct ulnet_nid *nid);
 void ulnet_node_primary_nid_locked(struct ulnet_node *node, struct ulnet_nid *out);
 int ulnet__ni_create(struct ulnet_node *node, const struct ulnet_ni_conf *conf, struct ulnet_ni **out);
 void ulnet__ni_destroy(struct ulnet_ni *ni);
+/* NI number @idx of the NI list (0 = lo), or NULL. Node lock held. */
+struct ulnet_ni *ulnet__ni_at(struct ulnet_node *node, unsigned idx);
 
 /* tunable.c */
 enum {
@@ -656,7 +720,9 @@ void ulnet__node_timer_cancel(struct ulnet_node *node, struct ulnet_timer *t);
 void ulnet__node_timers_run(struct ulnet_node *node, uint64_t now);
 
 /* md.c: transaction timeout */
-void ulnet__md_txn_start(struct ulnet_node *node, struct ulnet_libmd *md, const struct ulnet_event *send_ev);
+/* @now: the node clock, read by the caller before it took the node lock. */
+void ulnet__md_txn_start(struct ulnet_node *node, struct ulnet_libmd *md, const struct ulnet_event *send_ev,
+			 uint64_t now);
 void ulnet__md_txn_end(struct ulnet_node *node, struct ulnet_libmd *md);
 /* lnd_contract.c */
 /* The MD is being freed: tell the LND that registered it. */

@@ -27,6 +27,14 @@ struct ulnet_msg *ulnet__create_reply_msg(struct ulnet_ni *ni, struct ulnet_msg 
 	ulnet__lock_release(ni->node);
 	reply->ni = ni;
 	reply->md = md;
+	if (get->lat == ULNET_LAT_GET) { /* the round trip started at the GET's ulnet_get */
+		reply->lat = ULNET_LAT_GET;
+		reply->t0 = get->t0;
+	}
+	if (get->peer) {
+		reply->rx_peer = get->peer;
+		ulnet__peer_get(get->peer);
+	}
 	reply->v.hdr.type = ULNET_MSG_REPLY;
 	reply->v.hdr.src_nid = get->v.hdr.dest_nid;
 	reply->v.hdr.src_pid = get->v.hdr.dest_pid;
@@ -254,6 +262,8 @@ void ulnet__peer_down(struct ulnet_ni *ni, const struct ulnet_nid *nid, int stat
 
 	if (!lp)
 		return;
+	if (!lp->down)
+		lp->down_count++;
 	lp->down = true;
 	ulnet_list_init(&dead);
 	/* detach first: finalizing returns credits, which must not launch the next dead message */

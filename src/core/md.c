@@ -341,12 +341,13 @@ static void md_txn_expired(struct ulnet_node *node, struct ulnet_timer *t, uint6
 	ulnet__event_deliver_unref(node, &umd, &ev);
 }
 
-void ulnet__md_txn_start(struct ulnet_node *node, struct ulnet_libmd *md, const struct ulnet_event *send_ev)
+void ulnet__md_txn_start(struct ulnet_node *node, struct ulnet_libmd *md, const struct ulnet_event *send_ev,
+			 uint64_t now)
 {
 	md->txn_pending++;
 	md->txn_ev = *send_ev;
 	md->txn_timer.fn = md_txn_expired;
-	ulnet__node_timer_arm(node, &md->txn_timer, ulnet__node_now(node) + node->txn_timeout_ns);
+	ulnet__node_timer_arm(node, &md->txn_timer, now + node->txn_timeout_ns);
 }
 
 void ulnet__md_txn_end(struct ulnet_node *node, struct ulnet_libmd *md)

@@ -164,7 +164,7 @@ static const struct iovec *md_whole(struct ulnet_msg *msg, const struct ulnet_li
  * -EHOSTUNREACH, not a silent return code that a caller waiting for events would never see. Node
  * lock held. */
 static void prepare_op(struct ulnet_node *node, struct ulnet_msg *msg, struct ulnet_libmd *md,
-		       const struct ulnet_process_id *target, uint64_t hdr_data)
+		       const struct ulnet_process_id *target, uint64_t hdr_data, uint64_t now, uint64_t lat0)
 {
 	const struct ulnet_hdr *h = &msg->v.hdr;
 	bool put = h->type == ULNET_MSG_PUT;
@@ -177,8 +177,11 @@ static void prepare_op(struct ulnet_node *node, struct ulnet_msg *msg, struct ul
 	 * before sending (on lo the answer arrives inside ulnet__send) */
 	if (!put || h->msg.put.ack_wmd.wh_interface_cookie != ULNET_WIRE_COOKIE_NONE) {
 		msg->txn = true;
-		ulnet__md_txn_start(node, md, &msg->ev);
+		ulnet__md_txn_start(node, md, &msg->ev, now);
+		md->txn_sent = lat0;
 	}
+	msg->lat = put ? ULNET_LAT_PUT : ULNET_LAT_GET;
+	msg->t0 = lat0;
 	msg->v.target = *target;
 }
 
@@ -216,6 +219,7 @@ int ulnet_put(ulnet_node *node, struct ulnet_handle mdh, enum ulnet_ack_req ack,
 	      uint64_t hdr_data)
 {
 	struct ulnet_loop *to = NULL;
+	uint64_t now, lat0;
 	bool local = false;
 	struct ulnet_libmd *md;
 	struct ulnet_msg *msg;
@@ -224,6 +228,10 @@ int ulnet_put(ulnet_node *node, struct ulnet_handle mdh, enum ulnet_ack_req ack,
 
 	if (!node)
 		return -EINVAL;
+	/* the clocks, read before the node lock: the transaction timeout's (an ACK is awaited) and
+	 * the latency's */
+	now = ack == ULNET_ACK_REQ ? ulnet__node_now(node) : 0;
+	lat0 = ulnet__lat_now(node);
 	ulnet__lock(node);
 	rc = start_op(node, mdh, target, portal, &md, &msg);
 	if (rc)
@@ -246,7 +254,7 @@ int ulnet_put(ulnet_node *node, struct ulnet_handle mdh, enum ulnet_ack_req ack,
 	msg->v.rdma_iov = msg->v.iov;
 	msg->v.rdma_niov = msg->v.niov;
 	msg->v.rdma_len = md->total;
-	prepare_op(node, msg, md, target, hdr_data);
+	prepare_op(node, msg, md, target, hdr_data, now, lat0);
 	to = loop_for(node, target, &local);
 out:
 	ulnet__lock_release(node);
@@ -259,6 +267,7 @@ int ulnet_get(ulnet_node *node, struct ulnet_handle mdh, const struct ulnet_proc
 	      uint64_t match_bits, uint32_t offset)
 {
 	struct ulnet_loop *to = NULL;
+	uint64_t now, lat0;
 	bool local = false;
 	struct ulnet_libmd *md;
 	struct ulnet_msg *msg;
@@ -267,6 +276,8 @@ int ulnet_get(ulnet_node *node, struct ulnet_handle mdh, const struct ulnet_proc
 
 	if (!node)
 		return -EINVAL;
+	now = ulnet__node_now(node);
+	lat0 = ulnet__lat_now(node);
 	ulnet__lock(node);
 	rc = start_op(node, mdh, target, portal, &md, &msg);
 	if (rc)
@@ -284,7 +295,7 @@ int ulnet_get(ulnet_node *node, struct ulnet_handle mdh, const struct ulnet_proc
 	/* the sink, for an LND that lets the target write it directly (lnd.h) */
 	msg->v.rdma_iov = md_whole(msg, md, &msg->v.rdma_niov);
 	msg->v.rdma_len = md->total;
-	prepare_op(node, msg, md, target, 0);
+	prepare_op(node, msg, md, target, 0, now, lat0);
 	to = loop_for(node, target, &local);
 out:
 	ulnet__lock_release(node);
@@ -295,13 +306,14 @@ out:
 
 /* ---- receive side ---- */
 
-static void drop(struct ulnet_ni *ni, void *rx_priv, const struct ulnet_hdr *hdr)
+static void drop(struct ulnet_ni *ni, void *rx_priv, const struct ulnet_hdr *hdr, enum ulnet_drop why)
 {
 	struct ulnet_stats *st = &ni->loop->stats;
 
 	st->drop_count++;
 	st->drop_length += hdr->payload_length;
 	ni->drop_count++;
+	ni->drops[why]++;
 	ni->ops->lnd_recv(ni, rx_priv, NULL, NULL, 0, 0, hdr->payload_length);
 }
 
@@ -366,7 +378,7 @@ static struct ulnet_msg *match_rx(struct ulnet_ni *ni, const struct ulnet_hdr *h
 		ULNET_LOG(CORE, DEBUG, "%s from %s portal %u match bits 0x%llx length %u: no match; dropping",
 			  kind == ULNET_EVENT_PUT ? "PUT" : "GET", ulnet_nid_format(&hdr->src_nid, src, sizeof(src)),
 			  m->portal, (unsigned long long)m->match_bits, m->rlength);
-		drop(ni, rx_priv, hdr);
+		drop(ni, rx_priv, hdr, ULNET_DROP_NO_MATCH);
 		return NULL;
 	}
 	msg = rx_msg_new(ni, hdr, m->md, rx_priv);
@@ -374,7 +386,7 @@ static struct ulnet_msg *match_rx(struct ulnet_ni *ni, const struct ulnet_hdr *h
 		ulnet__lock(node);
 		ulnet__md_release(node, m->md);
 		ulnet__unlock(node);
-		drop(ni, rx_priv, hdr);
+		drop(ni, rx_priv, hdr, ULNET_DROP_NO_MEMORY);
 		return NULL;
 	}
 	rx_event_init(msg, hdr, from, kind);
@@ -469,14 +481,16 @@ static struct ulnet_libmd *wmd_lookup(struct ulnet_node *node, const struct ulne
 	return md && ulnet__md_active(md) ? md : NULL;
 }
 
+/* @lp: the peer entry of the header's source, if any (the latency goes to @from's: the hop). */
 static int parse_reply_or_ack(struct ulnet_ni *ni, const struct ulnet_hdr *hdr, const struct ulnet_nid *from,
-			      void *rx_priv)
+			      void *rx_priv, struct ulnet_peer *lp)
 {
 	struct ulnet_node *node = ni->node;
 	bool is_ack = hdr->type == ULNET_MSG_ACK;
 	struct ulnet_libmd *md;
 	struct ulnet_msg *msg;
 	uint32_t mlen = hdr->payload_length, md_len = 0;
+	uint64_t sent = 0;
 	bool too_long = false;
 	char src[ULNET_NID_STRLEN];
 
@@ -490,19 +504,20 @@ static int parse_reply_or_ack(struct ulnet_ni *ni, const struct ulnet_hdr *hdr, 
 	if (md) {
 		ulnet__md_txn_end(node, md); /* answered: no timeout for this transaction */
 		ulnet__md_use(md);
+		sent = md->txn_sent;
 	}
 	ulnet__lock_release(node);
 	/* the source NID is formatted inside the log calls only: every REPLY and ACK comes through here */
 	if (too_long) {
 		ULNET_LOG(CORE, WARN, "REPLY from %s: length %u > MD length %u (no TRUNCATE); dropping",
 			  ulnet_nid_format(&hdr->src_nid, src, sizeof(src)), mlen, md_len);
-		drop(ni, rx_priv, hdr);
+		drop(ni, rx_priv, hdr, ULNET_DROP_TOO_LONG);
 		return 0;
 	}
 	if (!md) {
 		ULNET_LOG(CORE, DEBUG, "%s from %s for an MD no longer active; dropping", is_ack ? "ACK" : "REPLY",
 			  ulnet_nid_format(&hdr->src_nid, src, sizeof(src)));
-		drop(ni, rx_priv, hdr);
+		drop(ni, rx_priv, hdr, ULNET_DROP_STALE);
 		return 0;
 	}
 	if (!is_ack && mlen > md->total)
@@ -512,8 +527,16 @@ static int parse_reply_or_ack(struct ulnet_ni *ni, const struct ulnet_hdr *hdr, 
 		ulnet__lock(node);
 		ulnet__md_release(node, md);
 		ulnet__unlock(node);
-		drop(ni, rx_priv, hdr);
+		drop(ni, rx_priv, hdr, ULNET_DROP_NO_MEMORY);
 		return 0;
+	}
+	msg->lat = is_ack ? ULNET_LAT_ACK : ULNET_LAT_GET;
+	msg->t0 = sent;
+	if (ni != node->lo_ni && !ulnet__nid_equal(from, &hdr->src_nid))
+		lp = ulnet__peer_find(ni, from, false); /* routed: the gateway, where the GET or PUT went */
+	if (lp) {
+		msg->rx_peer = lp;
+		ulnet__peer_get(lp);
 	}
 	rx_event_init(msg, hdr, from, is_ack ? ULNET_EVENT_ACK : ULNET_EVENT_REPLY);
 	msg->ev.rlength = hdr->payload_length;
@@ -531,6 +554,7 @@ static int parse(struct ulnet_ni *ni, const struct ulnet_hdr *hdr, const struct 
 {
 	struct ulnet_node *node = ni->node;
 	char dst[ULNET_NID_STRLEN], src[ULNET_NID_STRLEN], mine[ULNET_NID_STRLEN];
+	struct ulnet_peer *lp = NULL;
 	bool for_me = ni == node->lo_ni ? ulnet__nid_is_local(node, &hdr->dest_nid)
 					: ulnet__nid_equal(&hdr->dest_nid, &ni->nid);
 
@@ -574,8 +598,7 @@ static int parse(struct ulnet_ni *ni, const struct ulnet_hdr *hdr, const struct 
 		return -EPROTO;
 	}
 	if (ni != node->lo_ni) {
-		struct ulnet_peer *lp = ulnet__peer_find(ni, &hdr->src_nid, false);
-
+		lp = ulnet__peer_find(ni, &hdr->src_nid, false);
 		if (lp) {
 			lp->recv_count++;
 			lp->down = false;
@@ -589,7 +612,7 @@ static int parse(struct ulnet_ni *ni, const struct ulnet_hdr *hdr, const struct 
 		return parse_get(ni, hdr, from, rx_priv, rdma_req);
 	case ULNET_MSG_ACK:
 	case ULNET_MSG_REPLY:
-		return parse_reply_or_ack(ni, hdr, from, rx_priv);
+		return parse_reply_or_ack(ni, hdr, from, rx_priv, lp);
 	default:
 		ULNET_LOG(CORE, ERR, "%s: message from %s of unknown type %u; closing", ni->ops->lnd_name,
 			  ulnet_nid_format(&hdr->src_nid, src, sizeof(src)), hdr->type);

@@ -47,6 +47,8 @@ static void msg_free(struct ulnet_msg *msg, bool locked)
 
 	if (msg->peer)
 		ulnet__peer_put(msg->loop, msg->peer);
+	if (msg->rx_peer)
+		ulnet__peer_put(msg->loop, msg->rx_peer);
 	atomic_fetch_sub_explicit(&node->msgs_live, 1, memory_order_relaxed);
 	if (!msg->node_desc) {
 		ulnet__desc_put(node, msg, msg_size(msg->iov_cap));
@@ -122,6 +124,9 @@ static void msg_complete(struct ulnet_loop *loop, struct ulnet_msg *msg)
 	uint32_t len = msg->v.hdr.payload_length;
 	int status = msg->status;
 
+	/* a tx PUT's egress; a received REPLY's or ACK's round trip (a tx GET only carries its start) */
+	if (msg->lat && status == 0 && (!msg->is_tx || msg->lat == ULNET_LAT_PUT))
+		ulnet__lat_note(loop, msg);
 	if (msg->is_tx) {
 		ulnet__credits_return(msg);
 		if (status == 0) {
@@ -179,6 +184,7 @@ bool ulnet__completions_run(struct ulnet_loop *loop, unsigned budget)
 	bool was = loop->done.running;
 
 	loop->done.running = true;
+	loop->done.now_valid = false; /* the phase's clock is read once, by its first latency */
 	ulnet__eq_defer_begin();
 	while (budget-- > 0 && !ulnet_list_empty(&loop->done.q)) {
 		struct ulnet_msg *msg = ulnet_list_first(&loop->done.q, struct ulnet_msg, done_link);

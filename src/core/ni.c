@@ -297,8 +297,6 @@ out:
 	return rc;
 }
 
-static struct ulnet_ni *ni_at(struct ulnet_node *node, unsigned idx);
-
 int ulnet_ni_info_get(ulnet_node *node, unsigned idx, struct ulnet_ni_info *out)
 {
 	struct ulnet_ni *ni;
@@ -307,7 +305,7 @@ int ulnet_ni_info_get(ulnet_node *node, unsigned idx, struct ulnet_ni_info *out)
 	if (!node || !out)
 		return -EINVAL;
 	ulnet__lock(node);
-	ni = ni_at(node, idx);
+	ni = ulnet__ni_at(node, idx);
 	ulnet__lock_release(node);
 	/* its credits and counters are its loop's (an NI goes only when the node closes) */
 	if (ni) {
@@ -344,7 +342,7 @@ int ulnet_ni_info_get(ulnet_node *node, unsigned idx, struct ulnet_ni_info *out)
 }
 
 /* The NI number @idx (0 = lo), or NULL past the last. */
-static struct ulnet_ni *ni_at(struct ulnet_node *node, unsigned idx)
+struct ulnet_ni *ulnet__ni_at(struct ulnet_node *node, unsigned idx)
 {
 	struct ulnet_list *p;
 
@@ -362,7 +360,7 @@ int ulnet_ni_lnd_tunable_get(ulnet_node *node, unsigned idx, size_t k, long *out
 	if (!node || !out)
 		return -EINVAL;
 	ulnet__lock(node);
-	ni = ni_at(node, idx);
+	ni = ulnet__ni_at(node, idx);
 	if (ni && k < ni->ops->lnd_n_tunables) {
 		*out = ni->lnd_tun[k];
 		rc = 0;
@@ -379,7 +377,7 @@ int ulnet_ni_fabric_get(ulnet_node *node, unsigned idx, struct ulnet_ni_fabric *
 	if (!node || !out)
 		return -EINVAL;
 	ulnet__lock(node);
-	ni = ni_at(node, idx);
+	ni = ulnet__ni_at(node, idx);
 	ulnet__lock_release(node);
 	if (ni && !ni->ops->lnd_fabric_info) {
 		rc = -EOPNOTSUPP;

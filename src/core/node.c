@@ -90,6 +90,7 @@ int ulnet_node_open(const struct ulnet_node_opts *opts, ulnet_node **out)
 	}
 	/* node->lock starts free (zeroed; util/futex_lock.h) */
 	ulnet__lock_clock_init();
+	node->lat_mult = (1000ull << 32) / ulnet__lock_ticks_per_us;
 	/* the interface cookie names this incarnation in wire MD handles: a restarted node must not
 	 * accept ACKs and REPLYs meant for its previous life */
 	node->iface_cookie = ulnet__now_ns() ^ ((uint64_t)getpid() << 32);

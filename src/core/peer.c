@@ -180,6 +180,8 @@ static int peer_txq_full(struct ulnet_peer *lp, const struct ulnet_msg *msg)
 	struct ulnet_ni *ni = lp->ni;
 
 	ni->loop->stats.tx_queue_full++;
+	ni->tx_queue_full++;
+	lp->tx_queue_full++;
 	if (lp->txq_refused++ == 0) {
 		char nid[ULNET_NID_STRLEN];
 

@@ -318,6 +318,14 @@ static const struct bad_case bad_cases[] = {
 	  "expected 0 or 1 (true/false, yes/no, on/off) for 'kernel_stats'" },
 	{ "unknown: selftest", "selftest:\n  server_timeout: 5\n", 2, "unknown key 'server_timeout' in selftest" },
 	{ "type: selftest is a list", "selftest:\n  - kernel_stats: true\n", 2, "expected a mapping for 'selftest', got a list" },
+	{ "metrics: host name", "metrics:\n  listen: localhost:9669\n", 2, "bad metrics listen 'localhost:9669': not an IPv4" },
+	{ "metrics: no port", "metrics:\n  listen: 127.0.0.1\n", 2, "expected ADDRESS:PORT" },
+	{ "metrics: port 0", "metrics:\n  listen: 127.0.0.1:0\n", 2, "port must be 1..65535" },
+	{ "metrics: port range", "metrics:\n  listen: 127.0.0.1:65536\n", 2, "port must be 1..65535" },
+	{ "metrics: bare IPv6", "metrics:\n  listen: ::1:9669\n", 2, "an IPv6 address in brackets" },
+	{ "metrics: bad IPv6", "metrics:\n  listen: \"[::g]:9669\"\n", 2, "not an IPv6 address" },
+	{ "metrics: empty", "metrics:\n  listen:\n", 2, "for 'listen'" },
+	{ "unknown: metrics", "metrics:\n  port: 9669\n", 2, "unknown key 'port' in metrics" },
 	{ "range: loops 65", "node:\n  loops: 65\n", 2, "'loops' out of range [1, 64]: 65" },
 	{ "type: pid octal-looking", "node:\n  pid: 0123\n", 2, "expected an integer for 'pid'" },
 	{ "type: control is a list", "node:\n  control: [a]\n", 2, "expected a string for 'control', got a list" },
@@ -466,12 +474,14 @@ static void test_export_round_trip(void **state)
 		char err[256] = "";
 
 		ulnet_writer_init(&w, text_sink_write, &t, json);
-		assert_int_equal(ulnet_config_export(node, "/tmp/x.sock", json ? NULL : &sst, &w), 0);
+		assert_int_equal(ulnet_config_export(node, "/tmp/x.sock", json ? NULL : &sst,
+						     json ? "[::1]:9669" : "127.0.0.1:9669", &w), 0);
 		assert_int_equal(ulnet_config_parse("export", t.s, t.len, &cfg, err, sizeof(err)), 0);
 		assert_memory_equal(&cfg->opts, &opts, sizeof(opts));
 		assert_int_equal(cfg->selftest.server_rpc_timeout_ms, json ? 0 : 5000); /* NULL: no section */
 		assert_int_equal(cfg->selftest.kernel_stats, !json);
 		assert_string_equal(cfg->control, "/tmp/x.sock");
+		assert_string_equal(cfg->metrics_listen, json ? "[::1]:9669" : "127.0.0.1:9669");
 		assert_int_equal(cfg->n_nis, 0); /* lo only: its entry is checked and not kept */
 		ulnet_config_free(cfg);
 	}
@@ -661,7 +671,7 @@ static void test_export_routes_round_trip(void **state)
 		unsigned i;
 
 		ulnet_writer_init(&w, text_sink_write, &t, json);
-		assert_int_equal(ulnet_config_export(node, NULL, NULL, &w), 0);
+		assert_int_equal(ulnet_config_export(node, NULL, NULL, NULL, &w), 0);
 		if (ulnet_config_parse("export", t.s, t.len, &cfg, err, sizeof(err)))
 			print_error("%s\n%s\n", err, t.s);
 		assert_non_null(cfg);
@@ -705,7 +715,7 @@ static void test_export_no_routes(void **state)
 	(void)state;
 	assert_int_equal(ulnet_node_open(NULL, &node), 0);
 	ulnet_writer_init(&w, text_sink_write, &t, false);
-	assert_int_equal(ulnet_config_export(node, NULL, NULL, &w), 0);
+	assert_int_equal(ulnet_config_export(node, NULL, NULL, NULL, &w), 0);
 	assert_null(strstr(t.s, "route:"));
 	assert_non_null(strstr(t.s, "\nrouting:\n    enable: 0\n    alive_router_check_interval: 60\n"
 				    "    router_ping_timeout: 50\nbuffers:\n    tiny: 2048\n    small: 16384\n"

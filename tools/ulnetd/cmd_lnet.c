@@ -70,7 +70,7 @@ static int cmd_export(struct ulnetd *d, int argc, char **argv, struct ulnetd_out
 	if ((rc = ulnetd_parse_args(out, "export", argc, argv, opts, 1, NULL, 0, &npos)))
 		return rc;
 	ulnetd_emit_init(&e, out, json);
-	return ulnet_config_export(d->node, d->control_path, &d->cfg->selftest, &e.w); /* the library's, as it reads it back */
+	return ulnet_config_export(d->node, d->control_path, &d->cfg->selftest, d->cfg->metrics_listen, &e.w); /* the library's, as it reads it back */
 }
 
 #define PING_FLUSH_NS 100000000ull /* --count: the output so far goes out at most every 100 ms */
@@ -166,6 +166,8 @@ static int cmd_stats_show(struct ulnetd *d, int argc, char **argv, struct ulnetd
 	};
 	struct ulnet_routing_info ri;
 	struct ulnet_stats st;
+	struct ulnet_latency lat;
+	uint64_t drops[ULNET_DROP_REASONS];
 	struct ulnetd_emit e;
 	int npos, rc;
 
@@ -174,6 +176,7 @@ static int cmd_stats_show(struct ulnetd *d, int argc, char **argv, struct ulnetd
 	memset(&st, 0, sizeof(st));
 	ulnet_stats_get(d->node, &st);
 	ulnet_routing_info_get(d->node, &ri);
+	ulnetd_node_metrics(d->node, &lat, drops);
 	ulnetd_emit_init(&e, out, json);
 	ulnetd_emit_map(&e, NULL);
 	ulnetd_emit_map(&e, "statistics");
@@ -192,6 +195,12 @@ static int cmd_stats_show(struct ulnetd *d, int argc, char **argv, struct ulnetd
 	ulnetd_emit_uint(&e, "tx_timeouts", st.tx_timeouts);
 	ulnetd_emit_uint(&e, "events_dropped", st.events_dropped);
 	ulnetd_emit_uint(&e, "loops", st.loops);
+	/* received messages dropped (drop_count), by reason */
+	ulnetd_emit_map(&e, "drops");
+	for (int r = 0; r < ULNET_DROP_REASONS; r++)
+		ulnetd_emit_uint(&e, ulnet_drop_name((enum ulnet_drop)r), drops[r]);
+	ulnetd_emit_end(&e);
+	ulnetd_emit_latency(&e, &lat, json);
 	/* messages forwarded for other nodes (routing enabled), and why others were not */
 	ulnetd_emit_map(&e, "forwarding");
 	ulnetd_emit_uint(&e, "msgs", ri.fwd.msgs);
@@ -300,6 +309,7 @@ static int cmd_peer_show(struct ulnetd *d, int argc, char **argv, struct ulnetd_
 	ulnetd_emit_list(&e, "peer");
 	for (unsigned i = 0;; i++) {
 		struct ulnet_peer_info p;
+		struct ulnet_peer_metrics pm;
 		struct ulnet_peer_limits lim;
 		struct ulnet_peer_rdma_stats rs;
 		char nid[ULNET_NID_STRLEN];
@@ -329,7 +339,15 @@ static int cmd_peer_show(struct ulnetd *d, int argc, char **argv, struct ulnetd_
 			ulnetd_emit_map(&e, "statistics");
 			ulnetd_emit_uint(&e, "send_count", p.send_count);
 			ulnetd_emit_uint(&e, "recv_count", p.recv_count);
+			/* the same index names the same peer unless the table changed in between */
+			if (ulnet_peer_metrics_get(d->node, i, &pm) == 0 && ulnet_nid_equal(&pm.nid, &p.nid)) {
+				ulnetd_emit_uint(&e, "tx_queue_full", pm.tx_queue_full);
+				ulnetd_emit_uint(&e, "down_count", pm.down_count);
+			} else {
+				memset(&pm, 0, sizeof(pm));
+			}
 			ulnetd_emit_end(&e);
+			ulnetd_emit_latency(&e, &pm.lat, json);
 			ulnetd_emit_map(&e, "forwarded");
 			ulnetd_emit_uint(&e, "msgs", p.fwd_msgs);
 			ulnetd_emit_uint(&e, "bytes", p.fwd_bytes);
@@ -359,8 +377,8 @@ static const struct ulnetd_cmd lnet_cmds[] = {
 	{ "net show", "[-v] [--net NET] [--json]", "show the local NIs", cmd_net_show },
 	{ "export", "[--json]", "print the running configuration (input for ulnetd -c)", cmd_export },
 	{ "ping", "[PID-]NID [--count N] [--timeout MS] [--json]", "ping a NID and list its NIDs", cmd_ping },
-	{ "stats show", "[-v] [--json]", "show the node's message and forwarding counters (-v: descriptor free lists, lock hold times)", cmd_stats_show },
-	{ "peer show", "[-v] [--nid NID] [--json]", "show the peers", cmd_peer_show },
+	{ "stats show", "[-v] [--json]", "show the node's counters, drops, latencies and forwarding (-v: descriptor free lists, lock hold times)", cmd_stats_show },
+	{ "peer show", "[-v] [--nid NID] [--json]", "show the peers (-v: credits, counters, latencies)", cmd_peer_show },
 };
 
 int ulnetd_lnet_register(struct ulnetd *d)

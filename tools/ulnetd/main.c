@@ -15,6 +15,7 @@
 #include <sys/signalfd.h>
 #include <unistd.h>
 
+#include "metrics_http.h"
 #include "ulnetd.h"
 
 static void usage(FILE *f)
@@ -110,6 +111,7 @@ int main(int argc, char **argv)
 		{ NULL, 0, NULL, 0 },
 	};
 	struct ulnetd d = { 0 };
+	struct ulnetd_metrics *metrics = NULL;
 	struct ulnet_config *cfg = NULL;
 	const char *config = NULL, *control = NULL;
 	char err[1024];
@@ -170,7 +172,7 @@ int main(int argc, char **argv)
 	}
 
 	if ((rc = ulnetd_control_init(&d)) || (rc = ulnetd_lnet_register(&d)) ||
-	    (rc = ulnetd_route_register(&d))) {
+	    (rc = ulnetd_route_register(&d)) || (rc = ulnetd_metrics_register(&d))) {
 		fprintf(stderr, "ulnetd: cannot register commands: %s\n", strerror(-rc));
 		goto out_ctl;
 	}
@@ -182,6 +184,10 @@ int main(int argc, char **argv)
 		fprintf(stderr, "ulnetd: %s\n", err);
 		goto out_ctl;
 	}
+	if (cfg->metrics_listen && (rc = ulnetd_metrics_start(d.node, cfg->metrics_listen, &metrics, err, sizeof(err)))) {
+		fprintf(stderr, "ulnetd: %s\n", err);
+		goto out_ctl;
+	}
 	if (d.verbose) {
 		struct ulnet_nid nid;
 		char nb[ULNET_NID_STRLEN];
@@ -190,6 +196,8 @@ int main(int argc, char **argv)
 		fprintf(stderr, "ulnetd: node %s pid %u page_size %u ready on %s\n",
 			ulnet_nid_format(&nid, nb, sizeof(nb)), ulnet_node_pid(d.node), ulnet_node_page_size(d.node),
 			d.control_path);
+		if (metrics)
+			fprintf(stderr, "ulnetd: metrics on http://%s/metrics\n", cfg->metrics_listen);
 	}
 	rc = ulnetd_control_run(&d, sigfd);
 	if (rc)
@@ -199,6 +207,7 @@ int main(int argc, char **argv)
 	stop_watchdog_arm(sigfd);
 out_ctl:
 	ulnetd_control_fini(&d); /* joins every handler before the node goes away */
+	ulnetd_metrics_stop(metrics); /* the same for the metrics thread */
 	ulnet_node_close(d.node);
 out_sig:
 	close(sigfd);

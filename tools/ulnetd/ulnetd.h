@@ -158,6 +158,12 @@ void ulnetd_control_fini(struct ulnetd *d);
 int ulnetd_lnet_register(struct ulnetd *d);
 /* Routing commands (cmd_route.c): route add/del/show, routing show, set routing and buffer keys. */
 int ulnetd_route_register(struct ulnetd *d);
+/* Metrics commands (cmd_metrics.c): stats reset; and the latency block stats show and peer show -v
+ * print (@buckets: every bucket too, as --json does). */
+int ulnetd_metrics_register(struct ulnetd *d);
+void ulnetd_emit_latency(struct ulnetd_emit *e, const struct ulnet_latency *lat, bool buckets);
+/* The node's latencies and drops by reason: every NI's summed. */
+void ulnetd_node_metrics(ulnet_node *node, struct ulnet_latency *lat, uint64_t drops[ULNET_DROP_REASONS]);
 /* The selftest and lst commands (control_selftest.c, control_lst.c) over ulnet/selftest.h. */
 int ulnetd_selftest_register(struct ulnetd *d);
 

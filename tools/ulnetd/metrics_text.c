@@ -1,0 +1,268 @@
+/* SPDX-License-Identifier: MIT */
+/* The node's metrics in the Prometheus text exposition format (version 0.0.4), what GET /metrics
+ * serves (metrics_http.c). Names follow Prometheus' conventions: the unit in the name (_seconds,
+ * _bytes), counters end in _total, histograms have _bucket{le}/_sum/_count; labels net= and nid= (an
+ * NI's NID, or a peer's with its local NI in ni=). Every family is written whole, HELP and TYPE
+ * first, as the format asks. Only the public API (ulnet/metrics.h, ulnet_stats_get). */
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "metrics_http.h"
+
+__attribute__((format(printf, 2, 3))) static void put(struct ulnetd_buf *b, const char *fmt, ...)
+{
+	va_list ap;
+	int n;
+
+	if (b->failed)
+		return;
+	for (;;) {
+		size_t room = b->cap - b->len;
+
+		va_start(ap, fmt);
+		n = vsnprintf(b->s ? b->s + b->len : NULL, room, fmt, ap); /* (no arithmetic on NULL) */
+		va_end(ap);
+		if (n < 0) {
+			b->failed = true;
+			return;
+		}
+		if ((size_t)n < room) {
+			b->len += (size_t)n;
+			return;
+		}
+		size_t cap = b->cap ? b->cap * 2 : 65536;
+		char *s;
+
+		while (cap - b->len <= (size_t)n)
+			cap *= 2;
+		if (!(s = realloc(b->s, cap))) {
+			b->failed = true;
+			return;
+		}
+		b->s = s;
+		b->cap = cap;
+	}
+}
+
+static void family(struct ulnetd_buf *b, const char *name, const char *type, const char *help)
+{
+	put(b, "# HELP %s %s\n# TYPE %s %s\n", name, help, name, type);
+}
+
+/* A label value: NIDs and net names hold no quote, backslash or newline, but a value never breaks
+ * the format whatever it holds. */
+static const char *esc(const char *s, char *out, size_t len)
+{
+	size_t o = 0;
+
+	for (; *s && o + 3 < len; s++) {
+		if (*s == '"' || *s == '\\') {
+			out[o++] = '\\';
+			out[o++] = *s;
+		} else if (*s == '\n') {
+			out[o++] = '\\';
+			out[o++] = 'n';
+		} else {
+			out[o++] = *s;
+		}
+	}
+	out[o] = '\0';
+	return out;
+}
+
+struct snap {
+	struct ulnet_stats st;
+	struct ulnet_ni_metrics *nis;
+	size_t n_nis;
+	struct ulnet_peer_metrics *peers;
+	size_t n_peers;
+	char (*ni_labels)[160];   /* net="..",nid=".." per NI */
+	char (*peer_labels)[240]; /* net="..",ni="..",nid=".." per peer */
+};
+
+static int grow(void **a, size_t *cap, size_t n, size_t size)
+{
+	void *p;
+
+	if (n < *cap)
+		return 0;
+	*cap = *cap ? *cap * 2 : 16;
+	if (!(p = realloc(*a, *cap * size)))
+		return -ENOMEM;
+	*a = p;
+	return 0;
+}
+
+static int snap_take(ulnet_node *node, struct snap *s)
+{
+	size_t cap = 0, pcap = 0;
+	char e1[96], e2[96], e3[96];
+
+	memset(s, 0, sizeof(*s));
+	ulnet_stats_get(node, &s->st);
+	for (;;) {
+		if (grow((void **)&s->nis, &cap, s->n_nis, sizeof(*s->nis)))
+			return -ENOMEM;
+		if (ulnet_ni_metrics_get(node, (unsigned)s->n_nis, &s->nis[s->n_nis]))
+			break;
+		s->n_nis++;
+	}
+	for (;;) {
+		if (grow((void **)&s->peers, &pcap, s->n_peers, sizeof(*s->peers)))
+			return -ENOMEM;
+		if (ulnet_peer_metrics_get(node, (unsigned)s->n_peers, &s->peers[s->n_peers]))
+			break;
+		s->n_peers++;
+	}
+	s->ni_labels = calloc(s->n_nis + 1, sizeof(*s->ni_labels));
+	s->peer_labels = calloc(s->n_peers + 1, sizeof(*s->peer_labels));
+	if (!s->ni_labels || !s->peer_labels)
+		return -ENOMEM;
+	for (size_t i = 0; i < s->n_nis; i++) {
+		char nid[ULNET_NID_STRLEN];
+
+		ulnet_nid_format(&s->nis[i].nid, nid, sizeof(nid));
+		snprintf(s->ni_labels[i], sizeof(s->ni_labels[i]), "net=\"%s\",nid=\"%s\"",
+			 esc(s->nis[i].net, e1, sizeof(e1)), esc(nid, e2, sizeof(e2)));
+	}
+	for (size_t i = 0; i < s->n_peers; i++) {
+		char nid[ULNET_NID_STRLEN], ni[ULNET_NID_STRLEN], net[32];
+
+		ulnet_nid_format(&s->peers[i].nid, nid, sizeof(nid));
+		ulnet_nid_format(&s->peers[i].ni_nid, ni, sizeof(ni));
+		ulnet_net_format(ulnet_nid_net(&s->peers[i].ni_nid), net, sizeof(net));
+		snprintf(s->peer_labels[i], sizeof(s->peer_labels[i]), "net=\"%s\",ni=\"%s\",nid=\"%s\"",
+			 esc(net, e1, sizeof(e1)), esc(ni, e2, sizeof(e2)), esc(nid, e3, sizeof(e3)));
+	}
+	return 0;
+}
+
+static void snap_free(struct snap *s)
+{
+	free(s->nis);
+	free(s->peers);
+	free(s->ni_labels);
+	free(s->peer_labels);
+}
+
+static void hist(struct ulnetd_buf *b, const char *name, const char *labels, const struct ulnet_hist *h)
+{
+	uint64_t cum = 0;
+
+	for (unsigned k = 0; k + 1 < ULNET_HIST_BUCKETS; k++) {
+		cum += h->bucket[k];
+		put(b, "%s_bucket{%s,le=\"%.9g\"} %llu\n", name, labels, (double)ulnet_hist_bucket_le_us(k) / 1e6,
+		    (unsigned long long)cum);
+	}
+	/* +Inf is the count: the last bucket holds everything above the largest bound */
+	put(b, "%s_bucket{%s,le=\"+Inf\"} %llu\n", name, labels, (unsigned long long)h->count);
+	put(b, "%s_sum{%s} %.9f\n", name, labels, (double)h->sum_ns / 1e9);
+	put(b, "%s_count{%s} %llu\n", name, labels, (unsigned long long)h->count);
+}
+
+/* A histogram family over the NIs (@peers false) or the peers. @which: 0 put, 1 get, 2 ack. */
+static void hist_family(struct ulnetd_buf *b, const struct snap *s, bool peers, int which, const char *name,
+			const char *help)
+{
+	family(b, name, "histogram", help);
+	for (size_t i = 0; i < (peers ? s->n_peers : s->n_nis); i++) {
+		const struct ulnet_latency *l = peers ? &s->peers[i].lat : &s->nis[i].lat;
+		const struct ulnet_hist *h = which == 0 ? &l->put : which == 1 ? &l->get : &l->ack;
+
+		hist(b, name, peers ? s->peer_labels[i] : s->ni_labels[i], h);
+	}
+}
+
+#define NI_FAMILY(b, s, name, type, help, fmt, expr)                                                          \
+	do {                                                                                                   \
+		family(b, name, type, help);                                                                   \
+		for (size_t i_ = 0; i_ < (s)->n_nis; i_++) {                                                   \
+			const struct ulnet_ni_metrics *m = &(s)->nis[i_];                                      \
+			put(b, "%s{%s} " fmt "\n", name, (s)->ni_labels[i_], expr);                            \
+		}                                                                                              \
+	} while (0)
+#define PEER_FAMILY(b, s, name, type, help, fmt, expr)                                                        \
+	do {                                                                                                   \
+		family(b, name, type, help);                                                                   \
+		for (size_t i_ = 0; i_ < (s)->n_peers; i_++) {                                                 \
+			const struct ulnet_peer_metrics *m = &(s)->peers[i_];                                  \
+			put(b, "%s{%s} " fmt "\n", name, (s)->peer_labels[i_], expr);                          \
+		}                                                                                              \
+	} while (0)
+
+int ulnetd_metrics_render(ulnet_node *node, struct ulnetd_buf *b)
+{
+	const struct ulnet_stats *st;
+	struct snap s;
+	int rc = snap_take(node, &s);
+
+	if (rc) {
+		snap_free(&s);
+		return rc;
+	}
+	st = &s.st;
+	/* the node: ulnet_stats_get (what stats show prints) */
+	family(b, "ulnet_node_sent_messages_total", "counter", "Messages sent by the node (every NI).");
+	put(b, "ulnet_node_sent_messages_total %llu\n", (unsigned long long)st->send_count);
+	family(b, "ulnet_node_received_messages_total", "counter", "Messages received by the node.");
+	put(b, "ulnet_node_received_messages_total %llu\n", (unsigned long long)st->recv_count);
+	family(b, "ulnet_node_sent_bytes_total", "counter", "Payload bytes sent.");
+	put(b, "ulnet_node_sent_bytes_total %llu\n", (unsigned long long)st->send_length);
+	family(b, "ulnet_node_received_bytes_total", "counter", "Payload bytes received.");
+	put(b, "ulnet_node_received_bytes_total %llu\n", (unsigned long long)st->recv_length);
+	family(b, "ulnet_node_errors_total", "counter", "Messages that completed with an error.");
+	put(b, "ulnet_node_errors_total %llu\n", (unsigned long long)st->errors);
+	family(b, "ulnet_node_transaction_timeouts_total", "counter",
+	       "GETs and ACK-requested PUTs whose REPLY or ACK never came.");
+	put(b, "ulnet_node_transaction_timeouts_total %llu\n", (unsigned long long)st->tx_timeouts);
+	family(b, "ulnet_node_events_dropped_total", "counter", "Events lost for lack of memory.");
+	put(b, "ulnet_node_events_dropped_total %llu\n", (unsigned long long)st->events_dropped);
+	family(b, "ulnet_node_messages_allocated", "gauge", "Message descriptors in use.");
+	put(b, "ulnet_node_messages_allocated %u\n", st->msgs_alloc);
+
+	/* per NI */
+	NI_FAMILY(b, &s, "ulnet_sent_messages_total", "counter", "Messages sent on the NI.", "%llu",
+		  (unsigned long long)m->send_count);
+	NI_FAMILY(b, &s, "ulnet_received_messages_total", "counter", "Messages received on the NI.", "%llu",
+		  (unsigned long long)m->recv_count);
+	family(b, "ulnet_dropped_messages_total", "counter", "Received messages dropped, by reason.");
+	for (size_t i = 0; i < s.n_nis; i++)
+		for (int r = 0; r < ULNET_DROP_REASONS; r++)
+			put(b, "ulnet_dropped_messages_total{%s,reason=\"%s\"} %llu\n", s.ni_labels[i],
+			    ulnet_drop_name((enum ulnet_drop)r), (unsigned long long)s.nis[i].drops[r]);
+	NI_FAMILY(b, &s, "ulnet_tx_queue_full_total", "counter",
+		  "Sends refused: a peer's queue was at peer_queue_msgs or peer_queue_bytes.", "%llu",
+		  (unsigned long long)m->tx_queue_full);
+	NI_FAMILY(b, &s, "ulnet_ni_tx_credits", "gauge", "NI send credits available now.", "%d", m->tx_credits);
+	NI_FAMILY(b, &s, "ulnet_ni_tx_credits_min", "gauge", "Lowest NI send credits seen (since a reset).", "%d",
+		  m->min_tx_credits);
+	hist_family(b, &s, false, 0, "ulnet_put_egress_seconds", "PUT egress on the NI: ulnet_put to the SEND event.");
+	hist_family(b, &s, false, 1, "ulnet_get_rtt_seconds", "GET round trip on the NI: ulnet_get to the REPLY event.");
+	hist_family(b, &s, false, 2, "ulnet_ack_rtt_seconds",
+		    "ACK round trip on the NI: ulnet_put (ACK requested) to the ACK event.");
+
+	/* per peer */
+	PEER_FAMILY(b, &s, "ulnet_peer_sent_messages_total", "counter", "Messages sent to the peer.", "%llu",
+		    (unsigned long long)m->send_count);
+	PEER_FAMILY(b, &s, "ulnet_peer_received_messages_total", "counter", "Messages received from the peer.",
+		    "%llu", (unsigned long long)m->recv_count);
+	PEER_FAMILY(b, &s, "ulnet_peer_tx_queue_full_total", "counter", "Sends to the peer refused: its queue was full.",
+		    "%llu", (unsigned long long)m->tx_queue_full);
+	PEER_FAMILY(b, &s, "ulnet_peer_down_transitions_total", "counter", "Times the peer's LND reported it down.",
+		    "%llu", (unsigned long long)m->down_count);
+	PEER_FAMILY(b, &s, "ulnet_peer_tx_credits", "gauge", "Send credits to the peer available now.", "%d",
+		    m->tx_credits);
+	PEER_FAMILY(b, &s, "ulnet_peer_tx_credits_min", "gauge", "Lowest send credits to the peer seen.", "%d",
+		    m->min_tx_credits);
+	PEER_FAMILY(b, &s, "ulnet_peer_tx_queued_messages", "gauge", "Messages waiting for a credit to the peer.", "%u",
+		    m->tx_queued);
+	hist_family(b, &s, true, 0, "ulnet_peer_put_egress_seconds", "PUT egress to the peer: ulnet_put to the SEND event.");
+	hist_family(b, &s, true, 1, "ulnet_peer_get_rtt_seconds", "GET round trip with the peer: ulnet_get to the REPLY event.");
+	hist_family(b, &s, true, 2, "ulnet_peer_ack_rtt_seconds",
+		    "ACK round trip with the peer: ulnet_put (ACK requested) to the ACK event.");
+	snap_free(&s);
+	return b->failed ? -ENOMEM : 0;
+}
