@@ -7,6 +7,7 @@
 #include "event.h"
 #include "node.h"
 #include "route.h"
+#include "fault.h"
 #include "rdma.h"
 #include "tunable.h"
 #include "writer.h"
