@@ -19,9 +19,12 @@ struct fault_wait {
 	bool reorder;
 };
 
-/* What a loop holds, by deadline. The loop's owner only. */
+/* A loop's fault state: its copy of the rules and what it holds, by deadline. The loop's owner only. */
 struct ulnet_fault_loop {
 	struct ulnet_loop *loop;
+	uint64_t gen;                /* node->fault_gen the copy was taken at */
+	struct ulnet_fault_state *rules;
+	unsigned n_rules;
 	struct ulnet_list waits;
 	struct ulnet_timer timer;
 };
@@ -34,8 +37,10 @@ struct fault_hit {
 
 /* ---- the rule list (node lock) ---- */
 
+/* Node lock held: the loops take a new copy at their next message. */
 static void publish(struct ulnet_node *node)
 {
+	atomic_fetch_add_explicit(&node->fault_gen, 1, memory_order_release);
 	atomic_store_explicit(&node->fault_n, node->n_faults, memory_order_release);
 }
 
@@ -61,7 +66,8 @@ int ulnet_fault_add(struct ulnet_node *node, const struct ulnet_fault_rule *r)
 		node->faults = v;
 		node->cap_faults = cap;
 	}
-	ulnet__fault_state_init(&node->faults[node->n_faults++], r, ulnet__node_now(node));
+	ulnet__fault_state_init(&node->faults[node->n_faults], r, ulnet__node_now(node));
+	node->faults[node->n_faults++].id = ++node->fault_next_id;
 	publish(node);
 	ulnet__lock_release(node);
 	return 0;
@@ -92,9 +98,23 @@ int ulnet_fault_del(struct ulnet_node *node, enum ulnet_fault_kind kind, const s
 	return n;
 }
 
+static struct ulnet_fault_loop *loop_state(struct ulnet_loop *loop);
+
+/* Rule @id's state in @loop's copy (its owner), or NULL. */
+static struct ulnet_fault_state *loop_rule(struct ulnet_loop *loop, uint64_t id)
+{
+	struct ulnet_fault_loop *fl = loop->fault;
+
+	for (unsigned i = 0; fl && i < fl->n_rules; i++)
+		if (fl->rules[i].id == id)
+			return &fl->rules[i];
+	return NULL;
+}
+
 int ulnet_fault_info_get(struct ulnet_node *node, enum ulnet_fault_kind kind, unsigned idx,
 			 struct ulnet_fault_info *out)
 {
+	uint64_t id = 0;
 	int rc = -ENOENT;
 
 	if (!node || !out)
@@ -105,11 +125,24 @@ int ulnet_fault_info_get(struct ulnet_node *node, enum ulnet_fault_kind kind, un
 			continue;
 		if (idx-- == 0) {
 			*out = node->faults[i].info;
+			id = node->faults[i].id;
 			rc = 0;
 			break;
 		}
 	}
 	ulnet__lock_release(node);
+	/* the counters are the loops': each counted what it sent and received */
+	for (unsigned l = 0; rc == 0 && l < node->n_loops; l++) {
+		struct ulnet_fault_state *st;
+
+		ulnet__loop_enter(&node->loops[l]);
+		st = loop_rule(&node->loops[l], id);
+		if (st) {
+			out->matched += st->info.matched;
+			out->acted += st->info.acted;
+		}
+		ulnet__loop_exit(&node->loops[l]);
+	}
 	return rc;
 }
 
@@ -117,10 +150,15 @@ void ulnet_fault_reset(struct ulnet_node *node)
 {
 	if (!node)
 		return;
-	ulnet__lock(node);
-	for (unsigned i = 0; i < node->n_faults; i++)
-		node->faults[i].info.matched = node->faults[i].info.acted = 0;
-	ulnet__lock_release(node);
+	for (unsigned l = 0; l < node->n_loops; l++) {
+		struct ulnet_fault_loop *fl;
+
+		ulnet__loop_enter(&node->loops[l]);
+		fl = node->loops[l].fault;
+		for (unsigned i = 0; fl && i < fl->n_rules; i++)
+			fl->rules[i].info.matched = fl->rules[i].info.acted = 0;
+		ulnet__loop_exit(&node->loops[l]);
+	}
 }
 
 void ulnet__faults_free(struct ulnet_node *node)
@@ -130,38 +168,74 @@ void ulnet__faults_free(struct ulnet_node *node)
 	node->n_faults = node->cap_faults = 0;
 }
 
+/* @loop's copy of the rules, taken again if the node's changed (a rule kept keeps its counters and
+ * its place in its 1 in N). NULL: no memory (no rule acts). The loop's owner. */
+static struct ulnet_fault_loop *loop_rules(struct ulnet_loop *loop)
+{
+	struct ulnet_node *node = loop->node;
+	struct ulnet_fault_loop *fl = loop->fault;
+	uint64_t gen = atomic_load_explicit(&node->fault_gen, memory_order_acquire);
+	struct ulnet_fault_state *v;
+
+	if (fl && fl->gen == gen)
+		return fl;
+	if (!fl && !(fl = loop_state(loop)))
+		return NULL;
+	ulnet__lock(node);
+	gen = atomic_load_explicit(&node->fault_gen, memory_order_relaxed);
+	v = calloc(node->n_faults ? node->n_faults : 1, sizeof(*v));
+	if (v) {
+		for (unsigned i = 0; i < node->n_faults; i++) {
+			struct ulnet_fault_state *old = loop_rule(loop, node->faults[i].id);
+
+			v[i] = old ? *old : node->faults[i];
+		}
+		free(fl->rules);
+		fl->rules = v;
+		fl->n_rules = node->n_faults;
+		fl->gen = gen;
+	}
+	ulnet__lock_release(node);
+	return v ? fl : NULL;
+}
+
 /* The first rule that acts on @hdr (@send: the node sends it; else it received it: drop rules only). */
-static struct fault_hit decide(struct ulnet_node *node, const struct ulnet_hdr *hdr, const struct ulnet_nid *local,
+static struct fault_hit decide(struct ulnet_loop *loop, const struct ulnet_hdr *hdr, const struct ulnet_nid *local,
 			       bool send)
 {
+	struct ulnet_fault_loop *fl = loop_rules(loop);
 	struct fault_hit h = { 0 };
-	uint64_t now = ulnet__node_now(node);
+	uint64_t now = 0;
 
-	ulnet__lock(node);
-	for (unsigned i = 0; i < node->n_faults && !h.hit; i++) {
-		struct ulnet_fault_state *st = &node->faults[i];
+	for (unsigned i = 0; fl && i < fl->n_rules; i++) {
+		struct ulnet_fault_state *st = &fl->rules[i];
 
 		if (!send && st->info.rule.kind != ULNET_FAULT_DROP)
 			continue;
-		if (!ulnet__fault_matches(&st->info.rule, hdr, local) || !ulnet__fault_decide(st, now))
+		if (!ulnet__fault_matches(&st->info.rule, hdr, local))
+			continue;
+		if (!now && !st->info.rule.rate)
+			now = ulnet__node_now(loop->node); /* the clock only for interval rules */
+		if (!ulnet__fault_decide(st, now))
 			continue;
 		h.hit = true;
 		h.rule = st->info.rule;
 		h.nth = st->info.matched;
+		break;
 	}
-	ulnet__lock_release(node);
 	return h;
 }
 
 bool ulnet__fault_recv(struct ulnet_ni *ni, const struct ulnet_hdr *hdr)
 {
-	return decide(ni->node, hdr, &ni->nid, false).hit;
+	return decide(ni->loop, hdr, &ni->nid, false).hit;
 }
 
 /* ---- acting on a send (the owner of the message's loop) ---- */
 
 static void wait_timer(struct ulnet_node *node, struct ulnet_timer *t, uint64_t now);
 
+/* @loop's fault state, made at its first need. The loop's owner. */
 static struct ulnet_fault_loop *loop_state(struct ulnet_loop *loop)
 {
 	struct ulnet_fault_loop *fl = loop->fault;
@@ -263,6 +337,7 @@ void ulnet__fault_loop_flush(struct ulnet_loop *loop)
 		free(w);
 	}
 	ulnet__timer_cancel(loop->node, &fl->timer);
+	free(fl->rules);
 	free(fl);
 	loop->fault = NULL;
 }
@@ -351,8 +426,8 @@ bool ulnet__fault_send(struct ulnet_msg *msg)
 	uint64_t now;
 
 	msg->fault_seen = true;
-	h = decide(msg->node, &msg->v.hdr, &msg->ni->nid, true);
-	now = ulnet__node_now(msg->node);
+	h = decide(loop, &msg->v.hdr, &msg->ni->nid, true);
+	now = h.hit ? ulnet__node_now(msg->node) : 0;
 	if (h.hit && h.rule.kind == ULNET_FAULT_DELAY &&
 	    hold(loop, msg, now + (uint64_t)h.rule.latency_ms * 1000000ull, false))
 		return true;

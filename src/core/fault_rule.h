@@ -10,6 +10,7 @@
 #include "hdr.h"
 
 struct ulnet_fault_state {
+	uint64_t id;                 /* the node's name for the rule (each loop keeps its own state of it) */
 	struct ulnet_fault_info info; /* the rule and its counters */
 	uint64_t next_ns;            /* interval: the earliest time it acts again */
 	uint64_t rng;                /* rate with a seed: xorshift state */

@@ -419,9 +419,11 @@ struct ulnet_node {
 	struct ulnet_routing_conf routing; /* settings, under the node lock */
 	struct ulnet_rtr_checker *checker; /* router_checker.c: NULL until a route exists */
 	/* fault rules (fault.c), under the node lock; fault_n is read with no lock by the data path */
-	struct ulnet_fault_state *faults;
+	struct ulnet_fault_state *faults; /* the rules as added (each loop copies them: fault.c) */
 	unsigned n_faults, cap_faults;
+	uint64_t fault_next_id;
 	_Atomic uint32_t fault_n;
+	_Atomic uint64_t fault_gen;  /* bumped at every change: a loop whose copy is older takes a new one */
 	struct ulnet_mem_ranges mem_ranges; /* live ulnet_mem_alloc allocations made for this node (mem.c) */
 };
 

@@ -158,6 +158,8 @@ void ulnetd_control_fini(struct ulnetd *d);
 int ulnetd_lnet_register(struct ulnetd *d);
 /* Routing commands (cmd_route.c): route add/del/show, routing show, set routing and buffer keys. */
 int ulnetd_route_register(struct ulnetd *d);
+/* Fault rule commands (cmd_fault.c): fault drop|delay|corrupt|duplicate|reorder add/del/show, reset. */
+int ulnetd_fault_register(struct ulnetd *d);
 /* The selftest and lst commands (control_selftest.c, control_lst.c) over ulnet/selftest.h. */
 int ulnetd_selftest_register(struct ulnetd *d);
 
