@@ -16,6 +16,9 @@
  *             ignored) and `- enable: 0|1`
  *   buffers:  tiny, small, large, memory_max (bytes, a ulnet extension)
  *   global:   lnetctl's global keys (integers); router_sensitivity applies, the others are ignored
+ *   fault:    list of fault rules as `ulnetctl fault show` prints them: { kind (required), src, dst,
+ *             local_nid ("*" or a NID), portal ("*" or 0..63), message ("*" or PUT,ACK,GET,REPLY),
+ *             rate | interval, seed, health_error, latency, hold } (its counters are checked, ignored)
  * Anything else is an error naming the file, the line and the key:
  *   node.yaml:7: unknown key 'peer_credit' in tunables */
 #ifndef ULNET_CONFIG_FILE_H
@@ -24,6 +27,7 @@
 #include <stddef.h>
 #include "node.h"
 #include "route.h"
+#include "fault.h"
 #include "selftest.h"
 #include "writer.h"
 
@@ -50,6 +54,11 @@ struct ulnet_config_route {
 	unsigned line;
 };
 
+/* One `fault:` entry, checked (ulnet_fault_rule_check). */
+struct ulnet_config_fault {
+	struct ulnet_fault_rule rule;
+	unsigned line;
+};
 /* The routing settings the file gives (bits of ulnet_config.routing_set): only those replace the
  * node's own (ulnet_routing_get, change, ulnet_routing_set). */
 enum {
@@ -78,6 +87,8 @@ struct ulnet_config {
 	struct ulnet_routing_conf routing; /* routing:, buffers:, global: router_sensitivity ... */
 	unsigned routing_set;              /* ... the fields given (ULNET_CONFIG_RT_*) */
 	unsigned routing_line;             /* the first of them, for messages */
+	struct ulnet_config_fault *faults; /* fault: in file order, added after the routes */
+	size_t n_faults;
 };
 
 /* Largest control socket path (sizeof sun_path - 1). */

@@ -72,6 +72,11 @@ ULNET_EXPORT const char *ulnet_fault_health_name(enum ulnet_fault_health h);
 ULNET_EXPORT int ulnet_fault_health_parse(const char *s, enum ulnet_fault_health *out);
 /* The negative errno the simulated LND status completes the message with (0 for NONE). */
 ULNET_EXPORT int ulnet_fault_health_errno(enum ulnet_fault_health h);
+struct ulnet_writer;
+/* @fi as one list item of `fault:` (kind, src, dst, local_nid, portal, message, rate or interval,
+ * seed, health_error / latency / hold; with @counters, matched and dropped / delayed / corrupted /
+ * duplicated / reordered): what `fault show` prints and a config file's `fault:` reads back. */
+ULNET_EXPORT void ulnet_fault_write(struct ulnet_writer *w, const struct ulnet_fault_info *fi, bool counters);
 /* "PUT,GET" (any case) into a mask of 1 << enum ulnet_msg_type; 0 or -EINVAL with *@why. */
 ULNET_EXPORT int ulnet_fault_types_parse(const char *s, uint32_t *mask, const char **why);
 /* The mask as "PUT,GET" ("*" for 0) into @buf. */

@@ -12,6 +12,7 @@
 #include <time.h>
 #include <cmocka.h>
 #include "ulnet/ulnet.h"
+#include "ulnet/config_file.h"
 #include "fault_rule.h"
 
 static struct ulnet_nid nid(const char *s)
@@ -517,6 +518,129 @@ static void test_lo_duplicate(void **state)
 	lo_close(&l);
 }
 
+/* ---- the config file's fault: section ---- */
+
+struct sink {
+	char s[8192];
+	size_t len;
+};
+
+static void sink_write(void *arg, const char *s, size_t len)
+{
+	struct sink *k = arg;
+
+	if (k->len + len < sizeof(k->s)) {
+		memcpy(k->s + k->len, s, len);
+		k->len += len;
+		k->s[k->len] = '\0';
+	}
+}
+
+static const char fault_yaml[] =
+	"fault:\n"
+	"    - kind: drop\n"
+	"      src: '*'\n"
+	"      dst: 10.0.0.2@tcp\n"
+	"      rate: 10\n"
+	"      message: PUT,GET\n"
+	"      health_error: remote_dropped\n"
+	"    - kind: delay\n"
+	"      interval: 3\n"
+	"      latency: 5\n"
+	"      portal: 12\n"
+	"    - kind: reorder\n"
+	"      local_nid: 10.0.0.1@tcp\n"
+	"      rate: 4\n"
+	"      seed: 7\n"
+	"      hold: 50\n"
+	"      matched: 3\n"
+	"      reordered: 1\n";
+
+static void check_rules(ulnet_node *node)
+{
+	struct ulnet_fault_info fi;
+	struct ulnet_nid dst = nid("10.0.0.2@tcp");
+
+	assert_int_equal(ulnet_fault_info_get(node, ULNET_FAULT_KINDS, 0, &fi), 0);
+	assert_int_equal(fi.rule.kind, ULNET_FAULT_DROP);
+	assert_true(ulnet_nid_is_any(&fi.rule.src));
+	assert_true(ulnet_nid_equal(&fi.rule.dst, &dst));
+	assert_int_equal(fi.rule.rate, 10);
+	assert_int_equal(fi.rule.msg_mask, (1u << ULNET_MSG_PUT) | (1u << ULNET_MSG_GET));
+	assert_int_equal(fi.rule.health, ULNET_FAULT_REMOTE_DROPPED);
+	assert_int_equal(ulnet_fault_info_get(node, ULNET_FAULT_KINDS, 1, &fi), 0);
+	assert_int_equal(fi.rule.kind, ULNET_FAULT_DELAY);
+	assert_int_equal(fi.rule.interval_s, 3);
+	assert_int_equal(fi.rule.latency_ms, 5);
+	assert_int_equal(fi.rule.portal, 12);
+	assert_int_equal(ulnet_fault_info_get(node, ULNET_FAULT_KINDS, 2, &fi), 0);
+	assert_int_equal(fi.rule.kind, ULNET_FAULT_REORDER);
+	assert_int_equal(fi.rule.seed, 7);
+	assert_int_equal(fi.rule.hold_ms, 50);
+	assert_int_equal(fi.matched, 0); /* counters are not configuration */
+	assert_int_equal(ulnet_fault_info_get(node, ULNET_FAULT_KINDS, 3, &fi), -ENOENT);
+}
+
+/* A node starts with the file's rules; its export reads back as the same rules, in YAML and JSON. */
+static void test_config_round_trip(void **state)
+{
+	struct ulnet_config *cfg = NULL;
+	ulnet_node *node, *again;
+	char err[256] = "";
+
+	(void)state;
+	assert_int_equal(ulnet_config_parse("f.yaml", fault_yaml, strlen(fault_yaml), &cfg, err, sizeof(err)), 0);
+	assert_int_equal(ulnet_config_node_open(cfg, &node, err, sizeof(err)), 0);
+	ulnet_config_free(cfg);
+	check_rules(node);
+	for (int json = 0; json < 2; json++) {
+		struct sink *k = calloc(1, sizeof(*k));
+		struct ulnet_writer w;
+
+		ulnet_writer_init(&w, sink_write, k, json);
+		assert_int_equal(ulnet_config_export(node, NULL, NULL, &w), 0);
+		cfg = NULL;
+		if (ulnet_config_parse("export", k->s, k->len, &cfg, err, sizeof(err)))
+			fail_msg("%s\n%s", err, k->s);
+		assert_int_equal(ulnet_config_node_open(cfg, &again, err, sizeof(err)), 0);
+		check_rules(again);
+		ulnet_node_close(again);
+		ulnet_config_free(cfg);
+		free(k);
+	}
+	ulnet_node_close(node);
+}
+
+static void test_config_errors(void **state)
+{
+	static const struct {
+		const char *yaml, *msg;
+	} t[] = {
+		{ "fault:\n  - rate: 3\n", "f.yaml:2: fault entry needs 'kind'" },
+		{ "fault:\n  - kind: mangle\n    rate: 3\n", "f.yaml:2: bad kind 'mangle'" },
+		{ "fault:\n  - kind: drop\n    rate: 3\n    color: red\n", "f.yaml:4: unknown key 'color' in fault" },
+		{ "fault:\n  - kind: drop\n", "f.yaml:2: fault drop: give one of --rate N" },
+		{ "fault:\n  - kind: delay\n    rate: 1\n", "f.yaml:2: fault delay: a delay rule needs --latency" },
+		{ "fault:\n  - kind: delay\n    rate: 1\n    latency: 5\n    health_error: local_error\n",
+		  "f.yaml:2: fault delay: --health_error is for drop rules" },
+		{ "fault:\n  - kind: drop\n    rate: 1\n    health_error: oops\n", "f.yaml:4: bad health_error 'oops'" },
+		{ "fault:\n  - kind: drop\n    rate: 1\n    src: 1.2.3.4@nowhere\n", "f.yaml:4: bad src '1.2.3.4@nowhere'" },
+		{ "fault:\n  - kind: drop\n    rate: 1\n    portal: 64\n", "f.yaml:4:" },
+		{ "fault:\n  - kind: drop\n    rate: 1\n    message: PUT,PUSH\n", "f.yaml:4: bad message 'PUT,PUSH'" },
+	};
+
+	(void)state;
+	for (size_t i = 0; i < sizeof(t) / sizeof(t[0]); i++) {
+		struct ulnet_config *cfg = NULL;
+		char err[256] = "";
+
+		assert_int_equal(ulnet_config_parse("f.yaml", t[i].yaml, strlen(t[i].yaml), &cfg, err, sizeof(err)), -EINVAL);
+		if (strncmp(err, t[i].msg, strlen(t[i].msg)))
+			fail_msg("case %zu: got '%s', want '%s...'", i, err, t[i].msg);
+		assert_null(strchr(err, '\n'));
+	}
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -526,7 +650,8 @@ int main(void)
 		cmocka_unit_test(test_interval),      cmocka_unit_test(test_node_list),
 		cmocka_unit_test(test_lo_drop_health), cmocka_unit_test(test_lo_corrupt),
 		cmocka_unit_test(test_lo_delay),      cmocka_unit_test(test_lo_reorder),
-		cmocka_unit_test(test_lo_duplicate),
+		cmocka_unit_test(test_lo_duplicate),  cmocka_unit_test(test_config_round_trip),
+		cmocka_unit_test(test_config_errors),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -95,39 +95,6 @@ static int fault_del(struct ulnetd *d, int argc, char **argv, struct ulnetd_out 
 	return rc < 0 ? ulnetd_errorf(out, rc, "%s: %s", cmd, ulnet_strerror(rc)) : 0;
 }
 
-/* One rule, in lnetctl's keys where it has them. */
-static void emit_rule(struct ulnetd_emit *e, const struct ulnet_fault_info *fi)
-{
-	const struct ulnet_fault_rule *r = &fi->rule;
-	char types[32];
-
-	ulnetd_emit_map(e, NULL);
-	ulnetd_emit_str(e, "kind", ulnet_fault_kind_name(r->kind));
-	ulnet_writer_nid(&e->w, "src", &r->src);
-	ulnet_writer_nid(&e->w, "dst", &r->dst);
-	ulnet_writer_nid(&e->w, "local_nid", &r->local);
-	if (r->portal == ULNET_FAULT_PORTAL_ANY)
-		ulnetd_emit_str(e, "portal", "*");
-	else
-		ulnetd_emit_uint(e, "portal", r->portal);
-	ulnetd_emit_str(e, "message", ulnet_fault_types_format(r->msg_mask, types, sizeof(types)));
-	ulnetd_emit_uint(e, "rate", r->rate);
-	ulnetd_emit_uint(e, "interval", r->interval_s);
-	if (r->seed)
-		ulnetd_emit_uint(e, "seed", r->seed);
-	if (r->kind == ULNET_FAULT_DROP)
-		ulnetd_emit_str(e, "health_error", ulnet_fault_health_name(r->health));
-	if (r->kind == ULNET_FAULT_DELAY)
-		ulnetd_emit_uint(e, "latency", r->latency_ms);
-	if (r->kind == ULNET_FAULT_REORDER)
-		ulnetd_emit_uint(e, "hold", r->hold_ms);
-	ulnetd_emit_uint(e, "matched", fi->matched);
-	ulnetd_emit_uint(e, r->kind == ULNET_FAULT_DROP ? "dropped" : r->kind == ULNET_FAULT_DELAY ? "delayed"
-			    : r->kind == ULNET_FAULT_CORRUPT ? "corrupted" : r->kind == ULNET_FAULT_DUPLICATE ? "duplicated"
-			    : "reordered", fi->acted);
-	ulnetd_emit_end(e);
-}
-
 static int fault_show(struct ulnetd *d, int argc, char **argv, struct ulnetd_out *out, enum ulnet_fault_kind kind)
 {
 	bool json = false;
@@ -145,7 +112,7 @@ static int fault_show(struct ulnetd *d, int argc, char **argv, struct ulnetd_out
 	ulnetd_emit_map(&e, NULL);
 	ulnetd_emit_list(&e, "fault");
 	for (unsigned i = 0; ulnet_fault_info_get(d->node, kind, i, &fi) == 0; i++)
-		emit_rule(&e, &fi);
+		ulnet_fault_write(&e.w, &fi, true);
 	ulnetd_emit_end(&e);
 	ulnetd_emit_end(&e);
 	return 0;
