@@ -29,12 +29,6 @@ struct ulnet_fault_loop {
 	struct ulnet_timer timer;
 };
 
-struct fault_hit {
-	bool hit;
-	struct ulnet_fault_rule rule;
-	uint64_t nth;                /* the rule's matched count: varies which byte a corrupt flips */
-};
-
 /* ---- the rule list (node lock) ---- */
 
 /* Node lock held: the loops take a new copy at their next message. */
@@ -199,12 +193,13 @@ static struct ulnet_fault_loop *loop_rules(struct ulnet_loop *loop)
 	return v ? fl : NULL;
 }
 
-/* The first rule that acts on @hdr (@send: the node sends it; else it received it: drop rules only). */
-static struct fault_hit decide(struct ulnet_loop *loop, const struct ulnet_hdr *hdr, const struct ulnet_nid *local,
-			       bool send)
+/* The first rule that acts on @hdr (@send: the node sends it; else it received it: drop rules only),
+ * in @loop's copy: valid until this loop takes a new one (its next decide). NULL: none acts. A
+ * pointer, not a copy of the rule: copying it cost more than the match (callgrind). */
+static const struct ulnet_fault_state *decide(struct ulnet_loop *loop, const struct ulnet_hdr *hdr,
+					      const struct ulnet_nid *local, bool send)
 {
 	struct ulnet_fault_loop *fl = loop_rules(loop);
-	struct fault_hit h = { 0 };
 	uint64_t now = 0;
 
 	for (unsigned i = 0; fl && i < fl->n_rules; i++) {
@@ -216,19 +211,15 @@ static struct fault_hit decide(struct ulnet_loop *loop, const struct ulnet_hdr *
 			continue;
 		if (!now && !st->info.rule.rate)
 			now = ulnet__node_now(loop->node); /* the clock only for interval rules */
-		if (!ulnet__fault_decide(st, now))
-			continue;
-		h.hit = true;
-		h.rule = st->info.rule;
-		h.nth = st->info.matched;
-		break;
+		if (ulnet__fault_decide(st, now))
+			return st;
 	}
-	return h;
+	return NULL;
 }
 
 bool ulnet__fault_recv(struct ulnet_ni *ni, const struct ulnet_hdr *hdr)
 {
-	return decide(ni->loop, hdr, &ni->nid, false).hit;
+	return decide(ni->loop, hdr, &ni->nid, false) != NULL;
 }
 
 /* ---- acting on a send (the owner of the message's loop) ---- */
@@ -421,28 +412,31 @@ static void duplicate(struct ulnet_loop *loop, struct ulnet_msg *msg)
 bool ulnet__fault_send(struct ulnet_msg *msg)
 {
 	struct ulnet_loop *loop = msg->loop;
-	struct fault_hit h;
+	const struct ulnet_fault_state *st;
+	enum ulnet_fault_kind kind = ULNET_FAULT_KINDS; /* none */
 	struct ulnet_msg *held;
-	uint64_t now;
+	uint64_t now = 0;
 
 	msg->fault_seen = true;
-	h = decide(loop, &msg->v.hdr, &msg->ni->nid, true);
-	now = h.hit ? ulnet__node_now(msg->node) : 0;
-	if (h.hit && h.rule.kind == ULNET_FAULT_DELAY &&
-	    hold(loop, msg, now + (uint64_t)h.rule.latency_ms * 1000000ull, false))
+	st = decide(loop, &msg->v.hdr, &msg->ni->nid, true);
+	if (st) {
+		kind = st->info.rule.kind;
+		now = ulnet__node_now(msg->node);
+	}
+	if (kind == ULNET_FAULT_DELAY && hold(loop, msg, now + (uint64_t)st->info.rule.latency_ms * 1000000ull, false))
 		return true;
 	held = held_for(loop, msg);
-	if (h.hit && h.rule.kind == ULNET_FAULT_REORDER && !held &&
-	    hold(loop, msg, now + (uint64_t)h.rule.hold_ms * 1000000ull, true))
+	if (kind == ULNET_FAULT_REORDER && !held &&
+	    hold(loop, msg, now + (uint64_t)st->info.rule.hold_ms * 1000000ull, true))
 		return true;
-	if (h.hit && h.rule.kind == ULNET_FAULT_DROP) {
+	if (kind == ULNET_FAULT_DROP) {
 		/* the credits come back in the completion phase, as after any failed send */
-		ulnet__finalize(msg, ulnet_fault_health_errno(h.rule.health));
+		ulnet__finalize(msg, ulnet_fault_health_errno(st->info.rule.health));
 	} else {
-		if (h.hit && h.rule.kind == ULNET_FAULT_CORRUPT)
-			corrupt(msg, h.nth);
+		if (kind == ULNET_FAULT_CORRUPT)
+			corrupt(msg, st->info.matched); /* the rule's count: a different byte each time */
 		ulnet__lnd_send(msg); /* finalized or not, @msg lives until the completion phase */
-		if (h.hit && h.rule.kind == ULNET_FAULT_DUPLICATE)
+		if (kind == ULNET_FAULT_DUPLICATE)
 			duplicate(loop, msg);
 	}
 	if (held) /* the next message to its peer went: now the held one, out of order */
