@@ -14,7 +14,8 @@
  * peer_credits (default 8, as the kernel's socklnd): a sendmsg carries at most that many Puts, since
  * a Put's credit comes back when the LND has written it; EQ_SPIN_US how long the API thread polls
  * its event queue before it sleeps (ulnet_eq_set_spin; default 0), as message-rate benchmarks poll
- * their completions. */
+ * their completions. FAULT_NOMATCH=1 in the environment installs on both nodes one fault rule that matches
+ * nothing (a drop from 192.0.2.1@tcp): what an idle rule costs the data path (bench/fault_bench.sh). */
 #include <arpa/inet.h>
 #include <netinet/tcp.h>
 #include <pthread.h>
@@ -59,6 +60,16 @@ static ulnet_node *open_node(const char *addr, unsigned loops, const char *peer_
 	if (ulnet_node_open(&o, &n) || ulnet_ni_add(n, &c)) {
 		fprintf(stderr, "cannot start a node on %s\n", nid);
 		exit(1);
+	}
+	if (getenv("FAULT_NOMATCH") && atoi(getenv("FAULT_NOMATCH"))) {
+		struct ulnet_fault_rule r;
+
+		ulnet_fault_rule_init(&r, ULNET_FAULT_DROP);
+		r.rate = 1;
+		if (ulnet_nid_parse("192.0.2.1@tcp", &r.src, NULL) || ulnet_fault_add(n, &r)) {
+			fprintf(stderr, "cannot add the fault rule\n");
+			exit(1);
+		}
 	}
 	return n;
 }

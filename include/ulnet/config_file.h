@@ -17,6 +17,9 @@
  *   buffers:  tiny, small, large, memory_max (bytes, a ulnet extension)
  *   global:   lnetctl's global keys (integers); router_sensitivity applies, the others are ignored
  *   metrics:  listen (ADDRESS:PORT of the application's OpenMetrics endpoint; ulnetd's)
+ *   fault:    list of fault rules as `ulnetctl fault show` prints them: { kind (required), src, dst,
+ *             local_nid ("*" or a NID), portal ("*" or 0..63), message ("*" or PUT,ACK,GET,REPLY),
+ *             rate | interval, seed, health_error, latency, hold } (its counters are checked, ignored)
  * Anything else is an error naming the file, the line and the key:
  *   node.yaml:7: unknown key 'peer_credit' in tunables */
 #ifndef ULNET_CONFIG_FILE_H
@@ -25,6 +28,7 @@
 #include <stddef.h>
 #include "node.h"
 #include "route.h"
+#include "fault.h"
 #include "selftest.h"
 #include "writer.h"
 
@@ -51,6 +55,11 @@ struct ulnet_config_route {
 	unsigned line;
 };
 
+/* One `fault:` entry, checked (ulnet_fault_rule_check). */
+struct ulnet_config_fault {
+	struct ulnet_fault_rule rule;
+	unsigned line;
+};
 /* The routing settings the file gives (bits of ulnet_config.routing_set): only those replace the
  * node's own (ulnet_routing_get, change, ulnet_routing_set). */
 enum {
@@ -81,6 +90,8 @@ struct ulnet_config {
 	unsigned routing_line;             /* the first of them, for messages */
 	char *metrics_listen;              /* metrics: listen, "ADDRESS:PORT" (checked by
 					    * ulnet_config_listen_parse); NULL: no endpoint */
+	struct ulnet_config_fault *faults; /* fault: in file order, added after the routes */
+	size_t n_faults;
 };
 
 /* "ADDRESS:PORT" of a listening socket: an IPv4 address or a bracketed IPv6 one ([::1]:9669), and a
@@ -119,7 +130,8 @@ ULNET_EXPORT int ulnet_nets_write(ulnet_node *node, const char *only, enum ulnet
 				  struct ulnet_writer *w);
 /* The node as a whole configuration file (a document: `node:` with every option the node runs with
  * and, when non-NULL, @control; then `net:`; `route:` when there are routes; `routing:`, `buffers:`
- * and `global: router_sensitivity` with the settings in force; then, when @selftest is non-NULL,
+ * and `global: router_sensitivity` with the settings in force; `fault:` when there are fault rules
+ * (without their counters); then, when @selftest is non-NULL,
  * `selftest:`; when @metrics_listen is non-NULL, `metrics: {listen}`), which ulnet_config_parse
  * reads back into the same options. 0 or -ENOMEM. */
 ULNET_EXPORT int ulnet_config_export(ulnet_node *node, const char *control, const struct ulnet_selftest_opts *selftest,

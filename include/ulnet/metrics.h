@@ -44,9 +44,10 @@ enum ulnet_drop {
 	ULNET_DROP_STALE,       /* an ACK or REPLY for an MD no longer active (unlinked, timed out) */
 	ULNET_DROP_TOO_LONG,    /* a REPLY longer than its MD (no TRUNCATE) */
 	ULNET_DROP_NO_MEMORY,   /* no memory for the message's descriptor */
+	ULNET_DROP_FAULT,       /* a drop fault rule on receive (fault.h) */
 	ULNET_DROP_REASONS
 };
-/* "no_match", "stale", "too_long", "no_memory" (NULL past the last). */
+/* "no_match", "stale", "too_long", "no_memory", "fault" (NULL past the last). */
 ULNET_EXPORT const char *ulnet_drop_name(enum ulnet_drop r);
 
 struct ulnet_ni_metrics {

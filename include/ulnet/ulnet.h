@@ -8,6 +8,7 @@
 #include "node.h"
 #include "route.h"
 #include "metrics.h"
+#include "fault.h"
 #include "rdma.h"
 #include "tunable.h"
 #include "writer.h"

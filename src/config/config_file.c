@@ -835,6 +835,118 @@ static int parse_route_entry(struct cfgp *p, const yaml_node_t *n)
 	return 0;
 }
 
+/* ---- fault: ---- */
+
+/* A NID of a fault rule: "*" or a NID. */
+static int get_fault_nid(struct cfgp *p, const yaml_node_t *v, const char *key, struct ulnet_nid *out)
+{
+	const char *s, *why = NULL;
+	int rc;
+
+	if ((rc = get_str(p, v, key, &s)))
+		return rc;
+	if (ulnet_nid_parse(s, out, &why))
+		return fail(p, v, "bad %s '%s': %s", key, s, why ? why : "not a NID");
+	return 0;
+}
+
+/* One `fault:` entry, the keys `fault show` prints (its counters checked and ignored). */
+static int parse_fault_entry(struct cfgp *p, const yaml_node_t *n)
+{
+	struct ulnet_config_fault *f;
+	struct ulnet_fault_rule r;
+	const yaml_node_t *kind_node = NULL;
+	const char *s, *why = NULL;
+	yaml_node_t *k, *v;
+	const char *ks;
+	bool empty;
+	int rc;
+
+	if ((rc = want_map(p, n, "fault", &empty)))
+		return rc;
+	if (empty)
+		return fail(p, n, "fault entry needs 'kind' and 'rate' or 'interval'");
+	FOREACH_PAIR(p, n, k, ks, v) {
+		if (!strcmp(ks, "kind"))
+			kind_node = v;
+	}
+	if (!kind_node)
+		return fail(p, n, "fault entry needs 'kind' (drop, delay, corrupt, duplicate, reorder)");
+	if ((rc = get_str(p, kind_node, "kind", &s)))
+		return rc;
+	if (ulnet_fault_kind_parse(s, &r.kind))
+		return fail(p, kind_node, "bad kind '%s': drop, delay, corrupt, duplicate or reorder", s);
+	ulnet_fault_rule_init(&r, r.kind);
+	FOREACH_PAIR(p, n, k, ks, v) {
+		long long x;
+
+		if (!strcmp(ks, "kind")) {
+			continue;
+		} else if (!strcmp(ks, "src") || !strcmp(ks, "dst") || !strcmp(ks, "local_nid")) {
+			if ((rc = get_fault_nid(p, v, ks, ks[0] == 's' ? &r.src : ks[0] == 'd' ? &r.dst : &r.local)))
+				return rc;
+		} else if (!strcmp(ks, "portal")) {
+			if (v->type == YAML_SCALAR_NODE && !strcmp((const char *)v->data.scalar.value, "*")) {
+				r.portal = ULNET_FAULT_PORTAL_ANY;
+				continue;
+			}
+			if ((rc = get_int(p, v, ks, 0, 63, &x)))
+				return rc;
+			r.portal = (uint32_t)x;
+		} else if (!strcmp(ks, "message")) {
+			if ((rc = get_str(p, v, ks, &s)))
+				return rc;
+			r.msg_mask = 0;
+			if (strcmp(s, "*") && ulnet_fault_types_parse(s, &r.msg_mask, &why))
+				return fail(p, v, "bad message '%s': %s", s, why);
+		} else if (!strcmp(ks, "rate") || !strcmp(ks, "interval") || !strcmp(ks, "latency") ||
+			   !strcmp(ks, "hold")) {
+			if ((rc = get_int(p, v, ks, 0, UINT32_MAX, &x)))
+				return rc;
+			*(ks[0] == 'r' ? &r.rate : ks[0] == 'i' ? &r.interval_s : ks[0] == 'l' ? &r.latency_ms : &r.hold_ms) =
+				(uint32_t)x;
+		} else if (!strcmp(ks, "seed")) {
+			if ((rc = get_int(p, v, ks, 0, LLONG_MAX, &x)))
+				return rc;
+			r.seed = (uint64_t)x;
+		} else if (!strcmp(ks, "health_error")) {
+			if ((rc = get_str(p, v, ks, &s)))
+				return rc;
+			if (ulnet_fault_health_parse(s, &r.health))
+				return fail(p, v, "bad health_error '%s' (local_interrupt, local_dropped, local_aborted, "
+					    "local_no_route, local_error, local_timeout, remote_error, remote_dropped, "
+					    "remote_timeout, network_timeout)", s);
+		} else if (!strcmp(ks, "matched") || !strcmp(ks, "dropped") || !strcmp(ks, "delayed") ||
+			   !strcmp(ks, "corrupted") || !strcmp(ks, "duplicated") || !strcmp(ks, "reordered")) {
+			if ((rc = get_int(p, v, ks, 0, LLONG_MAX, &x))) /* fault show's counters */
+				return rc;
+		} else {
+			return fail(p, k, "unknown key '%s' in fault", ks);
+		}
+	}
+	if (ulnet_fault_rule_check(&r, &why))
+		return fail(p, n, "fault %s: %s", ulnet_fault_kind_name(r.kind), why);
+	f = realloc(p->cfg->faults, (p->cfg->n_faults + 1) * sizeof(*f));
+	if (!f)
+		return oom(p);
+	p->cfg->faults = f;
+	f[p->cfg->n_faults++] = (struct ulnet_config_fault){ .rule = r, .line = node_line(n) };
+	return 0;
+}
+
+static int parse_fault(struct cfgp *p, const yaml_node_t *n)
+{
+	bool empty;
+	int rc;
+
+	if ((rc = want_seq(p, n, "fault", &empty)) || empty)
+		return rc;
+	for (yaml_node_item_t *it = n->data.sequence.items.start; it < n->data.sequence.items.top; it++)
+		if ((rc = parse_fault_entry(p, get_node(p, *it))))
+			return rc;
+	return 0;
+}
+
 static int parse_route(struct cfgp *p, const yaml_node_t *n)
 {
 	bool empty;
@@ -1011,6 +1123,8 @@ static int parse_root(struct cfgp *p, const yaml_node_t *root)
 			rc = parse_routing(p, v);
 		else if (!strcmp(ks, "buffers"))
 			rc = parse_buffers(p, v);
+		else if (!strcmp(ks, "fault"))
+			rc = parse_fault(p, v);
 		else
 			rc = fail(p, k, "unknown key '%s' at top level", ks);
 		if (rc)
@@ -1148,6 +1262,7 @@ void ulnet_config_free(struct ulnet_config *cfg)
 		xfree(cfg->routes[i].conf.gateway);
 	}
 	free(cfg->routes);
+	free(cfg->faults);
 	free(cfg->control);
 	free(cfg->metrics_listen);
 	free(cfg->file);
@@ -1222,6 +1337,14 @@ int ulnet_config_node_open(const struct ulnet_config *cfg, ulnet_node **out, cha
 		if ((rc = ulnet_route_add(node, &r->conf))) {
 			snprintf(err, errlen, "%s:%u: cannot add route %s via %s: %s", cfg->file, r->line,
 				 r->conf.net, r->conf.gateway, ulnet_strerror(rc));
+			ulnet_node_close(node);
+			return rc;
+		}
+	}
+	for (size_t i = 0; i < cfg->n_faults; i++) {
+		if ((rc = ulnet_fault_add(node, &cfg->faults[i].rule))) {
+			snprintf(err, errlen, "%s:%u: cannot add fault %s rule: %s", cfg->file, cfg->faults[i].line,
+				 ulnet_fault_kind_name(cfg->faults[i].rule.kind), ulnet_strerror(rc));
 			ulnet_node_close(node);
 			return rc;
 		}

@@ -183,6 +183,21 @@ static void write_routing(struct ulnet_writer *w, ulnet_node *node)
 	ulnet_writer_end(w);
 }
 
+/* `fault:` (only when there are rules), without their counters. */
+static void write_faults(struct ulnet_writer *w, ulnet_node *node)
+{
+	struct ulnet_fault_info fi;
+	unsigned i;
+
+	for (i = 0; ulnet_fault_info_get(node, ULNET_FAULT_KINDS, i, &fi) == 0; i++) {
+		if (!i)
+			ulnet_writer_list(w, "fault");
+		ulnet_fault_write(w, &fi, false);
+	}
+	if (i)
+		ulnet_writer_end(w);
+}
+
 int ulnet_config_export(ulnet_node *node, const char *control, const struct ulnet_selftest_opts *selftest,
 			const char *metrics_listen, struct ulnet_writer *w)
 {
@@ -203,6 +218,7 @@ int ulnet_config_export(ulnet_node *node, const char *control, const struct ulne
 	ulnet_writer_end(w);
 	rc = ulnet_nets_write(node, NULL, ULNET_NET_EXPORT, w);
 	write_routing(w, node);
+	write_faults(w, node);
 	if (selftest) {
 		ulnet_writer_map(w, "selftest");
 		ulnet_writer_uint(w, "server_rpc_timeout_ms", selftest->server_rpc_timeout_ms

@@ -44,6 +44,8 @@ enum ulnet_obj_kind { ULNET_OBJ_MD = 1, ULNET_OBJ_ME = 2 };
 
 struct ulnet_node;
 struct ulnet_loop;
+struct ulnet_fault_loop;
+struct ulnet_fault_state;
 
 /* A live MD. Its fragments are normalised to an iovec array whatever the user's form was; a kiov's
  * pages that continue one another are one fragment (md.c: kiov_runs). */
@@ -215,6 +217,8 @@ struct ulnet_msg {
 	bool has_event;
 	bool rdma_reply;             /* REPLY handed to lnd_recv by ulnet__parse_rdma */
 	bool node_desc;              /* from the node's descriptor cache (made by a thread owning no loop) */
+	bool fault_seen;             /* fault.c: the rules saw it (a held one is not judged twice) */
+	void *fault_buf;             /* fault.c: its own copy of the payload (corrupt, duplicate) */
 	uint8_t fwd;                 /* forward.c: 0, or the stage of a message being forwarded */
 	uint8_t rtr_pool;            /* forward.c: the pool of its router buffer */
 	uint8_t lat;                 /* enum ulnet_lat_kind: the histogram its completion feeds (metrics.c) */
@@ -361,6 +365,7 @@ struct ulnet_loop {
 	struct ulnet_done_queue done; /* its finalized messages */
 	struct ulnet_desc_cache descs; /* descriptors without a lock */
 	struct ulnet_stats stats;    /* its share of the node's counters (ulnet_stats_get sums) */
+	struct ulnet_fault_loop *fault; /* fault.c: messages its rules hold (NULL until one does) */
 };
 
 struct ulnet_pending_cb {
@@ -427,6 +432,12 @@ struct ulnet_node {
 	_Atomic uint64_t route_seq;  /* round robin among equal routes */
 	struct ulnet_routing_conf routing; /* settings, under the node lock */
 	struct ulnet_rtr_checker *checker; /* router_checker.c: NULL until a route exists */
+	/* fault rules (fault.c), under the node lock; fault_n is read with no lock by the data path */
+	struct ulnet_fault_state *faults; /* the rules as added (each loop copies them: fault.c) */
+	unsigned n_faults, cap_faults;
+	uint64_t fault_next_id;
+	_Atomic uint32_t fault_n;
+	_Atomic uint64_t fault_gen;  /* bumped at every change: a loop whose copy is older takes a new one */
 	struct ulnet_mem_ranges mem_ranges; /* live ulnet_mem_alloc allocations made for this node (mem.c) */
 };
 
@@ -633,6 +644,8 @@ int ulnet__credits_take(struct ulnet_msg *msg);
 /* Return the credits @msg holds and launch the messages they unblock. */
 void ulnet__credits_return(struct ulnet_msg *msg);
 void ulnet__post_send(struct ulnet_msg *msg);
+/* Hand @msg, its credits taken, to its LND now (finalized on failure or shutdown). */
+void ulnet__lnd_send(struct ulnet_msg *msg);
 
 /* ni.c */
 struct ulnet_ni *ulnet__ni_for_dest(struct ulnet_node *node, const struct ulnet_nid *dest, bool *local);
@@ -772,6 +785,20 @@ int ulnet__forward_parse(struct ulnet_ni *ni, const struct ulnet_hdr *hdr, const
 /* ulnet__finalize of a message being forwarded. */
 void ulnet__forward_finalize(struct ulnet_msg *msg, int status);
 void ulnet__forward_free(struct ulnet_node *node);
+
+/* fault.c: fault rules. The data path asks only while one exists (one atomic load otherwise). */
+static inline bool ulnet__faults_on(struct ulnet_node *node)
+{
+	return atomic_load_explicit(&node->fault_n, memory_order_relaxed) != 0;
+}
+/* @msg, its credits taken, is about to go to its LND: act on it by the rules; true if the rules took
+ * it (sent, held, dropped or finalized: the caller does nothing more). The loop's owner. */
+bool ulnet__fault_send(struct ulnet_msg *msg);
+/* A received message for this node: true if a drop rule drops it. */
+bool ulnet__fault_recv(struct ulnet_ni *ni, const struct ulnet_hdr *hdr);
+/* Node teardown: fail what @loop's rules hold (-ESHUTDOWN). Owner. */
+void ulnet__fault_loop_flush(struct ulnet_loop *loop);
+void ulnet__faults_free(struct ulnet_node *node);
 
 /* ping.c */
 int ulnet__ping_service_refresh(struct ulnet_node *node);

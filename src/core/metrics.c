@@ -61,7 +61,7 @@ uint64_t ulnet_hist_percentile_us(const struct ulnet_hist *h, unsigned pct)
 
 const char *ulnet_drop_name(enum ulnet_drop r)
 {
-	static const char *const names[ULNET_DROP_REASONS] = { "no_match", "stale", "too_long", "no_memory" };
+	static const char *const names[ULNET_DROP_REASONS] = { "no_match", "stale", "too_long", "no_memory", "fault" };
 
 	return (unsigned)r < ULNET_DROP_REASONS ? names[r] : NULL;
 }

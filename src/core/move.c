@@ -605,6 +605,10 @@ static int parse(struct ulnet_ni *ni, const struct ulnet_hdr *hdr, const struct 
 		}
 	}
 	ni->recv_count++;
+	if (ulnet__faults_on(node) && ulnet__fault_recv(ni, hdr)) {
+		drop(ni, rx_priv, hdr, ULNET_DROP_FAULT); /* a drop rule (fault.c): as if it never came */
+		return 0;
+	}
 	switch (hdr->type) {
 	case ULNET_MSG_PUT:
 		return parse_put(ni, hdr, from, rx_priv);

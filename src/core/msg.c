@@ -49,6 +49,10 @@ static void msg_free(struct ulnet_msg *msg, bool locked)
 		ulnet__peer_put(msg->loop, msg->peer);
 	if (msg->rx_peer)
 		ulnet__peer_put(msg->loop, msg->rx_peer);
+	if (msg->fault_buf) {
+		free(msg->fault_buf);
+		msg->fault_buf = NULL;
+	}
 	atomic_fetch_sub_explicit(&node->msgs_live, 1, memory_order_relaxed);
 	if (!msg->node_desc) {
 		ulnet__desc_put(node, msg, msg_size(msg->iov_cap));

@@ -178,6 +178,7 @@ void ulnet_node_close(ulnet_node *node)
 		struct ulnet_loop *loop = &node->loops[i];
 
 		ulnet__cur_loop = loop;
+		ulnet__fault_loop_flush(loop);
 		ulnet__peers_fail_queues(loop);
 		while (ulnet__completions_run(loop, ULNET_COMPLETION_BUDGET))
 			;
@@ -206,6 +207,7 @@ void ulnet_node_close(ulnet_node *node)
 	ulnet__desc_cache_free(&node->descs);
 	free(node->timers.v);
 	ulnet__loop_free(node);
+	ulnet__faults_free(node);
 	free(node);
 }
 

@@ -278,6 +278,15 @@ void ulnet__post_send(struct ulnet_msg *msg)
 	}
 	if (rc > 0)
 		return;
+	if (ulnet__faults_on(msg->node) && !msg->fault_seen && ulnet__fault_send(msg))
+		return; /* a fault rule took it (fault.c) */
+	ulnet__lnd_send(msg);
+}
+
+void ulnet__lnd_send(struct ulnet_msg *msg)
+{
+	int rc;
+
 	if (!msg->ni->started) {
 		/* node shutdown: the LND is gone; the credits come back in the completion phase */
 		ulnet__finalize(msg, -ESHUTDOWN);

@@ -108,7 +108,7 @@ ul_step "sent $sent0 -> $sent1, GET round trips $get0 -> $get1, PUT egress to $N
 
 ul_step "stats show and peer show -v"
 ul_ctl n1 stats show --json > "$UL_TMP/st.json" || ul_fail "stats show --json"
-ul_json "$UL_TMP/st.json" "j['statistics']['latency']['get_rtt']['count'] >= 5 and len(j['statistics']['latency']['get_rtt']['buckets_us']) == 25 and set(j['statistics']['drops']) == {'no_match', 'stale', 'too_long', 'no_memory'}"
+ul_json "$UL_TMP/st.json" "j['statistics']['latency']['get_rtt']['count'] >= 5 and len(j['statistics']['latency']['get_rtt']['buckets_us']) == 25 and set(j['statistics']['drops']) == {'no_match', 'stale', 'too_long', 'no_memory', 'fault'}"
 ul_ctl n1 stats show > "$UL_TMP/st.yaml" || ul_fail "stats show"
 grep -q '^        get_rtt:$' "$UL_TMP/st.yaml" && grep -q 'p99_us:' "$UL_TMP/st.yaml" || ul_fail "stats show: $(cat "$UL_TMP/st.yaml")"
 grep -q 'buckets_us' "$UL_TMP/st.yaml" && ul_fail "text stats show prints buckets"

@@ -164,6 +164,8 @@ int ulnetd_metrics_register(struct ulnetd *d);
 void ulnetd_emit_latency(struct ulnetd_emit *e, const struct ulnet_latency *lat, bool buckets);
 /* The node's latencies and drops by reason: every NI's summed. */
 void ulnetd_node_metrics(ulnet_node *node, struct ulnet_latency *lat, uint64_t drops[ULNET_DROP_REASONS]);
+/* Fault rule commands (cmd_fault.c): fault drop|delay|corrupt|duplicate|reorder add/del/show, reset. */
+int ulnetd_fault_register(struct ulnetd *d);
 /* The selftest and lst commands (control_selftest.c, control_lst.c) over ulnet/selftest.h. */
 int ulnetd_selftest_register(struct ulnetd *d);
 

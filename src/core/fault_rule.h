@@ -1,0 +1,28 @@
+/* SPDX-License-Identifier: MIT */
+/* fault_rule.c: one fault rule's matching and its 1-in-N / interval decision, pure (no node, no
+ * lock, no clock of its own): what tests/unit/test_fault.c tables. */
+#ifndef ULNET_FAULT_RULE_H
+#define ULNET_FAULT_RULE_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include "ulnet/fault.h"
+#include "hdr.h"
+
+struct ulnet_fault_state {
+	uint64_t id;                 /* the node's name for the rule (each loop keeps its own state of it) */
+	struct ulnet_fault_info info; /* the rule and its counters */
+	uint64_t next_ns;            /* interval: the earliest time it acts again */
+	uint64_t rng;                /* rate with a seed: xorshift state */
+	uint32_t pick;               /* ... the place in the current window it acts at */
+};
+
+/* Start @st for @r, added at @now_ns. */
+void ulnet__fault_state_init(struct ulnet_fault_state *st, const struct ulnet_fault_rule *r, uint64_t now_ns);
+/* Does the message @hdr, sent or received by NI @local, fit the rule's match? */
+bool ulnet__fault_matches(const struct ulnet_fault_rule *r, const struct ulnet_hdr *hdr,
+			  const struct ulnet_nid *local);
+/* @hdr fits: count it; true if the rule acts on this one (1 in rate, or the interval is over). */
+bool ulnet__fault_decide(struct ulnet_fault_state *st, uint64_t now_ns);
+
+#endif
