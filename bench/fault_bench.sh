@@ -6,13 +6,13 @@
 # rate and of the CPU time per Put (what swings less when the cores are shared) and their ratios.
 # Goal (issue 31): under 1 %. Not part of the tests.
 # Usage: bench/fault_bench.sh [SECONDS]  (BUILD=build dir, default ./build; ROUNDS=5; BENCH_T=T uses
-#        127.T.0.0/16, default 217; PEER_CREDITS=64; LOOPS=1)
+#        127.T.0.0/16, default 219; PEER_CREDITS=64; LOOPS=1)
 set -euo pipefail
 SRC=${SRC:-$(cd "$(dirname "$0")/.." && pwd)}
 BUILD=${BUILD:-$SRC/build}
 SECS=${1:-3}
 ROUNDS=${ROUNDS:-5}
-T=${BENCH_T:-217}
+T=${BENCH_T:-219}
 PC=${PEER_CREDITS:-64}
 LOOPS=${LOOPS:-1}
 ninja -C "$BUILD" bench/tcp_msgrate >/dev/null

@@ -5,6 +5,7 @@
 #ifndef ULNET_METRICS_H
 #define ULNET_METRICS_H
 
+#include <stdbool.h>
 #include <stdint.h>
 #include "export.h"
 #include "nid.h"
@@ -87,6 +88,11 @@ enum ulnet_metrics_scope {
  * 0; -EINVAL; -ENOENT no such NI or peer. */
 ULNET_EXPORT int ulnet_metrics_reset(ulnet_node *node, enum ulnet_metrics_scope scope, uint32_t net,
 				     const struct ulnet_nid *nid);
+/* The latency histograms on (the default) or off. Off, ulnet_put and ulnet_get read no clock and
+ * completions take no sample: what the latencies cost is then measurable in one run
+ * (bench/observe_cost.sh). Operations in flight when it changes are measured as they started. */
+ULNET_EXPORT void ulnet_metrics_latency_set(ulnet_node *node, bool on);
+ULNET_EXPORT bool ulnet_metrics_latency_get(ulnet_node *node);
 
 #ifdef __cplusplus
 }

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* Fault rules on a node (docs/faults.md): the rule list under the node lock, and what a rule does to a
- * message its loop is about to hand to the LND. The data path reads node->fault_n with one atomic
- * load and comes here only while a rule exists. Drop acts on send and on receive; delay, corrupt,
+ * message its loop is about to hand to the LND. The data path comes here only for a message the
+ * screen (fault_rule.h) lets through. Drop acts on send and on receive; delay, corrupt,
  * duplicate and reorder on send (and so on what a router forwards: stage 2 sends through
  * ulnet__post_send too). */
 #include <errno.h>
@@ -34,8 +34,14 @@ struct ulnet_fault_loop {
 /* Node lock held: the loops take a new copy at their next message. */
 static void publish(struct ulnet_node *node)
 {
+	uint64_t bits;
+	unsigned field = ulnet__fault_screen_make(node->faults, node->n_faults, &bits);
+
 	atomic_fetch_add_explicit(&node->fault_gen, 1, memory_order_release);
-	atomic_store_explicit(&node->fault_n, node->n_faults, memory_order_release);
+	/* the bits before the field: a message judged by the new field with the old bits is one that
+	 * raced the change, and would have been judged either way */
+	atomic_store_explicit(&node->fault_screen_bits, bits, memory_order_release);
+	atomic_store_explicit(&node->fault_screen, field, memory_order_release);
 }
 
 int ulnet_fault_add(struct ulnet_node *node, const struct ulnet_fault_rule *r)
@@ -269,6 +275,7 @@ static bool hold(struct ulnet_loop *loop, struct ulnet_msg *msg, uint64_t deadli
 		if (ulnet_container_of(p, struct fault_wait, link)->deadline <= deadline)
 			break;
 	ulnet_list_add_head(&w->link, p); /* after p */
+	loop->fault_reordering += reorder;
 	rearm(fl);
 	return true;
 }
@@ -285,6 +292,7 @@ static void wait_timer(struct ulnet_node *node, struct ulnet_timer *t, uint64_t 
 		if (w->deadline > now)
 			break;
 		ulnet_list_del(&w->link);
+		fl->loop->fault_reordering -= w->reorder;
 		free(w);
 		ulnet__lnd_send(msg);
 	}
@@ -306,6 +314,7 @@ static struct ulnet_msg *held_for(struct ulnet_loop *loop, const struct ulnet_ms
 		if (w->reorder && m->ni == msg->ni && m->peer == msg->peer &&
 		    ulnet__nid_equal(&m->v.target.nid, &msg->v.target.nid)) {
 			ulnet_list_del(&w->link);
+			loop->fault_reordering--;
 			free(w);
 			rearm(fl);
 			return m;
@@ -324,6 +333,7 @@ void ulnet__fault_loop_flush(struct ulnet_loop *loop)
 		struct fault_wait *w = ulnet_list_first(&fl->waits, struct fault_wait, link);
 
 		ulnet_list_del(&w->link);
+		loop->fault_reordering -= w->reorder;
 		ulnet__finalize(w->msg, -ESHUTDOWN);
 		free(w);
 	}

@@ -163,6 +163,40 @@ bool ulnet__fault_matches(const struct ulnet_fault_rule *r, const struct ulnet_h
 	return nid_fits(&r->src, &hdr->src_nid) && nid_fits(&r->dst, &hdr->dest_nid) && nid_fits(&r->local, local);
 }
 
+unsigned ulnet__fault_screen_make(const struct ulnet_fault_state *rules, unsigned n, uint64_t *bits)
+{
+	static const unsigned order[] = { ULNET_FAULT_SCREEN_DST, ULNET_FAULT_SCREEN_LOCAL, ULNET_FAULT_SCREEN_SRC };
+	bool any = false;
+
+	*bits = 0;
+	for (unsigned i = 0; i < n; i++)
+		any |= ulnet__fault_kind_on_messages(rules[i].info.rule.kind);
+	if (!any)
+		return ULNET_FAULT_SCREEN_OFF;
+	for (unsigned f = 0; f < sizeof(order) / sizeof(order[0]); f++) {
+		uint64_t b = 0;
+		unsigned i;
+
+		for (i = 0; i < n; i++) {
+			const struct ulnet_fault_rule *r = &rules[i].info.rule;
+			const struct ulnet_nid *nid = order[f] == ULNET_FAULT_SCREEN_DST     ? &r->dst
+						      : order[f] == ULNET_FAULT_SCREEN_LOCAL ? &r->local
+											     : &r->src;
+
+			if (!ulnet__fault_kind_on_messages(r->kind))
+				continue;
+			if (ulnet_nid_is_any(nid))
+				break; /* this rule fits every NID in this field */
+			b |= 1ull << ulnet__fault_nid_bit(nid);
+		}
+		if (i == n) {
+			*bits = b;
+			return order[f];
+		}
+	}
+	return ULNET_FAULT_SCREEN_ALL;
+}
+
 static uint64_t xorshift(uint64_t *s)
 {
 	uint64_t x = *s;

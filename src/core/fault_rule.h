@@ -17,6 +17,32 @@ struct ulnet_fault_state {
 	uint32_t pick;               /* ... the place in the current window it acts at */
 };
 
+/* The screen (docs/faults.md "Cost"): a necessary condition for a message to fit any per-message
+ * rule, cheap enough for every message. One NID field of the message every rule names (the
+ * destination if they all do, else the local NI, else the source), and the set of those rules' NIDs
+ * as bits of a 64-bit word; a message whose NID's bit is clear fits no rule and skips the rules. */
+enum ulnet_fault_screen_field {
+	ULNET_FAULT_SCREEN_OFF,   /* no per-message rule: nothing to judge */
+	ULNET_FAULT_SCREEN_DST, ULNET_FAULT_SCREEN_LOCAL, ULNET_FAULT_SCREEN_SRC,
+	ULNET_FAULT_SCREEN_ALL,   /* no field every rule names: every message goes to the rules */
+};
+
+/* The screen's bit of a NID: a hash of the fields ulnet__nid_equal compares first (equal NIDs, equal
+ * bits). */
+static inline unsigned ulnet__fault_nid_bit(const struct ulnet_nid *n)
+{
+	return (uint32_t)((n->addr[0] ^ ((uint32_t)n->num << 8) ^ n->type) * 0x9e3779b1u) >> 26;
+}
+
+/* Does a rule of @kind judge messages (as opposed to connections)? */
+static inline bool ulnet__fault_kind_on_messages(enum ulnet_fault_kind kind)
+{
+	return kind <= ULNET_FAULT_REORDER;
+}
+
+/* The screen of the @n rules @rules: its field (enum ulnet_fault_screen_field) and *@bits. */
+unsigned ulnet__fault_screen_make(const struct ulnet_fault_state *rules, unsigned n, uint64_t *bits);
+
 /* Start @st for @r, added at @now_ns. */
 void ulnet__fault_state_init(struct ulnet_fault_state *st, const struct ulnet_fault_rule *r, uint64_t now_ns);
 /* Does the message @hdr, sent or received by NI @local, fit the rule's match? */

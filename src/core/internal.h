@@ -19,6 +19,7 @@
 #include "ulnet/ulnet.h"
 #include "futex_lock.h"
 #include "hdr.h"
+#include "fault_rule.h"
 #include "list.h"
 #include "lnd.h"
 #include "log.h"
@@ -71,6 +72,7 @@ struct ulnet_libmd {
 	struct ulnet_event txn_ev;   /* the last such SEND's event, the template of the timeout event */
 	uint64_t txn_sent;           /* ulnet__lat_now when the last of them was sent: its REPLY/ACK's
 				      * round trip starts there (exact while one is pending, the usual MD) */
+	bool txn_timed;              /* ... and it was sent with the latencies on (txn_sent is a reading) */
 	void *lnd_reg;               /* an LND's registration of this memory (lnd_contract.c) */
 	struct ulnet_ni *lnd_reg_ni; /* the NI whose LND filled lnd_reg */
 	struct iovec frag_store[];   /* frags points here (md.c: one descriptor) */
@@ -366,6 +368,7 @@ struct ulnet_loop {
 	struct ulnet_desc_cache descs; /* descriptors without a lock */
 	struct ulnet_stats stats;    /* its share of the node's counters (ulnet_stats_get sums) */
 	struct ulnet_fault_loop *fault; /* fault.c: messages its rules hold (NULL until one does) */
+	unsigned fault_reordering;      /* ... of which held for reorder: each send must see the rules */
 };
 
 struct ulnet_pending_cb {
@@ -413,6 +416,7 @@ struct ulnet_node {
 	void *clock_arg;
 	uint64_t txn_timeout_ns;     /* transaction timeout (node option transaction_timeout) */
 	uint64_t lat_mult;           /* lock ticks to ns, 32.32 fixed point (ulnet__lat_ns) */
+	_Atomic bool lat_off;        /* ulnet_metrics_latency_set(false): no latency clock, no samples */
 	/* Application handlers queued by any loop, run in order by loop 0's thread without a lock. */
 	struct ulnet_futex_lock cb_lock;
 	struct ulnet_pending_cb *cbs;
@@ -432,11 +436,12 @@ struct ulnet_node {
 	_Atomic uint64_t route_seq;  /* round robin among equal routes */
 	struct ulnet_routing_conf routing; /* settings, under the node lock */
 	struct ulnet_rtr_checker *checker; /* router_checker.c: NULL until a route exists */
-	/* fault rules (fault.c), under the node lock; fault_n is read with no lock by the data path */
+	/* fault rules (fault.c), under the node lock; the data path reads only the screen, with no lock */
 	struct ulnet_fault_state *faults; /* the rules as added (each loop copies them: fault.c) */
 	unsigned n_faults, cap_faults;
 	uint64_t fault_next_id;
-	_Atomic uint32_t fault_n;
+	_Atomic uint32_t fault_screen;      /* enum ulnet_fault_screen_field (fault_rule.h) */
+	_Atomic uint64_t fault_screen_bits; /* ... and its NIDs' bits */
 	_Atomic uint64_t fault_gen;  /* bumped at every change: a loop whose copy is older takes a new one */
 	struct ulnet_mem_ranges mem_ranges; /* live ulnet_mem_alloc allocations made for this node (mem.c) */
 };
@@ -786,10 +791,22 @@ int ulnet__forward_parse(struct ulnet_ni *ni, const struct ulnet_hdr *hdr, const
 void ulnet__forward_finalize(struct ulnet_msg *msg, int status);
 void ulnet__forward_free(struct ulnet_node *node);
 
-/* fault.c: fault rules. The data path asks only while one exists (one atomic load otherwise). */
-static inline bool ulnet__faults_on(struct ulnet_node *node)
+/* fault.c: fault rules. The data path asks them only about a message the screen lets through
+ * (fault_rule.h): one atomic load with no rule, about a dozen instructions with rules that cannot fit
+ * the message. false: the rules need not see a message from @src to @dst on the NI @local (@always:
+ * unless a rule exists). */
+static inline bool ulnet__fault_screen_pass(struct ulnet_node *node, const struct ulnet_nid *src,
+					    const struct ulnet_nid *dst, const struct ulnet_nid *local, bool always)
 {
-	return atomic_load_explicit(&node->fault_n, memory_order_relaxed) != 0;
+	uint32_t f = atomic_load_explicit(&node->fault_screen, memory_order_relaxed);
+	const struct ulnet_nid *n;
+
+	if (__builtin_expect(f == ULNET_FAULT_SCREEN_OFF, 1))
+		return false;
+	if (f == ULNET_FAULT_SCREEN_ALL || always)
+		return true;
+	n = f == ULNET_FAULT_SCREEN_DST ? dst : f == ULNET_FAULT_SCREEN_LOCAL ? local : src;
+	return (atomic_load_explicit(&node->fault_screen_bits, memory_order_relaxed) >> ulnet__fault_nid_bit(n)) & 1;
 }
 /* @msg, its credits taken, is about to go to its LND: act on it by the rules; true if the rules took
  * it (sent, held, dropped or finalized: the caller does nothing more). The loop's owner. */

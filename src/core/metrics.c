@@ -239,3 +239,14 @@ int ulnet_metrics_reset(ulnet_node *node, enum ulnet_metrics_scope scope, uint32
 	}
 	return 0;
 }
+
+void ulnet_metrics_latency_set(ulnet_node *node, bool on)
+{
+	if (node)
+		atomic_store_explicit(&node->lat_off, !on, memory_order_relaxed);
+}
+
+bool ulnet_metrics_latency_get(ulnet_node *node)
+{
+	return node && !atomic_load_explicit(&node->lat_off, memory_order_relaxed);
+}

@@ -164,7 +164,7 @@ static const struct iovec *md_whole(struct ulnet_msg *msg, const struct ulnet_li
  * -EHOSTUNREACH, not a silent return code that a caller waiting for events would never see. Node
  * lock held. */
 static void prepare_op(struct ulnet_node *node, struct ulnet_msg *msg, struct ulnet_libmd *md,
-		       const struct ulnet_process_id *target, uint64_t hdr_data, uint64_t now, uint64_t lat0)
+		       const struct ulnet_process_id *target, uint64_t hdr_data, uint64_t now, bool timed, uint64_t lat0)
 {
 	const struct ulnet_hdr *h = &msg->v.hdr;
 	bool put = h->type == ULNET_MSG_PUT;
@@ -179,8 +179,9 @@ static void prepare_op(struct ulnet_node *node, struct ulnet_msg *msg, struct ul
 		msg->txn = true;
 		ulnet__md_txn_start(node, md, &msg->ev, now);
 		md->txn_sent = lat0;
+		md->txn_timed = timed;
 	}
-	msg->lat = put ? ULNET_LAT_PUT : ULNET_LAT_GET;
+	msg->lat = !timed ? ULNET_LAT_NONE : put ? ULNET_LAT_PUT : ULNET_LAT_GET;
 	msg->t0 = lat0;
 	msg->v.target = *target;
 }
@@ -220,7 +221,7 @@ int ulnet_put(ulnet_node *node, struct ulnet_handle mdh, enum ulnet_ack_req ack,
 {
 	struct ulnet_loop *to = NULL;
 	uint64_t now, lat0;
-	bool local = false;
+	bool local = false, timed;
 	struct ulnet_libmd *md;
 	struct ulnet_msg *msg;
 	struct ulnet_hdr *h;
@@ -231,7 +232,8 @@ int ulnet_put(ulnet_node *node, struct ulnet_handle mdh, enum ulnet_ack_req ack,
 	/* the clocks, read before the node lock: the transaction timeout's (an ACK is awaited) and
 	 * the latency's */
 	now = ack == ULNET_ACK_REQ ? ulnet__node_now(node) : 0;
-	lat0 = ulnet__lat_now(node);
+	timed = !atomic_load_explicit(&node->lat_off, memory_order_relaxed);
+	lat0 = timed ? ulnet__lat_now(node) : 0;
 	ulnet__lock(node);
 	rc = start_op(node, mdh, target, portal, &md, &msg);
 	if (rc)
@@ -254,7 +256,7 @@ int ulnet_put(ulnet_node *node, struct ulnet_handle mdh, enum ulnet_ack_req ack,
 	msg->v.rdma_iov = msg->v.iov;
 	msg->v.rdma_niov = msg->v.niov;
 	msg->v.rdma_len = md->total;
-	prepare_op(node, msg, md, target, hdr_data, now, lat0);
+	prepare_op(node, msg, md, target, hdr_data, now, timed, lat0);
 	to = loop_for(node, target, &local);
 out:
 	ulnet__lock_release(node);
@@ -268,7 +270,7 @@ int ulnet_get(ulnet_node *node, struct ulnet_handle mdh, const struct ulnet_proc
 {
 	struct ulnet_loop *to = NULL;
 	uint64_t now, lat0;
-	bool local = false;
+	bool local = false, timed;
 	struct ulnet_libmd *md;
 	struct ulnet_msg *msg;
 	struct ulnet_hdr *h;
@@ -277,7 +279,8 @@ int ulnet_get(ulnet_node *node, struct ulnet_handle mdh, const struct ulnet_proc
 	if (!node)
 		return -EINVAL;
 	now = ulnet__node_now(node);
-	lat0 = ulnet__lat_now(node);
+	timed = !atomic_load_explicit(&node->lat_off, memory_order_relaxed);
+	lat0 = timed ? ulnet__lat_now(node) : 0;
 	ulnet__lock(node);
 	rc = start_op(node, mdh, target, portal, &md, &msg);
 	if (rc)
@@ -295,7 +298,7 @@ int ulnet_get(ulnet_node *node, struct ulnet_handle mdh, const struct ulnet_proc
 	/* the sink, for an LND that lets the target write it directly (lnd.h) */
 	msg->v.rdma_iov = md_whole(msg, md, &msg->v.rdma_niov);
 	msg->v.rdma_len = md->total;
-	prepare_op(node, msg, md, target, 0, now, lat0);
+	prepare_op(node, msg, md, target, 0, now, timed, lat0);
 	to = loop_for(node, target, &local);
 out:
 	ulnet__lock_release(node);
@@ -491,7 +494,7 @@ static int parse_reply_or_ack(struct ulnet_ni *ni, const struct ulnet_hdr *hdr, 
 	struct ulnet_msg *msg;
 	uint32_t mlen = hdr->payload_length, md_len = 0;
 	uint64_t sent = 0;
-	bool too_long = false;
+	bool too_long = false, timed = false;
 	char src[ULNET_NID_STRLEN];
 
 	ulnet__lock(node);
@@ -505,6 +508,7 @@ static int parse_reply_or_ack(struct ulnet_ni *ni, const struct ulnet_hdr *hdr, 
 		ulnet__md_txn_end(node, md); /* answered: no timeout for this transaction */
 		ulnet__md_use(md);
 		sent = md->txn_sent;
+		timed = md->txn_timed;
 	}
 	ulnet__lock_release(node);
 	/* the source NID is formatted inside the log calls only: every REPLY and ACK comes through here */
@@ -530,13 +534,15 @@ static int parse_reply_or_ack(struct ulnet_ni *ni, const struct ulnet_hdr *hdr, 
 		drop(ni, rx_priv, hdr, ULNET_DROP_NO_MEMORY);
 		return 0;
 	}
-	msg->lat = is_ack ? ULNET_LAT_ACK : ULNET_LAT_GET;
-	msg->t0 = sent;
-	if (ni != node->lo_ni && !ulnet__nid_equal(from, &hdr->src_nid))
-		lp = ulnet__peer_find(ni, from, false); /* routed: the gateway, where the GET or PUT went */
-	if (lp) {
-		msg->rx_peer = lp;
-		ulnet__peer_get(lp);
+	if (timed) {
+		msg->lat = is_ack ? ULNET_LAT_ACK : ULNET_LAT_GET;
+		msg->t0 = sent;
+		if (ni != node->lo_ni && !ulnet__nid_equal(from, &hdr->src_nid))
+			lp = ulnet__peer_find(ni, from, false); /* routed: the gateway, where the GET or PUT went */
+		if (lp) {
+			msg->rx_peer = lp;
+			ulnet__peer_get(lp);
+		}
 	}
 	rx_event_init(msg, hdr, from, is_ack ? ULNET_EVENT_ACK : ULNET_EVENT_REPLY);
 	msg->ev.rlength = hdr->payload_length;
@@ -605,7 +611,7 @@ static int parse(struct ulnet_ni *ni, const struct ulnet_hdr *hdr, const struct 
 		}
 	}
 	ni->recv_count++;
-	if (ulnet__faults_on(node) && ulnet__fault_recv(ni, hdr)) {
+	if (ulnet__fault_screen_pass(node, &hdr->src_nid, &hdr->dest_nid, &ni->nid, false) && ulnet__fault_recv(ni, hdr)) {
 		drop(ni, rx_priv, hdr, ULNET_DROP_FAULT); /* a drop rule (fault.c): as if it never came */
 		return 0;
 	}

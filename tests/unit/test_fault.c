@@ -188,6 +188,69 @@ static void test_match(void **state)
 	}
 }
 
+/* The screen: the field every rule names, and never a message turned away that a rule fits. */
+static void test_screen(void **state)
+{
+	static const struct {
+		const char *rules[3][3]; /* src, dst, local of up to 3 rules (NULL src: no rule) */
+		unsigned field;
+	} t[] = {
+		{ { { NULL } }, ULNET_FAULT_SCREEN_OFF },
+		{ { { "*", "10.0.0.2@tcp", "*" } }, ULNET_FAULT_SCREEN_DST },
+		{ { { "10.0.0.1@tcp", "*", "*" } }, ULNET_FAULT_SCREEN_SRC },
+		{ { { "*", "*", "10.0.0.1@tcp" } }, ULNET_FAULT_SCREEN_LOCAL },
+		{ { { "*", "*", "*" } }, ULNET_FAULT_SCREEN_ALL },
+		{ { { "10.0.0.1@tcp", "10.0.0.2@tcp", "*" }, { "*", "10.0.0.3@tcp1", "*" } }, ULNET_FAULT_SCREEN_DST },
+		{ { { "10.0.0.1@tcp", "10.0.0.2@tcp", "*" }, { "10.0.0.3@tcp", "*", "*" } }, ULNET_FAULT_SCREEN_SRC },
+		{ { { "*", "10.0.0.2@tcp", "*" }, { "10.0.0.3@tcp", "*", "*" } }, ULNET_FAULT_SCREEN_ALL },
+		{ { { "*", "10.0.0.2@tcp", "10.0.0.1@tcp" }, { "*", "*", "10.0.0.5@tcp" }, { "9@gni", "*", "10.0.0.1@tcp" } },
+		  ULNET_FAULT_SCREEN_LOCAL },
+	};
+	static const char *const nids[] = { "10.0.0.1@tcp", "10.0.0.2@tcp", "10.0.0.3@tcp", "10.0.0.3@tcp1",
+					    "10.0.0.5@tcp", "9@gni", "10.0.0.66@tcp", "[fe80::1]@tcp" };
+	const size_t nn = sizeof(nids) / sizeof(nids[0]);
+
+	(void)state;
+	for (size_t i = 0; i < sizeof(t) / sizeof(t[0]); i++) {
+		struct ulnet_fault_state st[3];
+		unsigned n = 0, field;
+		uint64_t bits;
+
+		for (; n < 3 && t[i].rules[n][0]; n++) {
+			struct ulnet_fault_rule r;
+
+			ulnet_fault_rule_init(&r, n == 1 ? ULNET_FAULT_DELAY : ULNET_FAULT_DROP);
+			r.rate = 1;
+			r.latency_ms = n == 1 ? 5 : 0;
+			r.src = nid(t[i].rules[n][0]);
+			r.dst = nid(t[i].rules[n][1]);
+			r.local = nid(t[i].rules[n][2]);
+			ulnet__fault_state_init(&st[n], &r, 0);
+		}
+		field = ulnet__fault_screen_make(st, n, &bits);
+		if (field != t[i].field)
+			fail_msg("case %zu: field %u, want %u", i, field, t[i].field);
+		/* every message some rule fits has its bit set */
+		for (size_t a = 0; a < nn; a++)
+			for (size_t b = 0; b < nn; b++)
+				for (size_t c = 0; c < nn; c++) {
+					struct ulnet_hdr h = hdr(nids[a], nids[b], ULNET_MSG_PUT, 4);
+					struct ulnet_nid local = nid(nids[c]), *key;
+					bool fits = false;
+
+					for (unsigned k = 0; k < n; k++)
+						fits |= ulnet__fault_matches(&st[k].info.rule, &h, &local);
+					if (!fits || field == ULNET_FAULT_SCREEN_ALL)
+						continue;
+					key = field == ULNET_FAULT_SCREEN_DST ? &h.dest_nid
+					      : field == ULNET_FAULT_SCREEN_SRC ? &h.src_nid : &local;
+					if (!((bits >> ulnet__fault_nid_bit(key)) & 1))
+						fail_msg("case %zu: %s -> %s on %s fits a rule but the screen turns it away",
+							 i, nids[a], nids[b], nids[c]);
+				}
+	}
+}
+
 /* ---- 1 in N and interval ---- */
 
 static void test_rate_counter(void **state)
@@ -646,6 +709,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_names),         cmocka_unit_test(test_types),
 		cmocka_unit_test(test_check),         cmocka_unit_test(test_match),
+		cmocka_unit_test(test_screen),
 		cmocka_unit_test(test_rate_counter),  cmocka_unit_test(test_rate_seeded),
 		cmocka_unit_test(test_interval),      cmocka_unit_test(test_node_list),
 		cmocka_unit_test(test_lo_drop_health), cmocka_unit_test(test_lo_corrupt),

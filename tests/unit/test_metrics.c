@@ -243,6 +243,53 @@ static void test_get_rtt(void **state)
 	fx_close(&f);
 }
 
+/* Latencies off: a PUT, an ACK-requested PUT and a GET complete as before, with no sample; on
+ * again, the next ones are timed. */
+static void test_latency_off(void **state)
+{
+	struct fixture f;
+	static uint8_t buf[64];
+	struct ulnet_process_id to = { .nid = tst_nid(2), .pid = ULNET_PID_LUSTRE };
+	struct ulnet_hdr h = tst_hdr(ULNET_MSG_REPLY, 2, 1, 10);
+	struct ulnet_nid from = tst_nid(2);
+	struct ulnet_ni_metrics nm;
+
+	(void)state;
+	fx_open(&f);
+	assert_true(ulnet_metrics_latency_get(f.node));
+	ulnet_metrics_latency_set(f.node, false);
+	assert_false(ulnet_metrics_latency_get(f.node));
+	assert_int_equal(ulnet_put(f.node, bind_md(&f, buf, sizeof(buf), 1), ULNET_NOACK_REQ, &to, 4, 1, 0, 0), 0);
+	assert_int_equal(ulnet_get(f.node, bind_md(&f, buf, sizeof(buf), 2), &to, 4, 1, 0), 0);
+	ulnet__node_sync(f.node);
+	assert_int_equal(tst.nsent, 2);
+	h.msg.reply.dst_wmd = ulnet__msg_view(tst.sent[1])->hdr.msg.get.return_wmd;
+	fake_now += 5000;
+	lock(&f);
+	ulnet__finalize(tst.sent[0], 0);
+	ulnet__finalize(tst.sent[1], 0);
+	assert_int_equal(ulnet__parse(f.ni, &h, &from, (void *)0x5), 0);
+	unlock(&f);
+	assert_int_equal(tst.nrecv, 1);
+	lock(&f);
+	ulnet__finalize(tst.recvs[0].msg, 0);
+	unlock(&f);
+	nm = ni_m(&f);
+	assert_true(nm.lat.put.count == 0 && nm.lat.get.count == 0 && nm.lat.ack.count == 0);
+	assert_true(peer_m(&f, 2).send_count == 2); /* the counters still count */
+
+	ulnet_metrics_latency_set(f.node, true);
+	assert_int_equal(ulnet_put(f.node, bind_md(&f, buf, sizeof(buf), 1), ULNET_NOACK_REQ, &to, 4, 1, 0, 0), 0);
+	ulnet__node_sync(f.node);
+	fake_now += 5000;
+	lock(&f);
+	ulnet__finalize(tst.sent[2], 0);
+	unlock(&f);
+	only_bucket(ni_m(&f).lat.put, 3, 1);
+	drain(&f);
+	fx_close(&f);
+}
+
 static void test_drops(void **state)
 {
 	struct fixture f;
@@ -354,6 +401,7 @@ int main(void)
 		cmocka_unit_test(test_put_egress),
 		cmocka_unit_test(test_ack_rtt),
 		cmocka_unit_test(test_get_rtt),
+		cmocka_unit_test(test_latency_off),
 		cmocka_unit_test(test_drops),
 		cmocka_unit_test(test_reset),
 		cmocka_unit_test(test_hist_helpers),
