@@ -349,10 +349,10 @@ static void selftest_families(struct ulnetd_buf *b, ulnet_selftest *st)
 	}
 	if (!r->latency_na) {
 		family(b, "ulnet_selftest_last_run_latency_seconds", "gauge",
-		       "The last one-shot run's RPC latency: median, 99th percentile, maximum (quantile 1).");
-		put(b, "ulnet_selftest_last_run_latency_seconds{%s,quantile=\"0.5\"} %.6f\n", l, (double)r->lat_p50_us / 1e6);
-		put(b, "ulnet_selftest_last_run_latency_seconds{%s,quantile=\"0.99\"} %.6f\n", l, (double)r->lat_p99_us / 1e6);
-		put(b, "ulnet_selftest_last_run_latency_seconds{%s,quantile=\"1\"} %.6f\n", l, (double)r->lat_max_us / 1e6);
+		       "The last one-shot run's RPC latency: p50, p99 and max (a gauge, not a summary: no quantile label).");
+		put(b, "ulnet_selftest_last_run_latency_seconds{%s,stat=\"p50\"} %.6f\n", l, (double)r->lat_p50_us / 1e6);
+		put(b, "ulnet_selftest_last_run_latency_seconds{%s,stat=\"p99\"} %.6f\n", l, (double)r->lat_p99_us / 1e6);
+		put(b, "ulnet_selftest_last_run_latency_seconds{%s,stat=\"max\"} %.6f\n", l, (double)r->lat_max_us / 1e6);
 	}
 	family(b, "ulnet_selftest_last_run_end_timestamp_seconds", "gauge", "When the last one-shot run ended (Unix time).");
 	put(b, "ulnet_selftest_last_run_end_timestamp_seconds{%s} %.3f\n", l, (double)c.last_end_unix_ms / 1e3);
