@@ -247,11 +247,9 @@ static void rdma_families(struct ulnetd_buf *b, ulnet_node *node, const struct s
 		free(rows);
 		return;
 	}
+	/* the bounds peer show -v prints (the last also takes anything larger: nothing is, at ULNET_MTU) */
 	for (unsigned k = 0; k < ULNET_RDMA_BUCKETS; k++)
-		if (k + 1 < ULNET_RDMA_BUCKETS)
-			snprintf(bound[k], sizeof(bound[k]), "%u", ulnet_rdma_bucket_max[k]);
-		else
-			snprintf(bound[k], sizeof(bound[k]), "+Inf");
+		snprintf(bound[k], sizeof(bound[k]), "%u", ulnet_rdma_bucket_max[k]);
 	RDMA_COUNTER("ulnet_peer_rdma_renegotiations_total",
 		     "o2ib connection attempts retried with the peer's smaller max_frags or queue depth.", renegotiations);
 	RDMA_COUNTER("ulnet_peer_rdma_post_rejects_total", "o2ib posts the provider refused (each closes the connection).",
