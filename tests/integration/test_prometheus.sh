@@ -129,7 +129,8 @@ up_is_1() { [[ $(pq "up{job=\"ulnet\",instance=\"$TARGET\"}" 2>/dev/null) == 1 ]
 wait_for "first successful scrape (up == 1)" 30 up_is_1
 
 ul_step "brw for 4 s: n2 writes to n1 (n1 serves GETs), n1 reads from n2 (n1 is the client)"
-sst_run "$UL_TMP/w.json" n2 --json brw write --from "$N2" --to "$N1" --size 64K --concurrency 4 --duration 4 --check full &
+timeout 60 "$SST" --node "$(ul_sock n2)" --json brw write --from "$N2" --to "$N1" --size 64K --concurrency 4 \
+	--duration 4 --check full >"$UL_TMP/w.json" 2>"$UL_TMP/w.json.err" &
 wpid=$!
 sst_run "$UL_TMP/r.json" n1 --json brw read --from "$N1" --to "$N2" --size 16K --concurrency 2 --duration 4 --check full
 [[ $UL_STATUS == 0 ]] || ul_fail "brw read: $(cat "$UL_TMP/r.json" "$UL_TMP/r.json.err")"
