@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /* libFuzzer target: the metrics endpoint's request parser (tools/ulnetd/http_req.c) on what a
  * hostile client sends, in a buffer of exactly its length (a read past it is ASan's to see). Its
- * answers must be one of the four, and 200 only for a GET of /metrics. */
+ * answers must be one of the four, and 200 only for a GET of /metrics; the Accept negotiation
+ * runs on every input too. */
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -28,6 +29,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t len)
 		abort();
 	if (code == 200 && (len < 22 || memcmp(req, "GET /metrics", 12)))
 		abort();
+	/* the Accept negotiation reads the same bytes, within them */
+	(void)ulnetd_http_wants_openmetrics(req, hlen ? hlen : len);
 	free(req);
 	return 0;
 }

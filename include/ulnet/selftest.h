@@ -129,6 +129,24 @@ struct ulnet_selftest_run {
 ULNET_EXPORT int ulnet_selftest_run(ulnet_selftest *st, const struct ulnet_selftest_run *p,
 				    struct ulnet_selftest_result *out, char *why, size_t whylen);
 
+/* What this node did as a selftest client since its engine started, cumulative, for monitoring (the
+ * metrics endpoint): every RPC of every test it ran as a client (its one-shot runs and the batch
+ * tests a console started on it), counted as it completes, and its one-shot runs. Exact, cheap (one
+ * lock taken for a copy), and never reset. */
+struct ulnet_selftest_client_stats {
+	unsigned tests_running;         /* client tests not done (one-shot and batch) */
+	unsigned runs_active;           /* ulnet_selftest_run calls under way, local or driving another node */
+	uint64_t runs_finished;         /* ulnet_selftest_run calls that returned 0 (errors or not) */
+	/* client RPCs by result, as classified when each completes (a timeout to a peer later found gone
+	 * stays a timeout here; the run's result calls it peer_gone); cancelled ones are not counted */
+	uint64_t rpcs_ok, rpcs_timeout, rpcs_mismatch, rpcs_refused, rpcs_peer_gone;
+	uint64_t bytes_read, bytes_written; /* brw payload of the successful RPCs */
+	bool have_last;                 /* a one-shot run finished: */
+	struct ulnet_selftest_result last; /* its result, as ulnet_selftest_run returned it */
+	uint64_t last_end_unix_ms;      /* when it ended (CLOCK_REALTIME) */
+};
+ULNET_EXPORT void ulnet_selftest_client_stats_get(ulnet_selftest *st, struct ulnet_selftest_client_stats *out);
+
 /* ---- the lst console: one session at a time ---- */
 
 struct ulnet_selftest_session_info {

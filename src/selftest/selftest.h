@@ -77,6 +77,11 @@ struct ulnet_sst_stats {
 	uint32_t server_rpcs, server_waiting; /* under way; waiting for bulk memory */
 	uint64_t server_bulk_bytes;           /* bulk memory server RPCs hold now */
 	char session_name[ULNET_SST_NAME_SIZE + 1];
+	/* this node as a client: tests not done; RPCs by result (ok, timeout, mismatch, refused,
+	 * peer_gone); brw bytes of the successful ones, read and write */
+	unsigned client_tests_running;
+	uint64_t client_results[5];
+	uint64_t client_bytes[2];
 };
 void ulnet__sst_stats(struct ulnet_sst *sst, struct ulnet_sst_stats *out);
 

@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "ulnet/ulnet.h"
@@ -26,6 +27,7 @@ int ulnet_selftest_start(ulnet_node *node, const struct ulnet_selftest_opts *opt
 		return rc;
 	}
 	st->node = node;
+	pthread_mutex_init(&st->runs_lock, NULL);
 	lst_session_init(&st->lst);
 	*out = st;
 	return 0;
@@ -37,6 +39,7 @@ void ulnet_selftest_stop(ulnet_selftest *st)
 		return;
 	lst_session_fini(&st->lst, 1000); /* the engine still sends: the nodes hear the session end */
 	ulnet__sst_stop(st->sst);
+	pthread_mutex_destroy(&st->runs_lock);
 	free(st);
 }
 
@@ -397,8 +400,8 @@ static int remote_run(ulnet_selftest *st, const struct ulnet_selftest_run *p, st
 	return 0;
 }
 
-int ulnet_selftest_run(ulnet_selftest *st, const struct ulnet_selftest_run *p, struct ulnet_selftest_result *out,
-		       char *why, size_t whylen)
+static int run_once(ulnet_selftest *st, const struct ulnet_selftest_run *p, struct ulnet_selftest_result *out,
+		    char *why, size_t whylen)
 {
 	struct ulnet_sst_params sp = { 0 };
 	const char *bad = NULL;
@@ -440,4 +443,52 @@ int ulnet_selftest_run(ulnet_selftest *st, const struct ulnet_selftest_run *p, s
 	}
 	out->remote = true;
 	return remote_run(st, p, out, why, whylen);
+}
+
+int ulnet_selftest_run(ulnet_selftest *st, const struct ulnet_selftest_run *p, struct ulnet_selftest_result *out,
+		       char *why, size_t whylen)
+{
+	struct timespec ts;
+	int rc;
+
+	pthread_mutex_lock(&st->runs_lock);
+	st->runs_active++;
+	pthread_mutex_unlock(&st->runs_lock);
+	rc = run_once(st, p, out, why, whylen);
+	clock_gettime(CLOCK_REALTIME, &ts);
+	pthread_mutex_lock(&st->runs_lock);
+	st->runs_active--;
+	if (!rc) { /* a run that ran, errors or not; a refused one has no result */
+		st->runs_finished++;
+		st->have_last = true;
+		st->last = *out;
+		st->last_end_unix_ms = (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+	}
+	pthread_mutex_unlock(&st->runs_lock);
+	return rc;
+}
+
+void ulnet_selftest_client_stats_get(ulnet_selftest *st, struct ulnet_selftest_client_stats *out)
+{
+	struct ulnet_sst_stats s;
+
+	ulnet__sst_stats(st->sst, &s);
+	memset(out, 0, sizeof(*out));
+	out->tests_running = s.client_tests_running;
+	out->rpcs_ok = s.client_results[0];
+	out->rpcs_timeout = s.client_results[1];
+	out->rpcs_mismatch = s.client_results[2];
+	out->rpcs_refused = s.client_results[3];
+	out->rpcs_peer_gone = s.client_results[4];
+	out->bytes_read = s.client_bytes[0];
+	out->bytes_written = s.client_bytes[1];
+	pthread_mutex_lock(&st->runs_lock);
+	out->runs_active = st->runs_active;
+	out->runs_finished = st->runs_finished;
+	out->have_last = st->have_last;
+	if (st->have_last) {
+		out->last = st->last;
+		out->last_end_unix_ms = st->last_end_unix_ms;
+	}
+	pthread_mutex_unlock(&st->runs_lock);
 }

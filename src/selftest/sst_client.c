@@ -196,6 +196,10 @@ static void client_complete(struct ulnet_sst *sst, struct sst_rpc *r)
 	}
 	if (e != ERR_NONE && e != ERR_CANCELLED)
 		sst->cnt.errors++;
+	if (e != ERR_CANCELLED)
+		sst->cl_results[e]++;
+	if (e == ERR_NONE && t->service == ULNET_SST_SVC_BRW)
+		sst->cl_bytes[t->p.rw == ULNET_SST_BRW_WRITE] += t->p.size;
 	t->finished++;
 	t->inflight--;
 	sst__rpc_free(sst, r);

@@ -321,5 +321,10 @@ void ulnet__sst_stats(struct ulnet_sst *sst, struct ulnet_sst_stats *out)
 	out->server_bulk_bytes = sst->srv_bulk_bytes;
 	out->sid = sst__cur_sid(sst);
 	memcpy(out->session_name, sst->ses_name, sizeof(out->session_name));
+	_Static_assert(sizeof(out->client_results) == sizeof(sst->cl_results), "one counter per result");
+	memcpy(out->client_results, sst->cl_results, sizeof(out->client_results));
+	memcpy(out->client_bytes, sst->cl_bytes, sizeof(out->client_bytes));
+	for (struct ulnet_list *l = sst->running.next; l != &sst->running; l = l->next)
+		out->client_tests_running++;
 	ulnet__futex_unlock(&sst->lock);
 }

@@ -187,6 +187,10 @@ struct ulnet_sst {
 	bool reqbuf_warned;               /* a repost failed; logged once until one succeeds */
 	unsigned srv_nrpcs, srv_nwaiting;
 	bool kernel_stats;                /* answer stats as lnet_selftest (no extension) */
+	/* every client RPC of every test since the engine started, by result (ERR_CANCELLED: not counted),
+	 * and brw payload bytes of the successful ones by brw op (0 read, 1 write): the metrics endpoint's */
+	uint64_t cl_results[ERR_CANCELLED];
+	uint64_t cl_bytes[2];
 };
 
 /* Service @s owes one more request buffer (its RPC ended) / one fewer (reposted). */

@@ -80,6 +80,14 @@ struct ulnet_selftest {
 	ulnet_node *node;
 	struct ulnet_sst *sst;
 	struct lst_session lst;
+	/* one-shot runs (ulnet_selftest_run) for ulnet_selftest_client_stats_get, under runs_lock: held
+	 * only to copy, never across a run */
+	pthread_mutex_t runs_lock;
+	unsigned runs_active;
+	uint64_t runs_finished;
+	bool have_last;
+	struct ulnet_selftest_result last;
+	uint64_t last_end_unix_ms;
 };
 
 uint64_t lst_mono_ms(void);

@@ -69,7 +69,8 @@
 #   ul_o2ib_node NAME T N PAGE_SIZE TIMEOUT [TUNABLE...]
 #                            start an o2ib node on the shm provider at 127.T.0.N@o2ib with the o2ib
 #                            timeout TIMEOUT; each TUNABLE ("key: value") is one more of its `lnd
-#                            tunables`; UL_BUSY_POLL_US set: the node's busy_poll_us.
+#                            tunables`; UL_BUSY_POLL_US set: the node's busy_poll_us; UL_O2IB_EXTRA
+#                            set: more top-level YAML (e.g. a metrics: section).
 #   ul_o2ib_pair T TIMEOUT [TUNABLE...]
 #                            ul_o2ib_node n1 (4 KiB pages) and n2 (64 KiB pages) on 127.T.0.{1,2}.
 #   UL_ATEXIT+=("CMD")      run CMD (eval) at exit after the nodes are stopped: namespaces, links.
@@ -380,7 +381,8 @@ ul_o2ib_node()
 	[[ -z ${UL_BUSY_POLL_US:-} ]] || nodeopt=$'\n'"    busy_poll_us: $UL_BUSY_POLL_US"
 	ul_start_node "$name" <<YAML
 node:
-    page_size: $ps$nodeopt
+    page_size: $ps$nodeopt${UL_O2IB_EXTRA:+
+$UL_O2IB_EXTRA}
 net:
     - net type: o2ib
       local NI(s):

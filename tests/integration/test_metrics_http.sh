@@ -160,6 +160,109 @@ assert ask(b"GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n") == b"HTTP/1.1 200 OK"
 idle.close()
 PY
 
+ul_step "hostile local clients: idle, trickle, 50 at once, 9 KiB header, garbage, half-close"
+# the daemon's resident memory (kB) and open fds, once the metrics thread has served a scrape (its
+# buffers and malloc arena exist)
+rss() { awk '/^VmRSS:/ { print $2 }' "/proc/$(ul_pid n1)/status"; }
+nfds() { ls "/proc/$(ul_pid n1)/fd" | wc -l; }
+scrape "$UL_TMP/warm.txt"
+rss0=$(rss)
+fds0=$(nfds)
+"$UL_PYTHON" - "$(ul_addr $T 1)" 9669 "$UL_TMP/attack" <<'PY' >"$UL_TMP/attack.log" 2>&1 &
+import errno, os, socket, sys, threading, time
+host, port, mark = sys.argv[1], int(sys.argv[2]), sys.argv[3]
+
+def ask(data, half_close=False):
+    """send data (then shut the write side if asked) and read the answer until the server closes"""
+    s = socket.create_connection((host, port), timeout=30)
+    s.sendall(data)
+    if half_close:
+        s.shutdown(socket.SHUT_WR)
+    out = b""
+    while True:
+        try:
+            b = s.recv(65536)
+        except ConnectionResetError:
+            break
+        if not b:
+            break
+        out += b
+    s.close()
+    return out.split(b"\r\n", 1)[0]
+
+# 50 connections at once (non-blocking connects: the backlog is 16) and one more that says nothing
+flood = []
+for _ in range(51):
+    c = socket.socket()
+    c.setblocking(False)
+    e = c.connect_ex((host, port))
+    assert e in (0, errno.EINPROGRESS), e
+    flood.append(c)
+# a client that sends its request one byte per 100 ms: 140 bytes take 14 s, over the 5 s a connection
+# may last; the server must cut it
+def trickle(res):
+    s = socket.create_connection((host, port), timeout=30)
+    data = b"GET /metrics HTTP/1.1\r\nX-Pad: " + b"a" * 105 + b"\r\n\r\n"
+    t0 = time.monotonic()
+    try:
+        for i in range(len(data)):
+            s.send(data[i:i + 1])
+            time.sleep(0.1)
+        res.append(("complete", s.recv(100)))
+    except OSError as e:
+        res.append(("cut", e.errno))
+    res.append(time.monotonic() - t0)
+tres = []
+tt = threading.Thread(target=trickle, args=(tres,))
+tt.start()
+open(mark + ".flooding", "w").close()
+# hold the flood until the test has pinged over LNet (bounded)
+deadline = time.monotonic() + 30
+while not os.path.exists(mark + ".pinged") and time.monotonic() < deadline:
+    time.sleep(0.05)
+assert os.path.exists(mark + ".pinged"), "no ping within 30 s"
+for c in flood:
+    c.close()
+# the malformed ones, after the flood (the server takes one connection at a time)
+assert ask(b"GET /metrics HTTP/1.1\r\nX: " + b"a" * 9000 + b"\r\n\r\n") == b"HTTP/1.1 431 Request Header Fields Too Large"
+assert ask(os.urandom(3000).replace(b"\n", b"") + b"\r\n\r\n") == b"HTTP/1.1 400 Bad Request"
+assert ask(bytes(range(256)) * 40) == b"HTTP/1.1 431 Request Header Fields Too Large"
+# half-close after a whole request: still answered; after half a request: closed, no answer
+assert ask(b"GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n", half_close=True) == b"HTTP/1.1 200 OK"
+t0 = time.monotonic()
+assert ask(b"GET /metrics HTTP/1.1\r\nHost: x\r\n", half_close=True) == b""
+assert time.monotonic() - t0 < 5.5, "a half-closed partial request held its connection %.1f s" % (time.monotonic() - t0)
+tt.join(40)
+assert not tt.is_alive(), "the trickling client is still connected"
+assert tres[0][0] == "cut" or tres[0][1] == b"", "trickle: %r" % (tres,)
+print("trickle: %s after %.1f s" % (tres[0], tres[1]))
+PY
+apid=$!
+deadline=$(( $(ul__now_ms) + 20000 ))
+until [[ -e $UL_TMP/attack.flooding ]]; do
+	kill -0 "$apid" 2>/dev/null || ul_fail "attack client ended early: $(cat "$UL_TMP/attack.log")"
+	(( $(ul__now_ms) < deadline )) || ul_fail "attack client did not start"
+	sleep 0.05
+done
+ul_ctl n1 ping "$N2" --count 3 >/dev/null || ul_fail "LNet ping $N2 failed during the attack"
+touch "$UL_TMP/attack.pinged"
+wait "$apid" || ul_fail "hostile clients: $(cat "$UL_TMP/attack.log")"
+ul_step "$(cat "$UL_TMP/attack.log")"
+# after the attack, a real scrape within the bound of one connection (5 s, 1 s more of linger)
+t0=$(ul__now_ms)
+scrape "$UL_TMP/after.txt"
+took=$(( $(ul__now_ms) - t0 ))
+(( took <= 6000 )) || ul_fail "scrape after the attack took ${took} ms"
+# no fd left behind (the last connection may still linger: wait for it, bounded)
+deadline=$(( $(ul__now_ms) + 10000 ))
+until (( $(nfds) == fds0 )); do
+	(( $(ul__now_ms) < deadline )) || ul_fail "fds: $fds0 before the attack, $(nfds) after: $(ls -l "/proc/$(ul_pid n1)/fd")"
+	sleep 0.05
+done
+rss1=$(rss)
+(( rss1 - rss0 <= 1024 )) || ul_fail "RSS grew from $rss0 kB to $rss1 kB over the attack"
+ul_step "attack: ping ok during it, scrape after it in ${took} ms, fds $fds0 -> $(nfds), RSS $rss0 -> $rss1 kB"
+
 ul_step "export carries the section; startup errors"
 ul_ctl n1 export > "$UL_TMP/exp.yaml" || ul_fail "export"
 grep -A1 '^metrics:$' "$UL_TMP/exp.yaml" | grep -q "listen: $(ul_addr $T 1):9669" || ul_fail "export: $(cat "$UL_TMP/exp.yaml")"

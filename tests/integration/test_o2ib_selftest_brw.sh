@@ -15,7 +15,9 @@ ul_init
 [[ -x $SST ]] || ul_fail "no ulnet-selftest at $SST"
 
 COPY_THREAD=${COPY_THREAD:-0}
-ul_o2ib_pair 252 10 "device: {copy_thread: $COPY_THREAD}"
+# n1 serves /metrics: its per-peer RDMA families must say what peer show -v says
+UL_O2IB_EXTRA=$'metrics:\n    listen: '"$(ul_addr 252 1):9669" ul_o2ib_node n1 252 1 4096 10 "device: {copy_thread: $COPY_THREAD}"
+ul_o2ib_node n2 252 2 65536 10 "device: {copy_thread: $COPY_THREAD}"
 for n in n1 n2; do
 	ul_ctl "$n" net show -v --json >"$UL_TMP/net.json"
 	ul_json "$UL_TMP/net.json" "j['net'][-1]['local NI(s)'][0]['fabric']['device']['copy_thread'] == $COPY_THREAD"
@@ -30,6 +32,34 @@ N2=$(ul_addr 252 2)@o2ib
 ul_scenarios o2ib n1="$N1" n2="$N2"
 sc_o2ib n1 n2
 sc_o2ib n2 n1
+
+ul_step "the endpoint's RDMA families are peer show -v's rdma block"
+ul_ctl n1 peer show -v --nid "$N2" --json >"$UL_TMP/peer.json" || ul_fail "peer show -v"
+"$UL_PYTHON" - "http://$(ul_addr 252 1):9669/metrics" "$UL_TMP/peer.json" "$N2" <<'PY' || ul_fail "RDMA families differ from peer show -v"
+import json, re, sys, urllib.request
+text = urllib.request.urlopen(sys.argv[1], timeout=10).read().decode()
+rdma = json.load(open(sys.argv[2]))["peer"][0]["peer ni"][0]["rdma"]
+def sample(name, extra=""):
+    m = re.search(r'^%s\{[^}]*nid="%s"%s\} (\d+)$' % (name, re.escape(sys.argv[3]), extra), text, re.M)
+    assert m, "no %s for %s" % (name, sys.argv[3])
+    return int(m.group(1))
+for k in ("renegotiations", "post_rejects", "window_waits", "reg_cache_hits", "reg_cache_misses", "reg_cache_evictions"):
+    assert sample("ulnet_peer_rdma_%s_total" % k) == rdma[k], k
+total = 0
+for b in rdma["buckets"]:
+    lb = ',max_bytes="%d"' % b["max_bytes"]
+    for fam, key in (("transfers_total", "transfers"), ("write_wrs_total", "wrs"), ("sinks_total", "sinks"),
+                     ("bounces_total", "bounces"), ("registrations_total", "registrations"),
+                     ("wrs_per_transfer_max", "max_wrs")):
+        assert sample("ulnet_peer_rdma_" + fam, lb) == b[key], (fam, b)
+    total += b["transfers"]
+assert total > 0, "no RDMA transfer counted"
+print("RDMA transfers to the peer: %d" % total, file=sys.stderr)
+open(sys.argv[2] + ".metrics", "w").write(text)
+PY
+if command -v promtool >/dev/null; then
+	promtool check metrics <"$UL_TMP/peer.json.metrics" >"$UL_TMP/promtool.out" 2>&1 || ul_fail "promtool: $(cat "$UL_TMP/promtool.out")"
+fi
 
 ul_step "bulk buffers are the provider's memfd memory, and each node mapped the other's (RDMA by memcpy)"
 "$UL_PYTHON" - "$(ul_pid n1)" "$(ul_pid n2)" <<'PY' || ul_fail "selftest buffers are not mapped across the nodes"

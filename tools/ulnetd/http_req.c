@@ -2,6 +2,7 @@
 /* The request line of the metrics endpoint: METHOD SP TARGET SP HTTP/1.x, the only part of a request
  * it reads (RFC 9112 §3). Works on lengths, never on NUL termination: a request is hostile input. */
 #include <stdbool.h>
+#include <strings.h>
 #include <string.h>
 
 #include "http_req.h"
@@ -57,4 +58,76 @@ int ulnetd_http_route(const char *req, size_t len)
 			tlen = (size_t)(q - target);
 	}
 	return is(target, tlen, "/metrics") ? 200 : 404;
+}
+
+static bool ows(char c) { return c == ' ' || c == '\t'; }
+
+/* [p, e) trimmed of optional white space on both ends */
+static void trim(const char **p, const char **e)
+{
+	while (*p < *e && ows(**p))
+		(*p)++;
+	while (*e > *p && ows((*e)[-1]))
+		(*e)--;
+}
+
+static bool is_nocase(const char *p, const char *e, const char *word)
+{
+	size_t n = strlen(word);
+
+	return (size_t)(e - p) == n && !strncasecmp(p, word, n);
+}
+
+/* Does one element of an Accept list, [p, e), name OpenMetrics with a weight above 0? */
+static bool accept_elem_om(const char *p, const char *e)
+{
+	const char *semi = memchr(p, ';', (size_t)(e - p)), *te = semi ? semi : e, *tp = p;
+
+	trim(&tp, &te);
+	if (!is_nocase(tp, te, "application/openmetrics-text"))
+		return false;
+	while (semi) { /* parameters: only q matters, "q=0", "q=0.", "q=0.000" refuse */
+		const char *a = semi + 1, *b;
+
+		semi = memchr(a, ';', (size_t)(e - a));
+		b = semi ? semi : e;
+		trim(&a, &b);
+		if (b - a >= 2 && (a[0] == 'q' || a[0] == 'Q') && a[1] == '=') {
+			const char *v = a + 2;
+			bool zero = v < b && *v == '0';
+
+			for (v++; zero && v < b; v++)
+				zero = *v == '.' || *v == '0';
+			if (zero)
+				return false;
+		}
+	}
+	return true;
+}
+
+bool ulnetd_http_wants_openmetrics(const char *req, size_t len)
+{
+	const char *p = memchr(req, '\n', len), *end = req + len;
+
+	/* the header fields: the lines after the request line, up to the blank one */
+	while (p && ++p < end) {
+		const char *eol = memchr(p, '\n', (size_t)(end - p)), *le = eol ? eol : end, *colon;
+
+		if (le > p && le[-1] == '\r')
+			le--;
+		if (le == p)
+			break;
+		colon = memchr(p, ':', (size_t)(le - p));
+		if (colon && is_nocase(p, colon, "accept")) {
+			for (const char *a = colon + 1; a < le;) {
+				const char *comma = memchr(a, ',', (size_t)(le - a)), *ae = comma ? comma : le;
+
+				if (accept_elem_om(a, ae))
+					return true;
+				a = ae + 1;
+			}
+		}
+		p = eol;
+	}
+	return false;
 }

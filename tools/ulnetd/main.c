@@ -185,7 +185,7 @@ int main(int argc, char **argv)
 		fprintf(stderr, "ulnetd: %s\n", err);
 		goto out_ctl;
 	}
-	if (cfg->metrics_listen && (rc = ulnetd_metrics_start(d.node, cfg->metrics_listen, &metrics, err, sizeof(err)))) {
+	if (cfg->metrics_listen && (rc = ulnetd_metrics_start(d.node, d.selftest, cfg->metrics_listen, &metrics, err, sizeof(err)))) {
 		fprintf(stderr, "ulnetd: %s\n", err);
 		goto out_ctl;
 	}
@@ -207,8 +207,8 @@ int main(int argc, char **argv)
 		status = 0;
 	stop_watchdog_arm(sigfd);
 out_ctl:
+	ulnetd_metrics_stop(metrics); /* before control_fini closes the selftest engine it reads */
 	ulnetd_control_fini(&d); /* joins every handler before the node goes away */
-	ulnetd_metrics_stop(metrics); /* the same for the metrics thread */
 	ulnet_node_close(d.node);
 out_sig:
 	close(sigfd);

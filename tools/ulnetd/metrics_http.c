@@ -2,7 +2,8 @@
 /* The metrics endpoint's HTTP/1.1 server: one thread, one connection at a time, one request per
  * connection (Connection: close). A scraper asks once every few seconds: serving connections one
  * after the other costs it nothing, and a slow or hostile client holds the thread at most
- * CONN_TIMEOUT_MS in all, whatever it sends or reads. Only `GET /metrics` is served; a request is at most REQ_MAX bytes
+ * CONN_TIMEOUT_MS in all, whatever it sends or reads. Only `GET /metrics` is served, in OpenMetrics
+ * 1.0.0 when the Accept header asks for it, else in the Prometheus text format 0.0.4; a request is at most REQ_MAX bytes
  * up to its blank line (its body, if any, is not read). No library: the protocol needed is a request
  * line and a response header. */
 #include <arpa/inet.h>
@@ -26,7 +27,7 @@
 #define LINGER_MAX 65536
 
 struct ulnetd_metrics {
-	ulnet_node *node;
+	struct ulnetd_metrics_src src; /* the node, its selftest engine, the responses counted (this thread's) */
 	int lfd;
 	int stop[2];         /* a pipe: the thread polls its read end with the listener */
 	pthread_t thread;
@@ -118,6 +119,7 @@ static void serve(struct ulnetd_metrics *m, int fd)
 	char *req = malloc(REQ_MAX);
 	ssize_t len;
 	struct ulnetd_buf b = { 0 };
+	enum ulnetd_metrics_format fmt;
 
 	if (!req) {
 		error_page(m, fd, 503, "Service Unavailable", NULL, "out of memory");
@@ -143,11 +145,16 @@ static void serve(struct ulnetd_metrics *m, int fd)
 		error_page(m, fd, 400, "Bad Request", NULL, "expected 'GET /metrics HTTP/1.1'");
 		goto out;
 	}
-	if (ulnetd_metrics_render(m->node, &b)) {
+	fmt = ulnetd_http_wants_openmetrics(req, (size_t)len) ? ULNETD_METRICS_OPENMETRICS : ULNETD_METRICS_TEXT_004;
+	m->src.responses[fmt]++;
+	if (ulnetd_metrics_render(&m->src, fmt, &b)) {
 		error_page(m, fd, 503, "Service Unavailable", NULL, "out of memory rendering the metrics");
 		goto out;
 	}
-	respond(m, fd, 200, "OK", "text/plain; version=0.0.4; charset=utf-8", NULL, b.s, b.len);
+	respond(m, fd, 200, "OK",
+		fmt == ULNETD_METRICS_OPENMETRICS ? "application/openmetrics-text; version=1.0.0; charset=utf-8"
+						  : "text/plain; version=0.0.4; charset=utf-8",
+		NULL, b.s, b.len);
 out:
 	free(b.s);
 	free(req);
@@ -199,7 +206,7 @@ static void *metrics_thread(void *arg)
 	return NULL;
 }
 
-int ulnetd_metrics_start(ulnet_node *node, const char *listen_at, struct ulnetd_metrics **out, char *err,
+int ulnetd_metrics_start(ulnet_node *node, ulnet_selftest *selftest, const char *listen_at, struct ulnetd_metrics **out, char *err,
 			 size_t errlen)
 {
 	struct ulnetd_metrics *m;
@@ -232,7 +239,8 @@ int ulnetd_metrics_start(ulnet_node *node, const char *listen_at, struct ulnetd_
 	}
 	if (!(m = calloc(1, sizeof(*m))))
 		return -ENOMEM;
-	m->node = node;
+	m->src.node = node;
+	m->src.selftest = selftest;
 	m->stop[0] = m->stop[1] = -1;
 	snprintf(m->listen, sizeof(m->listen), "%s", listen_at);
 	m->lfd = socket(ss.ss_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
