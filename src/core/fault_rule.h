@@ -22,6 +22,10 @@ void ulnet__fault_state_init(struct ulnet_fault_state *st, const struct ulnet_fa
 /* Does the message @hdr, sent or received by NI @local, fit the rule's match? */
 bool ulnet__fault_matches(const struct ulnet_fault_rule *r, const struct ulnet_hdr *hdr,
 			  const struct ulnet_nid *local);
+/* Does a connection (attempt) between NI @local and @peer fit the LND-level rule's match? Its source
+ * and destination fit the two ends in either order. */
+bool ulnet__fault_matches_conn(const struct ulnet_fault_rule *r, const struct ulnet_nid *local,
+			       const struct ulnet_nid *peer);
 /* @hdr fits: count it; true if the rule acts on this one (1 in rate, or the interval is over). */
 bool ulnet__fault_decide(struct ulnet_fault_state *st, uint64_t now_ns);
 
