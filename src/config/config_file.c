@@ -871,11 +871,11 @@ static int parse_fault_entry(struct cfgp *p, const yaml_node_t *n)
 			kind_node = v;
 	}
 	if (!kind_node)
-		return fail(p, n, "fault entry needs 'kind' (drop, delay, corrupt, duplicate, reorder)");
+		return fail(p, n, "fault entry needs 'kind' (drop, delay, corrupt, duplicate, reorder, hello, reject, stall)");
 	if ((rc = get_str(p, kind_node, "kind", &s)))
 		return rc;
 	if (ulnet_fault_kind_parse(s, &r.kind))
-		return fail(p, kind_node, "bad kind '%s': drop, delay, corrupt, duplicate or reorder", s);
+		return fail(p, kind_node, "bad kind '%s': drop, delay, corrupt, duplicate, reorder, hello, reject or stall", s);
 	ulnet_fault_rule_init(&r, r.kind);
 	FOREACH_PAIR(p, n, k, ks, v) {
 		long long x;
@@ -900,11 +900,17 @@ static int parse_fault_entry(struct cfgp *p, const yaml_node_t *n)
 			if (strcmp(s, "*") && ulnet_fault_types_parse(s, &r.msg_mask, &why))
 				return fail(p, v, "bad message '%s': %s", s, why);
 		} else if (!strcmp(ks, "rate") || !strcmp(ks, "interval") || !strcmp(ks, "latency") ||
-			   !strcmp(ks, "hold")) {
+			   !strcmp(ks, "hold") || !strcmp(ks, "version")) {
 			if ((rc = get_int(p, v, ks, 0, UINT32_MAX, &x)))
 				return rc;
-			*(ks[0] == 'r' ? &r.rate : ks[0] == 'i' ? &r.interval_s : ks[0] == 'l' ? &r.latency_ms : &r.hold_ms) =
-				(uint32_t)x;
+			*(ks[0] == 'r' ? &r.rate : ks[0] == 'i' ? &r.interval_s : ks[0] == 'l' ? &r.latency_ms
+			  : ks[0] == 'h' ? &r.hold_ms : &r.version) = (uint32_t)x;
+		} else if (!strcmp(ks, "reason")) {
+			if ((rc = get_str(p, v, ks, &s)))
+				return rc;
+			if (ulnet_fault_reject_parse(s, &r.reason))
+				return fail(p, v, "bad reason '%s': an o2iblnd reject reason 1..9 (CONN_RACE, NO_RESOURCES, "
+					    "FATAL, CONN_UNCOMPAT, CONN_STALE, RDMA_FRAGS, MSG_QUEUE_SIZE, INVALID_SRV_ID, EARLY)", s);
 		} else if (!strcmp(ks, "seed")) {
 			if ((rc = get_int(p, v, ks, 0, LLONG_MAX, &x)))
 				return rc;
@@ -917,7 +923,8 @@ static int parse_fault_entry(struct cfgp *p, const yaml_node_t *n)
 					    "local_no_route, local_error, local_timeout, remote_error, remote_dropped, "
 					    "remote_timeout, network_timeout)", s);
 		} else if (!strcmp(ks, "matched") || !strcmp(ks, "dropped") || !strcmp(ks, "delayed") ||
-			   !strcmp(ks, "corrupted") || !strcmp(ks, "duplicated") || !strcmp(ks, "reordered")) {
+			   !strcmp(ks, "corrupted") || !strcmp(ks, "duplicated") || !strcmp(ks, "reordered") ||
+			   !strcmp(ks, "spoiled") || !strcmp(ks, "rejected") || !strcmp(ks, "stalled")) {
 			if ((rc = get_int(p, v, ks, 0, LLONG_MAX, &x))) /* fault show's counters */
 				return rc;
 		} else {

@@ -34,6 +34,8 @@ struct ulnet_fault_loop {
 /* Node lock held: the loops take a new copy at their next message. */
 static void publish(struct ulnet_node *node)
 {
+	/* LND-level rules (fault_lnd.c) are none of the data path's business: the screen leaves them
+	 * out, so with only those the data path still pays its one atomic load */
 	uint64_t bits;
 	unsigned field = ulnet__fault_screen_make(node->faults, node->n_faults, &bits);
 
@@ -70,6 +72,8 @@ int ulnet_fault_add(struct ulnet_node *node, const struct ulnet_fault_rule *r)
 	node->faults[node->n_faults++].id = ++node->fault_next_id;
 	publish(node);
 	ulnet__lock_release(node);
+	if (r->kind == ULNET_FAULT_STALL) /* LND-level: the live connections are judged now */
+		ulnet__fault_lnd_changed(node);
 	return 0;
 }
 
@@ -95,6 +99,8 @@ int ulnet_fault_del(struct ulnet_node *node, enum ulnet_fault_kind kind, const s
 	node->n_faults = j;
 	publish(node);
 	ulnet__lock_release(node);
+	if (n && kind == ULNET_FAULT_STALL) /* LND-level: what the rules stalled may go on */
+		ulnet__fault_lnd_changed(node);
 	return n;
 }
 
@@ -150,6 +156,7 @@ void ulnet_fault_reset(struct ulnet_node *node)
 {
 	if (!node)
 		return;
+	ulnet__fault_lnd_reset(node); /* LND-level rules count under the node lock, not per loop */
 	for (unsigned l = 0; l < node->n_loops; l++) {
 		struct ulnet_fault_loop *fl;
 
@@ -185,14 +192,18 @@ static struct ulnet_fault_loop *loop_rules(struct ulnet_loop *loop)
 	gen = atomic_load_explicit(&node->fault_gen, memory_order_relaxed);
 	v = calloc(node->n_faults ? node->n_faults : 1, sizeof(*v));
 	if (v) {
+		unsigned n = 0;
+
 		for (unsigned i = 0; i < node->n_faults; i++) {
 			struct ulnet_fault_state *old = loop_rule(loop, node->faults[i].id);
 
-			v[i] = old ? *old : node->faults[i];
+			if (ulnet_fault_kind_is_lnd(node->faults[i].info.rule.kind))
+				continue; /* LND-level rules: not in the per-message copy (fault_lnd.c) */
+			v[n++] = old ? *old : node->faults[i];
 		}
 		free(fl->rules);
 		fl->rules = v;
-		fl->n_rules = node->n_faults;
+		fl->n_rules = n;
 		fl->gen = gen;
 	}
 	ulnet__lock_release(node);

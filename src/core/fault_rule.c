@@ -2,12 +2,20 @@
 /* Fault rules without a node: names, checks, matching and the decision to act. */
 #include <errno.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <strings.h>
 #include "fault_rule.h"
 #include "sdk/nid_equal.h"
 
-static const char *const kind_names[ULNET_FAULT_KINDS] = { "drop", "delay", "corrupt", "duplicate", "reorder" };
+static const char *const kind_names[ULNET_FAULT_KINDS] = { "drop", "delay", "corrupt", "duplicate", "reorder",
+							   "hello", "reject", "stall" };
+
+/* o2iblnd's reject reasons by value (lnet-wire.md §1.6) */
+static const char *const reject_names[ULNET_FAULT_REJECT_MAX + 1] = {
+	[1] = "CONN_RACE", [2] = "NO_RESOURCES", [3] = "FATAL", [4] = "CONN_UNCOMPAT", [5] = "CONN_STALE",
+	[6] = "RDMA_FRAGS", [7] = "MSG_QUEUE_SIZE", [8] = "INVALID_SRV_ID", [9] = "EARLY",
+};
 
 /* lnetctl's --health_error names and the errno each completes a send with (a drop on receive has no
  * sender to tell: the status only shows on the sender's own drops) */
@@ -40,6 +48,35 @@ int ulnet_fault_kind_parse(const char *s, enum ulnet_fault_kind *out)
 	for (unsigned i = 0; s && i < ULNET_FAULT_KINDS; i++)
 		if (strcmp(s, kind_names[i]) == 0) {
 			*out = (enum ulnet_fault_kind)i;
+			return 0;
+		}
+	return -EINVAL;
+}
+
+const char *ulnet_fault_reject_name(uint32_t why)
+{
+	return why >= ULNET_FAULT_REJECT_MIN && why <= ULNET_FAULT_REJECT_MAX ? reject_names[why] : "?";
+}
+
+int ulnet_fault_reject_parse(const char *s, uint32_t *why)
+{
+	char *end;
+	unsigned long v;
+
+	if (!s || !*s)
+		return -EINVAL;
+	if (*s >= '0' && *s <= '9') {
+		v = strtoul(s, &end, 10);
+		if (*end || v < ULNET_FAULT_REJECT_MIN || v > ULNET_FAULT_REJECT_MAX)
+			return -EINVAL;
+		*why = (uint32_t)v;
+		return 0;
+	}
+	if (strncasecmp(s, "IBLND_REJECT_", 13) == 0)
+		s += 13;
+	for (uint32_t i = ULNET_FAULT_REJECT_MIN; i <= ULNET_FAULT_REJECT_MAX; i++)
+		if (strcasecmp(s, reject_names[i]) == 0) {
+			*why = i;
 			return 0;
 		}
 	return -EINVAL;
@@ -120,9 +157,11 @@ void ulnet_fault_rule_init(struct ulnet_fault_rule *r, enum ulnet_fault_kind kin
 
 int ulnet_fault_rule_check(const struct ulnet_fault_rule *r, const char **why)
 {
+	bool lnd = r && ulnet_fault_kind_is_lnd(r->kind);
+
 	*why = NULL;
 	if (!r || (unsigned)r->kind >= ULNET_FAULT_KINDS)
-		*why = "unknown fault kind (drop, delay, corrupt, duplicate, reorder)";
+		*why = "unknown fault kind (drop, delay, corrupt, duplicate, reorder, hello, reject, stall)";
 	else if (!r->rate == !r->interval_s)
 		*why = "give one of --rate N (1 in N) and --interval S (seconds)";
 	else if (r->portal != ULNET_FAULT_PORTAL_ANY && r->portal >= 64)
@@ -135,10 +174,24 @@ int ulnet_fault_rule_check(const struct ulnet_fault_rule *r, const char **why)
 		*why = "--health_error is for drop rules";
 	else if (r->kind == ULNET_FAULT_DELAY && (r->latency_ms == 0 || r->latency_ms > 3600000))
 		*why = "a delay rule needs --latency MS (1..3600000)";
-	else if (r->kind != ULNET_FAULT_DELAY && r->latency_ms)
-		*why = "--latency is for delay rules";
+	else if (r->kind == ULNET_FAULT_STALL && r->latency_ms > 3600000)
+		*why = "a stall rule's --latency MS is 1..3600000 (none: until the rule is deleted)";
+	else if (r->kind != ULNET_FAULT_DELAY && r->kind != ULNET_FAULT_STALL && r->latency_ms)
+		*why = "--latency is for delay and stall rules";
 	else if (r->hold_ms > 60000)
 		*why = "reorder hold above 60000 ms";
+	else if (r->hold_ms && r->kind != ULNET_FAULT_REORDER)
+		*why = "--hold is for reorder rules";
+	else if (lnd && (r->portal != ULNET_FAULT_PORTAL_ANY || r->msg_mask))
+		*why = "--portal and --message are for message rules: hello, reject and stall act on connections";
+	else if (r->version && r->kind != ULNET_FAULT_HELLO)
+		*why = "--version is for hello rules";
+	else if (r->kind == ULNET_FAULT_REJECT &&
+		 (r->reason < ULNET_FAULT_REJECT_MIN || r->reason > ULNET_FAULT_REJECT_MAX))
+		*why = "a reject rule needs --reason, an o2iblnd reject reason 1..9 or its name (CONN_RACE, "
+		       "NO_RESOURCES, FATAL, CONN_UNCOMPAT, CONN_STALE, RDMA_FRAGS, MSG_QUEUE_SIZE, INVALID_SRV_ID, EARLY)";
+	else if (r->reason && r->kind != ULNET_FAULT_REJECT)
+		*why = "--reason is for reject rules";
 	return *why ? -EINVAL : 0;
 }
 
@@ -170,7 +223,7 @@ unsigned ulnet__fault_screen_make(const struct ulnet_fault_state *rules, unsigne
 
 	*bits = 0;
 	for (unsigned i = 0; i < n; i++)
-		any |= ulnet__fault_kind_on_messages(rules[i].info.rule.kind);
+		any |= !ulnet_fault_kind_is_lnd(rules[i].info.rule.kind);
 	if (!any)
 		return ULNET_FAULT_SCREEN_OFF;
 	for (unsigned f = 0; f < sizeof(order) / sizeof(order[0]); f++) {
@@ -183,7 +236,7 @@ unsigned ulnet__fault_screen_make(const struct ulnet_fault_state *rules, unsigne
 						      : order[f] == ULNET_FAULT_SCREEN_LOCAL ? &r->local
 											     : &r->src;
 
-			if (!ulnet__fault_kind_on_messages(r->kind))
+			if (ulnet_fault_kind_is_lnd(r->kind))
 				continue;
 			if (ulnet_nid_is_any(nid))
 				break; /* this rule fits every NID in this field */
@@ -195,6 +248,15 @@ unsigned ulnet__fault_screen_make(const struct ulnet_fault_state *rules, unsigne
 		}
 	}
 	return ULNET_FAULT_SCREEN_ALL;
+}
+
+bool ulnet__fault_matches_conn(const struct ulnet_fault_rule *r, const struct ulnet_nid *local,
+			       const struct ulnet_nid *peer)
+{
+	/* a connection carries both ways: source and destination fit it in either order */
+	return nid_fits(&r->local, local) &&
+	       ((nid_fits(&r->src, local) && nid_fits(&r->dst, peer)) ||
+		(nid_fits(&r->src, peer) && nid_fits(&r->dst, local)));
 }
 
 static uint64_t xorshift(uint64_t *s)
@@ -213,6 +275,8 @@ void ulnet__fault_state_init(struct ulnet_fault_state *st, const struct ulnet_fa
 	st->info.rule = *r;
 	if (st->info.rule.kind == ULNET_FAULT_REORDER && !st->info.rule.hold_ms)
 		st->info.rule.hold_ms = ULNET_FAULT_HOLD_MS_DEFAULT;
+	if (st->info.rule.kind == ULNET_FAULT_HELLO && !st->info.rule.version)
+		st->info.rule.version = ULNET_FAULT_HELLO_VERSION_DEFAULT;
 	st->next_ns = now_ns + (uint64_t)r->interval_s * 1000000000ull;
 	st->rng = r->seed ? r->seed : 1;
 }

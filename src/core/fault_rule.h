@@ -34,12 +34,6 @@ static inline unsigned ulnet__fault_nid_bit(const struct ulnet_nid *n)
 	return (uint32_t)((n->addr[0] ^ ((uint32_t)n->num << 8) ^ n->type) * 0x9e3779b1u) >> 26;
 }
 
-/* Does a rule of @kind judge messages (as opposed to connections)? */
-static inline bool ulnet__fault_kind_on_messages(enum ulnet_fault_kind kind)
-{
-	return kind <= ULNET_FAULT_REORDER;
-}
-
 /* The screen of the @n rules @rules: its field (enum ulnet_fault_screen_field) and *@bits. */
 unsigned ulnet__fault_screen_make(const struct ulnet_fault_state *rules, unsigned n, uint64_t *bits);
 
@@ -48,6 +42,10 @@ void ulnet__fault_state_init(struct ulnet_fault_state *st, const struct ulnet_fa
 /* Does the message @hdr, sent or received by NI @local, fit the rule's match? */
 bool ulnet__fault_matches(const struct ulnet_fault_rule *r, const struct ulnet_hdr *hdr,
 			  const struct ulnet_nid *local);
+/* Does a connection (attempt) between NI @local and @peer fit the LND-level rule's match? Its source
+ * and destination fit the two ends in either order. */
+bool ulnet__fault_matches_conn(const struct ulnet_fault_rule *r, const struct ulnet_nid *local,
+			       const struct ulnet_nid *peer);
 /* @hdr fits: count it; true if the rule acts on this one (1 in rate, or the interval is over). */
 bool ulnet__fault_decide(struct ulnet_fault_state *st, uint64_t now_ns);
 

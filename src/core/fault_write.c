@@ -15,7 +15,7 @@ static void nid_or_any(struct ulnet_writer *w, const char *key, const struct uln
 static const char *acted_key(enum ulnet_fault_kind k)
 {
 	static const char *const keys[ULNET_FAULT_KINDS] = { "dropped", "delayed", "corrupted", "duplicated",
-							     "reordered" };
+							     "reordered", "spoiled", "rejected", "stalled" };
 
 	return (unsigned)k < ULNET_FAULT_KINDS ? keys[k] : "acted";
 }
@@ -30,11 +30,13 @@ void ulnet_fault_write(struct ulnet_writer *w, const struct ulnet_fault_info *fi
 	nid_or_any(w, "src", &r->src);
 	nid_or_any(w, "dst", &r->dst);
 	nid_or_any(w, "local_nid", &r->local);
-	if (r->portal == ULNET_FAULT_PORTAL_ANY)
-		ulnet_writer_str(w, "portal", "*");
-	else
-		ulnet_writer_uint(w, "portal", r->portal);
-	ulnet_writer_str(w, "message", ulnet_fault_types_format(r->msg_mask, types, sizeof(types)));
+	if (!ulnet_fault_kind_is_lnd(r->kind)) { /* connections have neither */
+		if (r->portal == ULNET_FAULT_PORTAL_ANY)
+			ulnet_writer_str(w, "portal", "*");
+		else
+			ulnet_writer_uint(w, "portal", r->portal);
+		ulnet_writer_str(w, "message", ulnet_fault_types_format(r->msg_mask, types, sizeof(types)));
+	}
 	if (r->rate)
 		ulnet_writer_uint(w, "rate", r->rate);
 	else
@@ -47,6 +49,12 @@ void ulnet_fault_write(struct ulnet_writer *w, const struct ulnet_fault_info *fi
 		ulnet_writer_uint(w, "latency", r->latency_ms);
 	if (r->kind == ULNET_FAULT_REORDER)
 		ulnet_writer_uint(w, "hold", r->hold_ms);
+	if (r->kind == ULNET_FAULT_HELLO)
+		ulnet_writer_uint(w, "version", r->version);
+	if (r->kind == ULNET_FAULT_REJECT)
+		ulnet_writer_str(w, "reason", ulnet_fault_reject_name(r->reason));
+	if (r->kind == ULNET_FAULT_STALL && r->latency_ms)
+		ulnet_writer_uint(w, "latency", r->latency_ms);
 	if (counters) {
 		ulnet_writer_uint(w, "matched", fi->matched);
 		ulnet_writer_uint(w, acted_key(r->kind), fi->acted);

@@ -816,6 +816,11 @@ bool ulnet__fault_recv(struct ulnet_ni *ni, const struct ulnet_hdr *hdr);
 /* Node teardown: fail what @loop's rules hold (-ESHUTDOWN). Owner. */
 void ulnet__fault_loop_flush(struct ulnet_loop *loop);
 void ulnet__faults_free(struct ulnet_node *node);
+/* fault_lnd.c: LND-level rules (hello, reject, stall). A stall rule came or went: each NI's LND looks
+ * at its connections again (lnd_fault_changed, entering the NI's loop). Owning no loop. */
+void ulnet__fault_lnd_changed(struct ulnet_node *node);
+/* The LND-level rules' counters to 0 (node lock). */
+void ulnet__fault_lnd_reset(struct ulnet_node *node);
 
 /* ping.c */
 int ulnet__ping_service_refresh(struct ulnet_node *node);

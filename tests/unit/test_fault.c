@@ -14,6 +14,8 @@
 #include "ulnet/ulnet.h"
 #include "ulnet/config_file.h"
 #include "fault_rule.h"
+#include "fault_lnd.h"
+#include "internal.h"
 
 static struct ulnet_nid nid(const char *s)
 {
@@ -123,6 +125,100 @@ static void test_check(void **state)
 		assert_int_equal(ulnet_fault_rule_check(&r, &why), t[i].ok ? 0 : -EINVAL);
 		assert_true(t[i].ok ? why == NULL : why != NULL);
 	}
+}
+
+/* LND-level kinds: what each takes and refuses. */
+static void test_check_lnd(void **state)
+{
+	static const struct {
+		enum ulnet_fault_kind kind;
+		uint32_t version, reason, latency, portal, mask, hold;
+		bool ok;
+	} t[] = {
+		{ ULNET_FAULT_HELLO, 0, 0, 0, ULNET_FAULT_PORTAL_ANY, 0, 0, true },   /* the default version */
+		{ ULNET_FAULT_HELLO, 7, 0, 0, ULNET_FAULT_PORTAL_ANY, 0, 0, true },
+		{ ULNET_FAULT_HELLO, 7, 0, 5, ULNET_FAULT_PORTAL_ANY, 0, 0, false },  /* latency on a hello */
+		{ ULNET_FAULT_HELLO, 7, 3, 0, ULNET_FAULT_PORTAL_ANY, 0, 0, false },  /* reason on a hello */
+		{ ULNET_FAULT_HELLO, 0, 0, 0, 4, 0, 0, false },                      /* a portal: connections have none */
+		{ ULNET_FAULT_HELLO, 0, 0, 0, ULNET_FAULT_PORTAL_ANY, 0, 20, false }, /* hold */
+		{ ULNET_FAULT_REJECT, 0, 5, 0, ULNET_FAULT_PORTAL_ANY, 0, 0, true },
+		{ ULNET_FAULT_REJECT, 0, 1, 0, ULNET_FAULT_PORTAL_ANY, 0, 0, true },
+		{ ULNET_FAULT_REJECT, 0, 9, 0, ULNET_FAULT_PORTAL_ANY, 0, 0, true },
+		{ ULNET_FAULT_REJECT, 0, 0, 0, ULNET_FAULT_PORTAL_ANY, 0, 0, false }, /* no reason */
+		{ ULNET_FAULT_REJECT, 0, 10, 0, ULNET_FAULT_PORTAL_ANY, 0, 0, false }, /* out of range */
+		{ ULNET_FAULT_REJECT, 3, 5, 0, ULNET_FAULT_PORTAL_ANY, 0, 0, false }, /* version on a reject */
+		{ ULNET_FAULT_STALL, 0, 0, 0, ULNET_FAULT_PORTAL_ANY, 0, 0, true },   /* until deleted */
+		{ ULNET_FAULT_STALL, 0, 0, 2000, ULNET_FAULT_PORTAL_ANY, 0, 0, true },
+		{ ULNET_FAULT_STALL, 0, 0, 3600001, ULNET_FAULT_PORTAL_ANY, 0, 0, false },
+		{ ULNET_FAULT_STALL, 0, 0, 0, ULNET_FAULT_PORTAL_ANY, 1u << ULNET_MSG_PUT, 0, false }, /* message types */
+		{ ULNET_FAULT_STALL, 0, 4, 0, ULNET_FAULT_PORTAL_ANY, 0, 0, false },
+		{ ULNET_FAULT_DROP, 4, 0, 0, ULNET_FAULT_PORTAL_ANY, 0, 0, false },   /* version on a drop */
+		{ ULNET_FAULT_CORRUPT, 0, 0, 5, ULNET_FAULT_PORTAL_ANY, 0, 0, false },
+	};
+
+	(void)state;
+	for (size_t i = 0; i < sizeof(t) / sizeof(t[0]); i++) {
+		struct ulnet_fault_rule r;
+		const char *why = NULL;
+
+		ulnet_fault_rule_init(&r, t[i].kind);
+		r.rate = 1;
+		r.version = t[i].version;
+		r.reason = t[i].reason;
+		r.latency_ms = t[i].latency;
+		r.portal = t[i].portal;
+		r.msg_mask = t[i].mask;
+		r.hold_ms = t[i].hold;
+		if (ulnet_fault_rule_check(&r, &why) != (t[i].ok ? 0 : -EINVAL))
+			fail_msg("case %zu: %s", i, why ? why : "accepted");
+		assert_true(t[i].ok ? why == NULL : why != NULL);
+	}
+}
+
+static void test_reject_names(void **state)
+{
+	static const struct {
+		const char *in;
+		int rc;
+		uint32_t why;
+	} t[] = {
+		{ "CONN_RACE", 0, 1 }, { "no_resources", 0, 2 }, { "IBLND_REJECT_FATAL", 0, 3 }, { "CONN_UNCOMPAT", 0, 4 },
+		{ "conn_stale", 0, 5 }, { "RDMA_FRAGS", 0, 6 }, { "MSG_QUEUE_SIZE", 0, 7 }, { "INVALID_SRV_ID", 0, 8 },
+		{ "EARLY", 0, 9 }, { "7", 0, 7 }, { "1", 0, 1 }, { "0", -EINVAL, 0 }, { "10", -EINVAL, 0 },
+		{ "5x", -EINVAL, 0 }, { "STALE", -EINVAL, 0 }, { "", -EINVAL, 0 },
+	};
+
+	(void)state;
+	for (size_t i = 0; i < sizeof(t) / sizeof(t[0]); i++) {
+		uint32_t why = 0;
+
+		assert_int_equal(ulnet_fault_reject_parse(t[i].in, &why), t[i].rc);
+		if (!t[i].rc)
+			assert_int_equal(why, t[i].why);
+	}
+	assert_string_equal(ulnet_fault_reject_name(5), "CONN_STALE");
+	assert_string_equal(ulnet_fault_reject_name(0), "?");
+	assert_string_equal(ulnet_fault_reject_name(10), "?");
+}
+
+/* A connection fits a rule's source and destination in either order, and its local NID. */
+static void test_match_conn(void **state)
+{
+	struct ulnet_nid a = nid("10.0.0.1@tcp"), b = nid("10.0.0.2@tcp"), c = nid("10.0.0.3@tcp");
+	struct ulnet_fault_rule r;
+
+	(void)state;
+	ulnet_fault_rule_init(&r, ULNET_FAULT_STALL);
+	assert_true(ulnet__fault_matches_conn(&r, &a, &b));
+	r.dst = b;
+	assert_true(ulnet__fault_matches_conn(&r, &a, &b));  /* local a, peer b */
+	assert_true(ulnet__fault_matches_conn(&r, &b, &a));  /* local b, peer a: b is an end */
+	assert_false(ulnet__fault_matches_conn(&r, &a, &c));
+	r.src = a;
+	assert_true(ulnet__fault_matches_conn(&r, &b, &a));
+	assert_false(ulnet__fault_matches_conn(&r, &c, &b));
+	r.local = c;
+	assert_false(ulnet__fault_matches_conn(&r, &a, &b));
 }
 
 /* ---- matching ---- */
@@ -362,6 +458,67 @@ static void test_node_list(void **state)
 	ulnet_node_close(node);
 }
 
+/* The LND's questions (fault_lnd.h) on lo's NI: counted per attempt or connection, the first rule
+ * that acts wins, @seen asks each rule once; the per-message path never sees these rules. */
+static void test_lnd_questions(void **state)
+{
+	struct ulnet_node_opts opts = { .page_size = 4096 };
+	struct ulnet_nid peer = nid("10.0.0.9@tcp"), other = nid("10.0.0.8@tcp");
+	struct ulnet_fault_rule r;
+	struct ulnet_fault_info fi;
+	struct ulnet_fault_lnd fl;
+	struct ulnet_ni *ni;
+	ulnet_node *node;
+	uint64_t seen = 0;
+
+	(void)state;
+	assert_int_equal(ulnet_node_open(&opts, &node), 0);
+	ni = ulnet__ni_at(node, 0);
+	assert_non_null(ni);
+	ulnet_fault_rule_init(&r, ULNET_FAULT_HELLO);
+	r.rate = 2;
+	r.dst = peer;
+	assert_int_equal(ulnet_fault_add(node, &r), 0);
+	/* only LND-level rules: the data path's screen stays off (no per-message look at all) */
+	assert_int_equal(atomic_load(&node->fault_screen), ULNET_FAULT_SCREEN_OFF);
+	assert_false(ulnet__fault_lnd(ni, &other, ULNET_FAULT_HELLO, NULL, &fl)); /* another peer */
+	assert_false(ulnet__fault_lnd(ni, &peer, ULNET_FAULT_REJECT, NULL, &fl)); /* another kind */
+	assert_false(ulnet__fault_lnd(ni, &peer, ULNET_FAULT_HELLO, NULL, &fl));  /* 1 of 2 */
+	assert_true(ulnet__fault_lnd(ni, &peer, ULNET_FAULT_HELLO, NULL, &fl));   /* 2 of 2 */
+	assert_int_equal(fl.rule.version, ULNET_FAULT_HELLO_VERSION_DEFAULT);
+	assert_int_equal(ulnet_fault_info_get(node, ULNET_FAULT_HELLO, 0, &fi), 0);
+	assert_int_equal(fi.matched, 2);
+	assert_int_equal(fi.acted, 1);
+
+	ulnet_fault_rule_init(&r, ULNET_FAULT_STALL);
+	r.rate = 1;
+	r.latency_ms = 300;
+	assert_int_equal(ulnet_fault_add(node, &r), 0);
+	assert_true(ulnet__fault_lnd(ni, &peer, ULNET_FAULT_STALL, &seen, &fl));
+	assert_int_equal(fl.rule.latency_ms, 300);
+	assert_int_equal(seen, fl.id);
+	assert_false(ulnet__fault_lnd(ni, &peer, ULNET_FAULT_STALL, &seen, &fl)); /* judged once */
+	assert_int_equal(ulnet_fault_info_get(node, ULNET_FAULT_STALL, 0, &fi), 0);
+	assert_int_equal(fi.matched, 1);
+	assert_int_equal(fi.acted, 1);
+	assert_true(ulnet__fault_lnd_alive(ni, fl.id));
+
+	/* a message rule beside them: the screen is made of it alone (the LND rules name no
+	 * destination, this one does) */
+	ulnet_fault_rule_init(&r, ULNET_FAULT_DROP);
+	r.rate = 1;
+	r.dst = other;
+	assert_int_equal(ulnet_fault_add(node, &r), 0);
+	assert_int_equal(atomic_load(&node->fault_screen), ULNET_FAULT_SCREEN_DST);
+
+	ulnet_fault_reset(node);
+	assert_int_equal(ulnet_fault_info_get(node, ULNET_FAULT_HELLO, 0, &fi), 0);
+	assert_int_equal(fi.matched + fi.acted, 0);
+	assert_int_equal(ulnet_fault_del(node, ULNET_FAULT_STALL, NULL, NULL), 1);
+	assert_false(ulnet__fault_lnd_alive(ni, fl.id));
+	ulnet_node_close(node);
+}
+
 /* ---- acting on messages over lo ---- */
 
 #define LEN 8192
@@ -470,6 +627,33 @@ static void test_lo_drop_health(void **state)
 	ulnet_fault_reset(l.node);
 	assert_int_equal(ulnet_fault_info_get(l.node, ULNET_FAULT_DROP, 0, &fi), 0);
 	assert_int_equal(fi.matched + fi.acted, 0);
+	lo_close(&l);
+}
+
+/* Every LND-level kind fitting everything: a PUT over lo goes through untouched and uncounted. */
+static void test_lo_lnd_kinds_ignored(void **state)
+{
+	struct ulnet_fault_info fi;
+	struct ulnet_event ev;
+	struct lo l;
+
+	(void)state;
+	lo_open(&l);
+	for (int k = ULNET_FAULT_FIRST_LND; k < ULNET_FAULT_KINDS; k++) {
+		struct ulnet_fault_rule r;
+
+		ulnet_fault_rule_init(&r, (enum ulnet_fault_kind)k);
+		r.rate = 1;
+		r.reason = k == ULNET_FAULT_REJECT ? 3 : 0;
+		assert_int_equal(ulnet_fault_add(l.node, &r), 0);
+	}
+	lo_target(&l, 1, 0, 1);
+	lo_put(&l, 1, 0);
+	assert_int_equal(lo_wait(&l, ULNET_EVENT_PUT, 5000, &ev), 0);
+	assert_int_equal(ev.status, 0);
+	assert_memory_equal(l.dst, l.src, LEN);
+	for (unsigned i = 0; ulnet_fault_info_get(l.node, ULNET_FAULT_KINDS, i, &fi) == 0; i++)
+		assert_int_equal(fi.matched + fi.acted, 0);
 	lo_close(&l);
 }
 
@@ -617,7 +801,22 @@ static const char fault_yaml[] =
 	"      seed: 7\n"
 	"      hold: 50\n"
 	"      matched: 3\n"
-	"      reordered: 1\n";
+	"      reordered: 1\n"
+	"    - kind: hello\n"
+	"      dst: 10.0.0.2@tcp\n"
+	"      rate: 2\n"
+	"      version: 9\n"
+	"      spoiled: 4\n"
+	"    - kind: reject\n"
+	"      src: 10.0.0.2@o2ib\n"
+	"      interval: 5\n"
+	"      reason: CONN_STALE\n"
+	"    - kind: stall\n"
+	"      rate: 1\n"
+	"      latency: 1500\n"
+	"      stalled: 0\n"
+	"    - kind: stall\n"
+	"      rate: 3\n";
 
 static void check_rules(ulnet_node *node)
 {
@@ -641,7 +840,26 @@ static void check_rules(ulnet_node *node)
 	assert_int_equal(fi.rule.seed, 7);
 	assert_int_equal(fi.rule.hold_ms, 50);
 	assert_int_equal(fi.matched, 0); /* counters are not configuration */
-	assert_int_equal(ulnet_fault_info_get(node, ULNET_FAULT_KINDS, 3, &fi), -ENOENT);
+	assert_int_equal(ulnet_fault_info_get(node, ULNET_FAULT_KINDS, 3, &fi), 0);
+	assert_int_equal(fi.rule.kind, ULNET_FAULT_HELLO);
+	assert_true(ulnet_nid_equal(&fi.rule.dst, &dst));
+	assert_int_equal(fi.rule.rate, 2);
+	assert_int_equal(fi.rule.version, 9);
+	assert_int_equal(fi.matched + fi.acted, 0);
+	assert_int_equal(ulnet_fault_info_get(node, ULNET_FAULT_KINDS, 4, &fi), 0);
+	assert_int_equal(fi.rule.kind, ULNET_FAULT_REJECT);
+	assert_int_equal(fi.rule.interval_s, 5);
+	assert_int_equal(fi.rule.reason, 5);
+	assert_int_equal(fi.rule.portal, ULNET_FAULT_PORTAL_ANY);
+	assert_int_equal(fi.rule.msg_mask, 0);
+	assert_int_equal(ulnet_fault_info_get(node, ULNET_FAULT_KINDS, 5, &fi), 0);
+	assert_int_equal(fi.rule.kind, ULNET_FAULT_STALL);
+	assert_int_equal(fi.rule.latency_ms, 1500);
+	assert_int_equal(ulnet_fault_info_get(node, ULNET_FAULT_KINDS, 6, &fi), 0);
+	assert_int_equal(fi.rule.kind, ULNET_FAULT_STALL);
+	assert_int_equal(fi.rule.rate, 3);
+	assert_int_equal(fi.rule.latency_ms, 0); /* until deleted */
+	assert_int_equal(ulnet_fault_info_get(node, ULNET_FAULT_KINDS, 7, &fi), -ENOENT);
 }
 
 /* A node starts with the file's rules; its export reads back as the same rules, in YAML and JSON. */
@@ -690,6 +908,13 @@ static void test_config_errors(void **state)
 		{ "fault:\n  - kind: drop\n    rate: 1\n    src: 1.2.3.4@nowhere\n", "f.yaml:4: bad src '1.2.3.4@nowhere'" },
 		{ "fault:\n  - kind: drop\n    rate: 1\n    portal: 64\n", "f.yaml:4:" },
 		{ "fault:\n  - kind: drop\n    rate: 1\n    message: PUT,PUSH\n", "f.yaml:4: bad message 'PUT,PUSH'" },
+		{ "fault:\n  - kind: reject\n    rate: 1\n", "f.yaml:2: fault reject: a reject rule needs --reason" },
+		{ "fault:\n  - kind: reject\n    rate: 1\n    reason: 10\n", "f.yaml:4: bad reason '10'" },
+		{ "fault:\n  - kind: reject\n    rate: 1\n    reason: STALE\n", "f.yaml:4: bad reason 'STALE'" },
+		{ "fault:\n  - kind: hello\n    rate: 1\n    latency: 5\n",
+		  "f.yaml:2: fault hello: --latency is for delay and stall rules" },
+		{ "fault:\n  - kind: stall\n    rate: 1\n    message: PUT\n", "f.yaml:2: fault stall: --portal and --message" },
+		{ "fault:\n  - kind: drop\n    rate: 1\n    version: 3\n", "f.yaml:2: fault drop: --version is for hello" },
 	};
 
 	(void)state;
@@ -710,6 +935,9 @@ int main(void)
 		cmocka_unit_test(test_names),         cmocka_unit_test(test_types),
 		cmocka_unit_test(test_check),         cmocka_unit_test(test_match),
 		cmocka_unit_test(test_screen),
+		cmocka_unit_test(test_check_lnd),     cmocka_unit_test(test_reject_names),
+		cmocka_unit_test(test_match_conn),    cmocka_unit_test(test_lnd_questions),
+		cmocka_unit_test(test_lo_lnd_kinds_ignored),
 		cmocka_unit_test(test_rate_counter),  cmocka_unit_test(test_rate_seeded),
 		cmocka_unit_test(test_interval),      cmocka_unit_test(test_node_list),
 		cmocka_unit_test(test_lo_drop_health), cmocka_unit_test(test_lo_corrupt),

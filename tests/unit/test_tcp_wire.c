@@ -299,6 +299,36 @@ static void test_hello_pack_errors(void **state)
 	assert_int_equal(tcplnd_hello_pack(&h, out, sizeof(out)), -EINVAL);
 }
 
+/* A hello fault rule's version on a packed HELLO: the receiver's peek refuses it, naming the value. */
+static void test_hello_set_version(void **state)
+{
+	struct tcplnd_hello h = { .version = 3, .ctype = TCPLND_CONN_CONTROL };
+	struct ulnet_wire_err err = { 0 };
+	uint32_t version = 0;
+	size_t fixed = 0;
+	uint8_t out[128];
+	bool swab;
+	int n;
+
+	(void)state;
+	assert_int_equal(ulnet_nid_parse("10.0.0.1@tcp", &h.src_nid, NULL), 0);
+	h.dst_nid = h.src_nid;
+	for (uint32_t v = 1; v <= 3; v++) {
+		h.version = v;
+		n = tcplnd_hello_pack(&h, out, sizeof(out));
+		assert_true(n > 0);
+		assert_int_equal(tcplnd_hello_peek(out, (size_t)n, &version, &swab, &fixed, &err), 0);
+		assert_int_equal(version, v);
+		tcplnd_hello_set_version(out, (size_t)n, 0xbad);
+		assert_int_equal(tcplnd_hello_peek(out, (size_t)n, &version, &swab, &fixed, &err), -EPROTONOSUPPORT);
+		assert_int_equal(err.offset, 4);
+		if (v > 1)
+			assert_int_equal(err.got, 0xbad);
+		else /* V1: major and minor in one value */
+			assert_int_equal(err.got, 0xbadull << 16);
+	}
+}
+
 static void test_zcack_check(void **state)
 {
 	struct ulnet_wire_err err;
@@ -327,7 +357,7 @@ static void test_zcack_check(void **state)
 int main(void)
 {
 	size_t n = sizeof(cases) / sizeof(cases[0]), i;
-	struct CMUnitTest *t = calloc(n + 5, sizeof(*t));
+	struct CMUnitTest *t = calloc(n + 6, sizeof(*t));
 
 	for (i = 0; i < n; i++) {
 		t[i].name = cases[i].name;
@@ -338,6 +368,7 @@ int main(void)
 	t[n++] = (struct CMUnitTest)cmocka_unit_test(test_connreq_version_reply);
 	t[n++] = (struct CMUnitTest)cmocka_unit_test(test_ctype);
 	t[n++] = (struct CMUnitTest)cmocka_unit_test(test_hello_pack_errors);
+	t[n++] = (struct CMUnitTest)cmocka_unit_test(test_hello_set_version);
 	t[n++] = (struct CMUnitTest)cmocka_unit_test(test_zcack_check);
 	i = (size_t)_cmocka_run_group_tests("tcp_wire", t, n, NULL, NULL);
 	free(t);

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* ulnetd's fault commands, lnetctl's syntax (`fault drop|delay add|del|show`, `fault reset`) over
- * ulnet/fault.h, and ulnet's own kinds beside them: corrupt, duplicate, reorder (docs/faults.md). */
+ * ulnet/fault.h, and ulnet's own kinds beside them: corrupt, duplicate, reorder, and the LND-level
+ * hello, reject, stall (docs/faults.md). */
 #include <errno.h>
 #include <limits.h>
 #include <stdio.h>
@@ -20,8 +21,8 @@ static int check_nid(struct ulnetd_out *out, const char *cmd, const char *opt, c
 
 static int fault_add(struct ulnetd *d, int argc, char **argv, struct ulnetd_out *out, enum ulnet_fault_kind kind)
 {
-	const char *src = NULL, *dst = NULL, *local = NULL, *types = NULL, *health = NULL;
-	long long rate = 0, interval = 0, portal = -1, latency = 0, seed = 0, hold = 0;
+	const char *src = NULL, *dst = NULL, *local = NULL, *types = NULL, *health = NULL, *reason = NULL;
+	long long rate = 0, interval = 0, portal = -1, latency = 0, seed = 0, hold = 0, version = 0;
 	const struct ulnetd_opt opts[] = {
 		{ "--source", "-s", ULNETD_OPT_STR, 0, 0, &src },
 		{ "--dest", "-d", ULNETD_OPT_STR, 0, 0, &dst },
@@ -34,6 +35,8 @@ static int fault_add(struct ulnetd *d, int argc, char **argv, struct ulnetd_out 
 		{ "--latency", NULL, ULNETD_OPT_INT, 1, 3600000, &latency },
 		{ "--seed", NULL, ULNETD_OPT_INT, 0, LLONG_MAX, &seed },
 		{ "--hold", NULL, ULNETD_OPT_INT, 1, 60000, &hold },
+		{ "--version", NULL, ULNETD_OPT_INT, 1, UINT32_MAX, &version },
+		{ "--reason", NULL, ULNETD_OPT_STR, 0, 0, &reason },
 	};
 	char cmd[32];
 	struct ulnet_fault_rule r;
@@ -59,8 +62,15 @@ static int fault_add(struct ulnetd *d, int argc, char **argv, struct ulnetd_out 
 	r.latency_ms = (uint32_t)latency;
 	r.seed = (uint64_t)seed;
 	r.hold_ms = (uint32_t)hold;
+	r.version = (uint32_t)version;
 	if (hold && kind != ULNET_FAULT_REORDER)
 		return ulnetd_errorf(out, -EINVAL, "%s: --hold is for reorder rules", cmd);
+	if (reason && kind != ULNET_FAULT_REJECT)
+		return ulnetd_errorf(out, -EINVAL, "%s: --reason is for reject rules", cmd);
+	if (reason && ulnet_fault_reject_parse(reason, &r.reason))
+		return ulnetd_errorf(out, -EINVAL, "%s: bad --reason '%s': an o2iblnd reject reason 1..9 (CONN_RACE, "
+				     "NO_RESOURCES, FATAL, CONN_UNCOMPAT, CONN_STALE, RDMA_FRAGS, MSG_QUEUE_SIZE, "
+				     "INVALID_SRV_ID, EARLY)", cmd, reason);
 	if (ulnet_fault_rule_check(&r, &why))
 		return ulnetd_errorf(out, -EINVAL, "%s: %s", cmd, why);
 	if ((rc = ulnet_fault_add(d->node, &r)))
@@ -146,10 +156,14 @@ FAULT_CMDS(delay, ULNET_FAULT_DELAY)
 FAULT_CMDS(corrupt, ULNET_FAULT_CORRUPT)
 FAULT_CMDS(duplicate, ULNET_FAULT_DUPLICATE)
 FAULT_CMDS(reorder, ULNET_FAULT_REORDER)
+FAULT_CMDS(hello, ULNET_FAULT_HELLO)
+FAULT_CMDS(reject, ULNET_FAULT_REJECT)
+FAULT_CMDS(stall, ULNET_FAULT_STALL)
 FAULT_CMDS(all, ULNET_FAULT_KINDS)
 
 #define MATCH "[--source NID] [--dest NID] [--local_nid NID] --rate N|--interval S [--seed N] [--portal P] [--message PUT,ACK,GET,REPLY]"
 #define DEL "--source NID [--dest NID] | --all"
+#define CONN "[--source NID] [--dest NID] [--local_nid NID] --rate N|--interval S [--seed N]"
 static const struct ulnetd_cmd fault_cmds[] = {
 	{ "fault drop add", MATCH " [--health_error NAME]", "drop matching messages (sent: with that LND status)", cmd_drop_add },
 	{ "fault drop del", DEL, "delete drop rules", cmd_drop_del },
@@ -166,6 +180,18 @@ static const struct ulnetd_cmd fault_cmds[] = {
 	{ "fault reorder add", MATCH " [--hold MS]", "hold matching messages until the next one to the peer", cmd_reorder_add },
 	{ "fault reorder del", DEL, "delete reorder rules", cmd_reorder_del },
 	{ "fault reorder show", "[--json]", "show reorder rules and their counters", cmd_reorder_show },
+	{ "fault hello add", CONN " [--version N]", "tcp: our HELLO to/from a matching peer carries a wrong version",
+	  cmd_hello_add },
+	{ "fault hello del", DEL, "delete hello rules", cmd_hello_del },
+	{ "fault hello show", "[--json]", "show hello rules and their counters", cmd_hello_show },
+	{ "fault reject add", CONN " --reason N|NAME", "o2ib: reject a matching peer's connection request with that reason",
+	  cmd_reject_add },
+	{ "fault reject del", DEL, "delete reject rules", cmd_reject_del },
+	{ "fault reject show", "[--json]", "show reject rules and their counters", cmd_reject_show },
+	{ "fault stall add", CONN " [--latency MS]", "tcp, o2ib: a matching peer's connections neither send nor read",
+	  cmd_stall_add },
+	{ "fault stall del", DEL, "delete stall rules (their stalled connections go on)", cmd_stall_del },
+	{ "fault stall show", "[--json]", "show stall rules and their counters", cmd_stall_show },
 	{ "fault show", "[--json]", "show every fault rule and its counters", cmd_all_show },
 	{ "fault reset", "", "set every fault rule's counters to 0", cmd_fault_reset },
 };

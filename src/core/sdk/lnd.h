@@ -158,6 +158,10 @@ struct ulnet_lnd_ops {
 	 * then. Called as the owner of the NI's loop (ulnet_mem_alloc enters it; router buffers are
 	 * made on it). */
 	void *(*lnd_mem_alloc)(struct ulnet_ni *ni, size_t align, size_t len, void (**free_fn)(void *p, size_t len));
+	/* Optional: a stall fault rule was added or deleted (fault_lnd.h): judge the live connections
+	 * again (ulnet__fault_lnd with each one's @seen) and let go of those whose rule is gone
+	 * (ulnet__fault_lnd_alive). As the owner of the NI's loop. */
+	void (*lnd_fault_changed)(struct ulnet_ni *ni);
 };
 
 /* Timers: a deadline on the node's clock and the function the loop that armed it calls, as its owner,

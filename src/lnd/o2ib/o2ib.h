@@ -207,6 +207,13 @@ struct o2ib_conn {
 	struct ulnet_list check_link; /* net->checks while check_due */
 	bool check_due;             /* a send check waits (o2ib_conn_check_sends inside o2ib_progress) */
 	bool destroyed;             /* id destroyed: no completion follows */
+	/* a stall fault rule (o2ib_fault.c): nothing posted, received messages kept unread; timeouts run */
+	bool stalled;
+	uint64_t stall_end_ns;      /* ulnet__now_ns; 0: until rule @stall_id is deleted */
+	uint64_t stall_id;
+	uint64_t fault_seen;        /* the newest stall rule that judged this conn */
+	uint32_t *stall_rx;         /* receives that completed meanwhile: ring index, length (2 x nrx) */
+	uint32_t n_stall_rx;
 };
 
 /* wr_id of a SEND: O2IB_WR_TX | its send slot; of a receive: its ring index */
@@ -314,7 +321,20 @@ uint64_t o2ib_conn_next_deadline(const struct o2ib_conn *conn);
 /* Arm @peer's timer for @deadline if that is earlier than where it is. */
 void o2ib_peer_timer_by(struct o2ib_peer *peer, uint64_t deadline);
 
+/* o2ib_fault.c: the LND-level fault rules (docs/faults.md) */
+/* A CONNREQ we would accept from @nid4: a reject rule that acts turns @d into its reject. */
+void o2ib_fault_reject(struct o2ib_net *net, uint64_t nid4, struct o2ib_passive_decision *d);
+/* A stall rule's look at an ESTABLISHED conn: stall it, or (stalled) let it go when its rule is gone
+ * or its latency is over at @now_ns. */
+void o2ib_conn_fault_look(struct o2ib_conn *conn, uint64_t now_ns);
+/* A stalled conn's receive completion: kept, handled when the stall ends. */
+void o2ib_conn_stall_rx(struct o2ib_conn *conn, uint32_t idx, uint32_t len);
+/* lnd_fault_changed: every peer's established conn looked at. */
+void o2ib_fault_changed(struct ulnet_ni *ni);
+
 /* o2ib_cb.c: completions */
+/* A received message of @len bytes in @rx: checked and handed on. */
+void o2ib_handle_rx(struct o2ib_conn *conn, struct o2ib_rx *rx, uint32_t len);
 /* Post receive buffer @i of the ring. */
 int o2ib_post_rx(struct o2ib_conn *conn, uint32_t i);
 void o2ib_rx_repost(struct o2ib_rx *rx, bool credit);

@@ -40,7 +40,7 @@ static void bad_msg(struct o2ib_conn *conn, const char *fmt, uint64_t got, uint6
 	o2ib_conn_close(conn, -EPROTO, why);
 }
 
-static void handle_rx(struct o2ib_conn *conn, struct o2ib_rx *rx, uint32_t len)
+void o2ib_handle_rx(struct o2ib_conn *conn, struct o2ib_rx *rx, uint32_t len)
 {
 	struct o2ib_net *net = conn->net;
 	struct o2ib_msg *m = &rx->msg;
@@ -179,7 +179,11 @@ static void handle_wc(struct o2ib_net *net, const struct fab_wc *wc)
 		o2ib_conn_established(conn); /* a receive proves the connection up, whichever came first */
 	if (conn->state != O2IB_CONN_ESTABLISHED)
 		return; /* CLOSING drops */
-	handle_rx(conn, &conn->rxs[wc->wr_id], wc->byte_len);
+	if (conn->stalled) {
+		o2ib_conn_stall_rx(conn, (uint32_t)wc->wr_id, wc->byte_len); /* a stall fault rule: unread for now */
+		return;
+	}
+	o2ib_handle_rx(conn, &conn->rxs[wc->wr_id], wc->byte_len);
 }
 
 /* Run the provider once, then handle what it produced and what handling it produces (completions

@@ -95,6 +95,7 @@ void o2ib_conn_established(struct o2ib_conn *conn)
 		ulnet_list_del(&tx->link);
 		o2ib_conn_queue(conn, tx);
 	}
+	o2ib_conn_fault_look(conn, ulnet__now_ns()); /* a stall rule that fits stops it from here on */
 	o2ib_conn_check_sends(conn);
 }
 
@@ -139,12 +140,15 @@ static void on_connect_request(struct o2ib_net *net, const struct fab_cm_event *
 		pv.races = peer->races;
 	}
 	o2ib_passive_decide(ev->private_data, ev->private_data_len, &net->me, &pv, &d);
+	if (d.accept)
+		o2ib_fault_reject(net, d.peer_nid, &d); /* a reject fault rule acts on what we would accept */
 	if (d.close_stale && peer && peer->conn)
 		o2ib_conn_close(peer->conn, -ESTALE, "the peer reconnected with a new incarnation");
 	if (!d.accept) {
 		o2ib_passive_describe(&d, line, sizeof(line));
 		if (d.rej.why == O2IB_REJECT_CONN_RACE) {
-			peer->races++;
+			if (peer) /* (a fault rule's CONN_RACE may name a peer we do not know) */
+				peer->races++;
 			ULNET_LOG(O2IB, INFO, "%s", line);
 		} else {
 			ULNET_LOG(O2IB, WARN, "%s", line);

@@ -155,6 +155,7 @@ void o2ib_conn_free(struct o2ib_conn *conn)
 	free(conn->slot_wrs);
 	free(conn->wrs);
 	free(conn->sges);
+	free(conn->stall_rx);
 	free(conn);
 }
 

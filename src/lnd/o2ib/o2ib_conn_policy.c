@@ -119,6 +119,11 @@ void o2ib_passive_decide(const uint8_t *priv, size_t len, const struct o2ib_loca
 	d->reason = d->cp.queue_depth < cp->queue_depth ? "accepted; queue depth reduced to fit the QP" : "accepted";
 }
 
+void o2ib_passive_fault_reject(struct o2ib_passive_decision *d, const struct o2ib_local *me, uint8_t why)
+{
+	reject(d, me, d->version, why, "a fault rule (docs/faults.md)");
+}
+
 /* "10.0.0.1@o2ib" for a log line ("?" when the message gave none). */
 static const char *nid4_str(uint64_t nid4, char *buf, size_t cap)
 {

@@ -64,6 +64,9 @@ struct o2ib_passive_decision {
 /* Decide on a CONNREQ's private data. Always fills @out (a reject is a decision, not an error). */
 void o2ib_passive_decide(const uint8_t *priv, size_t len, const struct o2ib_local *me,
 			 const struct o2ib_peer_view *pv, struct o2ib_passive_decision *out);
+/* An accepting @d turned into a reject with reason @why, as a fault rule asks (our incarnation and
+ * connparams, in the requester's version). */
+void o2ib_passive_fault_reject(struct o2ib_passive_decision *d, const struct o2ib_local *me, uint8_t why);
 /* One log line: the decision, the reason, what the peer asked, what we accept, and the tunables
  * (peer_credits, max_frags) that decide it. Returns snprintf's value. */
 int o2ib_passive_describe(const struct o2ib_passive_decision *d, char *buf, size_t cap);

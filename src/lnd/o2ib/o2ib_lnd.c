@@ -605,4 +605,5 @@ const struct ulnet_lnd_ops ulnet__o2iblnd_ops = {
 	.lnd_mem_alloc = o2iblnd_mem_alloc,
 	.lnd_md_unlinked = o2ib_md_unlinked,
 	.lnd_mem_freed = o2ib_mem_freed,
+	.lnd_fault_changed = o2ib_fault_changed,
 };

@@ -147,7 +147,7 @@ static void check_sends_now(struct o2ib_conn *conn)
 	uint64_t now = o2ib_now(conn->net); /* keepalives count in seconds: a tick's resolution does */
 	int rc;
 
-	if (conn->state != O2IB_CONN_ESTABLISHED)
+	if (conn->state != O2IB_CONN_ESTABLISHED || conn->stalled) /* stalled: a fault rule, nothing goes */
 		return;
 	if ((rc = post_stalled(conn))) {
 		o2ib_conn_close(conn, rc, "cannot post an RDMA window");
@@ -261,6 +261,10 @@ void o2ib_conn_tick(struct o2ib_conn *conn, uint64_t now_ns)
 
 	if (conn->state != O2IB_CONN_ESTABLISHED)
 		return;
+	if (conn->stalled && conn->stall_end_ns && now_ns >= conn->stall_end_ns)
+		o2ib_conn_fault_look(conn, now_ns); /* its latency is over */
+	if (conn->state != O2IB_CONN_ESTABLISHED)
+		return;
 	for (unsigned i = 0; i < 2; i++)
 		if (!ulnet_list_empty(qs[i]) &&
 		    ulnet_container_of(qs[i]->next, struct o2ib_tx, link)->deadline_ns <= now_ns) {
@@ -312,5 +316,7 @@ uint64_t o2ib_conn_next_deadline(const struct o2ib_conn *conn)
 		if (ka < next)
 			next = ka;
 	}
+	if (conn->stalled && conn->stall_end_ns && conn->stall_end_ns < next)
+		next = conn->stall_end_ns;
 	return next;
 }

@@ -125,6 +125,10 @@ void tcplnd_msg_hdr_pack(const struct tcplnd_msg_hdr *h, uint8_t out[TCPLND_MSG_
 int tcplnd_msg_hdr_unpack(const uint8_t *buf, size_t len, bool swab, struct tcplnd_msg_hdr *out,
 			  struct ulnet_wire_err *err);
 
+/* Overwrite the version of the packed HELLO @buf (@len bytes, as tcplnd_hello_pack wrote it) with
+ * @version: kshm_version (V2+), or lnet_magicversion's major (V1, 16 bits). For fault rules. */
+void tcplnd_hello_set_version(uint8_t *buf, size_t len, uint32_t version);
+
 /* Linux crc32_le: reflected 0xEDB88320; start with ~0, no final inversion (socklnd V2 checksum). */
 uint32_t tcplnd_crc32(uint32_t crc, const void *buf, size_t len);
 
@@ -391,6 +395,11 @@ struct tcplnd_conn {
 	uint64_t rx_progress, tx_progress;
 	int rcvlowat;                   /* SO_RCVLOWAT set on the socket (0: the default, 1) */
 	struct ulnet_timer timer;       /* its next deadline: handshake, stalled rx or tx, or a look again */
+	/* a stall fault rule (docs/faults.md): no socket call while @stalled; the timeouts still run */
+	bool stalled;
+	uint64_t stall_end;             /* ulnet__now_ns; 0: until rule @stall_id is deleted */
+	uint64_t stall_id;
+	uint64_t fault_seen;            /* the newest stall rule that judged this conn */
 };
 
 struct tcplnd_peer {
@@ -458,8 +467,14 @@ void tcplnd_conn_tick(struct tcplnd_conn *conn, uint64_t now);
 void tcplnd_conn_timer_update(struct tcplnd_conn *conn);
 /* Passive: reply with our HELLO (ctype NONE) in @proto and close once it is out. */
 void tcplnd_conn_reply_none(struct tcplnd_conn *conn, uint32_t proto, const struct ulnet_nid *dst);
-/* Passive, accepted: queue our HELLO reply ahead of any message; @conn must be UP. */
-void tcplnd_conn_queue_hello(struct tcplnd_conn *conn, const struct tcplnd_hello *h);
+/* Passive, accepted: queue our HELLO reply ahead of any message; @conn must be UP. @fault_version:
+ * 0, or the version a hello fault rule puts on the wire instead of h->version. */
+void tcplnd_conn_queue_hello(struct tcplnd_conn *conn, const struct tcplnd_hello *h, uint32_t fault_version);
+/* A hello fault rule's look at a HELLO we are about to send to @peer: the version it sends instead
+ * (logged), or 0. */
+uint32_t tcplnd_fault_hello(struct tcplnd_conn *conn, const struct ulnet_nid *peer);
+/* A stall fault rule's look at an UP conn: stall it, or (stalled) let it go when its rule is gone. */
+void tcplnd_conn_fault_look(struct tcplnd_conn *conn);
 void tcplnd_conn_hello_list_del(struct tcplnd_conn *conn);
 /* Socket options of every conn (nagle, buffers, TCP keepalive). */
 void tcplnd_sock_setup(struct tcplnd_net *net, int fd);

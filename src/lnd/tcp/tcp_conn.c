@@ -31,6 +31,7 @@
 #include <sys/epoll.h>
 #include <sys/socket.h>
 #include <unistd.h>
+#include "fault_lnd.h"
 #include "tcp.h"
 
 #define RX_BUDGET (8u << 20) /* bytes per io callback before yielding to other fds */
@@ -152,6 +153,8 @@ void tcplnd_conn_update_io(struct tcplnd_conn *conn)
 		ev = EPOLLIN;
 		break;
 	case TCPLND_CONN_UP:
+		if (conn->stalled)
+			break; /* a stall fault rule: no reads, no writes */
 		if (conn->rx->state != TCPLND_RX_PARSE_WAIT)
 			ev |= EPOLLIN;
 		/* output kicked for this turn needs no EPOLLOUT (two epoll_ctl a message when a reply is
@@ -623,7 +626,7 @@ static void conn_flush(struct tcplnd_conn *conn)
 		tcplnd_conn_update_io(conn);
 }
 
-void tcplnd_conn_queue_hello(struct tcplnd_conn *conn, const struct tcplnd_hello *h)
+void tcplnd_conn_queue_hello(struct tcplnd_conn *conn, const struct tcplnd_hello *h, uint32_t fault_version)
 {
 	struct tcplnd_tx *tx = tcplnd_tx_new(conn->net, 1);
 	int n;
@@ -638,6 +641,8 @@ void tcplnd_conn_queue_hello(struct tcplnd_conn *conn, const struct tcplnd_hello
 		tcplnd_conn_close(conn, -EPROTO, "cannot encode our HELLO reply");
 		return;
 	}
+	if (fault_version)
+		tcplnd_hello_set_version(tx->hdr, (size_t)n, fault_version);
 	tx->raw = true;
 	tx->nob = (uint32_t)n;
 	/* ahead of everything: nothing may precede our HELLO on the wire */
@@ -900,7 +905,7 @@ static int conn_spin(struct ulnet_io *io)
 	ssize_t r;
 
 	/* mid-message (the payload goes straight into the MD: conn_rx's readv), or not reading: epoll */
-	if (conn->state != TCPLND_CONN_UP || !(conn->io.events & EPOLLIN) || conn->rx->started ||
+	if (conn->state != TCPLND_CONN_UP || conn->stalled || !(conn->io.events & EPOLLIN) || conn->rx->started ||
 	    conn->ra_off < conn->ra_len)
 		return -1;
 	r = recv(conn->io.fd, conn->ra, TCPLND_RA_SIZE, MSG_DONTWAIT);
@@ -957,6 +962,8 @@ static void conn_io_cb(struct ulnet_io *io, uint32_t revents)
 		conn_hello_rx(conn);
 		return;
 	case TCPLND_CONN_UP:
+		if (conn->stalled)
+			return; /* a kick or an event from before the stall: the stall reads and writes nothing */
 		if (revents & EPOLLERR) {
 			if (getsockopt(conn->io.fd, SOL_SOCKET, SO_ERROR, &err, &len) < 0)
 				err = errno;
@@ -1093,6 +1100,13 @@ int tcplnd_conn_connect(struct tcplnd_peer *peer, int ctype)
 		return -EPROTONOSUPPORT;
 	}
 	conn->hello_len = (size_t)(n + m);
+	{
+		uint32_t bad = tcplnd_fault_hello(conn, &peer->nid);
+
+		/* on the wire only: what we offered (conn->proto) stays what the reply is judged by */
+		if (bad)
+			tcplnd_hello_set_version(conn->hello_out + n, (size_t)m, bad);
+	}
 	peer->n_connecting[ctype]++;
 	conn->deadline = ulnet__now_ns() + (uint64_t)net->tun.timeout * 1000000000ull;
 	conn->state = TCPLND_CONN_CONNECTING;
@@ -1100,6 +1114,60 @@ int tcplnd_conn_connect(struct tcplnd_peer *peer, int ctype)
 	ULNET_LOG(TCP, DEBUG, "%s: connecting, protocol V%u", conn->name, proto);
 	tcplnd_conn_update_io(conn);
 	return 0;
+}
+
+/* ---- stall fault rules (docs/faults.md) ---- */
+
+static void conn_stall_end(struct tcplnd_conn *conn, const char *why)
+{
+	conn->stalled = false;
+	ULNET_LOG(TCP, WARN, "%s: fault rule %llu: stall over (%s); reading and writing again", conn->name,
+		  (unsigned long long)conn->stall_id, why);
+	tcplnd_conn_update_io(conn);
+	/* what came or was queued meanwhile: level-triggered reads see it; the writes need a kick */
+	ulnet__io_kick(conn->net->node, &conn->io);
+	if (!ulnet_list_empty(&conn->txq))
+		conn_tx_kick(conn);
+	tcplnd_conn_timer_update(conn);
+}
+
+uint32_t tcplnd_fault_hello(struct tcplnd_conn *conn, const struct ulnet_nid *peer)
+{
+	struct ulnet_fault_lnd fl;
+
+	if (!ulnet__fault_lnd(conn->net->ni, peer, ULNET_FAULT_HELLO, NULL, &fl))
+		return 0;
+	ULNET_LOG(TCP, WARN, "%s: fault rule %llu: our HELLO carries version %u (0x%x), not V%u", conn->name,
+		  (unsigned long long)fl.id, fl.rule.version, fl.rule.version, conn->proto);
+	return fl.rule.version;
+}
+
+void tcplnd_conn_fault_look(struct tcplnd_conn *conn)
+{
+	struct ulnet_fault_lnd fl;
+
+	if (conn->state != TCPLND_CONN_UP || !conn->peer)
+		return;
+	if (conn->stalled) {
+		if (!ulnet__fault_lnd_alive(conn->net->ni, conn->stall_id))
+			conn_stall_end(conn, "its rule was deleted");
+		return;
+	}
+	if (!ulnet__fault_lnd(conn->net->ni, &conn->peer->nid, ULNET_FAULT_STALL, &conn->fault_seen, &fl))
+		return;
+	conn->stalled = true;
+	conn->stall_id = fl.id;
+	conn->stall_end = fl.rule.latency_ms ? ulnet__now_ns() + (uint64_t)fl.rule.latency_ms * 1000000ull : 0;
+	if (fl.rule.latency_ms)
+		ULNET_LOG(TCP, WARN, "%s: fault rule %llu: stalled for %u ms (no reads, no writes; lnd tunable "
+			  "timeout %d s still runs)", conn->name, (unsigned long long)fl.id, fl.rule.latency_ms,
+			  conn->net->tun.timeout);
+	else
+		ULNET_LOG(TCP, WARN, "%s: fault rule %llu: stalled until the rule is deleted (no reads, no writes; "
+			  "lnd tunable timeout %d s still runs)", conn->name, (unsigned long long)fl.id,
+			  conn->net->tun.timeout);
+	tcplnd_conn_update_io(conn);
+	tcplnd_conn_timer_update(conn);
 }
 
 void tcplnd_conn_tick(struct tcplnd_conn *conn, uint64_t now)
@@ -1120,6 +1188,8 @@ void tcplnd_conn_tick(struct tcplnd_conn *conn, uint64_t now)
 		}
 		return;
 	case TCPLND_CONN_UP:
+		if (conn->stalled && conn->stall_end && now >= conn->stall_end)
+			conn_stall_end(conn, "its latency is over");
 		/* bytes under SO_RCVLOWAT wake nobody: half the timeout gone, take whatever is queued
 		 * (lowering the mark signals it), so a slow peer shows progress and a stalled one still
 		 * times out below */
@@ -1150,7 +1220,7 @@ void tcplnd_conn_tick(struct tcplnd_conn *conn, uint64_t now)
  * deadline already past was acted on at the last look: it is not armed again. */
 static uint64_t conn_next_deadline(const struct tcplnd_conn *conn, uint64_t now)
 {
-	uint64_t tmo = (uint64_t)conn->net->tun.timeout * 1000000000ull, next = now + tmo / 2, c[3];
+	uint64_t tmo = (uint64_t)conn->net->tun.timeout * 1000000000ull, next = now + tmo / 2, c[4];
 	unsigned n = 0;
 
 	switch (conn->state) {
@@ -1167,6 +1237,8 @@ static uint64_t conn_next_deadline(const struct tcplnd_conn *conn, uint64_t now)
 		}
 		if (!ulnet_list_empty(&conn->txq))
 			c[n++] = conn->tx_progress + tmo + 1;
+		if (conn->stalled && conn->stall_end)
+			c[n++] = conn->stall_end;
 		break;
 	case TCPLND_CONN_CLOSING:
 		return 0;

@@ -441,16 +441,27 @@ void tcplnd_hello_done(struct tcplnd_conn *conn)
 		struct tcplnd_hello reply;
 
 		tcplnd_fill_hello(net, &reply, conn->proto, &h->src_nid, conn->ctype);
-		tcplnd_conn_queue_hello(conn, &reply);
+		tcplnd_conn_queue_hello(conn, &reply, tcplnd_fault_hello(conn, &h->src_nid));
 		if (conn->state != TCPLND_CONN_UP)
 			return;
 	}
 	tcplnd_peer_conn_up(peer, conn);
 	if (conn->state == TCPLND_CONN_UP)
 		tcplnd_conn_update_io(conn);
+	tcplnd_conn_fault_look(conn); /* a stall rule that fits stops it from here on */
 }
 
 /* ---- ops ---- */
+
+/* A stall rule came or went: each UP conn is judged by the new rules, or let go when its rule went. */
+static void tcplnd_fault_changed(struct ulnet_ni *ni)
+{
+	struct tcplnd_net *net = net_of(ni);
+	struct ulnet_list *p;
+
+	for (p = net->conns.next; p != &net->conns; p = p->next)
+		tcplnd_conn_fault_look(ulnet_container_of(p, struct tcplnd_conn, link));
+}
 
 static int net_address(struct tcplnd_net *net, struct ulnet_ni *ni)
 {
@@ -807,4 +818,5 @@ const struct ulnet_lnd_ops ulnet__tcplnd_ops = {
 	.lnd_tunables = tcplnd_tunables,
 	.lnd_n_tunables = N_TUNABLES,
 	.lnd_query_peer = tcplnd_query_peer,
+	.lnd_fault_changed = tcplnd_fault_changed,
 };

@@ -234,6 +234,16 @@ int tcplnd_hello_pack(const struct tcplnd_hello *h, uint8_t *out, size_t cap)
 	return (int)size;
 }
 
+void tcplnd_hello_set_version(uint8_t *buf, size_t len, uint32_t version)
+{
+	if (len < TCPLND_HELLO_PEEK)
+		return;
+	if (ulnet_get_le32(buf) == TCPLND_TCP_MAGIC)
+		ulnet_put_le16(buf + 4, (uint16_t)version);
+	else
+		ulnet_put_ho32(buf + 4, version); /* we send in our own order */
+}
+
 int tcplnd_hello_peek(const uint8_t *buf, size_t len, uint32_t *version, bool *swab, size_t *fixed,
 		      struct ulnet_wire_err *err)
 {
