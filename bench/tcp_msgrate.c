@@ -15,7 +15,9 @@
  * a Put's credit comes back when the LND has written it; EQ_SPIN_US how long the API thread polls
  * its event queue before it sleeps (ulnet_eq_set_spin; default 0), as message-rate benchmarks poll
  * their completions. FAULT_NOMATCH=1 in the environment installs on both nodes one fault rule that matches
- * nothing (a drop from 192.0.2.1@tcp): what an idle rule costs the data path (bench/fault_bench.sh). */
+ * nothing (a drop from 192.0.2.1@tcp): what an idle rule costs the data path (bench/fault_bench.sh);
+ * METRICS_OFF=1 turns the latency histograms off (ulnet_metrics_latency_set): what they cost
+ * (bench/observe_cost.sh, which also reads "put0_count", the Puts in the rate). */
 #include <arpa/inet.h>
 #include <netinet/tcp.h>
 #include <pthread.h>
@@ -61,6 +63,8 @@ static ulnet_node *open_node(const char *addr, unsigned loops, const char *peer_
 		fprintf(stderr, "cannot start a node on %s\n", nid);
 		exit(1);
 	}
+	if (getenv("METRICS_OFF") && atoi(getenv("METRICS_OFF")))
+		ulnet_metrics_latency_set(n, false);
 	if (getenv("FAULT_NOMATCH") && atoi(getenv("FAULT_NOMATCH"))) {
 		struct ulnet_fault_rule r;
 
@@ -182,7 +186,7 @@ int main(int argc, char **argv)
 	usage_now(&cpu1, &csw1);
 	ulnet_stats_get(na, &sa1);
 	ulnet_stats_get(nb, &sb1);
-	printf("put0_rate %.0f\n", done / el);
+	printf("put0_rate %.0f\nput0_count %llu\n", done / el, (unsigned long long)done);
 	/* both nodes' node locks, per Put: held (ns) and futex waits of threads that found it taken */
 	printf("put0_lock_hold_ns %.0f\nput0_lock_sleeps %.4f\n",
 	       (double)(sa1.lock_hold_total_ns - sa0.lock_hold_total_ns + sb1.lock_hold_total_ns - sb0.lock_hold_total_ns) /

@@ -2,7 +2,8 @@
 # SPDX-License-Identifier: MIT
 # Fault rules between two tcp ulnetd (127.216.0.1 and .2) under ulnet-selftest brw (docs/faults.md):
 # the ulnetctl fault commands and the config file's fault: section; a 1-in-10 drop ends in classified
-# errors and no hang; a 5 ms delay raises the brw latency p50 by 5 ms at least; a corrupt rule is
+# errors and no hang; a 5 ms delay raises the brw latency p50 by 5 ms at least and shows in the
+# server's GET round-trip histogram (mean and p50 >= 5 ms); a corrupt rule is
 # caught by --check full and named (mismatch); duplicate and reorder are survived with 0 mismatches.
 set -u
 source "${SRC:-$(dirname "$0")/../..}/tests/integration/lib.sh"
@@ -60,15 +61,34 @@ brw()
 	sst_run "$out" n1 --json brw write --from "$N1" --to "$N2" --size 64k --check full "$@"
 }
 
+# n2's GET round trips (each brw write's bulk is a GET of n2's, answered by n1's REPLY): count,
+# p50 (a bucket bound, never under the truth) and mean in us, from the histogram alone
+get_rtt()
+{
+	ul_run "$UL_TMP/st2.json" "$UL_TMP/st2.err" ul_ctl n2 stats show --json
+	[[ $UL_STATUS == 0 ]] || ul_fail "stats show on n2: $(cat "$UL_TMP/st2.err")"
+	"$UL_PYTHON" -c "import json,sys; g = json.load(open(sys.argv[1]))['statistics']['latency']['get_rtt']
+print(g['count'], g['p50_us'], g['sum_us'] // max(g['count'], 1))" "$UL_TMP/st2.json"
+}
+
 ul_step "no rule: a clean baseline (latency p50)"
+ul_ctl n2 stats reset || ul_fail "stats reset"
 brw "$UL_TMP/base.json" --concurrency 1 --count 200
 ul_json "$UL_TMP/base.json" "j['ok'] and j['errors'] == {'timeout': 0, 'mismatch': 0, 'refused': 0, 'peer_gone': 0}"
 base_p50=$("$UL_PYTHON" -c "import json,sys; print(json.load(open(sys.argv[1]))['latency_us']['p50'])" "$UL_TMP/base.json")
 
-ul_step "delay 5 ms on n1's sends to n2: p50 up by 5 ms at least"
+read -r base_gets base_get_p50 base_get_mean < <(get_rtt)
+(( base_gets >= 200 )) || ul_fail "n2 timed $base_gets GET round trips for 200 brw writes"
+
+ul_step "delay 5 ms on n1's sends to n2: p50 up by 5 ms at least, and in n2's GET round-trip histogram"
 ul_ctl n1 fault delay add --dest "$N2" --rate 1 --latency 5 || ul_fail "fault delay add"
+ul_ctl n2 stats reset || ul_fail "stats reset"
 brw "$UL_TMP/delay.json" --concurrency 1 --count 100
 ul_json "$UL_TMP/delay.json" "j['ok'] and j['latency_us']['p50'] >= $base_p50 + 5000"
+read -r gets get_p50 get_mean < <(get_rtt)
+echo "n2's GET round trip: baseline p50 <= $base_get_p50 us, mean $base_get_mean us; delayed p50 <= $get_p50 us, mean $get_mean us ($gets samples)"
+(( gets >= 100 && get_mean >= 5000 && get_p50 >= 5000 && get_p50 > base_get_p50 )) ||
+	ul_fail "the 5 ms delay is not in n2's GET round trips: $gets samples, p50 $get_p50 us, mean $get_mean us (baseline p50 $base_get_p50)"
 ul_run "$UL_TMP/ds.json" "$UL_TMP/ds.err" ul_ctl n1 fault delay show --json
 ul_json "$UL_TMP/ds.json" "j['fault'][0]['delayed'] > 0 and j['fault'][0]['matched'] == j['fault'][0]['delayed']"
 ul_ctl n1 fault delay del --dest "$N2" || ul_fail "fault delay del"

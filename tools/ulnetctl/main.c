@@ -38,6 +38,8 @@ static const struct cmd cmds[] = {
 	  false },
 	{ "stats reset", "[--net NET] [--nid NID]",
 	  "zero the counters and latency histograms: the node's, one NI's (with its peers') or one peer's", false },
+	{ "set latency_metrics", "0|1", "stop or start the latency histograms (what they cost: bench/observe_cost.sh)",
+	  false },
 	{ "peer show", "[-v] [--nid NID] [--json]",
 	  "show the peers (-v: credits, router credits, counters, latencies)", false },
 	{ "route add", "--net NET --gateway NID [--hop N] [--priority N] [--health_sensitivity N]",

@@ -93,10 +93,26 @@ static int cmd_stats_reset(struct ulnetd *d, int argc, char **argv, struct ulnet
 	return 0;
 }
 
+static int cmd_set_latency(struct ulnetd *d, int argc, char **argv, struct ulnetd_out *out)
+{
+	char *pos[1];
+	int npos, rc;
+
+	if ((rc = ulnetd_parse_args(out, "set latency_metrics", argc, argv, NULL, 0, pos, 1, &npos)))
+		return rc;
+	if (npos != 1 || (strcmp(pos[0], "0") && strcmp(pos[0], "1")))
+		return ulnetd_errorf(out, -EINVAL, "set latency_metrics: give 0 (off) or 1 (on)%s%s",
+				     npos == 1 ? ", not " : "", npos == 1 ? pos[0] : "");
+	ulnet_metrics_latency_set(d->node, pos[0][0] == '1');
+	return 0;
+}
+
 static const struct ulnetd_cmd metrics_cmds[] = {
 	{ "stats reset", "[--net NET] [--nid NID]",
 	  "zero the counters and latency histograms: the node's, one NI's (with its peers') or one peer's",
 	  cmd_stats_reset },
+	{ "set latency_metrics", "0|1", "stop or start the latency histograms (what they cost: bench/observe_cost.sh)",
+	  cmd_set_latency },
 };
 
 int ulnetd_metrics_register(struct ulnetd *d)
