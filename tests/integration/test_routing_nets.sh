@@ -8,7 +8,8 @@
 # A's route names R1 with hop 2, R1 forwards to its own gateway R2): ulnet-selftest brw write and
 # read both ways, 1 MiB at offset 4097 and 65537 bytes at offset 1, check=full, 0 errors. A route
 # whose gateway has no NI on the net is multi-hop, judged by the gateway's answer. A router short of
-# buffers (one large buffer, 1 MiB of memory) makes messages wait, counted, and drops nothing.
+# buffers (one large buffer, 1 MiB of memory) makes messages wait, counted, and drops nothing. A
+# corrupt rule on R1 (docs/faults.md) corrupts what it forwards: B's check=full catches it.
 set -euo pipefail
 source "${SRC:-$(dirname "$0")/../..}/tests/integration/lib.sh"
 ul_require_root "its tcp nodes listen on port 988"
@@ -98,4 +99,14 @@ for r in r1 r2; do
 	ul_ctl "$r" routing show --json >"$UL_TMP/$r.rt.json"
 	ul_json "$UL_TMP/$r.rt.json" "all(n['out']['msgs'] > 0 for n in j['routing'][-1]['net'] if not n['nid'].endswith('@lo')) and sum(j['routing'][-1]['forwarded']['drops'].values()) == 0"
 done
+
+ul_step "the router as a fault injector between two unmodified nodes: a corrupt rule on R1 is caught by B's check"
+ul_ctl r1 fault corrupt add --dest "$B" --rate 1 --message REPLY >/dev/null
+ULNET_NODE=$(ul_sock a) timeout 60 "$SST" brw write --from "$A" --to "$B" --size 65536 --concurrency 1 \
+	--count 4 --check full --json >"$UL_TMP/c.json" || true
+ul_json "$UL_TMP/c.json" "not j['ok'] and j['errors']['mismatch'] > 0"
+ul_ctl r1 fault show --json >"$UL_TMP/f.json"
+ul_json "$UL_TMP/f.json" "j['fault'][0]['kind'] == 'corrupt' and j['fault'][0]['corrupted'] > 0"
+ul_ctl r1 fault corrupt del --all >/dev/null
+brw a "$A" "$B" write 65536 0
 ul_step "ok"
