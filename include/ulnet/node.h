@@ -65,6 +65,9 @@ ULNET_EXPORT uint32_t ulnet_node_pid(const ulnet_node *node);
 ULNET_EXPORT uint32_t ulnet_node_page_size(const ulnet_node *node);
 /* Loop threads of the node (node option loops, or ULNET_LOOPS). */
 ULNET_EXPORT uint32_t ulnet_node_loops(const ulnet_node *node);
+/* The transaction timeout (node option transaction_timeout) at run time, for the GETs and
+ * ACK-requested PUTs sent after the call. 0; -EINVAL outside [1, ULNET_TXN_TIMEOUT_MAX] (logged). */
+ULNET_EXPORT int ulnet_transaction_timeout_set(ulnet_node *node, uint32_t seconds);
 /* The options the node runs with, defaults filled in (none is 0 except busy_poll_us when off). */
 ULNET_EXPORT void ulnet_node_opts_get(const ulnet_node *node, struct ulnet_node_opts *out);
 /* The first non-lo NID (or 0@lo when there is none). */

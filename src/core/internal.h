@@ -414,7 +414,8 @@ struct ulnet_node {
 	_Atomic uint64_t timers_next; /* the earliest of them (node clock; UINT64_MAX: none): loop 0 reads it unlocked */
 	uint64_t (*clock)(void *arg); /* NULL: CLOCK_MONOTONIC; tests inject their own */
 	void *clock_arg;
-	uint64_t txn_timeout_ns;     /* transaction timeout (node option transaction_timeout) */
+	_Atomic uint64_t txn_timeout_ns; /* transaction timeout (node option transaction_timeout; set at run
+				      * time by ulnet_transaction_timeout_set) */
 	uint64_t lat_mult;           /* lock ticks to ns, 32.32 fixed point (ulnet__lat_ns) */
 	_Atomic bool lat_off;        /* ulnet_metrics_latency_set(false): no latency clock, no samples */
 	/* Application handlers queued by any loop, run in order by loop 0's thread without a lock. */

@@ -317,7 +317,7 @@ static void md_txn_expired(struct ulnet_node *node, struct ulnet_timer *t, uint6
 		  "(%llu s; node option transaction_timeout): -ETIMEDOUT, MD unlinked",
 		  ev.msg_type == ULNET_MSG_GET ? "GET" : "PUT", ulnet_nid_format(&ev.target.nid, nid, sizeof(nid)),
 		  ev.pt_index, (unsigned long long)ev.match_bits, ev.msg_type == ULNET_MSG_GET ? "REPLY" : "ACK",
-		  (unsigned long long)(node->txn_timeout_ns / 1000000000ull));
+		  (unsigned long long)(atomic_load_explicit(&node->txn_timeout_ns, memory_order_relaxed) / 1000000000ull));
 	ulnet__stats(node)->tx_timeouts += n;
 	md->txn_pending = 0;
 	ev.type = ev.msg_type == ULNET_MSG_GET ? ULNET_EVENT_REPLY : ULNET_EVENT_ACK;
@@ -347,7 +347,8 @@ void ulnet__md_txn_start(struct ulnet_node *node, struct ulnet_libmd *md, const 
 	md->txn_pending++;
 	md->txn_ev = *send_ev;
 	md->txn_timer.fn = md_txn_expired;
-	ulnet__node_timer_arm(node, &md->txn_timer, now + node->txn_timeout_ns);
+	ulnet__node_timer_arm(node, &md->txn_timer,
+			      now + atomic_load_explicit(&node->txn_timeout_ns, memory_order_relaxed));
 }
 
 void ulnet__md_txn_end(struct ulnet_node *node, struct ulnet_libmd *md)

@@ -226,12 +226,25 @@ uint32_t ulnet_node_loops(const ulnet_node *node)
 	return node->n_loops;
 }
 
+int ulnet_transaction_timeout_set(ulnet_node *node, uint32_t seconds)
+{
+	if (!node)
+		return -EINVAL;
+	if (seconds == 0 || seconds > ULNET_TXN_TIMEOUT_MAX) {
+		ULNET_LOG(CORE, ERR, "transaction_timeout %u out of range [1, %u]", seconds, ULNET_TXN_TIMEOUT_MAX);
+		return -EINVAL;
+	}
+	atomic_store_explicit(&node->txn_timeout_ns, (uint64_t)seconds * 1000000000ull, memory_order_relaxed);
+	return 0;
+}
+
 void ulnet_node_opts_get(const ulnet_node *node, struct ulnet_node_opts *out)
 {
 	*out = (struct ulnet_node_opts){
 		.pid = node->pid,
 		.page_size = node->page_size,
-		.transaction_timeout = (uint32_t)(node->txn_timeout_ns / 1000000000ull),
+		.transaction_timeout =
+			(uint32_t)(atomic_load_explicit(&node->txn_timeout_ns, memory_order_relaxed) / 1000000000ull),
 		.max_peers = node->max_peers,
 		.busy_poll_us = (uint32_t)(node->busy_poll_ns / 1000u),
 		.loops = node->n_loops,

@@ -166,6 +166,8 @@ void ulnetd_emit_latency(struct ulnetd_emit *e, const struct ulnet_latency *lat,
 void ulnetd_node_metrics(ulnet_node *node, struct ulnet_latency *lat, uint64_t drops[ULNET_DROP_REASONS]);
 /* Fault rule commands (cmd_fault.c): fault drop|delay|corrupt|duplicate|reorder add/del/show, reset. */
 int ulnetd_fault_register(struct ulnetd *d);
+/* lnetctl's globals (cmd_global.c): global show, set transaction_timeout, the refused lnetctl names. */
+int ulnetd_global_register(struct ulnetd *d);
 /* The selftest and lst commands (control_selftest.c, control_lst.c) over ulnet/selftest.h. */
 int ulnetd_selftest_register(struct ulnetd *d);
 
