@@ -39,6 +39,17 @@ ul_ctl n1 ping 0@lo --count 2 --timeout 2000 --json >"$T/ping.json" || ul_fail "
 ul_json "$T/ping.json" 'len(j["ping"]) == 2 and j["ping"][0]["peer ni"][0]["nid"] == "0@lo"'
 ul_json "$T/ping.json" 'isinstance(j["ping"][1]["time (ms)"], float) and j["ping"][0]["primary nid"] == "0@lo"'
 
+ul_step "ping NID... (lnetctl's list): every NID in turn, --count each; a bad one fails before any ping"
+ul_ctl n1 ping 0@lo 12345-0@lo --count 2 --json >"$T/pingl.json" || ul_fail "ping of two NIDs failed"
+ul_json "$T/pingl.json" 'len(j["ping"]) == 4'
+ul_run "$T/o" "$T/e" "$ULNETCTL" --node "$(ul_sock n1)" ping 0@lo 10.99.0.2@tcp --timeout 500 --json
+(( UL_STATUS == 1 )) || ul_fail "ping of a list with an unreachable NID: status $UL_STATUS"
+ul_one_line "$T/e" '^ulnetctl: ping 10\.99\.0\.2@tcp: '
+ul_json "$T/o" 'len(j["ping"]) == 1 and j["ping"][0]["primary nid"] == "0@lo"'
+ul_run "$T/o" "$T/e" "$ULNETCTL" --node "$(ul_sock n1)" ping 0@lo 1.2.3.4@tcpx
+(( UL_STATUS == 2 )) || ul_fail "a list with a bad NID: status $UL_STATUS"
+[[ ! -s $T/o ]] || ul_fail "a list with a bad NID pinged: $(cat "$T/o")"
+
 ul_step "show commands, YAML and --json"
 ul_ctl n1 net show >"$T/net.out"
 cat >"$T/net.want" <<'EOF'

@@ -31,8 +31,8 @@ struct cmd {
 static const struct cmd cmds[] = {
 	{ "net show", "[-v] [--net NET] [--json]", "show the local NIs (-v: counters, tunables, credits)", false },
 	{ "export", "[--json]", "print the running configuration, usable as ulnetd -c input", false },
-	{ "ping", "[PID-]NID [--count N] [--timeout MS] [--json]",
-	  "ping NID: per reply the time and the target's NIDs", true },
+	{ "ping", "[PID-]NID... [--count N] [--timeout MS] [--json]",
+	  "ping each NID (up to 16): per reply the time and the target's NIDs", true },
 	{ "stats show", "[-v] [--json]",
 	  "show the node's counters, drops, latencies and forwarding (-v: descriptor free lists, lock hold times)",
 	  false },

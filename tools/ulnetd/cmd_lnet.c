@@ -73,6 +73,7 @@ static int cmd_export(struct ulnetd *d, int argc, char **argv, struct ulnetd_out
 	return ulnet_config_export(d->node, d->control_path, &d->cfg->selftest, d->cfg->metrics_listen, &e.w); /* the library's, as it reads it back */
 }
 
+#define PING_MAX_NIDS 16   /* NIDs one ping command takes, as lnetctl takes a list */
 #define PING_FLUSH_NS 100000000ull /* --count: the output so far goes out at most every 100 ms */
 
 static int cmd_ping(struct ulnetd *d, int argc, char **argv, struct ulnetd_out *out)
@@ -85,63 +86,79 @@ static int cmd_ping(struct ulnetd *d, int argc, char **argv, struct ulnetd_out *
 		{ "--timeout", NULL, ULNETD_OPT_INT, 1, PING_MAX_TIMEOUT_MS, &timeout },
 	};
 	struct ulnet_ping_result *res;
-	struct ulnet_process_id id;
+	struct ulnet_process_id ids[PING_MAX_NIDS];
 	struct ulnetd_emit e;
-	char *pos[1], failmsg[256] = "";
-	int npos, rc, first_err = 0;
-	long long failed = 0, i;
-	bool started = false;
+	char *pos[PING_MAX_NIDS], failmsg[512] = "";
+	int npos, rc, first_err = 0, t, nids_failed = 0;
+	long long failed = 0, i = 0;
+	bool started = false, gone = false;
 	uint64_t flushed = ulnet_clock_ns();
 
-	if ((rc = ulnetd_parse_args(out, "ping", argc, argv, opts, 3, pos, 1, &npos)))
+	if ((rc = ulnetd_parse_args(out, "ping", argc, argv, opts, 3, pos, PING_MAX_NIDS, &npos)))
 		return rc;
-	if (npos != 1)
+	if (npos < 1)
 		return ulnetd_errorf(out, -EINVAL, "ping: missing NID");
-	if ((rc = parse_target(out, pos[0], &id)))
-		return rc;
+	for (t = 0; t < npos; t++) /* every NID checked before the first ping */
+		if ((rc = parse_target(out, pos[t], &ids[t])))
+			return rc;
 	if (!(res = malloc(sizeof(*res))))
 		return -ENOMEM;
 	ulnetd_emit_init(&e, out, json);
-	for (i = 0; i < count && !ulnetd_stopping(d); i++) {
-		char nid[ULNET_NID_STRLEN], ms[32];
-		const struct ulnet_nid *primary;
+	/* lnetctl's `ping NID...`: each NID in turn, --count times each, one list of replies */
+	for (t = 0; t < npos && !gone && !ulnetd_stopping(d); t++) {
+		long long nid_failed = 0;
+		int nid_err = 0;
 
-		rc = ulnet_ping(d->node, &id, (int)timeout, res);
-		if (rc) {
-			if (!failed++) {
-				first_err = rc;
-				snprintf(failmsg, sizeof(failmsg), "%s", ulnet_strerror(rc));
+		for (i = 0; i < count && !ulnetd_stopping(d); i++) {
+			char nid[ULNET_NID_STRLEN], ms[32];
+			const struct ulnet_nid *primary;
+			const struct ulnet_process_id id = ids[t];
+
+			rc = ulnet_ping(d->node, &id, (int)timeout, res);
+			if (rc) {
+				if (!nid_failed++)
+					nid_err = rc;
+				if (!failed++)
+					first_err = rc;
+				continue;
 			}
-			continue;
-		}
-		if (!started) {
+			if (!started) {
+				ulnetd_emit_map(&e, NULL);
+				ulnetd_emit_list(&e, "ping");
+				started = true;
+			}
+			/* The primary NID is the first one that is not 0@lo (entry 0), as lnetctl shows it. */
+			primary = res->n_nids ? &res->nids[0].nid : &id.nid;
+			if (res->n_nids > 1)
+				primary = &res->nids[1].nid;
 			ulnetd_emit_map(&e, NULL);
-			ulnetd_emit_list(&e, "ping");
-			started = true;
-		}
-		/* The primary NID is the first one that is not 0@lo (entry 0), as lnetctl shows it. */
-		primary = res->n_nids ? &res->nids[0].nid : &id.nid;
-		if (res->n_nids > 1)
-			primary = &res->nids[1].nid;
-		ulnetd_emit_map(&e, NULL);
-		ulnetd_emit_str(&e, "primary nid", ulnet_nid_format(primary, nid, sizeof(nid)));
-		ulnetd_emit_bool(&e, "Multi-Rail", res->features & 0x08);
-		snprintf(ms, sizeof(ms), "%.3f", (double)res->rtt_ns / 1e6);
-		ulnetd_emit_raw(&e, "time (ms)", ms);
-		ulnetd_emit_list(&e, "peer ni");
-		for (uint32_t k = 0; k < res->n_nids && k < ULNET_PING_MAX_NIDS; k++) {
-			ulnetd_emit_map(&e, NULL);
-			ulnetd_emit_str(&e, "nid", ulnet_nid_format(&res->nids[k].nid, nid, sizeof(nid)));
+			ulnetd_emit_str(&e, "primary nid", ulnet_nid_format(primary, nid, sizeof(nid)));
+			ulnetd_emit_bool(&e, "Multi-Rail", res->features & 0x08);
+			snprintf(ms, sizeof(ms), "%.3f", (double)res->rtt_ns / 1e6);
+			ulnetd_emit_raw(&e, "time (ms)", ms);
+			ulnetd_emit_list(&e, "peer ni");
+			for (uint32_t k = 0; k < res->n_nids && k < ULNET_PING_MAX_NIDS; k++) {
+				ulnetd_emit_map(&e, NULL);
+				ulnetd_emit_str(&e, "nid", ulnet_nid_format(&res->nids[k].nid, nid, sizeof(nid)));
+				ulnetd_emit_end(&e);
+			}
 			ulnetd_emit_end(&e);
+			ulnetd_emit_end(&e);
+			/* lines reach the client every PING_FLUSH_NS at most: a write per ping and the client's
+			 * wake-up (a context switch on a shared core) would come between two pings */
+			if (count > 1 && ulnet_clock_ns() - flushed >= PING_FLUSH_NS) {
+				flushed = ulnet_clock_ns();
+				if (ulnetd_out_flush(out)) {
+					gone = true; /* the client left */
+					break;
+				}
+			}
 		}
-		ulnetd_emit_end(&e);
-		ulnetd_emit_end(&e);
-		/* lines reach the client every PING_FLUSH_NS at most: a write per ping and the client's
-		 * wake-up (a context switch on a shared core) would come between two pings */
-		if (count > 1 && ulnet_clock_ns() - flushed >= PING_FLUSH_NS) {
-			flushed = ulnet_clock_ns();
-			if (ulnetd_out_flush(out))
-				break; /* the client left */
+		if (nid_failed) {
+			size_t l = strlen(failmsg);
+
+			snprintf(failmsg + l, sizeof(failmsg) - l, "%sping %s: %s%s", nids_failed++ ? "; " : "", pos[t],
+				 ulnet_strerror(nid_err), nid_failed < count ? " (some replies missing)" : "");
 		}
 	}
 	free(res);
@@ -150,10 +167,9 @@ static int cmd_ping(struct ulnetd *d, int argc, char **argv, struct ulnetd_out *
 		ulnetd_emit_end(&e);
 	}
 	if (failed)
-		return ulnetd_errorf(out, first_err, "ping %s: %s%s", pos[0], failmsg,
-				     count > 1 ? " (some replies missing)" : "");
-	if (i < count)
-		return ulnetd_errorf(out, -ESHUTDOWN, "ping %s: node shutting down", pos[0]);
+		return ulnetd_errorf(out, first_err, "%s", failmsg);
+	if (t < npos || i < count)
+		return ulnetd_errorf(out, -ESHUTDOWN, "ping %s: node shutting down", pos[t < npos ? t : npos - 1]);
 	return 0;
 }
 
@@ -376,7 +392,7 @@ static int cmd_peer_show(struct ulnetd *d, int argc, char **argv, struct ulnetd_
 static const struct ulnetd_cmd lnet_cmds[] = {
 	{ "net show", "[-v] [--net NET] [--json]", "show the local NIs", cmd_net_show },
 	{ "export", "[--json]", "print the running configuration (input for ulnetd -c)", cmd_export },
-	{ "ping", "[PID-]NID [--count N] [--timeout MS] [--json]", "ping a NID and list its NIDs", cmd_ping },
+	{ "ping", "[PID-]NID... [--count N] [--timeout MS] [--json]", "ping NIDs (up to 16) and list their NIDs", cmd_ping },
 	{ "stats show", "[-v] [--json]", "show the node's counters, drops, latencies and forwarding (-v: descriptor free lists, lock hold times)", cmd_stats_show },
 	{ "peer show", "[-v] [--nid NID] [--json]", "show the peers (-v: credits, counters, latencies)", cmd_peer_show },
 };
