@@ -118,6 +118,17 @@ ULNET_EXPORT void ulnet_config_free(struct ulnet_config *cfg);
  * ("FILE:LINE: cannot add NI NID: reason", "FILE:LINE: cannot add route NET via NID: reason"). */
 ULNET_EXPORT int ulnet_config_node_open(const struct ulnet_config *cfg, ulnet_node **out, char *err, size_t errlen);
 
+/* Apply @cfg to the running @node (ulnetctl import). Every check that needs no change comes first:
+ * node: options a running node cannot change (pid, page_size, max_peers, busy_poll_us, loops) must
+ * equal the node's, a net the node has must keep its NID, every new route's gateway must be on a
+ * net the node has or the file adds. Then, in order: the routing settings the file gives, the NIs
+ * of nets the node lacks, the routes it lacks, transaction_timeout, the fault rules it lacks (an
+ * identical NI, route or rule is left alone: an export imported back changes nothing). 0; or the
+ * error with one line in @err ("FILE:LINE: reason") and the node as it was, except NIs: an NI
+ * cannot be removed, so when one NI fails the ones before it stay (the line says so). The file's
+ * control, selftest and metrics sections are the application's (ulnetd's) to judge. */
+ULNET_EXPORT int ulnet_config_apply(ulnet_node *node, const struct ulnet_config *cfg, char *err, size_t errlen);
+
 /* Writing a running node back, through the one writer (ulnet/writer.h), in lnetctl's layout. */
 enum ulnet_net_detail {
 	ULNET_NET_SHOW,         /* net show: nid, status, interfaces */

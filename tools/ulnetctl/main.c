@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include <limits.h>
 
 #include <ulnet/ulnet.h>
 
@@ -30,6 +31,7 @@ struct cmd {
 
 static const struct cmd cmds[] = {
 	{ "net show", "[-v] [--net NET] [--json]", "show the local NIs (-v: counters, tunables, credits)", false },
+	{ "import", "FILE", "apply a configuration file to the running node (what it already has stays)", false },
 	{ "export", "[--json]", "print the running configuration, usable as ulnetd -c input", false },
 	{ "ping", "[PID-]NID... [--count N] [--timeout MS] [--json]",
 	  "ping each NID (up to 16): per reply the time and the target's NIDs", true },
@@ -306,6 +308,16 @@ int main(int argc, char **argv)
 	if (!node || !*node) {
 		err("no node given (use --node PATH or set ULNET_NODE)");
 		return EXIT_USAGE;
+	}
+	if (!strcmp(c->name, "import") && argc > 1) {
+		/* the daemon reads the file from its own working directory: give it the whole path */
+		static char path[PATH_MAX];
+
+		if (!realpath(argv[1], path)) {
+			err("import: %s: %s", argv[1], strerror(errno));
+			return EXIT_USAGE;
+		}
+		argv[1] = path;
 	}
 	return run(node, argc, argv);
 }

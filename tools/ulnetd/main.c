@@ -173,7 +173,8 @@ int main(int argc, char **argv)
 
 	if ((rc = ulnetd_control_init(&d)) || (rc = ulnetd_lnet_register(&d)) ||
 	    (rc = ulnetd_route_register(&d)) || (rc = ulnetd_metrics_register(&d)) ||
-	    (rc = ulnetd_fault_register(&d)) || (rc = ulnetd_global_register(&d))) {
+	    (rc = ulnetd_fault_register(&d)) || (rc = ulnetd_global_register(&d)) ||
+	    (rc = ulnetd_import_register(&d))) {
 		fprintf(stderr, "ulnetd: cannot register commands: %s\n", strerror(-rc));
 		goto out_ctl;
 	}

@@ -168,6 +168,8 @@ void ulnetd_node_metrics(ulnet_node *node, struct ulnet_latency *lat, uint64_t d
 int ulnetd_fault_register(struct ulnetd *d);
 /* lnetctl's globals (cmd_global.c): global show, set transaction_timeout, the refused lnetctl names. */
 int ulnetd_global_register(struct ulnetd *d);
+/* import FILE (cmd_import.c). */
+int ulnetd_import_register(struct ulnetd *d);
 /* The selftest and lst commands (control_selftest.c, control_lst.c) over ulnet/selftest.h. */
 int ulnetd_selftest_register(struct ulnetd *d);
 

@@ -1,0 +1,64 @@
+/* SPDX-License-Identifier: MIT */
+/* `import FILE`: a configuration file applied to the running node (ulnet_config_apply: every check
+ * first, then the changes, undone on a failure). FILE is read by the daemon, with its rights: the
+ * control socket's mode (0600) already limits the clients to its own user and root. The sections
+ * that are ulnetd's (metrics, selftest) cannot change at run time: a file that changes them is
+ * refused; `node: control` is the socket in use and ignored. */
+#include <errno.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ulnetd.h"
+
+static pthread_mutex_t import_lock = PTHREAD_MUTEX_INITIALIZER; /* one import at a time */
+
+static uint32_t rpc_timeout(const struct ulnet_selftest_opts *o)
+{
+	return o->server_rpc_timeout_ms ? o->server_rpc_timeout_ms : ULNET_SELFTEST_SERVER_TIMEOUT_DEFAULT_MS;
+}
+
+static int cmd_import(struct ulnetd *d, int argc, char **argv, struct ulnetd_out *out)
+{
+	struct ulnet_config *cfg = NULL;
+	char err[512], *pos[1];
+	int npos, rc;
+
+	if ((rc = ulnetd_parse_args(out, "import", argc, argv, NULL, 0, pos, 1, &npos)))
+		return rc;
+	if (npos != 1)
+		return ulnetd_errorf(out, -EINVAL, "import: missing FILE (a configuration in ulnetd -c's format)");
+	if ((rc = ulnet_config_load(pos[0], &cfg, err, sizeof(err))))
+		return ulnetd_errorf(out, rc == -ENOMEM ? rc : -EINVAL, "import: %s", err);
+	if ((cfg->metrics_listen || d->cfg->metrics_listen) &&
+	    (!cfg->metrics_listen || !d->cfg->metrics_listen || strcmp(cfg->metrics_listen, d->cfg->metrics_listen))) {
+		rc = ulnetd_errorf(out, -EINVAL, "import: %s: metrics: listen %s differs from the running %s (it cannot change at run time)",
+				   pos[0], cfg->metrics_listen ? cfg->metrics_listen : "(none)",
+				   d->cfg->metrics_listen ? d->cfg->metrics_listen : "(none)");
+		goto out;
+	}
+	if ((cfg->selftest.server_rpc_timeout_ms || cfg->selftest.kernel_stats) &&
+	    (rpc_timeout(&cfg->selftest) != rpc_timeout(&d->cfg->selftest) ||
+	     cfg->selftest.kernel_stats != d->cfg->selftest.kernel_stats)) {
+		rc = ulnetd_errorf(out, -EINVAL, "import: %s: selftest: differs from the running settings (they cannot change at run time)",
+				   pos[0]);
+		goto out;
+	}
+	pthread_mutex_lock(&import_lock);
+	rc = ulnet_config_apply(d->node, cfg, err, sizeof(err));
+	pthread_mutex_unlock(&import_lock);
+	if (rc)
+		rc = ulnetd_errorf(out, rc == -ENOMEM ? rc : -EINVAL, "import: %s", err);
+out:
+	ulnet_config_free(cfg);
+	return rc;
+}
+
+static const struct ulnetd_cmd import_cmds[] = {
+	{ "import", "FILE", "apply a configuration file to the running node (what it already has stays)", cmd_import },
+};
+
+int ulnetd_import_register(struct ulnetd *d)
+{
+	return ulnetd_cmd_register(d, import_cmds, sizeof(import_cmds) / sizeof(import_cmds[0]));
+}
