@@ -187,7 +187,12 @@ ULNET_EXPORT int ulnet_peer_info_get(ulnet_node *node, unsigned idx, struct ulne
 struct ulnet_peer_limits {
 	uint32_t max_frags;    /* fragments in one RDMA descriptor / message */
 	uint32_t queue_depth;  /* messages in flight (the peer's credits) */
-	uint32_t max_msg_size; /* largest payload in one message */
+	uint32_t lnet_mtu;     /* largest LNet payload one message may carry (LNET_MTU, 1 MiB) */
+	/* the LND's own message size on the wire, as negotiated (o2ib: ibcp_max_msg_size, 4096; larger
+	 * payloads go by RDMA); 0: the LND has none (tcp, lo) */
+	uint32_t lnd_msg_size;
+	uint32_t conns;        /* connections up to the peer now (o2ib: conns_per_peer, ours or its own) */
+	uint32_t conns_used;   /* of those, how many have both sent and received a message (NOOPs aside) */
 };
 /* The limits of peer @nid. 0; -EHOSTUNREACH no NI reaches it; -EOPNOTSUPP its LND cannot say;
  * -ENOENT the LND has no state for it (not connected yet). */

@@ -20,6 +20,7 @@
 #define RAW_EVQ 16u
 
 struct raw_rx {
+	struct fab_qp *qp;             /* the connection it came on */
 	uint32_t len;
 	uint8_t buf[O2IB_MSG_SIZE];
 };
@@ -31,6 +32,8 @@ struct raw_peer {
 	struct fab_qp *qp;
 	struct fab_mr rmr, smr;
 	uint32_t nrx_posted;           /* receives to post on the next QP (default RAW_NRX) */
+	uint32_t rx_first;             /* ... from this buffer on (several connections: disjoint ranges) */
+	struct fab_qp *last_qp;        /* the QP the message raw_msg returned last came on */
 	uint32_t tx_next;
 	uint8_t rbuf[RAW_NRX][O2IB_MSG_SIZE], sbuf[RAW_NTX][O2IB_MSG_SIZE];
 	struct raw_rx msgs[RAW_MSGQ];  /* received, in order */
@@ -89,13 +92,18 @@ static inline void raw_close(struct raw_peer *rp)
 	rp->dev = NULL;
 }
 
-static inline void raw_post_rx(struct raw_peer *rp, uint32_t i)
+static inline void raw_post_rx_on(struct raw_peer *rp, struct fab_qp *qp, uint32_t i)
 {
 	struct fab_sge sge = { rp->rmr.addr + (uint64_t)i * O2IB_MSG_SIZE, O2IB_MSG_SIZE, rp->rmr.lkey };
 	struct fab_recv_wr wr = { NULL, i, &sge, 1 };
 	const struct fab_recv_wr *bad;
 
-	assert_int_equal(rp->f->post_recv(rp->qp, &wr, &bad), 0);
+	assert_int_equal(rp->f->post_recv(qp, &wr, &bad), 0);
+}
+
+static inline void raw_post_rx(struct raw_peer *rp, uint32_t i)
+{
+	raw_post_rx_on(rp, rp->qp, i);
 }
 
 /* Give @id a QP with rp->nrx_posted receives posted. */
@@ -105,7 +113,8 @@ static inline void raw_qp(struct raw_peer *rp, struct fab_cm_id *id)
 
 	rp->id = id;
 	assert_int_equal(rp->f->create_qp(id, &attr, NULL, &rp->qp), 0);
-	for (uint32_t i = 0; i < rp->nrx_posted; i++)
+	assert_true(rp->rx_first + rp->nrx_posted <= RAW_NRX);
+	for (uint32_t i = rp->rx_first; i < rp->rx_first + rp->nrx_posted; i++)
 		raw_post_rx(rp, i);
 }
 
@@ -128,12 +137,13 @@ static inline void raw_pump(struct raw_peer *rp, int wait_ms)
 				continue;
 			assert_true(rp->msg_tail - rp->msg_head < RAW_MSGQ);
 			rp->msgs[rp->msg_tail % RAW_MSGQ].len = wc[i].byte_len;
+			rp->msgs[rp->msg_tail % RAW_MSGQ].qp = wc[i].qp;
 			memcpy(rp->msgs[rp->msg_tail % RAW_MSGQ].buf, rp->rbuf[idx], wc[i].byte_len);
 			rp->msg_tail++;
 			if (rp->hold_rx)
 				rp->held[rp->nheld++] = idx;
 			else
-				raw_post_rx(rp, idx);
+				raw_post_rx_on(rp, wc[i].qp, idx); /* the QP it came on (several connections) */
 		}
 	while (rp->f->get_event(rp->dev, &ev) == 0) {
 		assert_true(rp->ev_tail - rp->ev_head < RAW_EVQ);
@@ -185,6 +195,7 @@ static inline bool raw_msg(struct raw_peer *rp, int ms, struct o2ib_msg *m)
 	if (rp->msg_head == rp->msg_tail)
 		return false;
 	rx = &rp->msgs[rp->msg_head++ % RAW_MSGQ];
+	rp->last_qp = rx->qp;
 	if (o2ib_msg_unpack(rx->buf, rx->len, O2IB_MAX_RDMA_FRAGS, m, &err)) {
 		char line[192];
 

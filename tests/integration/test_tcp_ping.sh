@@ -49,7 +49,7 @@ ul_json "$T/net.json" 'any(n["net type"] == "tcp" for n in j["net"]) and all(ni[
 
 ul_step "peer limits in peer show -v"
 ul_ctl n1 peer show -v --json >"$T/peer.json"
-ul_json "$T/peer.json" 'len(j["peer"]) > 0 and all(pn["limits"]["max_msg_size"] == 1048576 and pn["limits"]["queue_depth"] > 0 for p in j["peer"] for pn in p["peer ni"])'
+ul_json "$T/peer.json" 'len(j["peer"]) > 0 and all(pn["limits"]["lnet_mtu"] == 1048576 and "max_msg_size" not in pn["limits"] and pn["limits"]["queue_depth"] > 0 for p in j["peer"] for pn in p["peer ni"])'
 
 ul_step "forced V1 and V2 (checksums) nodes against V3"
 start 4 4096 "              protocol: 1"

@@ -458,7 +458,15 @@ static void test_peer_limits(void **state)
 	xfer(p, &put, 17, 1);
 	assert_int_equal(ulnet_peer_limits_get(p->a, &p->idb.nid, &l), 0);
 	assert_true(l.max_frags >= 1);
-	assert_true(l.max_msg_size >= ULNET_MTU);
+	assert_int_equal(l.lnet_mtu, ULNET_MTU);
+	/* an LND's own message size, when it has one, is what one message carries on its wire (o2ib:
+	 * ibcp_max_msg_size, 4096), never the LNet MTU */
+	assert_true(l.lnd_msg_size == 0 || (l.lnd_msg_size >= 512 && l.lnd_msg_size < ULNET_MTU));
+	if (!strcmp(K->name, "o2ib")) {
+		assert_int_equal(l.lnd_msg_size, 4096);
+		assert_int_equal(l.conns, 1); /* conns_per_peer 1: one connection */
+		assert_true(l.conns_used <= l.conns);
+	}
 	if (K->two_nodes) {
 		struct ulnet_nid stranger = p->idb.nid;
 

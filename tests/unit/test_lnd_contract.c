@@ -621,16 +621,21 @@ static void test_query_peer(void **state)
 
 	(void)state;
 	fx_open(&f, NULL, 0);
-	tst.limits = (struct ulnet_peer_limits){ .max_frags = 256, .queue_depth = 8, .max_msg_size = 4096 };
+	tst.limits = (struct ulnet_peer_limits){ .max_frags = 256, .queue_depth = 8, .lnet_mtu = ULNET_MTU,
+						 .lnd_msg_size = 4096, .conns = 2, .conns_used = 1 };
 	assert_int_equal(ulnet_peer_limits_get(f.node, &nid, &l), 0);
 	assert_int_equal(l.max_frags, 256);
 	assert_int_equal(l.queue_depth, 8);
-	assert_int_equal(l.max_msg_size, 4096);
+	assert_int_equal(l.lnet_mtu, ULNET_MTU);
+	assert_int_equal(l.lnd_msg_size, 4096);
+	assert_int_equal(l.conns, 2);
+	assert_int_equal(l.conns_used, 1);
 	nid = tst_nid(99);
 	assert_int_equal(ulnet_peer_limits_get(f.node, &nid, &l), -ENOENT);
 	assert_int_equal(ulnet_nid_parse("0@lo", &lo, NULL), 0);
 	assert_int_equal(ulnet_peer_limits_get(f.node, &lo, &l), 0);
-	assert_int_equal(l.max_msg_size, ULNET_MTU);
+	assert_int_equal(l.lnet_mtu, ULNET_MTU);
+	assert_int_equal(l.lnd_msg_size, 0); /* lo has no message size of its own */
 	assert_int_equal(ulnet_nid_parse("1.2.3.4@tcp7", &nid, NULL), 0);
 	assert_int_equal(ulnet_peer_limits_get(f.node, &nid, &l), -EHOSTUNREACH);
 	fx_close(&f);

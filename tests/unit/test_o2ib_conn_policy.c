@@ -359,6 +359,94 @@ static void test_passive_rejects(void **state)
 #undef PACK
 }
 
+/* conns_per_peer: a known peer's Nth connection with its current incarnation is accepted up to the
+ * cap (its established ones plus those being accepted), refused NO_RESOURCES past it; another
+ * incarnation or version is STALE whatever the count; a race still goes by the tie-break. */
+static void test_conns_per_peer_policy(void **state)
+{
+	static const struct {
+		const char *name;
+		bool known;
+		uint64_t stamp;       /* the peer's incarnation as we know it (its CONNREQ says STAMP_A) */
+		uint16_t version;
+		bool connecting;
+		uint32_t conns;       /* its connections here now */
+		bool accept;
+		uint8_t why;          /* when refused */
+		bool close_stale;
+	} rows[] = {
+		{ "first connection", false, 0, 0, false, 0, true, 0, false },
+		{ "second, same incarnation", true, STAMP_A, 0x12, false, 1, true, 0, false },
+		{ "126th (one below the cap)", true, STAMP_A, 0x12, false, O2IB_CONNS_PER_PEER_MAX - 1, true, 0, false },
+		{ "at the cap", true, STAMP_A, 0x12, false, O2IB_CONNS_PER_PEER_MAX, false, O2IB_REJECT_NO_RESOURCES, false },
+		{ "far past the cap", true, STAMP_A, 0x12, false, 100000, false, O2IB_REJECT_NO_RESOURCES, false },
+		{ "being accepted only (not yet up)", false, 0, 0, false, O2IB_CONNS_PER_PEER_MAX, false,
+		  O2IB_REJECT_NO_RESOURCES, false },
+		{ "new incarnation, 2 conns", true, STAMP_A - 5, 0x12, false, 2, false, O2IB_REJECT_CONN_STALE, true },
+		{ "new incarnation at the cap", true, STAMP_A - 5, 0x12, false, O2IB_CONNS_PER_PEER_MAX, false,
+		  O2IB_REJECT_CONN_STALE, true },
+		{ "same incarnation, other version", true, STAMP_A, 0x11, false, 1, false, O2IB_REJECT_CONN_STALE, true },
+		{ "race, I win (my hash is higher)", true, STAMP_A, 0x12, true, 1, false, O2IB_REJECT_CONN_RACE, false },
+	};
+	static struct o2ib_msg req;
+	struct o2ib_local a = node(NID_A, STAMP_A, 8, 257), me = node(NID_P, STAMP_P, 8, 257);
+	struct o2ib_active act;
+	struct o2ib_passive_decision d;
+	uint8_t buf[128];
+	char line[300];
+	int n;
+
+	(void)state;
+	o2ib_active_init(&a, NID_P, 0, 0, &act);
+	o2ib_active_connreq(&a, &act, &req);
+	n = o2ib_msg_pack(&req, false, buf, sizeof(buf));
+	for (size_t i = 0; i < sizeof(rows) / sizeof(rows[0]); i++) {
+		struct o2ib_peer_view pv = { .known = rows[i].known, .stamp = rows[i].stamp, .version = rows[i].version,
+					     .connecting = rows[i].connecting, .conns = rows[i].conns };
+
+		/* the race row: I (the passive side) must win, so my NID's hash is the higher one */
+		me.nid = rows[i].connecting ? NID_A + 1 : NID_P;
+		req.dstnid = me.nid;
+		n = o2ib_msg_pack(&req, false, buf, sizeof(buf));
+		o2ib_passive_decide(buf, (size_t)n, &me, &pv, &d);
+		o2ib_passive_describe(&d, line, sizeof(line));
+		print_message("%-36s %s\n", rows[i].name, line);
+		assert_int_equal(d.accept, rows[i].accept);
+		assert_int_equal(d.close_stale, rows[i].close_stale);
+		if (!rows[i].accept)
+			assert_int_equal(d.rej.why, rows[i].why);
+		if (rows[i].why == O2IB_REJECT_NO_RESOURCES) { /* the line names the count and the cap */
+			char want[64];
+
+			snprintf(want, sizeof(want), "it holds %u connections here, the cap is %u", rows[i].conns,
+				 O2IB_CONNS_PER_PEER_MAX);
+			assert_non_null(strstr(line, want));
+		}
+	}
+	me.nid = NID_P;
+}
+
+/* A connection that comes up closes only its peer's connections to another incarnation or version;
+ * a peer with none gets conns_per_peer (1..127) opened, one with any (up, ours or its own on the way)
+ * none more. */
+static void test_conns_stale_and_open(void **state)
+{
+	static const struct { uint64_t old_stamp; uint16_t old_v; uint64_t stamp; uint16_t v; bool stale; } st[] = {
+		{ 7, 0x12, 7, 0x12, false }, { 7, 0x12, 8, 0x12, true }, { 8, 0x12, 7, 0x12, true },
+		{ 7, 0x11, 7, 0x12, true }, { 7, 0x12, 7, 0x11, true },
+	};
+	static const struct { uint32_t cpp, up, connecting, accepting, want; } op[] = {
+		{ 1, 0, 0, 0, 1 }, { 2, 0, 0, 0, 2 }, { 127, 0, 0, 0, 127 }, { 500, 0, 0, 0, O2IB_CONNS_PER_PEER_MAX },
+		{ 0, 0, 0, 0, 1 }, { 2, 1, 0, 0, 0 }, { 2, 0, 1, 0, 0 }, { 2, 0, 0, 1, 0 }, { 4, 3, 0, 0, 0 },
+	};
+
+	(void)state;
+	for (size_t i = 0; i < sizeof(st) / sizeof(st[0]); i++)
+		assert_int_equal(o2ib_conn_stale(st[i].old_stamp, st[i].old_v, st[i].stamp, st[i].v), st[i].stale);
+	for (size_t i = 0; i < sizeof(op) / sizeof(op[0]); i++)
+		assert_int_equal(o2ib_conns_to_open(op[i].cpp, op[i].up, op[i].connecting, op[i].accepting), op[i].want);
+}
+
 static void test_connack_checks(void **state)
 {
 	static struct o2ib_msg ack;
@@ -447,6 +535,8 @@ int main(void)
 		cmocka_unit_test(test_reject_reasons),
 		cmocka_unit_test(test_passive_rejects),
 		cmocka_unit_test(test_connack_checks),
+		cmocka_unit_test(test_conns_per_peer_policy),
+		cmocka_unit_test(test_conns_stale_and_open),
 		cmocka_unit_test(test_qp_and_tiebreak),
 		cmocka_unit_test(test_reduced_depth_advertised),
 	};

@@ -374,7 +374,14 @@ static int cmd_peer_show(struct ulnetd *d, int argc, char **argv, struct ulnetd_
 				ulnetd_emit_map(&e, "limits");
 				ulnetd_emit_uint(&e, "max_frags", lim.max_frags);
 				ulnetd_emit_uint(&e, "queue_depth", lim.queue_depth);
-				ulnetd_emit_uint(&e, "max_msg_size", lim.max_msg_size);
+				/* LNET_MTU, and the LND's own message size (o2ib: ibcp_max_msg_size): not the same */
+				ulnetd_emit_uint(&e, "lnet_mtu", lim.lnet_mtu);
+				if (lim.lnd_msg_size)
+					ulnetd_emit_uint(&e, "max_msg_size", lim.lnd_msg_size);
+				if (lim.conns) {
+					ulnetd_emit_uint(&e, "conns", lim.conns);
+					ulnetd_emit_uint(&e, "conns_used", lim.conns_used);
+				}
 				ulnetd_emit_end(&e);
 			}
 			if (ulnet_peer_rdma_stats_get(d->node, &p.nid, &rs) == 0)

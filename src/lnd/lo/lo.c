@@ -49,9 +49,8 @@ static int lolnd_query_peer(struct ulnet_ni *ni, const struct ulnet_nid *nid, st
 {
 	(void)ni;
 	(void)nid;
-	out->max_frags = ULNET_MD_MAX_FRAGS;
-	out->queue_depth = 0;
-	out->max_msg_size = ULNET_MTU;
+	/* no LND message size of its own (lnd_msg_size 0), no connections */
+	*out = (struct ulnet_peer_limits){ .max_frags = ULNET_MD_MAX_FRAGS, .queue_depth = 0, .lnet_mtu = ULNET_MTU };
 	return 0;
 }
 

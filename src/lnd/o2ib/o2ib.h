@@ -41,6 +41,7 @@ struct o2ib_tun {
 	int reg_cache_mb;      /* and their bytes, MiB */
 	int max_peers;         /* peers remembered at once (idle ones are forgotten first) */
 	int use_privileged_port;
+	int conns_per_peer;    /* connections opened to a peer that has none (1..O2IB_CONNS_PER_PEER_MAX) */
 };
 
 /* A cached source registration, local access only: a whole ulnet_mem_alloc allocation, pointed to by
@@ -97,13 +98,20 @@ struct o2ib_net {
 
 struct o2ib_conn;
 
-/* A peer: its queued messages while no connection is up, and the active side's negotiation state. */
+/* A peer: its connections, its queued messages while none is up, and the active side's negotiation
+ * state. It may have several connections (conns_per_peer, ours or its own): messages go round robin
+ * over the established ones (o2ib_peer_conn_pick), each one receives, and an answer (PUT_ACK, the
+ * DONEs) goes on the connection of the message it answers. */
 struct o2ib_peer {
 	struct ulnet_list link;
 	struct o2ib_net *net;
 	struct ulnet_nid nid;
 	uint64_t nid4;
-	struct o2ib_conn *conn;     /* connecting or established, or NULL */
+	/* its live conns (o2ib_conn.peer_link): connecting, being accepted, established; not closing.
+	 * o2ib_conn_set_state keeps it and the two counts below */
+	struct ulnet_list conns;
+	uint32_t nup;               /* ESTABLISHED ones */
+	uint32_t connecting;        /* ACTIVE_CONNECT ones */
 	struct ulnet_list txq;      /* struct o2ib_tx waiting for a connection */
 	struct o2ib_active act;     /* the active side across attempts */
 	uint16_t last_version;      /* 0 = never connected */
@@ -173,6 +181,11 @@ struct o2ib_conn {
 	struct ulnet_list link;     /* net->pending while PASSIVE_WAIT, net->zombies once closed */
 	struct o2ib_net *net;
 	struct o2ib_peer *peer;     /* NULL while a passive conn has not been matched to a peer */
+	struct ulnet_list peer_link; /* peer->conns while not INIT nor CLOSING (on_peer) */
+	bool on_peer;
+	struct o2ib_active act;     /* ACTIVE_CONNECT: what its CONNREQ proposed (the CONNACK is checked on it) */
+	uint64_t tx_msgs, rx_msgs;  /* messages other than NOOPs posted and received on it */
+	uint32_t max_msg_size;      /* the peer's ibcp_max_msg_size (4096 at most) */
 	struct fab_cm_id *id;
 	struct fab_qp *qp;
 	enum o2ib_conn_state state;
@@ -287,6 +300,15 @@ void o2ib_conn_destroy_id(struct o2ib_conn *conn);
 void o2ib_conn_close(struct o2ib_conn *conn, int status, const char *why);
 /* Connecting to @peer failed: fail its queued messages and tell the core. */
 void o2ib_peer_failed(struct o2ib_peer *peer, int status);
+/* One attempt of several failed: o2ib_peer_failed once none is up nor under way. */
+void o2ib_peer_attempt_failed(struct o2ib_peer *peer, int status);
+/* The next established conn of @peer, round robin (as o2iblnd picks among ibp_conns), or NULL. */
+struct o2ib_conn *o2ib_peer_conn_pick(struct o2ib_peer *peer);
+/* The first established conn of @peer (no rotation), or NULL. */
+struct o2ib_conn *o2ib_peer_conn_up(const struct o2ib_peer *peer);
+/* Close every established conn of @peer (@stale_only: those o2ib_conn_stale says are stale against
+ * @keep, which stays). Returns how many. */
+uint32_t o2ib_peer_close_conns(struct o2ib_peer *peer, const struct o2ib_conn *keep, bool stale_only, int status);
 /* The peer's NID, or "(unknown peer)". */
 const char *o2ib_conn_peer_str(const struct o2ib_conn *conn, char *buf, size_t len);
 /* "ESTABLISHED", ... */

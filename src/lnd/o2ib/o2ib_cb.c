@@ -69,6 +69,7 @@ void o2ib_handle_rx(struct o2ib_conn *conn, struct o2ib_rx *rx, uint32_t len)
 		return bad_msg(conn, "kib_msg returns credits up to %llu, beyond the queue depth %llu",
 			       (uint64_t)conn->credits + m->credits, conn->queue_depth);
 	conn->credits += m->credits;
+	conn->rx_msgs += m->type != O2IB_MSG_NOOP;
 	switch (m->type) {
 	case O2IB_MSG_NOOP:
 		o2ib_rx_repost(rx, o2ib_credit_needed(conn->version, O2IB_MSG_NOOP)); /* a V1 NOOP spent a credit */

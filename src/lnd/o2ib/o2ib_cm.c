@@ -32,7 +32,8 @@ static int connect_attempt(struct o2ib_peer *peer)
 	if ((rc = f->bind_src(conn->id, net->tun.use_privileged_port)) ||
 	    (rc = o2ib_conn_setup_qp(conn, &peer->act.queue_depth)))
 		goto fail;
-	o2ib_active_connreq(&net->me, &peer->act, &m);
+	conn->act = peer->act; /* its CONNACK is checked against what this CONNREQ proposed */
+	o2ib_active_connreq(&net->me, &conn->act, &m);
 	n = o2ib_msg_pack(&m, false, pd, sizeof(pd));
 	if (n < 0) {
 		rc = n;
@@ -40,8 +41,7 @@ static int connect_attempt(struct o2ib_peer *peer)
 	}
 	if ((rc = f->connect(conn->id, &dst, pd, (size_t)n, timeout_ms)))
 		goto fail;
-	o2ib_conn_set_state(conn, O2IB_CONN_ACTIVE_CONNECT);
-	peer->conn = conn;
+	o2ib_conn_set_state(conn, O2IB_CONN_ACTIVE_CONNECT); /* on peer->conns from here */
 	return 0;
 fail:
 	o2ib_conn_destroy_id(conn);
@@ -51,16 +51,26 @@ fail:
 
 int o2ib_connect(struct o2ib_peer *peer)
 {
+	struct o2ib_net *net = peer->net;
+	uint32_t want = o2ib_conns_to_open((uint32_t)net->tun.conns_per_peer, peer->nup, peer->connecting,
+					   peer->accepting), opened = 0;
 	char ns[ULNET_NID_STRLEN];
-	int rc;
+	int rc = 0;
 
+	if (!want)
+		return 0; /* a connection is up or on its way */
 	if (!peer->act.attempts) /* else a retry scheduled after a reject: keep what it renegotiated */
-		o2ib_active_init(&peer->net->me, peer->nid4, peer->last_version, peer->last_stamp, &peer->act);
-	rc = connect_attempt(peer);
-	if (rc) {
+		o2ib_active_init(&net->me, peer->nid4, peer->last_version, peer->last_stamp, &peer->act);
+	while (opened < want && !(rc = connect_attempt(peer)))
+		opened++;
+	if (rc && !opened) {
 		ULNET_LOG(O2IB, ERR, "%s: cannot start a connection: %s", o2ib_nid_str(&peer->nid, ns, sizeof(ns)),
 			  strerror(-rc));
-		o2ib_peer_failed(peer, rc);
+		o2ib_peer_attempt_failed(peer, rc);
+	} else if (rc) {
+		ULNET_LOG(O2IB, WARN, "%s: started %u of %u connections: %s (lnd tunable conns_per_peer %d)",
+			  o2ib_nid_str(&peer->nid, ns, sizeof(ns)), opened, want, strerror(-rc), net->tun.conns_per_peer);
+		rc = 0;
 	}
 	return rc;
 }
@@ -84,11 +94,22 @@ void o2ib_conn_established(struct o2ib_conn *conn)
 	peer->act.attempts = 0;
 	peer->limits.max_frags = conn->max_frags;
 	peer->limits.queue_depth = conn->queue_depth;
-	peer->limits.max_msg_size = 1u << 20; /* LNET_MTU: larger payloads travel by RDMA */
+	peer->limits.lnet_mtu = ULNET_MTU; /* larger payloads cannot be sent; above 3976 bytes they go by RDMA */
+	peer->limits.lnd_msg_size = conn->max_msg_size; /* ibcp_max_msg_size, as negotiated */
 	peer->have_limits = true;
-	if (peer->conn && peer->conn != conn)
-		o2ib_conn_close(peer->conn, 0, NULL); /* lost a race, or a stale one: keep the newest */
-	peer->conn = conn;
+	/* every conn of the peer stays and is used (conns_per_peer, or both sides' ends of a race); only
+	 * those made with an earlier incarnation or version of the peer go */
+	{
+		uint32_t n = o2ib_peer_close_conns(peer, conn, true, -ESTALE);
+
+		if (n) {
+			char ns[ULNET_NID_STRLEN];
+
+			ULNET_LOG(O2IB, INFO, "%s: closed %u connection(s) to an earlier incarnation: the peer came "
+				  "back with incarnation %llu version 0x%x", o2ib_nid_str(&peer->nid, ns, sizeof(ns)), n,
+				  (unsigned long long)conn->peer_stamp, conn->version);
+		}
+	}
 	while (!ulnet_list_empty(&peer->txq)) {
 		struct o2ib_tx *tx = ulnet_container_of(peer->txq.next, struct o2ib_tx, link);
 
@@ -133,17 +154,24 @@ static void on_connect_request(struct o2ib_net *net, const struct fab_cm_event *
 		peer = o2ib_peer_find(net, &nid, false);
 	}
 	if (peer) {
-		pv.known = peer->conn && peer->conn->state == O2IB_CONN_ESTABLISHED;
-		pv.stamp = pv.known ? peer->conn->peer_stamp : 0;
-		pv.version = pv.known ? peer->conn->version : 0;
-		pv.connecting = peer->conn && peer->conn->state == O2IB_CONN_ACTIVE_CONNECT;
+		const struct o2ib_conn *up = o2ib_peer_conn_up(peer);
+
+		pv.known = up != NULL;
+		pv.stamp = up ? up->peer_stamp : 0;
+		pv.version = up ? up->version : 0;
+		pv.connecting = peer->connecting > 0;
 		pv.races = peer->races;
+		pv.conns = peer->nup + peer->accepting;
 	}
 	o2ib_passive_decide(ev->private_data, ev->private_data_len, &net->me, &pv, &d);
 	if (d.accept)
 		o2ib_fault_reject(net, d.peer_nid, &d); /* a reject fault rule acts on what we would accept */
-	if (d.close_stale && peer && peer->conn)
-		o2ib_conn_close(peer->conn, -ESTALE, "the peer reconnected with a new incarnation");
+	if (d.close_stale && peer && peer->nup) {
+		uint32_t closed = o2ib_peer_close_conns(peer, NULL, false, -ESTALE);
+
+		ULNET_LOG(O2IB, WARN, "%s: closed its %u connection(s): the peer reconnected with a new "
+			  "incarnation or version", o2ib_nid_str(&peer->nid, line, sizeof(line)), closed);
+	}
 	if (!d.accept) {
 		o2ib_passive_describe(&d, line, sizeof(line));
 		if (d.rej.why == O2IB_REJECT_CONN_RACE) {
@@ -175,6 +203,7 @@ static void on_connect_request(struct o2ib_net *net, const struct fab_cm_event *
 	conn->queue_depth = d.cp.queue_depth;
 	conn->max_frags = d.cp.max_frags;
 	conn->peer_stamp = d.peer_stamp;
+	conn->max_msg_size = d.asked.max_msg_size;
 	ack.version = d.version;
 	ack.type = O2IB_MSG_CONNACK;
 	ack.srcnid = net->me.nid;
@@ -195,7 +224,7 @@ static void on_connect_request(struct o2ib_net *net, const struct fab_cm_event *
 		reject_no_resources(net, ev->id, d.version);
 		return;
 	}
-	o2ib_conn_set_state(conn, O2IB_CONN_PASSIVE_WAIT);
+	o2ib_conn_set_state(conn, O2IB_CONN_PASSIVE_WAIT); /* on peer->conns from here */
 	conn->accept_deadline_ns = ulnet__now_ns() + (uint64_t)net->tun.timeout * NS_PER_S;
 	peer->accepting++;
 	ulnet_list_add_tail(&conn->link, &net->pending); /* becomes the peer's conn at ESTABLISHED */
@@ -208,6 +237,11 @@ static void on_rejected(struct o2ib_conn *conn, const struct fab_cm_event *ev)
 	struct o2ib_reject_action act;
 	char line[384];
 
+	/* the retry builds on what this attempt proposed (another one may have renegotiated meanwhile) */
+	peer->act.version = conn->act.version;
+	peer->act.queue_depth = conn->act.queue_depth;
+	peer->act.max_frags = conn->act.max_frags;
+	peer->act.peer_stamp = conn->act.peer_stamp;
 	o2ib_active_on_reject(ev->private_data, ev->private_data_len, &peer->act, &act);
 	o2ib_reject_describe(&act, &peer->act, line, sizeof(line));
 	if (act.retry == O2IB_GIVE_UP)
@@ -216,17 +250,17 @@ static void on_rejected(struct o2ib_conn *conn, const struct fab_cm_event *ev)
 		ULNET_LOG(O2IB, INFO, "%s", line);
 	o2ib_conn_close(conn, act.err ? act.err : -ECONNREFUSED, NULL);
 	o2ib_conn_destroy_id(conn);
-	if (peer->conn)
-		return; /* the peer's own connection won the race */
+	if (peer->nup)
+		return; /* a connection of the peer is up (its own won the race, or another of ours): it serves */
 	if (act.retry == O2IB_RETRY_NOW) {
 		peer->stats.renegotiations += act.why == O2IB_REJECT_RDMA_FRAGS || act.why == O2IB_REJECT_MSG_QUEUE_SIZE;
 		if (connect_attempt(peer))
-			o2ib_peer_failed(peer, -ECONNREFUSED);
+			o2ib_peer_attempt_failed(peer, -ECONNREFUSED);
 	} else if (act.retry == O2IB_RETRY_LATER) {
 		peer->retry_at_ns = ulnet__now_ns() + (uint64_t)act.delay_ms * NS_PER_MS;
 		o2ib_peer_timer_by(peer, peer->retry_at_ns);
 	} else {
-		o2ib_peer_failed(peer, act.err);
+		o2ib_peer_attempt_failed(peer, act.err);
 	}
 }
 
@@ -248,14 +282,14 @@ void o2ib_cm_event(struct o2ib_net *net, const struct fab_cm_event *ev)
 		if (conn->state == O2IB_CONN_PASSIVE_WAIT) {
 			o2ib_conn_established(conn);
 		} else if (conn->state == O2IB_CONN_ACTIVE_CONNECT) {
-			rc = o2ib_active_on_connack(ev->private_data, ev->private_data_len, &net->me, &conn->peer->act,
-						    &res);
+			rc = o2ib_active_on_connack(ev->private_data, ev->private_data_len, &net->me, &conn->act, &res);
 			if (rc) {
 				snprintf(why, sizeof(why), "bad CONNACK: %s", res.reason ? res.reason : "?");
 				o2ib_conn_close(conn, rc, why);
-				o2ib_peer_failed(conn->peer, rc);
+				o2ib_peer_attempt_failed(conn->peer, rc);
 				break;
 			}
+			conn->max_msg_size = res.max_msg_size;
 			conn->version = res.version;
 			conn->queue_depth = res.queue_depth;
 			conn->max_frags = res.max_frags;
@@ -281,7 +315,7 @@ void o2ib_cm_event(struct o2ib_net *net, const struct fab_cm_event *ev)
 				  fab_cm_event_str(ev->type), strerror(-rc));
 			o2ib_conn_close(conn, rc, NULL);
 			o2ib_conn_destroy_id(conn);
-			o2ib_peer_failed(peer, rc);
+			o2ib_peer_attempt_failed(peer, rc);
 		}
 		break;
 	case FAB_CM_DISCONNECTED:

@@ -32,9 +32,71 @@ void o2ib_conn_set_state(struct o2ib_conn *conn, enum o2ib_conn_state next)
 {
 	char ns[ULNET_NID_STRLEN];
 
+	struct o2ib_peer *peer = conn->peer;
+
 	ULNET_LOG(O2IB, DEBUG, "%s: %s -> %s", o2ib_conn_peer_str(conn, ns, sizeof(ns)),
 		  o2ib_conn_state_name(conn->state), o2ib_conn_state_name(next));
+	if (peer) {
+		peer->connecting -= conn->state == O2IB_CONN_ACTIVE_CONNECT;
+		peer->nup -= conn->state == O2IB_CONN_ESTABLISHED;
+		peer->connecting += next == O2IB_CONN_ACTIVE_CONNECT;
+		peer->nup += next == O2IB_CONN_ESTABLISHED;
+		if (next == O2IB_CONN_CLOSING && conn->on_peer) {
+			ulnet_list_del(&conn->peer_link);
+			conn->on_peer = false;
+		} else if (next != O2IB_CONN_CLOSING && next != O2IB_CONN_INIT && !conn->on_peer) {
+			ulnet_list_add_tail(&conn->peer_link, &peer->conns);
+			conn->on_peer = true;
+		}
+	}
 	conn->state = next;
+}
+
+struct o2ib_conn *o2ib_peer_conn_up(const struct o2ib_peer *peer)
+{
+	for (const struct ulnet_list *p = peer->conns.next; p != &peer->conns; p = p->next) {
+		struct o2ib_conn *c = ulnet_container_of(p, struct o2ib_conn, peer_link);
+
+		if (c->state == O2IB_CONN_ESTABLISHED)
+			return c;
+	}
+	return NULL;
+}
+
+struct o2ib_conn *o2ib_peer_conn_pick(struct o2ib_peer *peer)
+{
+	struct o2ib_conn *c;
+
+	if (!peer->nup)
+		return NULL;
+	c = o2ib_peer_conn_up(peer);
+	if (c && peer->nup > 1) { /* the next pick starts after it */
+		ulnet_list_del(&c->peer_link);
+		ulnet_list_add_tail(&c->peer_link, &peer->conns);
+	}
+	return c;
+}
+
+uint32_t o2ib_peer_close_conns(struct o2ib_peer *peer, const struct o2ib_conn *keep, bool stale_only, int status)
+{
+	uint32_t n = 0;
+	bool again = true;
+
+	while (again) { /* a close takes the conn off the list: look again from the start */
+		again = false;
+		for (struct ulnet_list *p = peer->conns.next; p != &peer->conns; p = p->next) {
+			struct o2ib_conn *c = ulnet_container_of(p, struct o2ib_conn, peer_link);
+
+			if (c == keep || c->state != O2IB_CONN_ESTABLISHED ||
+			    (stale_only && !o2ib_conn_stale(c->peer_stamp, c->version, keep->peer_stamp, keep->version)))
+				continue;
+			o2ib_conn_close(c, status, NULL);
+			n++;
+			again = true;
+			break;
+		}
+	}
+	return n;
 }
 
 struct o2ib_conn *o2ib_conn_alloc(struct o2ib_net *net, struct o2ib_peer *peer)
@@ -51,6 +113,7 @@ struct o2ib_conn *o2ib_conn_alloc(struct o2ib_net *net, struct o2ib_peer *peer)
 	ulnet_list_init(&conn->waitq);
 	ulnet_list_init(&conn->link);
 	ulnet_list_init(&conn->check_link);
+	ulnet_list_init(&conn->peer_link);
 	conn->last_send_ns = ulnet__now_coarse_ns();
 	return conn;
 }
@@ -142,6 +205,8 @@ void o2ib_conn_free(struct o2ib_conn *conn)
 
 	if (conn->peer)
 		conn->peer->nconns--;
+	if (conn->on_peer) /* (a conn is freed in INIT or CLOSING: never on the list; kept safe all the same) */
+		ulnet_list_del(&conn->peer_link);
 	if (conn->check_due)
 		ulnet_list_del(&conn->check_link);
 	if (conn->rx_mr_ok)
@@ -229,6 +294,12 @@ void o2ib_reap_zombies(struct o2ib_net *net)
 	}
 }
 
+void o2ib_peer_attempt_failed(struct o2ib_peer *peer, int status)
+{
+	if (!peer->nup && !peer->connecting)
+		o2ib_peer_failed(peer, status);
+}
+
 void o2ib_peer_failed(struct o2ib_peer *peer, int status)
 {
 	peer->act.attempts = 0; /* the next message starts afresh */
@@ -270,11 +341,9 @@ void o2ib_conn_close(struct o2ib_conn *conn, int status, const char *why)
 		o2ib_fab(conn)->disconnect(conn->id);
 	ulnet_list_add_tail(&conn->link, &conn->net->zombies);
 	ulnet__timer_arm_by(ulnet__ni_node(conn->net->ni), &conn->net->reap_timer, ulnet__now_ns() + O2IB_REAP_NS);
-	if (conn->peer && conn->peer->conn == conn) {
-		conn->peer->conn = NULL;
-		if (status && was_up && !conn->net->shutting_down)
-			ulnet__peer_down(conn->net->ni, &conn->peer->nid, status);
-	}
+	/* the peer is down when its last established conn goes (others carry its traffic meanwhile) */
+	if (conn->peer && was_up && !conn->peer->nup && status && !conn->net->shutting_down)
+		ulnet__peer_down(conn->net->ni, &conn->peer->nid, status);
 	/* messages wait for this peer (an attempt that failed, a passive conn that never came up): its
 	 * timer looks again soon, to reconnect when its backoff allows or to fail them; not at once, so
 	 * attempts that fail at once do not follow each other without pause */

@@ -108,6 +108,12 @@ void o2ib_passive_decide(const uint8_t *priv, size_t len, const struct o2ib_loca
 		d->close_stale = true;
 		return;
 	}
+	if (pv && pv->conns >= O2IB_CONNS_PER_PEER_MAX) {
+		reject(d, me, req->version, O2IB_REJECT_NO_RESOURCES,
+		       "the peer holds the most connections a peer may (o2iblnd conns_per_peer maximum)");
+		d->conns = pv->conns;
+		return;
+	}
 	if (pv && pv->connecting && pv->races < O2IB_MAX_CONN_RACES &&
 	    o2ib_race_i_win(me->nid, req->srcnid, pv->legacy_tiebreak))
 		return reject(d, me, req->version, O2IB_REJECT_CONN_RACE, "connection race: my NID wins the tie-break");
@@ -117,6 +123,20 @@ void o2ib_passive_decide(const uint8_t *priv, size_t len, const struct o2ib_loca
 	d->cp.queue_depth = o2ib_depth_for_qp(&me->tun, cp->queue_depth, cp->max_frags);
 	d->cp.max_msg_size = O2IB_MSG_SIZE;
 	d->reason = d->cp.queue_depth < cp->queue_depth ? "accepted; queue depth reduced to fit the QP" : "accepted";
+}
+
+bool o2ib_conn_stale(uint64_t old_stamp, uint16_t old_version, uint64_t stamp, uint16_t version)
+{
+	return old_stamp != stamp || old_version != version;
+}
+
+uint32_t o2ib_conns_to_open(uint32_t conns_per_peer, uint32_t up, uint32_t connecting, uint32_t accepting)
+{
+	if (up || connecting || accepting)
+		return 0;
+	if (conns_per_peer < 1)
+		return 1;
+	return conns_per_peer > O2IB_CONNS_PER_PEER_MAX ? O2IB_CONNS_PER_PEER_MAX : conns_per_peer;
 }
 
 void o2ib_passive_fault_reject(struct o2ib_passive_decision *d, const struct o2ib_local *me, uint8_t why)
@@ -143,6 +163,10 @@ int o2ib_passive_describe(const struct o2ib_passive_decision *d, char *buf, size
 		return snprintf(buf, cap, "CONNREQ from %s v0x%x accepted: queue depth %u (asked %u), max_frags %u: %s",
 				nid4_str(d->peer_nid, ns, sizeof(ns)), d->version, d->cp.queue_depth,
 				d->asked.queue_depth, d->cp.max_frags, d->reason);
+	if (d->conns)
+		return snprintf(buf, cap, "CONNREQ from %s v0x%x rejected %s: %s (it holds %u connections here, "
+				"the cap is %u)", nid4_str(d->peer_nid, ns, sizeof(ns)), d->asked_version,
+				o2ib_rej_why_name(d->rej.why), d->reason, d->conns, O2IB_CONNS_PER_PEER_MAX);
 	return snprintf(buf, cap,
 			"CONNREQ from %s v0x%x rejected %s: %s (asked queue depth %u max_frags %u "
 			"max_msg_size %u; I accept %u/%u/%u, tunables peer_credits and max_frags)",
@@ -222,6 +246,7 @@ int o2ib_active_on_connack(const uint8_t *priv, size_t len, const struct o2ib_lo
 	res->version = m.version;
 	res->queue_depth = m.u.connparams.queue_depth;
 	res->max_frags = m.u.connparams.max_frags;
+	res->max_msg_size = m.u.connparams.max_msg_size;
 	res->peer_stamp = m.srcstamp;
 	return 0;
 }

@@ -16,6 +16,11 @@
 #define O2IB_RECONNECT_BURST 10u         /* rejects in a row retried at once; then one a second (LU-7569) */
 #define O2IB_RACE_RETRY_MS 100u          /* CONN_RACE: reconnect once the rejected connection is gone */
 #define O2IB_HELD_RETRY_MS 1000u         /* past the burst: one reconnect a second */
+/* conns_per_peer (o2iblnd 2.15+): a peer may open several connections to us and every one is used.
+ * The tunable (1 by default, as o2iblnd's) is how many we open; this is both its maximum and the most
+ * a peer may hold here at once (established and being accepted): past it a CONNREQ is rejected
+ * NO_RESOURCES, which o2iblnd takes as a failed attempt and not as a reason to retry at once. */
+#define O2IB_CONNS_PER_PEER_MAX 127u
 
 struct o2ib_conn_tun {
 	uint16_t peer_credits;   /* queue depth we propose and accept (8..255) */
@@ -48,6 +53,7 @@ struct o2ib_peer_view {
 	bool connecting;         /* I am also connecting to it */
 	bool legacy_tiebreak;
 	uint32_t races;          /* CONN_RACE rejects sent to it so far */
+	uint32_t conns;          /* its connections here now: established, and accepted but not yet up */
 };
 
 struct o2ib_passive_decision {
@@ -59,11 +65,21 @@ struct o2ib_passive_decision {
 	bool close_stale;              /* close my existing connections to this peer */
 	struct o2ib_connparams asked;  /* what the CONNREQ proposed (0s if it did not parse) */
 	uint16_t asked_version;
+	uint32_t conns;                /* the peer's connections here when it hit O2IB_CONNS_PER_PEER_MAX */
 	const char *reason;            /* why, in words; o2ib_passive_describe() adds the values */
 };
 /* Decide on a CONNREQ's private data. Always fills @out (a reject is a decision, not an error). */
 void o2ib_passive_decide(const uint8_t *priv, size_t len, const struct o2ib_local *me,
 			 const struct o2ib_peer_view *pv, struct o2ib_passive_decision *out);
+/* A connection of a peer came up with incarnation @stamp and version @version: is another of its
+ * connections, made with @old_stamp and @old_version, stale (the peer restarted or changed version
+ * since: that one goes, as o2iblnd closes a peer's stale connections)? */
+bool o2ib_conn_stale(uint64_t old_stamp, uint16_t old_version, uint64_t stamp, uint16_t version);
+/* How many connections to open to a peer now: @conns_per_peer when it has none (@up established,
+ * @connecting of ours under way, @accepting of its own being accepted), else 0 (as o2iblnd: the
+ * connections a peer has carry its traffic; a lost one is not replaced while others remain). */
+uint32_t o2ib_conns_to_open(uint32_t conns_per_peer, uint32_t up, uint32_t connecting, uint32_t accepting);
+
 /* An accepting @d turned into a reject with reason @why, as a fault rule asks (our incarnation and
  * connparams, in the requester's version). */
 void o2ib_passive_fault_reject(struct o2ib_passive_decision *d, const struct o2ib_local *me, uint8_t why);
@@ -88,6 +104,7 @@ void o2ib_active_connreq(const struct o2ib_local *me, const struct o2ib_active *
 
 struct o2ib_conn_result {
 	uint16_t version, queue_depth, max_frags;
+	uint32_t max_msg_size;   /* the CONNACK's ibcp_max_msg_size (4096 at most) */
 	uint64_t peer_stamp;
 	const char *reason;      /* on error */
 };

@@ -89,7 +89,15 @@ void o2ib_fault_changed(struct ulnet_ni *ni)
 		for (struct ulnet_list *p = net->peers[b].next; p != &net->peers[b]; p = p->next) {
 			struct o2ib_peer *peer = ulnet_container_of(p, struct o2ib_peer, link);
 
-			if (peer->conn)
-				o2ib_conn_fault_look(peer->conn, now);
+			for (struct ulnet_list *c = peer->conns.next; c != &peer->conns;) {
+				struct o2ib_conn *conn = ulnet_container_of(c, struct o2ib_conn, peer_link);
+
+				c = c->next;
+				if (conn->state != O2IB_CONN_ESTABLISHED)
+					continue;
+				o2ib_conn_fault_look(conn, now);
+				if (conn->state != O2IB_CONN_ESTABLISHED) /* closed (a kept receive was bad): off the list */
+					c = peer->conns.next;
+			}
 		}
 }

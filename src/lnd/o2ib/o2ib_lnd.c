@@ -55,6 +55,8 @@ static const struct ulnet_tunable o2ib_tunables[] = {
 	T(reg_cache_mb, 1, 1 << 20, 1024, "MiB of memory the kept source registrations may cover"),
 	T(max_peers, 1, 1048576, 4096, "peers remembered at once; idle ones (no connection, nothing queued) "
 	  "are forgotten after timeout s, or at once to make room"),
+	T(conns_per_peer, 1, 127, 1, "connections opened to a peer that has none (o2iblnd 2.15+); messages go "
+	  "round robin over a peer's connections, and a peer may hold up to 127 here"),
 	T(use_privileged_port, 0, 1, 0, "1: connect from a source port below 1024 (peers that "
 	  "require_privileged_port; needs CAP_NET_BIND_SERVICE)"),
 	DEV("max_send_sge"), DEV("max_recv_sge"), DEV("max_qp_wr"), DEV("max_qp"), DEV("max_mr"),
@@ -100,7 +102,7 @@ static int limits_load(struct ulnet_ni *ni, struct fab_limits *lim)
 
 static bool peer_busy(const struct o2ib_peer *peer)
 {
-	return peer->conn || peer->nconns || !ulnet_list_empty(&peer->txq);
+	return !ulnet_list_empty(&peer->conns) || peer->nconns || !ulnet_list_empty(&peer->txq);
 }
 
 static void peer_forget(struct o2ib_net *net, struct o2ib_peer *peer)
@@ -163,6 +165,7 @@ struct o2ib_peer *o2ib_peer_find(struct o2ib_net *net, const struct ulnet_nid *n
 	peer->timer.fn = peer_timer_fire;
 	o2ib_peer_timer_by(peer, peer->busy_ns + peer_look_ns(net));
 	ulnet_list_init(&peer->txq);
+	ulnet_list_init(&peer->conns);
 	ulnet_list_add_tail(&peer->link, head);
 	net->npeers++;
 	return peer;
@@ -371,8 +374,9 @@ static void o2iblnd_shutdown(struct ulnet_ni *ni)
 		while (!ulnet_list_empty(&net->peers[b])) {
 			struct o2ib_peer *peer = ulnet_container_of(net->peers[b].next, struct o2ib_peer, link);
 
-			if (peer->conn)
-				o2ib_conn_close(peer->conn, -ESHUTDOWN, NULL);
+			while (!ulnet_list_empty(&peer->conns))
+				o2ib_conn_close(ulnet_container_of(peer->conns.next, struct o2ib_conn, peer_link),
+						-ESHUTDOWN, NULL);
 			fail_txq(net, &peer->txq, -ESHUTDOWN);
 			/* closed conns wait in zombies until reaped: none may keep pointing at the peer */
 			for (struct ulnet_list *p = net->zombies.next; p != &net->zombies; p = p->next) {
@@ -474,8 +478,15 @@ static uint64_t peer_next_deadline(const struct o2ib_peer *peer, uint64_t now)
 
 	if (!peer_busy(peer))
 		c[0] = peer->busy_ns + (uint64_t)net->tun.timeout * NS_PER_S;
-	else if (peer->conn)
-		c[0] = o2ib_conn_next_deadline(peer->conn);
+	else if (peer->nup)
+		for (const struct ulnet_list *p = peer->conns.next; p != &peer->conns; p = p->next) {
+			uint64_t d = o2ib_conn_next_deadline(ulnet_container_of(p, struct o2ib_conn, peer_link));
+
+			if (d < c[0])
+				c[0] = d;
+		}
+	else if (peer->connecting)
+		; /* each attempt has its own timeout (the fabric's) */
 	else if (!ulnet_list_empty(&peer->txq)) {
 		c[0] = ulnet_container_of(peer->txq.next, struct o2ib_tx, link)->deadline_ns;
 		if (!peer->accepting)
@@ -503,9 +514,17 @@ static void peer_timer_fire(struct ulnet_node *node, struct ulnet_timer *t, uint
 		return;
 	}
 	peer->busy_ns = now;
-	if (peer->conn) {
-		o2ib_conn_tick(peer->conn, now);
-	} else if (!ulnet_list_empty(&peer->txq)) {
+	if (peer->nup) {
+		/* a tick may close its conn (off the list): look again from the start after each close */
+		for (struct ulnet_list *p = peer->conns.next; p != &peer->conns;) {
+			struct o2ib_conn *c = ulnet_container_of(p, struct o2ib_conn, peer_link);
+
+			p = p->next;
+			o2ib_conn_tick(c, now);
+			if (c->state == O2IB_CONN_CLOSING)
+				p = peer->conns.next;
+		}
+	} else if (!peer->connecting && !ulnet_list_empty(&peer->txq)) {
 		if (ulnet_container_of(peer->txq.next, struct o2ib_tx, link)->deadline_ns <= now) {
 			ULNET_LOG(O2IB, ERR, "%s: no connection within %d s (lnd tunable timeout); failing its "
 				  "queued messages", o2ib_nid_str(&peer->nid, ns, sizeof(ns)), net->tun.timeout);
@@ -546,6 +565,13 @@ static int o2iblnd_query_peer(struct ulnet_ni *ni, const struct ulnet_nid *nid, 
 	if (!peer || !peer->have_limits)
 		return -ENOENT;
 	*out = peer->limits;
+	out->conns = peer->nup;
+	out->conns_used = 0;
+	for (const struct ulnet_list *p = peer->conns.next; p != &peer->conns; p = p->next) {
+		const struct o2ib_conn *c = ulnet_container_of(p, struct o2ib_conn, peer_link);
+
+		out->conns_used += c->state == O2IB_CONN_ESTABLISHED && c->tx_msgs && c->rx_msgs;
+	}
 	return 0;
 }
 

@@ -103,6 +103,7 @@ static int post_window(struct o2ib_conn *conn, struct o2ib_tx *tx, uint32_t s, i
 		conn->credits -= credit;
 		conn->outstanding_credits = 0;
 		conn->noops_posted += tx->msg.type == O2IB_MSG_NOOP;
+		conn->tx_msgs += tx->msg.type != O2IB_MSG_NOOP;
 		conn->last_send_ns = o2ib_now(net);
 	}
 	return 0;
@@ -238,15 +239,17 @@ void o2ib_run_checks(struct o2ib_net *net)
 void o2ib_peer_queue(struct o2ib_peer *peer, struct o2ib_tx *tx)
 {
 	tx->deadline_ns = o2ib_now(peer->net) + (uint64_t)peer->net->tun.timeout * NS_PER_S;
-	if (peer->conn && peer->conn->state == O2IB_CONN_ESTABLISHED) {
-		o2ib_conn_queue(peer->conn, tx);
-		o2ib_conn_check_sends(peer->conn);
+	struct o2ib_conn *conn = o2ib_peer_conn_pick(peer);
+
+	if (conn) {
+		o2ib_conn_queue(conn, tx);
+		o2ib_conn_check_sends(conn);
 		return;
 	}
 	ulnet_list_add_tail(&tx->link, &peer->txq);
 	o2ib_peer_timer_by(peer, tx->deadline_ns);
-	/* a passive conn on its way up takes the queue (kernel: ibp_accepting) */
-	if (!peer->conn && !peer->accepting) {
+	/* a conn on its way up (ours, or the peer's: kernel ibp_accepting) takes the queue */
+	if (!peer->connecting && !peer->accepting) {
 		if (ulnet__now_ns() >= peer->retry_at_ns)
 			o2ib_connect(peer); /* a failure fails peer->txq, this tx included */
 		else

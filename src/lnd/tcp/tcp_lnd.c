@@ -801,9 +801,9 @@ static int tcplnd_query_peer(struct ulnet_ni *ni, const struct ulnet_nid *nid, s
 
 	if (!peer)
 		return -ENOENT;
-	out->max_frags = ULNET_MD_MAX_FRAGS;
-	out->queue_depth = (uint32_t)ulnet__ni_peer_credits(ni);
-	out->max_msg_size = ULNET_MTU;
+	/* no LND message size of its own (lnd_msg_size 0); its connections are not counted here (0) */
+	*out = (struct ulnet_peer_limits){ .max_frags = ULNET_MD_MAX_FRAGS,
+					   .queue_depth = (uint32_t)ulnet__ni_peer_credits(ni), .lnet_mtu = ULNET_MTU };
 	return 0;
 }
 
