@@ -97,7 +97,7 @@ def handle_framework(payload):
         elif mtype == TEST:
             service, loop, concur = struct.unpack("<III", b[40:52])
             is_client = b[52]
-            if not counts["session"] or b[8:24] != session["sid"]:
+            if not counts["session"] or b[16:32] != session["sid"]:
                 status = ESRCH
             elif is_client:
                 counts["client_tests"] += 1
