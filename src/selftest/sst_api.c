@@ -77,17 +77,19 @@ void ulnet_selftest_stats_get(ulnet_selftest *st, struct ulnet_selftest_stats *o
 }
 
 static const char *const check_names[] = { [ULNET_SELFTEST_CHECK_NONE] = "none",
-	[ULNET_SELFTEST_CHECK_SIMPLE] = "simple", [ULNET_SELFTEST_CHECK_FULL] = "full" };
+	[ULNET_SELFTEST_CHECK_SIMPLE] = "simple", [ULNET_SELFTEST_CHECK_FULL] = "full",
+	[ULNET_SELFTEST_CHECK_DISCARD] = "discard" };
 
 _Static_assert((int)ULNET_SELFTEST_CHECK_NONE == (int)ULNET_SST_CHECK_NONE &&
 	       (int)ULNET_SELFTEST_CHECK_SIMPLE == (int)ULNET_SST_CHECK_SIMPLE &&
-	       (int)ULNET_SELFTEST_CHECK_FULL == (int)ULNET_SST_CHECK_FULL, "public checks are the wire's");
+	       (int)ULNET_SELFTEST_CHECK_FULL == (int)ULNET_SST_CHECK_FULL &&
+	       (int)ULNET_SELFTEST_CHECK_DISCARD == (int)ULNET_SST_CHECK_DISCARD, "public checks are the wire's");
 _Static_assert(ULNET_SELFTEST_MAX_CONCUR == ULNET_SST_MAX_CONCUR, "public limit is the engine's");
 _Static_assert(ULNET_SELFTEST_NAME_MAX + 1 == ULNET_SST_NAME_SIZE, "names fit lst's 32 bytes");
 
 int ulnet_selftest_check_parse(const char *s, enum ulnet_selftest_check *out)
 {
-	for (int c = ULNET_SELFTEST_CHECK_NONE; c <= ULNET_SELFTEST_CHECK_FULL; c++)
+	for (int c = ULNET_SELFTEST_CHECK_NONE; c <= ULNET_SELFTEST_CHECK_DISCARD; c++)
 		if (s && !strcmp(s, check_names[c])) {
 			*out = (enum ulnet_selftest_check)c;
 			return 0;
@@ -97,7 +99,7 @@ int ulnet_selftest_check_parse(const char *s, enum ulnet_selftest_check *out)
 
 const char *ulnet_selftest_check_name(enum ulnet_selftest_check c)
 {
-	return c >= ULNET_SELFTEST_CHECK_NONE && c <= ULNET_SELFTEST_CHECK_FULL ? check_names[c] : "none";
+	return c >= ULNET_SELFTEST_CHECK_NONE && c <= ULNET_SELFTEST_CHECK_DISCARD ? check_names[c] : "none";
 }
 
 /* ---- results ---- */

@@ -162,13 +162,14 @@ def serve_brw(req):
                                                          put_msg(WMD_NONE, bulkid, 0, PORTAL_RDMA, 0)) + data)
             with lock:
                 counts["bulk_bytes"] += length
-        reply = srpc_msg(BRW + 1, struct.pack("<I", status), feats)
-        send(conn, send_lock, ksock_hdr() + lnet_hdr(snid, MY_NID, spid, PID_LUSTRE, LNET_PUT, len(reply),
-                                                     put_msg(WMD_NONE, rpyid, 0, PORTAL_RDMA, 0)) + reply)
-        with lock:
+        with lock:  # counted before the reply goes: whoever sees the reply sees the count
             counts["served"] += 1
             if status:
                 counts["mismatch"] += 1
+            save()
+        reply = srpc_msg(BRW + 1, struct.pack("<I", status), feats)
+        send(conn, send_lock, ksock_hdr() + lnet_hdr(snid, MY_NID, spid, PID_LUSTRE, LNET_PUT, len(reply),
+                                                     put_msg(WMD_NONE, rpyid, 0, PORTAL_RDMA, 0)) + reply)
     except (OSError, EOFError):
         pass
     finally:

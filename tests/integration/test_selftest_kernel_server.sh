@@ -65,13 +65,23 @@ ok add_group s "$K"
 ok add_batch b
 ok add_test --batch b --from c --to s --concurrency 2 --loop 4 brw write size=4096 check=discard
 ok run b
-# the batch ends by itself after 4 x 2 RPCs: wait for the server to have served them
-for _ in $(seq 400); do
-	"$UL_PYTHON" -c "import json,sys; sys.exit(json.load(open(sys.argv[1]))['checks'].get('4', 0) < 24)" "$STATE" && break
+# the batch ends by itself after 4 x 2 RPCs: wait until the server has answered them all (the 60 s
+# bound only guards against a hang)
+deadline=$(( $(ul__now_ms) + 60000 ))
+until "$UL_PYTHON" -c "import json,sys; sys.exit(json.load(open(sys.argv[1]))['served'] < 80)" "$STATE"; do
+	(( $(ul__now_ms) < deadline )) || ul_fail "the server did not answer 8 discard writes: $(cat "$STATE")"
 	sleep 0.05
 done
 ok --json stop b
 ul_json <(sed -n 1p "$UL_TMP/o") "j['ok'] and j['check'] == 'discard' and j['rpcs'] == 8"
 ok end_session
 ul_json "$STATE" "j['checks'].get('4') == 24 and j['mismatch'] == 0 and not j['session'] and j['buffers'] == 0"
+ul_step "check=discard from a kernel console (kernel_sst_console.py at 127.220.0.5) to the ulnet node as client"
+# before: the node refused the client TEST entry (EINVAL: "check must be none, simple or full")
+ul_run "$UL_TMP/kc" "$UL_TMP/kc.err" timeout 60 "$UL_PYTHON" "$SRC/tests/integration/kernel_sst_console.py" \
+	"$(ul_addr 220 5)" "$(ul_addr 220 1)" "$(ul_addr 220 3)" write 8192 4 3 2
+[[ $UL_STATUS == 0 ]] || ul_fail "kernel console: status $UL_STATUS: $(cat "$UL_TMP/kc" "$UL_TMP/kc.err")"
+ul_json "$UL_TMP/kc" "j == {'mksn': [0, 0], 'test_server': 0, 'test_client': 0, 'run': 0, 'query': 0, 'active': 0, 'rmsn': [0, 0]}"
+# the node ran the batch: 3 x 2 brw writes with flags 4 reached the server, none mismatched
+ul_json "$STATE" "j['checks'].get('4') == 30 and j['served'] == 86 and j['mismatch'] == 0 and j['brw_before_buffers'] == 0 and not j['session'] and j['buffers'] == 0"
 echo "PASS"
