@@ -383,17 +383,26 @@ static int remote_run(ulnet_selftest *st, const struct ulnet_selftest_run *p, st
 		snprintf(why, whylen, "this node has no NID other than lo to be a console with");
 		return -EADDRNOTAVAIL;
 	}
+	/* before any session or test request: a client that may be a kernel node never gets an offset it
+	 * cannot survive. Only an offset a kernel client cannot take needs to know what the client is: one
+	 * DEBUG asks (it makes no session); a safe offset sends nothing more than the run itself. */
+	if (lt.t.service == ULNET_SST_SVC_BRW &&
+	    ulnet__sst_kernel_offset_check(lt.t.size, lt.t.offset, why2, sizeof(why2))) {
+		char rule[sizeof(why2)];
+		snprintf(rule, sizeof(rule), "%s", why2);
+		if ((rc = ulnet__sst_con_features(&con, &client, &client_feats, why2, sizeof(why2)))) {
+			snprintf(why, whylen, "client %s", why2);
+			return rc;
+		}
+		if (!(client_feats & ULNET_SST_NODE_ANY_OFFSET)) {
+			snprintf(why, whylen, "client %s is not known to be a ulnet node: %s",
+				 ulnet_nid_format(&client.nid, nid, sizeof(nid)), rule);
+			return -EINVAL;
+		}
+	}
 	if ((rc = ulnet__sst_con_join(&con, &client, false, &client_feats, why2, sizeof(why2)))) {
 		snprintf(why, whylen, "client %s", why2);
 		return rc;
-	}
-	/* before any test request: a client that may be a kernel node never gets an offset it cannot survive */
-	if (lt.t.service == ULNET_SST_SVC_BRW && !(client_feats & ULNET_SST_NODE_ANY_OFFSET) &&
-	    ulnet__sst_kernel_offset_check(lt.t.size, lt.t.offset, why2, sizeof(why2))) {
-		snprintf(why, whylen, "client %s is not known to be a ulnet node: %s",
-			 ulnet_nid_format(&client.nid, nid, sizeof(nid)), why2);
-		(void)ulnet__sst_con_leave(&con, &client, why2, sizeof(why2));
-		return -EINVAL;
 	}
 	/* the server joins too, so a kernel server posts buffers for the test; a busy server still serves */
 	if (!ulnet_nid_equal(&server.nid, &client.nid))
