@@ -9,10 +9,9 @@
 # reserved words stay zero. Prints one JSON object with every reply's status. Usage:
 #   kernel_sst_console.py ADDR NODE_ADDR SERVER_ADDR read|write SIZE CHECK LOOP CONCUR
 import json, socket, struct, sys, threading, time
-from lnet_peer import (CONN_BULK_IN, CONN_BULK_OUT, CONN_CONTROL, KSOCK_NOOP, LNET_GET, LNET_PUT, LNET_REPLY,
-                       PID_LUSTRE as PID, WMD_NONE, active_handshake, connect_privileged, ksock_hdr, lnet_hdr, nid,
-                       passive_handshake, put_msg, recv_exact, recv_ksock_hdr, srpc_msg, unpack_lnet_hdr,
-                       unpack_srpc_head)
+from lnet_peer import (CONN_CONTROL, KSOCK_NOOP, LNET_GET, LNET_PUT, LNET_REPLY, PID_LUSTRE as PID, WMD_NONE,
+                       active_handshake, connect_privileged, ksock_hdr, lnet_hdr, nid, passive_handshake, put_msg,
+                       recv_exact, recv_ksock_hdr, srpc_msg, unpack_lnet_hdr)
 
 addr, node_ip, server_ip = sys.argv[1], sys.argv[2], sys.argv[3]
 rw = {"read": 1, "write": 2}[sys.argv[4]]
