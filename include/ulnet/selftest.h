@@ -65,9 +65,10 @@ struct ulnet_selftest_stats {
 ULNET_EXPORT void ulnet_selftest_stats_get(ulnet_selftest *st, struct ulnet_selftest_stats *out);
 
 enum ulnet_selftest_kind { ULNET_SELFTEST_BRW = 1, ULNET_SELFTEST_PING = 2 };
+/* DISCARD (LU-20342): like NONE, and the receiver of the data may skip the copy (nothing reads it). */
 enum ulnet_selftest_check { ULNET_SELFTEST_CHECK_NONE = 1, ULNET_SELFTEST_CHECK_SIMPLE = 2,
-			    ULNET_SELFTEST_CHECK_FULL = 3 };
-/* "none", "simple", "full": 0 or -EINVAL. */
+			    ULNET_SELFTEST_CHECK_FULL = 3, ULNET_SELFTEST_CHECK_DISCARD = 4 };
+/* "none", "simple", "full", "discard": 0 or -EINVAL. */
 ULNET_EXPORT int ulnet_selftest_check_parse(const char *s, enum ulnet_selftest_check *out);
 ULNET_EXPORT const char *ulnet_selftest_check_name(enum ulnet_selftest_check c);
 

@@ -144,6 +144,11 @@ int ulnet__sst_con_join(struct ulnet_sst_con *c, const struct ulnet_process_id *
 int ulnet__sst_con_leave(struct ulnet_sst_con *c, const struct ulnet_process_id *node, char *why, size_t cap);
 /* DEBUG: 0 = the node is in this session; -EBUSY another session (its name in @why), -ESRCH none. */
 int ulnet__sst_con_ping(struct ulnet_sst_con *c, const struct ulnet_process_id *node, char *why, size_t cap);
+/* DEBUG, only to learn *node_feats (as join's) without making a session: a ulnet node marks every DEBUG
+ * reply, a kernel node answers its session state (ESRCH without one) with the reserved words zero.
+ * 0 when the node answered, whatever its status; else -errno with the line in @why. */
+int ulnet__sst_con_features(struct ulnet_sst_con *c, const struct ulnet_process_id *node, uint32_t *node_feats,
+			    char *why, size_t cap);
 /* TEST. @node_feats: what the node announced at join. Client entries of a brw test: a node without
  * ULNET_SST_NODE_ANY_OFFSET (a kernel node) is never sent an offset it cannot survive
  * (ulnet__sst_kernel_offset_check); callers check before sending anything, this is the last guard

@@ -10,7 +10,10 @@
 #include <unistd.h>
 
 #include "ulnet/ulnet.h"
+#include "log.h"
 #include "sst_lst.h"
+
+ULNET_LOG_SUBSYS_DECLARE(SST);
 
 #define RUN_POLL_US 100000      /* one-shot on another node: how often the console asks it */
 #define RUN_TIMEOUT_DEFAULT_MS 10000
@@ -74,17 +77,19 @@ void ulnet_selftest_stats_get(ulnet_selftest *st, struct ulnet_selftest_stats *o
 }
 
 static const char *const check_names[] = { [ULNET_SELFTEST_CHECK_NONE] = "none",
-	[ULNET_SELFTEST_CHECK_SIMPLE] = "simple", [ULNET_SELFTEST_CHECK_FULL] = "full" };
+	[ULNET_SELFTEST_CHECK_SIMPLE] = "simple", [ULNET_SELFTEST_CHECK_FULL] = "full",
+	[ULNET_SELFTEST_CHECK_DISCARD] = "discard" };
 
 _Static_assert((int)ULNET_SELFTEST_CHECK_NONE == (int)ULNET_SST_CHECK_NONE &&
 	       (int)ULNET_SELFTEST_CHECK_SIMPLE == (int)ULNET_SST_CHECK_SIMPLE &&
-	       (int)ULNET_SELFTEST_CHECK_FULL == (int)ULNET_SST_CHECK_FULL, "public checks are the wire's");
+	       (int)ULNET_SELFTEST_CHECK_FULL == (int)ULNET_SST_CHECK_FULL &&
+	       (int)ULNET_SELFTEST_CHECK_DISCARD == (int)ULNET_SST_CHECK_DISCARD, "public checks are the wire's");
 _Static_assert(ULNET_SELFTEST_MAX_CONCUR == ULNET_SST_MAX_CONCUR, "public limit is the engine's");
 _Static_assert(ULNET_SELFTEST_NAME_MAX + 1 == ULNET_SST_NAME_SIZE, "names fit lst's 32 bytes");
 
 int ulnet_selftest_check_parse(const char *s, enum ulnet_selftest_check *out)
 {
-	for (int c = ULNET_SELFTEST_CHECK_NONE; c <= ULNET_SELFTEST_CHECK_FULL; c++)
+	for (int c = ULNET_SELFTEST_CHECK_NONE; c <= ULNET_SELFTEST_CHECK_DISCARD; c++)
 		if (s && !strcmp(s, check_names[c])) {
 			*out = (enum ulnet_selftest_check)c;
 			return 0;
@@ -94,7 +99,7 @@ int ulnet_selftest_check_parse(const char *s, enum ulnet_selftest_check *out)
 
 const char *ulnet_selftest_check_name(enum ulnet_selftest_check c)
 {
-	return c >= ULNET_SELFTEST_CHECK_NONE && c <= ULNET_SELFTEST_CHECK_FULL ? check_names[c] : "none";
+	return c >= ULNET_SELFTEST_CHECK_NONE && c <= ULNET_SELFTEST_CHECK_DISCARD ? check_names[c] : "none";
 }
 
 /* ---- results ---- */
@@ -226,15 +231,92 @@ static void from_engine(const struct ulnet_sst_result *r, struct ulnet_selftest_
 	snprintf(o->first_error, sizeof(o->first_error), "%s", r->first_error);
 }
 
+/* The server of a one-shot run from this node. lnet_selftest posts request buffers for its brw and
+ * ping services only when a console adds a server TEST entry (as many as the entry's loop); without
+ * them the requests park on its lazy request portal, hold its receive buffers, and the connection
+ * stalls. So, as the lst console does, a server not known to be ulnet gets a private session and a
+ * server entry for the run's concurrency before the first request, the keep-alive while the run lasts,
+ * and its session removed afterwards. A ulnet server (its make-session reply says so) always has
+ * buffers: it leaves the session at once. Best effort, as remote_run's servers: a server in another
+ * session or one that does not answer is run against as it is (the run reports what happens). */
+struct srv_prep {
+	struct ulnet_sst_con con;
+	struct ulnet_process_id id;
+	bool joined;
+	uint64_t next_ping;
+};
+
+static void server_prepare(ulnet_selftest *st, const struct ulnet_selftest_run *p, struct srv_prep *sp)
+{
+	const uint32_t timeout_ms = p->t.rpc_timeout_ms ? p->t.rpc_timeout_ms : RUN_TIMEOUT_DEFAULT_MS;
+	struct ulnet_sst_con_test srv = { 0 };
+	char why[512], nid[ULNET_NID_STRLEN];
+	uint32_t feats = 0;
+	int rc;
+
+	memset(sp, 0, sizeof(*sp));
+	sp->id = p->to;
+	if (!sp->id.pid)
+		sp->id.pid = ULNET_PID_LUSTRE;
+	if (ulnet__sst_is_local(st->sst, &p->to.nid))
+		return;
+	if (!lst_con_init(st->sst, "ulnet-selftest-run", timeout_ms < 1000 ? 1000 : timeout_ms < 5000 ? timeout_ms : 5000,
+			  &sp->con))
+		return;
+	ulnet_nid_format(&p->to.nid, nid, sizeof(nid));
+	if ((rc = ulnet__sst_con_join(&sp->con, &sp->id, false, &feats, why, sizeof(why)))) {
+		ULNET_LOG(SST, WARN, "one-shot run: server %s has no session for the run (%d): %s", nid, rc, why);
+		return;
+	}
+	sp->joined = true;
+	if (feats) { /* a ulnet node: its buffers are always posted */
+		(void)ulnet__sst_con_leave(&sp->con, &sp->id, why, sizeof(why));
+		sp->joined = false;
+		return;
+	}
+	srv.service = p->t.kind == ULNET_SELFTEST_BRW ? ULNET_SST_SVC_BRW : ULNET_SST_SVC_PING;
+	srv.rw = p->t.write ? ULNET_SST_BRW_WRITE : ULNET_SST_BRW_READ;
+	srv.size = p->t.size;
+	srv.check = (enum ulnet_sst_check)p->t.check;
+	srv.concurrency = p->t.concurrency;
+	srv.loop = (int32_t)p->t.concurrency; /* a server entry: the buffers to post (one client) */
+	if ((rc = ulnet__sst_con_test_add(&sp->con, &sp->id, 1, &srv, false, 0, NULL, 0, why, sizeof(why))))
+		ULNET_LOG(SST, WARN, "one-shot run: server %s took no server test entry (%d): %s", nid, rc, why);
+	sp->next_ping = lst_mono_ms() + LST_PING_MS;
+}
+
+static void server_keepalive(struct srv_prep *sp)
+{
+	char why[512];
+
+	if (!sp->joined || lst_mono_ms() < sp->next_ping)
+		return;
+	(void)ulnet__sst_con_ping(&sp->con, &sp->id, why, sizeof(why));
+	sp->next_ping = lst_mono_ms() + LST_PING_MS;
+}
+
+static void server_release(struct srv_prep *sp)
+{
+	char why[512];
+
+	if (sp->joined)
+		(void)ulnet__sst_con_leave(&sp->con, &sp->id, why, sizeof(why));
+	sp->joined = false;
+}
+
 struct local_progress {
 	const struct ulnet_selftest_run *p;
 	struct ulnet_selftest_result *o;
+	struct srv_prep *srv;
 };
 
 static int local_progress(void *arg, const struct ulnet_sst_result *so_far)
 {
 	struct local_progress *lp = arg;
 
+	server_keepalive(lp->srv);
+	if (!lp->p->progress)
+		return 0;
 	from_engine(so_far, lp->o);
 	return lp->p->progress(lp->p->progress_arg, lp->o);
 }
@@ -242,7 +324,8 @@ static int local_progress(void *arg, const struct ulnet_sst_result *so_far)
 static int local_run(ulnet_selftest *st, const struct ulnet_selftest_run *p, struct ulnet_sst_params *sp,
 		     struct ulnet_selftest_result *o, char *why, size_t whylen)
 {
-	struct local_progress lp = { p, o };
+	struct srv_prep srv;
+	struct local_progress lp = { p, o, &srv };
 	struct ulnet_sst_result res;
 	const char *bad = NULL;
 	int rc;
@@ -250,11 +333,15 @@ static int local_run(ulnet_selftest *st, const struct ulnet_selftest_run *p, str
 	o->source = "measured on this node";
 	sp->corrupt_count = p->corrupt_count;
 	sp->corrupt_at = p->corrupt_at;
-	if (p->progress) {
-		sp->progress = local_progress;
-		sp->progress_arg = &lp;
+	sp->progress = local_progress; /* also the server's keep-alive */
+	sp->progress_arg = &lp;
+	if ((rc = ulnet__sst_params_check(sp, 4096, &bad))) { /* nothing is sent for a run refused here */
+		snprintf(why, whylen, "%s", bad ? bad : "bad parameters");
+		return rc;
 	}
+	server_prepare(st, p, &srv);
 	rc = ulnet__sst_run(st->sst, sp, &res, &bad);
+	server_release(&srv);
 	if (rc) {
 		snprintf(why, whylen, "%s", rc == -EINVAL && bad ? bad : ulnet_strerror(rc));
 		return rc;
@@ -296,17 +383,26 @@ static int remote_run(ulnet_selftest *st, const struct ulnet_selftest_run *p, st
 		snprintf(why, whylen, "this node has no NID other than lo to be a console with");
 		return -EADDRNOTAVAIL;
 	}
+	/* before any session or test request: a client that may be a kernel node never gets an offset it
+	 * cannot survive. Only an offset a kernel client cannot take needs to know what the client is: one
+	 * DEBUG asks (it makes no session); a safe offset sends nothing more than the run itself. */
+	if (lt.t.service == ULNET_SST_SVC_BRW &&
+	    ulnet__sst_kernel_offset_check(lt.t.size, lt.t.offset, why2, sizeof(why2))) {
+		char rule[sizeof(why2)];
+		snprintf(rule, sizeof(rule), "%s", why2);
+		if ((rc = ulnet__sst_con_features(&con, &client, &client_feats, why2, sizeof(why2)))) {
+			snprintf(why, whylen, "client %s", why2);
+			return rc;
+		}
+		if (!(client_feats & ULNET_SST_NODE_ANY_OFFSET)) {
+			snprintf(why, whylen, "client %s is not known to be a ulnet node: %s",
+				 ulnet_nid_format(&client.nid, nid, sizeof(nid)), rule);
+			return -EINVAL;
+		}
+	}
 	if ((rc = ulnet__sst_con_join(&con, &client, false, &client_feats, why2, sizeof(why2)))) {
 		snprintf(why, whylen, "client %s", why2);
 		return rc;
-	}
-	/* before any test request: a client that may be a kernel node never gets an offset it cannot survive */
-	if (lt.t.service == ULNET_SST_SVC_BRW && !(client_feats & ULNET_SST_NODE_ANY_OFFSET) &&
-	    ulnet__sst_kernel_offset_check(lt.t.size, lt.t.offset, why2, sizeof(why2))) {
-		snprintf(why, whylen, "client %s is not known to be a ulnet node: %s",
-			 ulnet_nid_format(&client.nid, nid, sizeof(nid)), why2);
-		(void)ulnet__sst_con_leave(&con, &client, why2, sizeof(why2));
-		return -EINVAL;
 	}
 	/* the server joins too, so a kernel server posts buffers for the test; a busy server still serves */
 	if (!ulnet_nid_equal(&server.nid, &client.nid))

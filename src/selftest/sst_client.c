@@ -246,9 +246,10 @@ void sst__client_launch(struct ulnet_sst *sst, struct sst_test *t)
 	m.ses_feats = t->feats;
 	if (t->service == ULNET_SST_SVC_BRW) {
 		bool write = t->p.rw == ULNET_SST_BRW_WRITE;
-		/* nothing reads an unchecked sink nor fills an unchecked source: they may be shared (a source
-		 * to corrupt keeps its own) */
-		enum sst_buf use = t->p.check != ULNET_SST_CHECK_NONE ? SST_BUF_OWN
+		bool checked = t->p.check == ULNET_SST_CHECK_SIMPLE || t->p.check == ULNET_SST_CHECK_FULL;
+		/* nothing reads an unchecked (none, discard) sink nor fills an unchecked source: they may be
+		 * shared (a source to corrupt keeps its own) */
+		enum sst_buf use = checked ? SST_BUF_OWN
 				   : !write ? SST_BUF_SHARED_SINK
 				   : t->corrupt_left ? SST_BUF_OWN : SST_BUF_SHARED_SOURCE;
 
@@ -258,7 +259,7 @@ void sst__client_launch(struct ulnet_sst *sst, struct sst_test *t)
 			client_fail_now(sst, r, ERR_REFUSED);
 			return;
 		}
-		if (t->p.check != ULNET_SST_CHECK_NONE)
+		if (checked)
 			ulnet__sst_brw_fill(r->buf + t->p.offset, t->p.size, 0,
 					    write ? ULNET_SST_BRW_MAGIC : ULNET_SST_BRW_POISON);
 		if (write && t->corrupt_left) {

@@ -157,6 +157,24 @@ int ulnet__sst_con_ping(struct ulnet_sst_con *c, const struct ulnet_process_id *
 	return 0;
 }
 
+int ulnet__sst_con_features(struct ulnet_sst_con *c, const struct ulnet_process_id *node, uint32_t *node_feats,
+			    char *why, size_t cap)
+{
+	struct ulnet_sst_msg req, rep;
+	int rc;
+
+	*node_feats = 0;
+	con_msg(&req, ULNET_SST_DEBUG_REQST);
+	memset(&rep, 0, sizeof(rep));
+	req.body.dbg_reqst.sid = c->sid;
+	rc = con_call(c, node, &req, NULL, 0, &rep, NULL, "query session", why, cap);
+	/* a status (no session, another console's) is still an answer; no reply is not */
+	if (rc && !(rep.type == ULNET_SST_DEBUG_REPLY && rep.body.dbg_reply.status))
+		return rc;
+	*node_feats = rep.reserved0 == ULNET_SST_EXT_MAGIC ? rep.reserved1 : 0;
+	return 0;
+}
+
 int ulnet__sst_con_test_add(struct ulnet_sst_con *c, const struct ulnet_process_id *node, uint64_t bid,
 			    const struct ulnet_sst_con_test *t, bool is_client, uint32_t node_feats,
 			    const struct ulnet_process_id *dests, unsigned ndest, char *why, size_t cap)

@@ -25,8 +25,8 @@ int ulnet__sst_params_check(const struct ulnet_sst_params *p, uint32_t page_size
 		return *why = "brw needs read or write", -EINVAL;
 	if (p->size < 1 || p->size > ULNET_MTU)
 		return *why = "size must be 1..1048576 bytes", -EINVAL;
-	if (p->check < ULNET_SST_CHECK_NONE || p->check > ULNET_SST_CHECK_FULL)
-		return *why = "check must be none, simple or full", -EINVAL;
+	if (p->check < ULNET_SST_CHECK_NONE || p->check > ULNET_SST_CHECK_DISCARD)
+		return *why = "check must be none, simple, full or discard", -EINVAL;
 	if (p->offset >= ULNET_MTU)
 		return *why = "offset must be below 1048576", -EINVAL;
 	if (((uint64_t)p->offset % page_size + p->size + page_size - 1) / page_size > ULNET_MD_MAX_FRAGS)

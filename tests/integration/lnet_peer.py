@@ -1,6 +1,7 @@
 # SPDX-License-Identifier: MIT
 # Wire helpers shared by the Python socklnd peers of the integration tests (many_peers.py,
-# flood_gets.py, kernel_sst_client.py, sst_flood.py, sst_hostile_console.py). Written from
+# flood_gets.py, kernel_sst_client.py, kernel_sst_server.py, kernel_sst_console.py, sst_flood.py,
+# sst_hostile_console.py). Written from
 # lnet-wire.md §2.3 (LNet header), §2.6 (acceptor, HELLO V3, ksock_msg) and docs/selftest.md §1 (srpc
 # message), independently of ulnet's C encoders, so the tests stay an outside oracle. Pure packing plus
 # blocking socket reads; no policy: each script decides what to check and what to answer.

@@ -4,7 +4,8 @@
 # client here is kernel_sst_client.py, a kernel-like node written apart from ulnet's selftest code: it
 # applies the kernel's offset rules and counts every TEST it receives. Unsafe offsets are refused by the
 # console (one line with the rule and what would be accepted, exit 2) and the responder receives no
-# TEST; safe ones (offset 0, size 1048568 at offset 8) are sent. A ulnet client still takes any offset.
+# TEST and no session, only the one DEBUG that asks whether it is ulnet (issue 32); safe ones (offset
+# 0, size 1048568 at offset 8) are sent. A ulnet client still takes any offset.
 # A node that refuses a TEST makes the console exit 3 ("the node could not run it").
 set -u
 source "${SRC:-$(dirname "$0")/../..}/tests/integration/lib.sh"
@@ -56,10 +57,19 @@ grep -q "brw size 1048576 at offset 8" "$UL_TMP/o.err" || ul_fail "values missin
 refused "size 1048576 at offset 0" brw read --from "$K" --to "$N2" --size 1M --offset 4096 --count 1
 refused "size 4088 at offset 8, or size 4096 at offset 0" brw write --from "$K" --to "$N2" --size 4096 --offset 12 --count 1
 [[ $(count "$UL_TMP/k.json" tests) == 0 ]] || ul_fail "the responder received a TEST: $(cat "$UL_TMP/k.json")"
+# issue 32: to learn whether the client is ulnet, one DEBUG (query session) per refusal and nothing
+# else: no session made or removed on it
+ul_json "$UL_TMP/k.json" "j['debug'] == 3 and j['mksn'] == 0 and j['rmsn'] == 0 and j['tests'] == 0"
 # the safe case goes out (the responder runs no RPCs, so the console reports what it could: exit 0 or 1)
 lst brw write --from "$K" --to "$N2" --size 1048568 --offset 8 --count 1
 (( UL_STATUS <= 1 )) || ul_fail "size 1048568 at offset 8: status $UL_STATUS: $(cat "$UL_TMP/o.err")"
 ul_json "$UL_TMP/k.json" "j['accepted'] == [[1048568, 8]] and j['would_crash'] == 0"
+# a safe offset needs no question: no DEBUG before the session
+ul_json "$UL_TMP/k.json" "j['debug'] == 3 and j['mksn'] == 1"
+
+ul_step "one-shot run with a ulnet client: the DEBUG reply says ulnet, any offset runs"
+ok --json brw write --from "$N2" --to "$N1" --size 1M --offset 8 --count 4
+ul_json "$UL_TMP/o" "j['ok'] and j['rpcs'] == 4 and j['offset'] == 8 and j['clients'] == 'remote'"
 
 ul_step "lst style: unsafe refused (nothing sent to anyone), safe sent"
 ok new_session s1

@@ -38,7 +38,7 @@ static void test_parse_refusals(void **state)
 		{ "ping --from", "--from needs a value" },
 		{ "ping --bogus 1", "unknown option '--bogus'" },
 		{ "brw read --from a --to b --size 0", "--size must be 1..1M bytes, not '0'" },
-		{ "brw read --from a --to b --check", "--check must be none, simple or full, not ''" },
+		{ "brw read --from a --to b --check", "--check must be none, simple, full or discard, not ''" },
 		{ "ping --from a --to b --concurrency 1025", "--concurrency must be 1..1024, not '1025'" },
 		{ "ping --from a --to b --timeout nan", "--timeout must be seconds > 0, not 'nan'" },
 	};
@@ -53,6 +53,24 @@ static void test_parse_refusals(void **state)
 		test_defaults(&t, false, false);
 		assert_int_equal(test_spec_parse(n, w, &t, why, sizeof(why)), -EINVAL);
 		assert_string_equal(why, cases[i].why);
+	}
+}
+
+/* every check lst has, discard (4, LU-20342) included, is taken as written */
+static void test_parse_checks(void **state)
+{
+	static const char *const checks[] = { "none", "simple", "full", "discard" };
+	(void)state;
+	for (size_t i = 0; i < sizeof(checks) / sizeof(checks[0]); i++) {
+		char line[128], *w[TEST_SPEC_MAX_WORDS], why[160];
+		struct test t;
+		int n;
+
+		snprintf(line, sizeof(line), "brw write --from a --to b --check %s", checks[i]);
+		n = test_spec_split(line, w);
+		test_defaults(&t, false, false);
+		assert_int_equal(test_spec_parse(n, w, &t, why, sizeof(why)), 0);
+		assert_string_equal(t.check, checks[i]);
 	}
 }
 
@@ -83,6 +101,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_split),
 		cmocka_unit_test(test_parse_refusals),
+		cmocka_unit_test(test_parse_checks),
 		cmocka_unit_test(test_result_numbers),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);

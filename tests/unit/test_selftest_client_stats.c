@@ -129,11 +129,29 @@ static void test_active(void **state)
 	assert_true(c.last.rpcs_ok > 0);
 }
 
+/* the check names round-trip, discard (4 on the wire, LU-20342) included; anything else is refused */
+static void test_check_names(void **state)
+{
+	static const char *const names[] = { "none", "simple", "full", "discard" };
+	enum ulnet_selftest_check c;
+
+	(void)state;
+	for (int i = 0; i < 4; i++) {
+		assert_int_equal(ulnet_selftest_check_parse(names[i], &c), 0);
+		assert_int_equal((int)c, i + 1);
+		assert_string_equal(ulnet_selftest_check_name(c), names[i]);
+	}
+	assert_int_equal(ulnet_selftest_check_parse("maybe", &c), -EINVAL);
+	assert_int_equal(ulnet_selftest_check_parse(NULL, &c), -EINVAL);
+	assert_string_equal(ulnet_selftest_check_name((enum ulnet_selftest_check)5), "none");
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_counts),
 		cmocka_unit_test(test_active),
+		cmocka_unit_test(test_check_names),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);
 }

@@ -29,7 +29,7 @@
 
 static const char usage_text[] =
 	"usage: ulnet-selftest [--node PATH] [--json] brw read|write --from NID --to NID [--size N[k|M]]\n"
-	"                      [--offset N] [--check none|simple|full] [--concurrency N] [--duration SEC]\n"
+	"                      [--offset N] [--check none|simple|full|discard] [--concurrency N] [--duration SEC]\n"
 	"                      [--count N] [--timeout SEC] [--corrupt-at N --corrupt-count N]\n"
 	"       ulnet-selftest [--node PATH] [--json] ping --from NID --to NID [--concurrency N] [--duration SEC]\n"
 	"       ulnet-selftest [--node PATH] inject [--count N] [--at N]\n"
@@ -373,7 +373,7 @@ static const struct lst_cmd lst_cmds[] = {
 	{ "stop", "batch stop", 1, 1, "stop BATCH [--force]" },
 	{ "add_test", "test add", 1, 8,
 	  "add_test --batch B --from G1 --to G2 [--loop N] [--concurrency N] [--distribute x:y] [--timeout SEC] "
-	  "brw read|write [size=S] [off=O] [check=none|simple|full] | ping" },
+	  "brw read|write [size=S] [off=O] [check=none|simple|full|discard] | ping" },
 };
 
 static int lst_usage(const struct lst_cmd *lc, const char *why, const char *arg)

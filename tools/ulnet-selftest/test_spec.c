@@ -83,8 +83,8 @@ int test_spec_parse(int argc, char **argv, struct test *t, char *why, size_t cap
 			if (parse_size(v, ULNET_MTU - 1, &t->offset))
 				return refuse(why, cap, "--offset must be 0..1048575, not '%s'", v);
 		} else if (!strcmp(o, "--check") && t->brw) {
-			if (!v || (strcmp(v, "none") && strcmp(v, "simple") && strcmp(v, "full")))
-				return refuse(why, cap, "--check must be none, simple or full, not '%s'", v);
+			if (!v || (strcmp(v, "none") && strcmp(v, "simple") && strcmp(v, "full") && strcmp(v, "discard")))
+				return refuse(why, cap, "--check must be none, simple, full or discard, not '%s'", v);
 			t->check = v;
 		} else if (!strcmp(o, "--concurrency")) {
 			if (parse_size(v, 1024, &t->concurrency) || !t->concurrency)

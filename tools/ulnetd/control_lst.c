@@ -218,7 +218,7 @@ static int cmd_test_add(struct ulnetd *d, int argc, char **argv, struct ulnetd_o
 			bt.t.offset = (uint32_t)v;
 		} else if (bt.t.kind == ULNET_SELFTEST_BRW && !strncmp(w, "check=", 6)) {
 			if (ulnet_selftest_check_parse(w + 6, &bt.t.check))
-				return ulnetd_errorf(out, -EINVAL, "add_test: check must be none, simple or full, not '%s'",
+				return ulnetd_errorf(out, -EINVAL, "add_test: check must be none, simple, full or discard, not '%s'",
 						     w + 6);
 		} else {
 			return ulnetd_errorf(out, -EINVAL, "add_test: unexpected '%s'", w);

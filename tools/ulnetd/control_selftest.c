@@ -103,7 +103,7 @@ static int cmd_run(struct ulnetd *d, int argc, char **argv, struct ulnetd_out *o
 			return ulnetd_errorf(out, -EINVAL, "selftest run ping: unexpected '%s'", pos[1]);
 	}
 	if (ulnet_selftest_check_parse(check, &p.t.check))
-		return ulnetd_errorf(out, -EINVAL, "selftest run: --check must be none, simple or full, not '%s'",
+		return ulnetd_errorf(out, -EINVAL, "selftest run: --check must be none, simple, full or discard, not '%s'",
 				     check);
 	p.t.size = (uint32_t)size;
 	p.t.offset = (uint32_t)offset;
