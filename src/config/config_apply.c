@@ -10,6 +10,7 @@
 
 #include "ulnet/config_file.h"
 #include "ulnet/ulnet.h"
+#include "config_routing.h"
 
 /* The running NI on @net: its index, or -1. */
 static int running_ni(ulnet_node *node, const char *net, struct ulnet_ni_info *out)
@@ -112,7 +113,7 @@ static int check_node_opts(ulnet_node *node, const struct ulnet_config *cfg, cha
 
 int ulnet_config_apply(ulnet_node *node, const struct ulnet_config *cfg, char *err, size_t errlen)
 {
-	struct ulnet_routing_conf old_rt, rt;
+	struct ulnet_routing_conf old_rt;
 	struct ulnet_ni_info ni;
 	bool *add_route = NULL, *add_fault = NULL, *add_ni = NULL, *del_safe = NULL;
 	size_t routes_done = 0, faults_done = 0, i;
@@ -171,30 +172,8 @@ int ulnet_config_apply(ulnet_node *node, const struct ulnet_config *cfg, char *e
 
 	/* ---- changes, each undone on a later failure ---- */
 	ulnet_routing_get(node, &old_rt);
-	if (cfg->routing_set) {
-		rt = old_rt;
-		if (cfg->routing_set & ULNET_CONFIG_RT_ENABLE)
-			rt.enable = cfg->routing.enable;
-		if (cfg->routing_set & ULNET_CONFIG_RT_TINY)
-			rt.tiny = cfg->routing.tiny;
-		if (cfg->routing_set & ULNET_CONFIG_RT_SMALL)
-			rt.small = cfg->routing.small;
-		if (cfg->routing_set & ULNET_CONFIG_RT_LARGE)
-			rt.large = cfg->routing.large;
-		if (cfg->routing_set & ULNET_CONFIG_RT_MEMORY_MAX)
-			rt.memory_max = cfg->routing.memory_max;
-		if (cfg->routing_set & ULNET_CONFIG_RT_CHECK_INTERVAL)
-			rt.check_interval = cfg->routing.check_interval;
-		if (cfg->routing_set & ULNET_CONFIG_RT_PING_TIMEOUT)
-			rt.ping_timeout = cfg->routing.ping_timeout;
-		if (cfg->routing_set & ULNET_CONFIG_RT_SENSITIVITY)
-			rt.sensitivity = cfg->routing.sensitivity;
-		if ((rc = ulnet_routing_set(node, &rt))) {
-			snprintf(err, errlen, "%s:%u: cannot apply the routing settings: %s", cfg->file, cfg->routing_line,
-				 ulnet_strerror(rc));
-			goto out;
-		}
-	}
+	if ((rc = ulnet__config_routing_apply(cfg, node, err, errlen)))
+		goto out;
 	/* NIs before routes (a gateway must be on one). An NI cannot be taken out of a running node, so
 	 * the NIs go in first, and a later failure leaves the ones added (said in the message). */
 	for (i = 0; i < cfg->n_nis; i++) {

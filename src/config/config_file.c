@@ -19,6 +19,7 @@
 #include <yaml.h>
 
 #include "internal.h" /* the node's own checks: bool, page size, NI NID */
+#include "config_routing.h"
 
 #define CFG_MAX_INTERFACES 16
 #define CFG_MAX_FILE (16u << 20)
@@ -1278,7 +1279,7 @@ void ulnet_config_free(struct ulnet_config *cfg)
 
 /* The routing settings the file gives over the node's own; set only when they change something, so
  * a file that repeats the defaults (an export) asks nothing of the routing core. */
-static int routing_apply(const struct ulnet_config *cfg, ulnet_node *node, char *err, size_t errlen)
+int ulnet__config_routing_apply(const struct ulnet_config *cfg, ulnet_node *node, char *err, size_t errlen)
 {
 	const struct ulnet_routing_conf *f = &cfg->routing;
 	struct ulnet_routing_conf c, was;
@@ -1333,7 +1334,7 @@ int ulnet_config_node_open(const struct ulnet_config *cfg, ulnet_node **out, cha
 			return rc;
 		}
 	}
-	if ((rc = routing_apply(cfg, node, err, errlen))) {
+	if ((rc = ulnet__config_routing_apply(cfg, node, err, errlen))) {
 		ulnet_node_close(node);
 		return rc;
 	}
