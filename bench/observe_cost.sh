@@ -77,7 +77,7 @@ net:
         - nid: $(ul_addr "$T" "$n")@tcp
 YAML
 	done
-	ul_ctl n1 ping "$B@tcp" --count 5 --timeout 5000 >/dev/null || ul_fail "warm-up ping failed"
+	ul_ctl n1 ping "$B@tcp" --count 5 --timeout_ms 5000 >/dev/null || ul_fail "warm-up ping failed"
 	set_mode() {
 		for n in n1 n2; do
 			ul_ctl "$n" set latency_metrics "$([[ $1 == nolat ]] && echo 0 || echo 1)" || ul_fail "set latency_metrics"

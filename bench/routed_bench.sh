@@ -85,8 +85,8 @@ route:
     - net: o2ib
       gateway: $R_TCP
 YAML
-	ul_ctl c ping "$S_O2IB" --count 3 --timeout 5000 >/dev/null || ul_fail "C cannot ping S through R"
-	ul_ctl s ping "$C_TCP" --count 3 --timeout 5000 >/dev/null || ul_fail "S cannot ping C through R"
+	ul_ctl c ping "$S_O2IB" --count 3 --timeout_ms 5000 >/dev/null || ul_fail "C cannot ping S through R"
+	ul_ctl s ping "$C_TCP" --count 3 --timeout_ms 5000 >/dev/null || ul_fail "S cannot ping C through R"
 }
 stop_nodes() { ul_stop_node c; ul_stop_node s; ul_stop_node r; }
 

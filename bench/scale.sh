@@ -65,7 +65,7 @@ brw_round() { # LOOPS
 		ul_start_node "n$n" < <(node_yaml "$1" "$n")
 	done
 	for p in $(seq "$PAIRS"); do
-		ul_ctl "n$((2 * p - 1))" ping "$(ul_addr "$T" $((2 * p)))@tcp" --timeout 5000 >/dev/null || ul_fail "warm-up ping failed"
+		ul_ctl "n$((2 * p - 1))" ping "$(ul_addr "$T" $((2 * p)))@tcp" --timeout_ms 5000 >/dev/null || ul_fail "warm-up ping failed"
 	done
 	read -r -a t0 <<<"$(lock_totals)"
 	for p in $(seq "$PAIRS"); do

@@ -69,7 +69,7 @@ net:
         - nid: $(ul_addr "$T" "$n")@tcp
 YAML
 	done
-	ul_ctl n1 ping "$B@tcp" --count 10 --timeout 5000 >/dev/null || ul_fail "warm-up ping failed"
+	ul_ctl n1 ping "$B@tcp" --count 10 --timeout_ms 5000 >/dev/null || ul_fail "warm-up ping failed"
 }
 stop_nodes() { ul_stop_node n1; ul_stop_node n2; }
 
@@ -91,7 +91,7 @@ median() { printf '%s\n' "$@" | sort -g | awk '{v[NR]=$1} END {print v[int((NR+1
 
 # ulnet_ping round trip (median of PINGS, us), as ulnet_ping timed it inside ulnetd
 ping_us() {
-	ul_ctl n1 ping "$B@tcp" --count "$PINGS" --timeout 5000 --json >"$UL_TMP/ping.json" || ul_fail "ping failed"
+	ul_ctl n1 ping "$B@tcp" --count "$PINGS" --timeout_ms 5000 --json >"$UL_TMP/ping.json" || ul_fail "ping failed"
 	"$UL_PYTHON" -c 'import json,sys,statistics; print(statistics.median(float(p["time (ms)"]) * 1000 for p in json.load(open(sys.argv[1]))["ping"]))' "$UL_TMP/ping.json"
 }
 # selftest ping RPC round trip (median latency, us), one in flight

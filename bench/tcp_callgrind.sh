@@ -39,14 +39,14 @@ YAML
 	ul_wait_ready "n$n" 60
 done
 ULNETD=$REAL
-ul_ctl n1 ping "$B@tcp" --count 50 --timeout 20000 >/dev/null || ul_fail "warm-up ping failed"
+ul_ctl n1 ping "$B@tcp" --count 50 --timeout_ms 20000 >/dev/null || ul_fail "warm-up ping failed"
 if [[ $KIND == sst ]]; then # warm-up: the selftest session and its first RPCs
 	"$SST" --node "$(ul_sock n1)" --json ping --from "$A@tcp" --to "$B@tcp" --concurrency 1 --duration 1 >/dev/null
 fi
 vpid=$(pgrep -f "callgrind-out-file=$CG" | head -1) # valgrind execs in place: the node's pid
 callgrind_control -z "$vpid" >/dev/null
 if [[ $KIND == ping ]]; then
-	ul_ctl n1 ping "$B@tcp" --count "$N" --timeout 20000 >/dev/null || ul_fail "ping failed"
+	ul_ctl n1 ping "$B@tcp" --count "$N" --timeout_ms 20000 >/dev/null || ul_fail "ping failed"
 	rts=$N
 else
 	"$SST" --node "$(ul_sock n1)" --json ping --from "$A@tcp" --to "$B@tcp" --concurrency 1 --duration "$SECS" \

@@ -55,6 +55,14 @@ struct ulnet_config_route {
 	unsigned line;
 };
 
+/* One `peer:` entry, lnetctl's layout (`primary nid`, `Multi-Rail: False`, `peer ni: [{nid}]`): a
+ * static peer (ulnet_peer_add). ulnet has no Multi-Rail, so a peer has exactly one NID. */
+#define ULNET_CONFIG_PEERS_MAX 4096
+struct ulnet_config_peer {
+	struct ulnet_nid nid;
+	unsigned line;
+};
+
 /* One `fault:` entry, checked (ulnet_fault_rule_check). */
 struct ulnet_config_fault {
 	struct ulnet_fault_rule rule;
@@ -92,6 +100,8 @@ struct ulnet_config {
 					    * ulnet_config_listen_parse); NULL: no endpoint */
 	struct ulnet_config_fault *faults; /* fault: in file order, added after the routes */
 	size_t n_faults;
+	struct ulnet_config_peer *peers;   /* peer: static peers, added after the NIs */
+	size_t n_peers;
 };
 
 /* "ADDRESS:PORT" of a listening socket: an IPv4 address or a bracketed IPv6 one ([::1]:9669), and a

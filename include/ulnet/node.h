@@ -61,6 +61,16 @@ ULNET_EXPORT void ulnet_node_close(ulnet_node *node);
 /* Add an NI. 0; -EINVAL bad conf (logged with the key); -EEXIST net already has an NI;
  * -EPROTONOSUPPORT LND not built; or the LND's startup error. */
 ULNET_EXPORT int ulnet_ni_add(ulnet_node *node, const struct ulnet_ni_conf *conf);
+/* Remove the NI on @net (e.g. "tcp1") from a running node: its connections close, what it was sending
+ * or receiving completes with -ESHUTDOWN, its peers are forgotten and the ping reply no longer names
+ * it. The loop threads stop for the time it takes (milliseconds); other NIs' traffic waits, none is
+ * lost. 0; -EINVAL bad net; -ENOENT no NI on it (0@lo cannot go); -EBUSY a route goes through it, the
+ * node routes, or another ulnet_ni_del runs (logged, naming what to change); -EDEADLK called from an
+ * event handler. Blocking; never call it from an event handler. */
+ULNET_EXPORT int ulnet_ni_del(ulnet_node *node, const char *net);
+/* The local NID a message to @dest leaves from now (its NI's, or @dest itself when it is local). 0;
+ * -EHOSTUNREACH no NI and no route reaches it. One NI per net: there is no other choice to make. */
+ULNET_EXPORT int ulnet_source_nid(ulnet_node *node, const struct ulnet_nid *dest, struct ulnet_nid *out);
 ULNET_EXPORT uint32_t ulnet_node_pid(const ulnet_node *node);
 ULNET_EXPORT uint32_t ulnet_node_page_size(const ulnet_node *node);
 /* Loop threads of the node (node option loops, or ULNET_LOOPS). */
@@ -180,8 +190,17 @@ struct ulnet_peer_info {
 	 * forwarded from it, and dropped (ulnet_fwd_drop reasons, summed). */
 	int rtr_credits, min_rtr_credits;
 	uint64_t fwd_msgs, fwd_bytes, fwd_drops;
+	bool is_static;                 /* added by ulnet_peer_add: kept while idle */
 };
 ULNET_EXPORT int ulnet_peer_info_get(ulnet_node *node, unsigned idx, struct ulnet_peer_info *out);
+
+/* Static peers (lnetctl peer add --non_mr): @nid, on a local net, is kept in the peer table while
+ * idle, so peer show and export list it. 0; -EINVAL a NID of this node; -EHOSTUNREACH no local NI
+ * on its net; -EEXIST already static; -ENOBUFS peer table full (logged). */
+ULNET_EXPORT int ulnet_peer_add(ulnet_node *node, const struct ulnet_nid *nid);
+/* Forget peer @nid (static or not): at once if no message names it, else once they complete.
+ * 0; -ENOENT no such peer. */
+ULNET_EXPORT int ulnet_peer_del(ulnet_node *node, const struct ulnet_nid *nid);
 
 /* What a peer's connection allows, as its LND negotiated it. */
 struct ulnet_peer_limits {

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /* A configuration applied to a running node (ulnetctl import): first every check that can be made
- * without changing anything, then the changes, undone in reverse on a failure. What the node has
+ * without changing anything, then the changes, undone in reverse on a failure (NIs included). What the node has
  * already (an NI on the net with that NID, an identical route or fault rule) is left as it is, so an
  * export imported back changes nothing. */
 #include <errno.h>
@@ -47,6 +47,16 @@ static bool route_exists(ulnet_node *node, const struct ulnet_route_conf *c)
 		return false;
 	for (unsigned i = 0; ulnet_route_info_get(node, i, &ri) == 0; i++)
 		if (!strcmp(ri.net, c->net) && ulnet_nid_equal(&ri.gateway, &gw))
+			return true;
+	return false;
+}
+
+static bool peer_is_static(ulnet_node *node, const struct ulnet_nid *nid)
+{
+	struct ulnet_peer_info pi;
+
+	for (unsigned i = 0; ulnet_peer_info_get(node, i, &pi) == 0; i++)
+		if (pi.is_static && ulnet_nid_equal(&pi.nid, nid))
 			return true;
 	return false;
 }
@@ -115,8 +125,8 @@ int ulnet_config_apply(ulnet_node *node, const struct ulnet_config *cfg, char *e
 {
 	struct ulnet_routing_conf old_rt;
 	struct ulnet_ni_info ni;
-	bool *add_route = NULL, *add_fault = NULL, *add_ni = NULL, *del_safe = NULL;
-	size_t routes_done = 0, faults_done = 0, i;
+	bool *add_route = NULL, *add_fault = NULL, *add_ni = NULL, *del_safe = NULL, *add_peer = NULL;
+	size_t routes_done = 0, faults_done = 0, nis_done = 0, peers_done = 0, i;
 	uint32_t old_txn = 0;
 	int rc = 0;
 
@@ -130,7 +140,8 @@ int ulnet_config_apply(ulnet_node *node, const struct ulnet_config *cfg, char *e
 	add_route = calloc(cfg->n_routes + 1, sizeof(bool));
 	add_fault = calloc(cfg->n_faults + 1, sizeof(bool));
 	del_safe = calloc(cfg->n_faults + 1, sizeof(bool));
-	if (!add_ni || !add_route || !add_fault || !del_safe) {
+	add_peer = calloc(cfg->n_peers + 1, sizeof(bool));
+	if (!add_ni || !add_route || !add_fault || !del_safe || !add_peer) {
 		rc = -ENOMEM;
 		goto out;
 	}
@@ -165,6 +176,21 @@ int ulnet_config_apply(ulnet_node *node, const struct ulnet_config *cfg, char *e
 		}
 		add_route[i] = true;
 	}
+	for (i = 0; i < cfg->n_peers; i++) {
+		const struct ulnet_config_peer *c = &cfg->peers[i];
+
+		if (peer_is_static(node, &c->nid))
+			continue;
+		if (!net_will_be_local(node, cfg, ulnet_nid_net(&c->nid))) {
+			char nid[ULNET_NID_STRLEN];
+
+			snprintf(err, errlen, "%s:%u: peer %s is not on a local net", cfg->file, c->line,
+				 ulnet_nid_format(&c->nid, nid, sizeof(nid)));
+			rc = -EHOSTUNREACH;
+			goto out;
+		}
+		add_peer[i] = true;
+	}
 	for (i = 0; i < cfg->n_faults; i++) {
 		add_fault[i] = !fault_exists(node, &cfg->faults[i].rule);
 		del_safe[i] = !fault_triple_exists(node, &cfg->faults[i].rule);
@@ -174,19 +200,24 @@ int ulnet_config_apply(ulnet_node *node, const struct ulnet_config *cfg, char *e
 	ulnet_routing_get(node, &old_rt);
 	if ((rc = ulnet__config_routing_apply(cfg, node, err, errlen)))
 		goto out;
-	/* NIs before routes (a gateway must be on one). An NI cannot be taken out of a running node, so
-	 * the NIs go in first, and a later failure leaves the ones added (said in the message). */
-	for (i = 0; i < cfg->n_nis; i++) {
-		if (!add_ni[i])
-			continue;
-		if ((rc = ulnet_ni_add(node, &cfg->nis[i].conf))) {
-			size_t j, added = 0;
+	/* NIs before peers and routes (a peer or a gateway must be on one) */
+	for (nis_done = 0; nis_done < cfg->n_nis; nis_done++) {
+		const struct ulnet_config_ni *c = &cfg->nis[nis_done];
 
-			for (j = 0; j < i; j++)
-				added += add_ni[j];
-			snprintf(err, errlen, "%s:%u: cannot add NI %s: %s%s", cfg->file, cfg->nis[i].line,
-				 cfg->nis[i].conf.nid ? cfg->nis[i].conf.nid : cfg->nis[i].conf.net, ulnet_strerror(rc),
-				 added ? " (the NIs before it in the file stay added)" : "");
+		if (add_ni[nis_done] && (rc = ulnet_ni_add(node, &c->conf))) {
+			snprintf(err, errlen, "%s:%u: cannot add NI %s: %s", cfg->file, c->line,
+				 c->conf.nid ? c->conf.nid : c->conf.net, ulnet_strerror(rc));
+			goto undo;
+		}
+	}
+	for (peers_done = 0; peers_done < cfg->n_peers; peers_done++) {
+		const struct ulnet_config_peer *c = &cfg->peers[peers_done];
+
+		if (add_peer[peers_done] && (rc = ulnet_peer_add(node, &c->nid))) {
+			char nid[ULNET_NID_STRLEN];
+
+			snprintf(err, errlen, "%s:%u: cannot add peer %s: %s", cfg->file, c->line,
+				 ulnet_nid_format(&c->nid, nid, sizeof(nid)), ulnet_strerror(rc));
 			goto undo;
 		}
 	}
@@ -226,14 +257,26 @@ undo:
 	while (routes_done-- > 0)
 		if (add_route[routes_done])
 			ulnet_route_del(node, cfg->routes[routes_done].conf.net, cfg->routes[routes_done].conf.gateway);
+	while (peers_done-- > 0)
+		if (add_peer[peers_done])
+			ulnet_peer_del(node, &cfg->peers[peers_done].nid);
 	if (cfg->routing_set)
 		ulnet_routing_set(node, &old_rt);
 	if (old_txn)
 		ulnet_transaction_timeout_set(node, old_txn);
+	/* last, with the routing settings back: a node that routes keeps its NIs (ulnet_ni_del) */
+	while (nis_done-- > 0)
+		if (add_ni[nis_done] && ulnet_ni_del(node, cfg->nis[nis_done].conf.net)) {
+			size_t len = strlen(err);
+
+			snprintf(err + len, errlen - len, " (NI %s stays: it could not be removed)",
+				 cfg->nis[nis_done].conf.net);
+		}
 out:
 	free(add_ni);
 	free(add_route);
 	free(add_fault);
 	free(del_safe);
+	free(add_peer);
 	return rc;
 }

@@ -955,6 +955,100 @@ static int parse_fault(struct cfgp *p, const yaml_node_t *n)
 	return 0;
 }
 
+/* `- nid: NID` of a peer's `peer ni:` list: exactly one, the primary NID (no Multi-Rail). */
+static int peer_ni_list(struct cfgp *p, const yaml_node_t *n, const struct ulnet_nid *primary, bool *seen)
+{
+	bool empty;
+	int rc;
+
+	if ((rc = want_seq(p, n, "peer ni", &empty)) || empty)
+		return rc;
+	for (yaml_node_item_t *it = n->data.sequence.items.start; it < n->data.sequence.items.top; it++) {
+		const yaml_node_t *e = get_node(p, *it), *k, *v;
+		const char *ks;
+
+		if ((rc = want_map(p, e, "peer ni entry", &empty)))
+			return rc;
+		FOREACH_PAIR(p, e, k, ks, v) {
+			const char *s, *why = NULL;
+			struct ulnet_nid nid;
+
+			if (!strcmp(ks, "state")) /* peer show's, not configuration */
+				continue;
+			if (strcmp(ks, "nid"))
+				return fail(p, k, "unknown key '%s' in peer ni (known: nid)", ks);
+			if ((rc = get_str(p, v, ks, &s)))
+				return rc;
+			if (ulnet_nid_parse(s, &nid, &why))
+				return fail(p, v, "bad nid '%s': %s", s, why ? why : "invalid");
+			if (*seen || !ulnet_nid_equal(&nid, primary))
+				return fail(p, v, "peer ni %s: ulnet has no Multi-Rail, a peer's one NID is its primary nid", s);
+			*seen = true;
+		}
+	}
+	return 0;
+}
+
+static int parse_peer_entry(struct cfgp *p, const yaml_node_t *n)
+{
+	const yaml_node_t *k, *v, *nis = NULL, *prim = NULL;
+	struct ulnet_config_peer *np;
+	struct ulnet_nid nid;
+	const char *ks, *s, *why = NULL;
+	bool empty, mr = false, seen = false;
+	int rc;
+
+	if ((rc = want_map(p, n, "peer", &empty)))
+		return rc;
+	if (empty)
+		return fail(p, n, "peer entry needs 'primary nid'");
+	FOREACH_PAIR(p, n, k, ks, v) {
+		if (!strcmp(ks, "primary nid"))
+			prim = v;
+		else if (!strcmp(ks, "peer ni"))
+			nis = v;
+		else if (!strcmp(ks, "Multi-Rail")) {
+			if ((rc = get_bool(p, v, ks, &mr)))
+				return rc;
+			if (mr)
+				return fail(p, v, "Multi-Rail: True: ulnet has no Multi-Rail (a static peer is non-MR)");
+		} else
+			return fail(p, k, "unknown key '%s' in peer (known: primary nid, Multi-Rail, peer ni)", ks);
+	}
+	if (!prim)
+		return fail(p, n, "peer entry needs 'primary nid'");
+	if ((rc = get_str(p, prim, "primary nid", &s)))
+		return rc;
+	if (ulnet_nid_parse(s, &nid, &why) || ulnet_nid_is_any(&nid))
+		return fail(p, prim, "bad primary nid '%s': %s", s, why ? why : "not a NID");
+	if (nis && (rc = peer_ni_list(p, nis, &nid, &seen)))
+		return rc;
+	for (size_t i = 0; i < p->cfg->n_peers; i++)
+		if (ulnet_nid_equal(&p->cfg->peers[i].nid, &nid))
+			return fail(p, n, "duplicate peer %s (line %u)", s, p->cfg->peers[i].line);
+	if (p->cfg->n_peers == ULNET_CONFIG_PEERS_MAX)
+		return fail(p, n, "more than %d static peers", ULNET_CONFIG_PEERS_MAX);
+	np = realloc(p->cfg->peers, (p->cfg->n_peers + 1) * sizeof(*np));
+	if (!np)
+		return oom(p);
+	p->cfg->peers = np;
+	np[p->cfg->n_peers++] = (struct ulnet_config_peer){ .nid = nid, .line = node_line(n) };
+	return 0;
+}
+
+static int parse_peer(struct cfgp *p, const yaml_node_t *n)
+{
+	bool empty;
+	int rc;
+
+	if ((rc = want_seq(p, n, "peer", &empty)) || empty)
+		return rc;
+	for (yaml_node_item_t *it = n->data.sequence.items.start; it < n->data.sequence.items.top; it++)
+		if ((rc = parse_peer_entry(p, get_node(p, *it))))
+			return rc;
+	return 0;
+}
+
 static int parse_route(struct cfgp *p, const yaml_node_t *n)
 {
 	bool empty;
@@ -1133,6 +1227,8 @@ static int parse_root(struct cfgp *p, const yaml_node_t *root)
 			rc = parse_buffers(p, v);
 		else if (!strcmp(ks, "fault"))
 			rc = parse_fault(p, v);
+		else if (!strcmp(ks, "peer"))
+			rc = parse_peer(p, v);
 		else
 			rc = fail(p, k, "unknown key '%s' at top level", ks);
 		if (rc)
@@ -1271,6 +1367,7 @@ void ulnet_config_free(struct ulnet_config *cfg)
 	}
 	free(cfg->routes);
 	free(cfg->faults);
+	free(cfg->peers);
 	free(cfg->control);
 	free(cfg->metrics_listen);
 	free(cfg->file);
@@ -1337,6 +1434,16 @@ int ulnet_config_node_open(const struct ulnet_config *cfg, ulnet_node **out, cha
 	if ((rc = ulnet__config_routing_apply(cfg, node, err, errlen))) {
 		ulnet_node_close(node);
 		return rc;
+	}
+	for (size_t i = 0; i < cfg->n_peers; i++) { /* after the NIs: a peer is on one of them */
+		if ((rc = ulnet_peer_add(node, &cfg->peers[i].nid))) {
+			char nid[ULNET_NID_STRLEN];
+
+			snprintf(err, errlen, "%s:%u: cannot add peer %s: %s", cfg->file, cfg->peers[i].line,
+				 ulnet_nid_format(&cfg->peers[i].nid, nid, sizeof(nid)), ulnet_strerror(rc));
+			ulnet_node_close(node);
+			return rc;
+		}
 	}
 	/* after the NIs: a gateway must be on one of them */
 	for (size_t i = 0; i < cfg->n_routes; i++) {

@@ -183,6 +183,32 @@ static void write_routing(struct ulnet_writer *w, ulnet_node *node)
 	ulnet_writer_end(w);
 }
 
+/* `peer:` (only when there are static peers) in lnetctl export's layout. */
+static void write_peers(struct ulnet_writer *w, ulnet_node *node)
+{
+	struct ulnet_peer_info pi;
+	bool any = false;
+
+	for (unsigned i = 0; ulnet_peer_info_get(node, i, &pi) == 0; i++) {
+		if (!pi.is_static)
+			continue;
+		if (!any)
+			ulnet_writer_list(w, "peer");
+		any = true;
+		ulnet_writer_map(w, NULL);
+		ulnet_writer_nid(w, "primary nid", &pi.nid);
+		ulnet_writer_bool(w, "Multi-Rail", false);
+		ulnet_writer_list(w, "peer ni");
+		ulnet_writer_map(w, NULL);
+		ulnet_writer_nid(w, "nid", &pi.nid);
+		ulnet_writer_end(w);
+		ulnet_writer_end(w);
+		ulnet_writer_end(w);
+	}
+	if (any)
+		ulnet_writer_end(w);
+}
+
 /* `fault:` (only when there are rules), without their counters. */
 static void write_faults(struct ulnet_writer *w, ulnet_node *node)
 {
@@ -217,6 +243,7 @@ int ulnet_config_export(ulnet_node *node, const char *control, const struct ulne
 		ulnet_writer_str(w, "control", control);
 	ulnet_writer_end(w);
 	rc = ulnet_nets_write(node, NULL, ULNET_NET_EXPORT, w);
+	write_peers(w, node);
 	write_routing(w, node);
 	write_faults(w, node);
 	if (selftest) {

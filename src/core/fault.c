@@ -354,6 +354,27 @@ void ulnet__fault_loop_flush(struct ulnet_loop *loop)
 	loop->fault = NULL;
 }
 
+/* What @loop holds for @ni (a delayed or reordered send) fails with -ESHUTDOWN: the NI goes. */
+void ulnet__fault_loop_flush_ni(struct ulnet_loop *loop, const struct ulnet_ni *ni)
+{
+	struct ulnet_fault_loop *fl = loop->fault;
+	struct ulnet_list *p, *tmp;
+
+	if (!fl)
+		return;
+	ulnet_list_for_each_safe(p, tmp, &fl->waits) {
+		struct fault_wait *w = ulnet_container_of(p, struct fault_wait, link);
+
+		if (w->msg->ni != ni)
+			continue;
+		ulnet_list_del(&w->link);
+		loop->fault_reordering -= w->reorder;
+		ulnet__finalize(w->msg, -ESHUTDOWN);
+		free(w);
+	}
+	rearm(fl);
+}
+
 /* A copy of @msg's payload in one buffer the message owns (freed with it): what corrupt flips and
  * duplicate sends, so the application's memory is never touched. NULL: no payload, or no memory. */
 static void *payload_copy(struct ulnet_msg *msg)

@@ -116,6 +116,7 @@ struct ulnet_peer {
 	/* metrics (metrics.c), the loop's like the rest */
 	uint64_t tx_queue_full, down_count;
 	struct ulnet_latency lat;
+	bool pinned;                 /* a static peer (ulnet_peer_add): one ref of its own, never swept */
 };
 
 /* A route (route.c). Its fields but the atomics are set at ulnet_route_add and never change; the
@@ -407,6 +408,7 @@ struct ulnet_node {
 	unsigned n_loops;
 	unsigned n_started;          /* loop threads running */
 	atomic_bool stopping;
+	atomic_bool pausing;         /* the loop threads leave their loops to be joined (ulnet__loops_pause) */
 	/* busy polling (node option busy_poll_us): a loop spins on epoll_wait(0) for this long after
 	 * it last found work; a hand-off to it sets its mbox.poked instead of writing the eventfd */
 	uint64_t busy_poll_ns;
@@ -640,6 +642,8 @@ void ulnet__peer_table_init(struct ulnet_peer_table *t);
 /* Fail every message waiting for a peer credit with -ESHUTDOWN (node teardown). Owner. */
 void ulnet__peers_fail_queues(struct ulnet_loop *loop);
 void ulnet__peers_free(struct ulnet_loop *loop);
+void ulnet__peers_fail_queues_ni(struct ulnet_loop *loop, const struct ulnet_ni *ni);
+unsigned ulnet__peers_forget_ni(struct ulnet_loop *loop, const struct ulnet_ni *ni);
 /* Remember what a ping reply from @nid announced, on every peer entry of that NID. No lock held. */
 void ulnet__peer_note_ping(struct ulnet_node *node, const struct ulnet_nid *nid, uint32_t features);
 /* A message names @lp (ulnet__send) / no longer does (message freed). Owner. */
@@ -686,6 +690,8 @@ extern const struct ulnet_lnd_ops ulnet__lolnd_ops;
 int ulnet__loop_init(struct ulnet_node *node);
 int ulnet__loop_start(struct ulnet_node *node);
 void ulnet__loop_stop(struct ulnet_node *node);
+int ulnet__loops_pause(struct ulnet_node *node);
+void ulnet__loops_resume(struct ulnet_node *node);
 void ulnet__loop_free(struct ulnet_node *node);
 /* An API thread (owning no loop) takes @loop's ownership / gives it back: exit runs the completion
  * phase for what it finalized meanwhile and wakes the loop's thread if work is left for it. */
@@ -816,6 +822,7 @@ bool ulnet__fault_send(struct ulnet_msg *msg);
 bool ulnet__fault_recv(struct ulnet_ni *ni, const struct ulnet_hdr *hdr);
 /* Node teardown: fail what @loop's rules hold (-ESHUTDOWN). Owner. */
 void ulnet__fault_loop_flush(struct ulnet_loop *loop);
+void ulnet__fault_loop_flush_ni(struct ulnet_loop *loop, const struct ulnet_ni *ni);
 void ulnet__faults_free(struct ulnet_node *node);
 /* fault_lnd.c: LND-level rules (hello, reject, stall). A stall rule came or went: each NI's LND looks
  * at its connections again (lnd_fault_changed, entering the NI's loop). Owning no loop. */

@@ -680,7 +680,8 @@ static void *loop_main(void *arg)
 
 	ulnet__tlock_take(&loop->owner);
 	ulnet__cur_loop = loop;
-	while (!atomic_load_explicit(&node->stopping, memory_order_relaxed)) {
+	while (!atomic_load_explicit(&node->stopping, memory_order_relaxed) &&
+	       !atomic_load_explicit(&node->pausing, memory_order_relaxed)) {
 		int n, timeout, wait_errno = 0;
 		bool spin, hooked, hot;
 
@@ -739,29 +740,65 @@ turn:
 		skip_wait = skips < LOOP_SKIP_MAX && loop_has_work(loop);
 		skips += skip_wait;
 	}
-	if (loop->idx == 0)
+	if (loop->idx == 0 && !atomic_load_explicit(&node->pausing, memory_order_relaxed))
 		run_callbacks(loop);
 	ulnet__cur_loop = NULL;
 	ulnet__tlock_drop(&loop->owner);
 	return NULL;
 }
 
+/* Start loop @i's thread. 0 or a positive pthread error. */
+static int loop_thread_start(struct ulnet_node *node, unsigned i)
+{
+	char name[16];
+	int rc = pthread_create(&node->loops[i].thread, NULL, loop_main, &node->loops[i]);
+
+	if (rc)
+		return rc;
+	/* top -H, perf --sort comm and gdb tell the loops apart */
+	snprintf(name, sizeof(name), "ulnet-loop%u", i % 100000u); /* the kernel keeps 15 bytes */
+	pthread_setname_np(node->loops[i].thread, name);
+	return 0;
+}
+
 int ulnet__loop_start(struct ulnet_node *node)
 {
-	int rc;
-
 	for (unsigned i = 0; i < node->n_loops; i++) {
-		char name[16];
+		int rc = loop_thread_start(node, i);
 
-		rc = pthread_create(&node->loops[i].thread, NULL, loop_main, &node->loops[i]);
 		if (rc)
 			return -rc;
 		node->n_started++;
-		/* top -H, perf --sort comm and gdb tell the loops apart */
-		snprintf(name, sizeof(name), "ulnet-loop%u", i % 100000u); /* the kernel keeps 15 bytes */
-		pthread_setname_np(node->loops[i].thread, name);
 	}
 	return 0;
+}
+
+/* Every loop thread leaves its loop at the end of a turn (no batch of events fetched and not yet
+ * dispatched, no handler running) and is joined; ulnet__loops_resume starts them again. n_started
+ * stays: the threads are only parked. Not from a loop's thread or an event handler. */
+int ulnet__loops_pause(struct ulnet_node *node)
+{
+	if (atomic_exchange(&node->pausing, true))
+		return -EBUSY; /* another thread has them parked */
+	for (unsigned i = 0; i < node->n_started; i++)
+		loop_wake_one(&node->loops[i]);
+	for (unsigned i = 0; i < node->n_started; i++)
+		pthread_join(node->loops[i].thread, NULL);
+	return 0;
+}
+
+void ulnet__loops_resume(struct ulnet_node *node)
+{
+	atomic_store(&node->pausing, false);
+	for (unsigned i = 0; i < node->n_started; i++) {
+		int rc;
+
+		/* a thread we cannot start again would leave its NIs dead: retry, as the node needs it */
+		while ((rc = loop_thread_start(node, i)) == EAGAIN)
+			usleep(1000);
+		if (rc)
+			ULNET_LOG(CORE, ERR, "loop %u: cannot restart its thread: %s", i, strerror(rc));
+	}
 }
 
 void ulnet__loop_stop(struct ulnet_node *node)

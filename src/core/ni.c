@@ -390,3 +390,151 @@ int ulnet_ni_fabric_get(ulnet_node *node, unsigned idx, struct ulnet_ni_fabric *
 	}
 	return rc;
 }
+
+/* Why @ni cannot go now (a route through it, forwarding on), logged; 0 if it can. Every loop owned
+ * and the node lock held. */
+static int ni_del_refused(struct ulnet_node *node, struct ulnet_ni *ni, const char *net_s)
+{
+	for (unsigned i = 0; i < node->n_routes; i++) {
+		const struct ulnet_route *r = node->routes[i];
+
+		if (r->ni == ni) {
+			char gw[ULNET_NID_STRLEN], net[32];
+
+			ULNET_LOG(CORE, ERR, "net del %s: route to %s through %s uses it (route del --net %s first)",
+				  net_s, ulnet_net_format(r->net, net, sizeof(net)),
+				  ulnet_nid_format(&r->gw, gw, sizeof(gw)), net);
+			return -EBUSY;
+		}
+	}
+	/* a router's buffers may be of this NI's LND memory and forwarded messages may name its peers */
+	if (node->routing.enable) {
+		ULNET_LOG(CORE, ERR, "net del %s: the node routes (set routing 0 first)", net_s);
+		return -EBUSY;
+	}
+	for (unsigned c = 0; c < ULNET_RTR_POOLS; c++)
+		if (node->rtr.pool[c].in_use) {
+			ULNET_LOG(CORE, ERR, "net del %s: %u forwarded message(s) still in flight; try again",
+				  net_s, node->rtr.pool[c].in_use);
+			return -EBUSY;
+		}
+	return 0;
+}
+
+/* Everything of @ni goes, as at node close but with the other NIs running: the caller has parked
+ * the loop threads (ulnet__loops_pause) and owns every loop. true: it is gone and may be freed;
+ * false: a message still names one of its peers (logged), so the NI is kept, unlinked. */
+static bool ni_teardown(struct ulnet_node *node, struct ulnet_ni *ni)
+{
+	unsigned busy = 0;
+
+	ni->started = false;
+	for (unsigned i = 0; i < node->n_loops; i++) {
+		ulnet__cur_loop = &node->loops[i];
+		ulnet__fault_loop_flush_ni(&node->loops[i], ni);
+	}
+	ulnet__cur_loop = ni->loop;
+	ulnet__lock(node);
+	ulnet__md_lnd_release_ni(node, ni);
+	ulnet__unlock(node);
+	ulnet__mem_lnd_release_ni(node, ni);
+	ni->ops->lnd_shutdown(ni);
+	while (!ulnet_list_empty(&ni->txq)) {
+		struct ulnet_msg *m = ulnet_list_first(&ni->txq, struct ulnet_msg, link);
+
+		ulnet_list_del(&m->link);
+		m->ni_credit = m->peer_credit = false;
+		ulnet__finalize(m, -ESHUTDOWN);
+	}
+	for (unsigned i = 0; i < node->n_loops; i++) {
+		struct ulnet_loop *loop = &node->loops[i];
+
+		ulnet__cur_loop = loop;
+		ulnet__peers_fail_queues_ni(loop, ni);
+		while (ulnet__completions_run(loop, ULNET_COMPLETION_BUDGET))
+			;
+		busy += ulnet__peers_forget_ni(loop, ni);
+	}
+	ulnet__cur_loop = NULL;
+	if (busy) {
+		char net[32];
+
+		ULNET_LOG(CORE, WARN, "net del %s: %u peer(s) still named by a message: the NI's memory is kept",
+			  ulnet_net_format(ni->net, net, sizeof(net)), busy);
+		return false;
+	}
+	return true;
+}
+
+int ulnet_ni_del(ulnet_node *node, const char *net_s)
+{
+	struct ulnet_ni *ni = NULL;
+	const char *why = NULL;
+	uint32_t net;
+	bool freeable;
+	int rc;
+
+	if (!node || !net_s)
+		return -EINVAL;
+	if (ulnet_net_parse(net_s, &net, &why)) {
+		ULNET_LOG(CORE, ERR, "net del: bad net '%s': %s", net_s, why ? why : "invalid");
+		return -EINVAL;
+	}
+	if (ulnet__owned(node)) {
+		ULNET_LOG(CORE, ERR, "net del %s: called from an event handler or a loop", net_s);
+		return -EDEADLK;
+	}
+	/* the loop threads leave their loops, so no batch of events they fetched can name a watcher
+	 * the LND frees below (node close stops them for the same reason) */
+	rc = ulnet__loops_pause(node);
+	if (rc) {
+		ULNET_LOG(CORE, ERR, "net del %s: another net del is under way", net_s);
+		return rc;
+	}
+	ulnet__loops_enter(node, NULL);
+	ulnet__lock(node);
+	for (struct ulnet_list *p = node->nis.next; p != &node->nis; p = p->next) {
+		struct ulnet_ni *o = ulnet_container_of(p, struct ulnet_ni, link);
+
+		if (o->net == net && o != node->lo_ni)
+			ni = o;
+	}
+	if (!ni) {
+		if (node->lo_ni && node->lo_ni->net == net)
+			ULNET_LOG(CORE, ERR, "net del %s: 0@lo is the node's own and stays", net_s);
+		else
+			ULNET_LOG(CORE, ERR, "net del %s: the node has no NI on it (net show)", net_s);
+		rc = -ENOENT;
+	} else {
+		rc = ni_del_refused(node, ni, net_s);
+	}
+	if (rc == 0) { /* from here no send chooses it: ni_reaching reads the list as we hold it */
+		ulnet_list_del(&ni->link);
+		rc = ulnet__ping_service_refresh(node);
+		if (rc) /* the ping reply keeps naming it: the NI is gone all the same */
+			ULNET_LOG(CORE, WARN, "net del %s: the ping reply was not rebuilt (%d)", net_s, rc);
+		rc = 0;
+	}
+	ulnet__unlock(node);
+	freeable = rc == 0 && ni_teardown(node, ni);
+	ulnet__loops_exit(node);
+	ulnet__loops_resume(node);
+	if (freeable)
+		ulnet__ni_destroy(ni);
+	return rc;
+}
+
+int ulnet_source_nid(ulnet_node *node, const struct ulnet_nid *dest, struct ulnet_nid *out)
+{
+	struct ulnet_ni *ni;
+	bool local = false;
+
+	if (!node || !dest || !out)
+		return -EINVAL;
+	ulnet__lock(node);
+	ni = ulnet__ni_for_dest(node, dest, &local);
+	if (ni)
+		*out = local ? *dest : ni->nid;
+	ulnet__unlock(node);
+	return ni ? 0 : -EHOSTUNREACH;
+}

@@ -216,6 +216,48 @@ void ulnet__peers_fail_queues(struct ulnet_loop *loop)
 	}
 }
 
+/* @ni goes (ulnet_ni_del): what waits for its peers' credits fails with -ESHUTDOWN. */
+void ulnet__peers_fail_queues_ni(struct ulnet_loop *loop, const struct ulnet_ni *ni)
+{
+	for (unsigned b = 0; b < ULNET_PEER_BUCKETS; b++) {
+		struct ulnet_list *h = &loop->peers.hash[b], *p;
+
+		for (p = h->next; p != h; p = p->next) {
+			struct ulnet_peer *lp = ulnet_container_of(p, struct ulnet_peer, hash_link);
+
+			if (lp->ni == ni)
+				fail_queue(lp);
+		}
+	}
+}
+
+/* ... then, their messages completed, @ni's peers are freed (a static one loses its pin). The number
+ * still named by a message: they and the NI must then be kept. */
+unsigned ulnet__peers_forget_ni(struct ulnet_loop *loop, const struct ulnet_ni *ni)
+{
+	unsigned busy = 0;
+
+	for (unsigned b = 0; b < ULNET_PEER_BUCKETS; b++) {
+		struct ulnet_list *h = &loop->peers.hash[b], *p, *tmp;
+
+		ulnet_list_for_each_safe(p, tmp, h) {
+			struct ulnet_peer *lp = ulnet_container_of(p, struct ulnet_peer, hash_link);
+
+			if (lp->ni != ni)
+				continue;
+			if (lp->pinned) {
+				lp->pinned = false;
+				ulnet__peer_put(loop, lp);
+			}
+			if (lp->refs)
+				busy++;
+			else
+				peer_free(&loop->peers, lp);
+		}
+	}
+	return busy;
+}
+
 /* Node teardown, after ulnet__peers_fail_queues and the last completion phase. */
 void ulnet__peers_free(struct ulnet_loop *loop)
 {
@@ -353,6 +395,7 @@ static int peer_info_at(struct ulnet_loop *loop, unsigned idx, unsigned *i, stru
 			out->recv_count = lp->recv_count;
 			out->ping_known = lp->ping_known;
 			out->ping_features = lp->ping_features;
+			out->is_static = lp->pinned;
 			rc = 0;
 			break;
 		}
@@ -372,5 +415,91 @@ int ulnet_peer_info_get(ulnet_node *node, unsigned idx, struct ulnet_peer_info *
 		rc = peer_info_at(&node->loops[l], idx, &i, out);
 		ulnet__loop_exit(&node->loops[l]);
 	}
+	return rc;
+}
+
+/* The NI whose net @nid is on (every loop owned): a static peer is a neighbour, not a routed NID. */
+static struct ulnet_ni *ni_of_net(struct ulnet_node *node, const struct ulnet_nid *nid)
+{
+	for (struct ulnet_list *p = node->nis.next; p != &node->nis; p = p->next) {
+		struct ulnet_ni *ni = ulnet_container_of(p, struct ulnet_ni, link);
+
+		if (ni != node->lo_ni && ni->net == ulnet_nid_net(nid))
+			return ni;
+	}
+	return NULL;
+}
+
+int ulnet_peer_add(ulnet_node *node, const struct ulnet_nid *nid)
+{
+	char s[ULNET_NID_STRLEN];
+	struct ulnet_peer *lp;
+	struct ulnet_ni *ni;
+	int rc = 0;
+
+	if (!node || !nid)
+		return -EINVAL;
+	ulnet_nid_format(nid, s, sizeof(s));
+	ulnet__loops_enter(node, NULL);
+	ni = ni_of_net(node, nid);
+	if (ulnet__nid_is_local(node, nid)) {
+		ULNET_LOG(CORE, ERR, "peer add %s: a NID of this node", s);
+		rc = -EINVAL;
+	} else if (!ni) {
+		char net[32];
+
+		ULNET_LOG(CORE, ERR, "peer add %s: no local NI on %s (a peer is on a local net: net add it first)",
+			  s, ulnet_net_format(ulnet_nid_net(nid), net, sizeof(net)));
+		rc = -EHOSTUNREACH;
+	}
+	if (rc)
+		goto out;
+	ulnet__cur_loop = ni->loop;
+	lp = ulnet__peer_find(ni, nid, true);
+	if (!lp) {
+		rc = -ENOBUFS; /* logged */
+	} else if (lp->pinned) {
+		ULNET_LOG(CORE, ERR, "peer add %s: already a static peer (peer show)", s);
+		rc = -EEXIST;
+	} else {
+		lp->pinned = true;
+		ulnet__peer_get(lp);
+	}
+	ulnet__cur_loop = NULL;
+out:
+	ulnet__loops_exit(node);
+	return rc;
+}
+
+int ulnet_peer_del(ulnet_node *node, const struct ulnet_nid *nid)
+{
+	char s[ULNET_NID_STRLEN];
+	struct ulnet_peer *lp = NULL;
+	struct ulnet_ni *ni;
+	int rc = 0;
+
+	if (!node || !nid)
+		return -EINVAL;
+	ulnet_nid_format(nid, s, sizeof(s));
+	ulnet__loops_enter(node, NULL);
+	ni = ni_of_net(node, nid);
+	if (ni) {
+		ulnet__cur_loop = ni->loop;
+		lp = ulnet__peer_find(ni, nid, false);
+	}
+	if (!lp) {
+		ULNET_LOG(CORE, ERR, "peer del %s: no such peer (peer show)", s);
+		rc = -ENOENT;
+	} else {
+		if (lp->pinned) {
+			lp->pinned = false;
+			ulnet__peer_put(ni->loop, lp);
+		}
+		/* forgotten now if no message names it; else it goes idle, then away, as any peer */
+		if (!lp->refs)
+			peer_free(&ni->loop->peers, lp);
+	}
+	ulnet__cur_loop = NULL;
+	ulnet__loops_exit(node);
 	return rc;
 }

@@ -48,7 +48,7 @@ sc_ping()
 {
 	local a="$1" b="$2" out="$SC_TMP/sc_ping.json" n r nid
 	nid=$(sc_nid "$b")
-	if ! sc_ctl "$a" ping "$nid" --count 3 --timeout 5000 --json >"$out" 2>"$out.err"; then
+	if ! sc_ctl "$a" ping "$nid" --count 3 --timeout_ms 5000 --json >"$out" 2>"$out.err"; then
 		sc_case FAIL "$SC_NET ping" "bytes=0 errors=1 $(head -c 300 "$out.err")"
 		return
 	fi
@@ -263,7 +263,7 @@ sc_peer_killed()
 	fi
 	sc_restart "$b"
 	i=0
-	until sc_ctl "$a" ping "$(sc_nid "$b")" --count 1 --timeout 1000 >/dev/null 2>&1 || [ $i -ge 120 ]; do
+	until sc_ctl "$a" ping "$(sc_nid "$b")" --count 1 --timeout_ms 1000 >/dev/null 2>&1 || [ $i -ge 120 ]; do
 		i=$((i + 1))
 		sleep 1
 	done

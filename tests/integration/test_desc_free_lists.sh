@@ -27,12 +27,12 @@ stats() { # NAME OUT
 }
 
 ul_step "warm up"
-ul_ctl n1 ping "$(ul_addr 150 2)@tcp" --count 100 --timeout 5000 >/dev/null || ul_fail "warm-up ping failed"
+ul_ctl n1 ping "$(ul_addr 150 2)@tcp" --count 100 --timeout_ms 5000 >/dev/null || ul_fail "warm-up ping failed"
 stats n1 "$T/a0.json"
 stats n2 "$T/b0.json"
 
 ul_step "1000 pings"
-ul_ctl n1 ping "$(ul_addr 150 2)@tcp" --count 1000 --timeout 5000 >/dev/null || ul_fail "ping failed"
+ul_ctl n1 ping "$(ul_addr 150 2)@tcp" --count 1000 --timeout_ms 5000 >/dev/null || ul_fail "ping failed"
 stats n1 "$T/a1.json"
 stats n2 "$T/b1.json"
 

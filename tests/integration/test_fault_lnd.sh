@@ -36,7 +36,7 @@ ping_ms()
 {
 	local t0
 	t0=$(ul__now_ms)
-	ul_run "$4" "$5" ul_ctl "$1" ping "$2" --count 1 --timeout "$3" --json
+	ul_run "$4" "$5" ul_ctl "$1" ping "$2" --count 1 --timeout_ms "$3" --json
 	ms=$(( $(ul__now_ms) - t0 ))
 }
 
@@ -45,7 +45,7 @@ ping_until()
 {
 	local deadline=$(( $(ul__now_ms) + $3 * 1000 ))
 	while :; do
-		ul_run "$UL_TMP/pu.out" "$UL_TMP/pu.err" ul_ctl "$1" ping "$2" --count 1 --timeout 1000
+		ul_run "$UL_TMP/pu.out" "$UL_TMP/pu.err" ul_ctl "$1" ping "$2" --count 1 --timeout_ms 1000
 		(( UL_STATUS == 0 )) && return 0
 		(( $(ul__now_ms) < deadline )) || ul_fail "$1: no ping to $2 within $3 s: $(cat "$UL_TMP/pu.err")"
 	done
@@ -143,12 +143,12 @@ grep -q "connection to $O2 rejected FATAL .*giving up" "$(ul_log o1)" || ul_fail
 grep -q "rejected FATAL: a fault rule" "$(ul_log o2)" || ul_fail "o2 did not log its fault reject"
 
 ul_step "o2ib reject CONN_STALE --rate 2: the active side retries at once and is accepted"
-ul_run "$UL_TMP/r3.out" "$UL_TMP/r3.err" ul_ctl o3 ping "$O2" --count 1 --timeout 5000
+ul_run "$UL_TMP/r3.out" "$UL_TMP/r3.err" ul_ctl o3 ping "$O2" --count 1 --timeout_ms 5000
 (( UL_STATUS == 0 )) || ul_fail "CONN_STALE then accept: ping failed: $(cat "$UL_TMP/r3.err")"
 # (o3 logs its retry at info level; o2's counters below show the reject and the second request)
 
 ul_step "o2ib reject MSG_QUEUE_SIZE (7): nothing smaller to offer, the active side gives up (EPROTO)"
-ul_run "$UL_TMP/r4.out" "$UL_TMP/r4.err" ul_ctl o4 ping "$O2" --count 1 --timeout 5000
+ul_run "$UL_TMP/r4.out" "$UL_TMP/r4.err" ul_ctl o4 ping "$O2" --count 1 --timeout_ms 5000
 (( UL_STATUS != 0 )) || ul_fail "ping through a MSG_QUEUE_SIZE reject succeeded"
 grep -q 'rotocol error' "$UL_TMP/r4.err" || ul_fail "MSG_QUEUE_SIZE: ping error is not EPROTO: $(cat "$UL_TMP/r4.err")"
 grep -q "connection to $O2 rejected MSG_QUEUE_SIZE .*giving up" "$(ul_log o4)" || ul_fail "o4 did not log the reject"

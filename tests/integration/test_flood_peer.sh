@@ -56,12 +56,12 @@ flood=$!
 UL_ATEXIT+=("kill $flood 2>/dev/null || true")
 wait_for 60 "the flooding peer's queue to fill" refused_over 0
 ul_step "during the flood: b pings a"
-ul_ctl b ping "$A@tcp" --timeout 10000 >/dev/null || ul_fail "ping during the flood"
+ul_ctl b ping "$A@tcp" --timeout_ms 10000 >/dev/null || ul_fail "ping during the flood"
 wait_for 120 "all $N GETs sent" grep -q "^sent $N" "$UL_TMP/flood.out"
 ul_step "the flooding connection times out; its queue is failed (iteratively)"
 wait_for 60 "the flooding peer's queue to empty" flood_queue_empty
 ul_step "after the flood: b pings a"
-ul_ctl b ping "$A@tcp" --timeout 10000 >/dev/null || ul_fail "ping after the flood"
+ul_ctl b ping "$A@tcp" --timeout_ms 10000 >/dev/null || ul_fail "ping after the flood"
 hwm=$(awk '/^VmHWM:/ {print $2}' "/proc/$(ul_pid a)/status")
 refused=$(stat_of a tx_queue_full)
 ul_step "peak RSS of node a: $((hwm / 1024)) MiB ($hwm kB); $refused replies refused (queue full)"

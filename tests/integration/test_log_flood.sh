@@ -59,7 +59,7 @@ start=$(ul__now_ms)
 flood=$!
 pings=0
 while ul__alive "$flood"; do
-	ul_ctl n2 ping "$victim@tcp" --timeout 5000 >/dev/null || ul_fail "ping during the flood failed"
+	ul_ctl n2 ping "$victim@tcp" --timeout_ms 5000 >/dev/null || ul_fail "ping during the flood failed"
 	pings=$((pings + 1))
 	sleep 0.1 # pacing, so the pings do not starve the flood of CPU
 done
@@ -97,6 +97,6 @@ echo "flood: $N connections in ${secs}s, $pings pings answered meanwhile, $lines
 (( suppressed >= N / 2 )) || ul_fail "only $suppressed lines reported as suppressed for $N bad connections"
 
 ul_step "the node still serves after the flood"
-ul_ctl n2 ping "$victim@tcp" --count 2 --timeout 5000 >/dev/null || ul_fail "ping after the flood failed"
-ul_ctl n1 ping "$(ul_addr 230 2)@tcp" --timeout 5000 >/dev/null || ul_fail "the flooded node cannot ping out"
+ul_ctl n2 ping "$victim@tcp" --count 2 --timeout_ms 5000 >/dev/null || ul_fail "ping after the flood failed"
+ul_ctl n1 ping "$(ul_addr 230 2)@tcp" --timeout_ms 5000 >/dev/null || ul_fail "the flooded node cannot ping out"
 echo "PASS" >&2

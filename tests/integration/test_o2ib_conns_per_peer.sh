@@ -19,7 +19,7 @@ N3=$(ul_addr 221 3)@o2ib
 N4=$(ul_addr 221 4)@o2ib
 
 ul_step "n3 pings n4 and writes 1 MiB RPCs to it"
-ul_ctl n3 ping "$N4" --count 4 --timeout 5000 >/dev/null || ul_fail "n3 cannot ping n4"
+ul_ctl n3 ping "$N4" --count 4 --timeout_ms 5000 >/dev/null || ul_fail "n3 cannot ping n4"
 ul_scenarios o2ib n3="$N3" n4="$N4"
 SC_BRW_COUNT=8 sc_brw n3 n4 write 1048576 0
 
@@ -47,9 +47,9 @@ ul_o2ib_node n6 221 6 4096 10 "conns_per_peer: 2"
 ul_o2ib_node n7 221 7 4096 10 "conns_per_peer: 2"
 N6=$(ul_addr 221 6)@o2ib
 N7=$(ul_addr 221 7)@o2ib
-ul_ctl n6 ping "$N7" --count 4 --timeout 5000 >"$T/p6" 2>&1 &
+ul_ctl n6 ping "$N7" --count 4 --timeout_ms 5000 >"$T/p6" 2>&1 &
 p6=$!
-ul_ctl n7 ping "$N6" --count 4 --timeout 5000 >"$T/p7" 2>&1 || ul_fail "n7 cannot ping n6: $(cat "$T/p7")"
+ul_ctl n7 ping "$N6" --count 4 --timeout_ms 5000 >"$T/p7" 2>&1 || ul_fail "n7 cannot ping n6: $(cat "$T/p7")"
 wait "$p6" || ul_fail "n6 cannot ping n7: $(cat "$T/p6")"
 # whoever won the race, each side holds the same 2 to 4 connections (the winner's 2, and the loser's if
 # they came up before the race), and the two sides agree on how many

@@ -93,7 +93,7 @@ net:
         - nid: $(ul_addr 250 4)@o2ib
 YAML
 grep -q "$(ul_addr 250 4)@o2ib: shm provider" "$(ul_log n4)" || ul_fail "auto did not pick shm: $(cat "$(ul_log n4)")"
-ul_ctl n4 ping "$(ul_addr 250 2)@o2ib" --count 1 --timeout 5000 >/dev/null || ul_fail "auto-selected shm node cannot ping"
+ul_ctl n4 ping "$(ul_addr 250 2)@o2ib" --count 1 --timeout_ms 5000 >/dev/null || ul_fail "auto-selected shm node cannot ping"
 
 ul_step "a bad device limit names the key"
 cat >"$T/v/node.yaml" <<YAML

@@ -43,7 +43,7 @@ grep -q "runs as uid $EVIL gid $EVIL; this node (uid 0) lets in its own uid only
 	"$(ul_log n1)" || ul_fail "no refusal line naming the uid and the tunables: $(tail -3 "$(ul_log n1)")"
 
 ul_step "root nodes still ping each other"
-ul_ctl n2 ping "$(ul_addr 187 1)@o2ib" --count 2 --timeout 5000 >"$T/ping.out" 2>&1 ||
+ul_ctl n2 ping "$(ul_addr 187 1)@o2ib" --count 2 --timeout_ms 5000 >"$T/ping.out" 2>&1 ||
 	ul_fail "ping: $(cat "$T/ping.out")"
 
 ul_step "device.allow_uid lets that uid in (and net show -v shows it)"

@@ -25,12 +25,12 @@ print(p[0]["Multi-Rail"] if p else "absent")'
 }
 
 ul_step "a Multi-Rail kernel-like peer: ping and peer show agree (True)"
-ul_ctl n1 ping "$K@tcp" --timeout 5000 --json > "$UL_TMP/p.json" || ul_fail "ping $K: $(cat "$UL_TMP/p.json")"
+ul_ctl n1 ping "$K@tcp" --timeout_ms 5000 --json > "$UL_TMP/p.json" || ul_fail "ping $K: $(cat "$UL_TMP/p.json")"
 ul_json "$UL_TMP/p.json" "j['ping'][0]['Multi-Rail'] is True and j['ping'][0]['primary nid'] == '$K@tcp'"
 [[ $(mr n1 "$K@tcp") == True ]] || ul_fail "peer show $K: Multi-Rail $(mr n1 "$K@tcp"), ping said True"
 
 ul_step "a ulnet peer (no Multi-Rail feature): False, before and after a ping"
-ul_ctl n1 ping "$N2" --timeout 5000 --json > "$UL_TMP/p2.json" || ul_fail "ping $N2"
+ul_ctl n1 ping "$N2" --timeout_ms 5000 --json > "$UL_TMP/p2.json" || ul_fail "ping $N2"
 ul_json "$UL_TMP/p2.json" "j['ping'][0]['Multi-Rail'] is False"
 [[ $(mr n1 "$N2") == False ]] || ul_fail "peer show $N2: Multi-Rail $(mr n1 "$N2")"
 # n2 knows n1 as a peer (it answered n1's ping) but never pinged it

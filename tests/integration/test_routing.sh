@@ -167,13 +167,13 @@ ul_run "$UL_TMP/o" "$UL_TMP/e" "$ULNETCTL" --node "$(ul_sock c)" route add --net
 	ul_fail "route via a gateway on no local net: status $UL_STATUS"
 ul_run "$UL_TMP/o" "$UL_TMP/e" "$ULNETCTL" --node "$(ul_sock c)" route add --net tcp --gateway "$R2T@tcp"
 (( UL_STATUS != 0 )) || ul_fail "a route to a local net was accepted"
-ul_run "$UL_TMP/o" "$UL_TMP/e" "$ULNETCTL" --node "$(ul_sock c)" ping 127.9.9.9@o2ib5 --timeout 500
+ul_run "$UL_TMP/o" "$UL_TMP/e" "$ULNETCTL" --node "$(ul_sock c)" ping 127.9.9.9@o2ib5 --timeout_ms 500
 (( UL_STATUS != 0 )) || ul_fail "ping of a net with no route succeeded"
 
 ul_step "a router with routing disabled drops and counts; its ping reply says so, and the routes go down"
 ul_ctl c set alive_router_check_interval 0 >/dev/null # the route stays up: the message reaches r2
 ul_ctl r2 set routing 0 >/dev/null
-ul_run "$UL_TMP/o" "$UL_TMP/e" "$ULNETCTL" --node "$(ul_sock c)" ping "$SO@o2ib" --timeout 1000
+ul_run "$UL_TMP/o" "$UL_TMP/e" "$ULNETCTL" --node "$(ul_sock c)" ping "$SO@o2ib" --timeout_ms 1000
 (( UL_STATUS != 0 )) || ul_fail "ping through a router with routing disabled succeeded"
 ul_ctl r2 routing show --json >"$UL_TMP/r2.json"
 ul_json "$UL_TMP/r2.json" "j['routing'][-1]['forwarded']['drops']['disabled'] >= 1"

@@ -52,7 +52,7 @@ start_x kernel-stats
 # the console may still hold the first xnode's peer in its reconnect back-off (a send to it fails at
 # once with EHOSTUNREACH until the back-off ends): wait until the new node answers
 for i in $(seq 50); do
-	ul_ctl con ping "$BE" --timeout 1000 >/dev/null 2>&1 && break
+	ul_ctl con ping "$BE" --timeout_ms 1000 >/dev/null 2>&1 && break
 	((i < 50)) || ul_fail "the restarted big-endian node never answered a ping"
 	sleep 0.2
 done

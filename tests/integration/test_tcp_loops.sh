@@ -20,15 +20,15 @@ for i in $(seq 2 9); do
 done
 ul_step "a pings peers 2-5 (a connects), peers 6-9 ping a (they connect)"
 for i in 2 3 4 5; do
-	ul_ctl a ping "$(ul_addr 170 "$i")@tcp" --count 3 --timeout 5000 >/dev/null || ul_fail "a -> p$i"
+	ul_ctl a ping "$(ul_addr 170 "$i")@tcp" --count 3 --timeout_ms 5000 >/dev/null || ul_fail "a -> p$i"
 done
 for i in 6 7 8 9; do
-	ul_ctl "p$i" ping "$A@tcp" --count 3 --timeout 5000 >/dev/null || ul_fail "p$i -> a"
+	ul_ctl "p$i" ping "$A@tcp" --count 3 --timeout_ms 5000 >/dev/null || ul_fail "p$i -> a"
 done
 ul_step "and back over the same conns"
 for i in $(seq 2 9); do
-	ul_ctl "p$i" ping "$A@tcp" --timeout 5000 >/dev/null || ul_fail "p$i -> a (again)"
-	ul_ctl a ping "$(ul_addr 170 "$i")@tcp" --timeout 5000 >/dev/null || ul_fail "a -> p$i (again)"
+	ul_ctl "p$i" ping "$A@tcp" --timeout_ms 5000 >/dev/null || ul_fail "p$i -> a (again)"
+	ul_ctl a ping "$(ul_addr 170 "$i")@tcp" --timeout_ms 5000 >/dev/null || ul_fail "a -> p$i (again)"
 done
 ul_ctl a stats show -v --json >"$UL_TMP/stats.json"
 ul_json "$UL_TMP/stats.json" 'j["statistics"]["loops"] == 2'

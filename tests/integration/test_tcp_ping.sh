@@ -34,7 +34,7 @@ ul_step "ping every pair both ways"
 for a in 1 2 3; do
 	for b in 1 2 3; do
 		(( a == b )) && continue
-		ul_ctl "n$a" ping "$(ul_addr 35 "$b")@tcp" --count 2 --timeout 5000 --json >"$T/p.json" \
+		ul_ctl "n$a" ping "$(ul_addr 35 "$b")@tcp" --count 2 --timeout_ms 5000 --json >"$T/p.json" \
 			|| ul_fail "n$a -> n$b ping failed"
 		ul_json "$T/p.json" "len(j['ping']) == 2 and j['ping'][0]['primary nid'] == '$(ul_addr 35 "$b")@tcp'"
 	done
@@ -56,8 +56,8 @@ start 4 4096 "              protocol: 1"
 start 5 4096 "              protocol: 2
               enable_csum: 1"
 for n in 4 5; do
-	ul_ctl "n$n" ping "$(ul_addr 35 1)@tcp" --timeout 5000 >/dev/null || ul_fail "n$n -> n1"
-	ul_ctl n1 ping "$(ul_addr 35 "$n")@tcp" --timeout 5000 >/dev/null || ul_fail "n1 -> n$n"
+	ul_ctl "n$n" ping "$(ul_addr 35 1)@tcp" --timeout_ms 5000 >/dev/null || ul_fail "n$n -> n1"
+	ul_ctl n1 ping "$(ul_addr 35 "$n")@tcp" --timeout_ms 5000 >/dev/null || ul_fail "n1 -> n$n"
 done
 
 ul_step "unknown lnd tunable: refused, one line naming it"

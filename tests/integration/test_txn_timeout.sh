@@ -38,7 +38,7 @@ done
 
 ul_step "a pings $F with a 30 s deadline: the transaction timeout (2 s) ends it"
 t0=$SECONDS
-ul_run "$UL_TMP/ping.out" "$UL_TMP/ping.err" "$ULNETCTL" --node "$(ul_sock a)" ping "$F@tcp" --timeout 30000
+ul_run "$UL_TMP/ping.out" "$UL_TMP/ping.err" "$ULNETCTL" --node "$(ul_sock a)" ping "$F@tcp" --timeout_ms 30000
 elapsed=$((SECONDS - t0))
 (( UL_STATUS != 0 )) || ul_fail "ping of a peer that never answers succeeded"
 grep -qi "timed out\|ETIMEDOUT" "$UL_TMP/ping.err" "$UL_TMP/ping.out" ||
@@ -59,7 +59,7 @@ ul_ctl a global show --json >"$UL_TMP/g.json" || ul_fail "global show"
 ul_json "$UL_TMP/g.json" "j['global']['transaction_timeout'] == 3 and j['global']['discovery'] == 0"
 ul_ctl a export >"$UL_TMP/ex.yaml" || ul_fail "export"
 grep -q '^ *transaction_timeout: 3$' "$UL_TMP/ex.yaml" || ul_fail "export does not carry the new timeout"
-ul_run "$UL_TMP/ping.out" "$UL_TMP/ping.err" "$ULNETCTL" --node "$(ul_sock a)" ping "$F@tcp" --timeout 30000
+ul_run "$UL_TMP/ping.out" "$UL_TMP/ping.err" "$ULNETCTL" --node "$(ul_sock a)" ping "$F@tcp" --timeout_ms 30000
 (( UL_STATUS != 0 )) || ul_fail "ping of a peer that never answers succeeded"
 grep -q "no REPLY within the transaction timeout (3 s" "$(ul_log a)" || ul_fail "no 3 s transaction timeout line in a's log"
 for bad in 0 86401 x -1; do

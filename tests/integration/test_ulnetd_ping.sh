@@ -35,14 +35,14 @@ ul_step "ping --count 3, with PID, --json"
 ul_ctl n1 ping 0@lo --count 3 >"$T/ping3.out" || ul_fail "ping --count 3 failed"
 [[ $(grep -c 'primary nid' "$T/ping3.out") == 3 ]] || ul_fail "want 3 replies: $(cat "$T/ping3.out")"
 ul_ctl n1 ping 12345-0@lo >/dev/null || ul_fail "ping 12345-0@lo failed"
-ul_ctl n1 ping 0@lo --count 2 --timeout 2000 --json >"$T/ping.json" || ul_fail "ping --json failed"
+ul_ctl n1 ping 0@lo --count 2 --timeout_ms 2000 --json >"$T/ping.json" || ul_fail "ping --json failed"
 ul_json "$T/ping.json" 'len(j["ping"]) == 2 and j["ping"][0]["peer ni"][0]["nid"] == "0@lo"'
 ul_json "$T/ping.json" 'isinstance(j["ping"][1]["time (ms)"], float) and j["ping"][0]["primary nid"] == "0@lo"'
 
 ul_step "ping NID... (lnetctl's list): every NID in turn, --count each; a bad one fails before any ping"
 ul_ctl n1 ping 0@lo 12345-0@lo --count 2 --json >"$T/pingl.json" || ul_fail "ping of two NIDs failed"
 ul_json "$T/pingl.json" 'len(j["ping"]) == 4'
-ul_run "$T/o" "$T/e" "$ULNETCTL" --node "$(ul_sock n1)" ping 0@lo 10.99.0.2@tcp --timeout 500 --json
+ul_run "$T/o" "$T/e" "$ULNETCTL" --node "$(ul_sock n1)" ping 0@lo 10.99.0.2@tcp --timeout_ms 500 --json
 (( UL_STATUS == 1 )) || ul_fail "ping of a list with an unreachable NID: status $UL_STATUS"
 ul_one_line "$T/e" '^ulnetctl: ping 10\.99\.0\.2@tcp: '
 ul_json "$T/o" 'len(j["ping"]) == 1 and j["ping"][0]["primary nid"] == "0@lo"'
@@ -138,7 +138,7 @@ ul_one_line "$T/e" "^ulnetctl: bad NID '1\.2\.3\.4@tcpx': "
 ul_run "$T/o" "$T/e" "$ULNETCTL" --node "$(ul_sock n1)" ping 127.0.0.300@tcp
 (( UL_STATUS == 2 )) || ul_fail "bad NID address: status $UL_STATUS"
 ul_one_line "$T/e" "^ulnetctl: bad NID"
-ul_run "$T/o" "$T/e" "$ULNETCTL" --node "$(ul_sock n1)" ping 10.99.0.1@tcp --timeout 500
+ul_run "$T/o" "$T/e" "$ULNETCTL" --node "$(ul_sock n1)" ping 10.99.0.1@tcp --timeout_ms 500
 (( UL_STATUS != 0 )) || ul_fail "ping of an unreachable NID succeeded"
 ul_one_line "$T/e" '^ulnetctl: ping 10\.99\.0\.1@tcp: '
 ul_run "$T/o" "$T/e" "$ULNETCTL" --node "$(ul_sock n1)" frobnicate

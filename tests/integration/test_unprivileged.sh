@@ -58,8 +58,8 @@ start_as u "" < <(node_yaml "$U" "accept_port: 1988")
 read -r caps uid <<<"$(caps_of u)"
 [[ $caps == 0000000000000000 && $uid == "$(id -u nobody)" ]] || ul_fail "node u runs with caps $caps as uid $uid"
 ul_start_node r < <(node_yaml "$R" "accept_port: 1988" "accept: all")
-ul_ctl u ping "$R@tcp" --count 2 --timeout 5000 >/dev/null || ul_fail "ping from the unprivileged node failed"
-ul_ctl r ping "$U@tcp" --count 2 --timeout 5000 >/dev/null || ul_fail "ping to the unprivileged node failed"
+ul_ctl u ping "$R@tcp" --count 2 --timeout_ms 5000 >/dev/null || ul_fail "ping from the unprivileged node failed"
+ul_ctl r ping "$U@tcp" --count 2 --timeout_ms 5000 >/dev/null || ul_fail "ping to the unprivileged node failed"
 # the connections node u opened (to r's port 1988) come from ports above 1023 (ss, not ulnet, says so)
 ports=$(ss -Htn state established src "$U" dst "$R:1988" | awk '{ n = split($3, a, ":"); print a[n] }')
 [[ -n $ports ]] || ul_fail "no connection from $U to $R:1988: $(ss -tn)"
@@ -69,7 +69,7 @@ ul_json "$UL_TMP/u.json" "j['net'][-1]['local NI(s)'][0]['lnd tunables']['accept
 
 ul_step "2. a peer with accept=secure refuses it, naming the port and the knob; the ping ends in an error"
 ul_start_node s < <(node_yaml "$S" "accept_port: 1988")
-ul_run "$UL_TMP/p.out" "$UL_TMP/p.err" timeout 30 "$ULNETCTL" --node "$(ul_sock u)" ping "$S@tcp" --count 1 --timeout 3000
+ul_run "$UL_TMP/p.out" "$UL_TMP/p.err" timeout 30 "$ULNETCTL" --node "$(ul_sock u)" ping "$S@tcp" --count 1 --timeout_ms 3000
 [[ $UL_STATUS != 0 && $UL_STATUS != 124 ]] || ul_fail "ping to an accept=secure peer: status $UL_STATUS (want an error)"
 grep -Eq "refusing $U:[0-9]+: source port [0-9]+ > 1023 \\(lnd tunable accept=secure\\)" "$(ul_log s)" ||
 	ul_fail "node s did not name the refusal: $(cat "$(ul_log s)")"
@@ -79,8 +79,8 @@ start_as u2 "+net_bind_service" < <(node_yaml "$U2")
 read -r caps uid <<<"$(caps_of u2)"
 [[ $caps == 0000000000000400 && $uid == "$(id -u nobody)" ]] || ul_fail "node u2 runs with caps $caps as uid $uid"
 ul_start_node r2 < <(node_yaml "$R2")
-ul_ctl u2 ping "$R2@tcp" --count 2 --timeout 5000 >/dev/null || ul_fail "ping from the CAP_NET_BIND_SERVICE node failed"
-ul_ctl r2 ping "$U2@tcp" --count 2 --timeout 5000 >/dev/null || ul_fail "ping to the CAP_NET_BIND_SERVICE node failed"
+ul_ctl u2 ping "$R2@tcp" --count 2 --timeout_ms 5000 >/dev/null || ul_fail "ping from the CAP_NET_BIND_SERVICE node failed"
+ul_ctl r2 ping "$U2@tcp" --count 2 --timeout_ms 5000 >/dev/null || ul_fail "ping to the CAP_NET_BIND_SERVICE node failed"
 ports=$(ss -Htn state established src "$U2" dst "$R2:988" | awk '{ n = split($3, a, ":"); print a[n] }')
 [[ -n $ports ]] || ul_fail "no connection from $U2 to $R2:988: $(ss -tn)"
 for p in $ports; do ((p <= 1023)) || ul_fail "node u2 connected from port $p despite CAP_NET_BIND_SERVICE"; done

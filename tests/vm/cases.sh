@@ -65,7 +65,7 @@ sc_log() { echo /tmp/ulnetd.log; }
 vm_wait_peer()
 {
 	local net=$1 i=0
-	until ulnetctl --node $SOCK ping "$(vm_peer $net)@$net" --count 1 --timeout 1000 >/dev/null 2>&1; do
+	until ulnetctl --node $SOCK ping "$(vm_peer $net)@$net" --count 1 --timeout_ms 1000 >/dev/null 2>&1; do
 		i=$((i + 1))
 		[ $i -lt 120 ] || return 1
 		sleep 1
@@ -186,7 +186,7 @@ vm_cases_routed()
 	t0=$(date +%s)
 	SC_NET=routed
 	# the peer's route to tcp1 is up once its checker has heard from this node (every 5 s)
-	until ulnetctl --node $RT_SOCK ping "$PEER@o2ib" --count 1 --timeout 1000 >/dev/null 2>&1; do
+	until ulnetctl --node $RT_SOCK ping "$PEER@o2ib" --count 1 --timeout_ms 1000 >/dev/null 2>&1; do
 		i=$((i + 1))
 		[ $i -lt 30 ] || break
 		sleep 1

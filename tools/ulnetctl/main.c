@@ -30,10 +30,15 @@ struct cmd {
 };
 
 static const struct cmd cmds[] = {
-	{ "net show", "[-v] [--net NET] [--json]", "show the local NIs (-v: counters, tunables, credits)", false },
+	{ "net show", "[-v [LEVEL]] [--net NET] [--json]", "show the local NIs (-v: counters, tunables, credits)", false },
+	{ "net add", "--net NET (--nid NID | --if IF[,IF]) [--peer-timeout S] [--peer-credits N] [--peer-buffer-credits N] [--credits N]",
+	  "add an NI to the running node", false },
+	{ "net del", "--net NET [--if IF]", "remove the NI on NET (delete its routes first; not while the node routes)", false },
+	{ "peer add", "--prim_nid NID [--nid NID] [--non_mr]", "add a static peer on a local net (kept while idle)", false },
+	{ "peer del", "--prim_nid NID [--nid NID]", "forget a peer (static or not)", false },
 	{ "import", "FILE", "apply a configuration file to the running node (what it already has stays)", false },
 	{ "export", "[--json]", "print the running configuration, usable as ulnetd -c input", false },
-	{ "ping", "[PID-]NID... [--count N] [--timeout MS] [--json]",
+	{ "ping", "[PID-]NID[,NID...]... [--count N] [--timeout S|--timeout_ms MS] [--source NID] [--json]",
 	  "ping each NID (up to 16): per reply the time and the target's NIDs", true },
 	{ "stats show", "[-v] [--json]",
 	  "show the node's counters, drops, latencies and forwarding (-v: descriptor free lists, lock hold times)",
@@ -57,7 +62,7 @@ static const struct cmd cmds[] = {
 #undef REFUSED
 	{ "set latency_metrics", "0|1", "stop or start the latency histograms (what they cost: bench/observe_cost.sh)",
 	  false },
-	{ "peer show", "[-v] [--nid NID] [--json]",
+	{ "peer show", "[-v [LEVEL]] [--nid NID] [--json]",
 	  "show the peers (-v: credits, router credits, counters, latencies)", false },
 	{ "route add", "--net NET --gateway NID [--hop N] [--priority N] [--health_sensitivity N]",
 	  "add a route to a remote net through a gateway on a local net", false },
@@ -137,7 +142,8 @@ __attribute__((format(printf, 1, 2))) static void err(const char *fmt, ...)
 /* The first argument that is not an option or an option's value. */
 static const char *first_positional(int argc, char **argv)
 {
-	static const char *const with_value[] = { "--count", "-c", "--timeout", "--net", "--nid" };
+	static const char *const with_value[] = { "--count", "-c", "--timeout", "-t", "--timeout_ms", "--source", "-s",
+						   "--net", "--nid" };
 
 	for (int i = 0; i < argc; i++) {
 		bool takes = false;
@@ -152,16 +158,26 @@ static const char *first_positional(int argc, char **argv)
 	return NULL;
 }
 
+/* "[PID-]NID", or lnetctl's comma list of them. */
 static int check_nid_arg(const char *s)
 {
-	const char *nid = s, *dash = strchr(s, '-'), *why = NULL;
-	struct ulnet_nid n;
+	char buf[1024], *save = NULL;
 
-	if (dash && dash > s && strspn(s, "0123456789") == (size_t)(dash - s))
-		nid = dash + 1;
-	if (ulnet_nid_parse(nid, &n, &why)) {
-		err("bad NID '%s': %s", nid, why ? why : "invalid");
+	if (strlen(s) >= sizeof(buf)) {
+		err("NID list too long");
 		return -EINVAL;
+	}
+	snprintf(buf, sizeof(buf), "%s", s);
+	for (char *t = strtok_r(buf, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
+		const char *nid = t, *dash = strchr(t, '-'), *why = NULL;
+		struct ulnet_nid n;
+
+		if (dash && dash > t && strspn(t, "0123456789") == (size_t)(dash - t))
+			nid = dash + 1;
+		if (ulnet_nid_parse(nid, &n, &why)) {
+			err("bad NID '%s': %s", nid, why ? why : "invalid");
+			return -EINVAL;
+		}
 	}
 	return 0;
 }

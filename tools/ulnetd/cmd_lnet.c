@@ -60,6 +60,169 @@ static int cmd_net_show(struct ulnetd *d, int argc, char **argv, struct ulnetd_o
 	return rc;
 }
 
+#define NET_ADD_MAX_IFS 4
+
+/* lnetctl net add: --net, and --nid or --if (the address of the first interface), with the
+ * tunables lnetctl takes on the command line; LND tunables come by import. */
+static int cmd_net_add(struct ulnetd *d, int argc, char **argv, struct ulnetd_out *out)
+{
+	const char *net = NULL, *nid = NULL, *ifs_s = NULL, *ifs[NET_ADD_MAX_IFS + 1] = { 0 };
+	const char *tun_s[4] = { 0 };
+	static const char *const tun_keys[4] = { "peer_timeout", "peer_credits", "peer_buffer_credits", "credits" };
+	const struct ulnetd_opt opts[] = {
+		{ "--net", NULL, ULNETD_OPT_STR, 0, 0, &net },
+		{ "--nid", NULL, ULNETD_OPT_STR, 0, 0, &nid },
+		{ "--if", NULL, ULNETD_OPT_STR, 0, 0, &ifs_s },
+		{ "--peer-timeout", NULL, ULNETD_OPT_STR, 0, 0, &tun_s[0] },
+		{ "--peer-credits", NULL, ULNETD_OPT_STR, 0, 0, &tun_s[1] },
+		{ "--peer-buffer-credits", NULL, ULNETD_OPT_STR, 0, 0, &tun_s[2] },
+		{ "--credits", NULL, ULNETD_OPT_STR, 0, 0, &tun_s[3] },
+	};
+	struct ulnet_kv tun[4];
+	struct ulnet_ni_conf conf = { 0 };
+	char ifbuf[256];
+	size_t ntun = 0;
+	int npos, rc, nif = 0;
+
+	if ((rc = ulnetd_parse_args(out, "net add", argc, argv, opts, 7, NULL, 0, &npos)))
+		return rc;
+	if (!net)
+		return ulnetd_errorf(out, -EINVAL, "net add: --net NET is required");
+	if (!nid && !ifs_s)
+		return ulnetd_errorf(out, -EINVAL, "net add %s: give --nid NID or --if INTERFACE", net);
+	if (ifs_s) {
+		char *save = NULL;
+
+		if (strlen(ifs_s) >= sizeof(ifbuf))
+			return ulnetd_errorf(out, -EINVAL, "net add %s: --if list too long", net);
+		snprintf(ifbuf, sizeof(ifbuf), "%s", ifs_s);
+		for (char *t = strtok_r(ifbuf, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
+			if (nif == NET_ADD_MAX_IFS)
+				return ulnetd_errorf(out, -EINVAL, "net add %s: more than %d interfaces", net, NET_ADD_MAX_IFS);
+			ifs[nif++] = t;
+		}
+	}
+	for (size_t k = 0; k < 4; k++)
+		if (tun_s[k])
+			tun[ntun++] = (struct ulnet_kv){ tun_keys[k], tun_s[k] };
+	conf.net = net;
+	conf.nid = nid;
+	conf.interfaces = nif ? ifs : NULL;
+	conf.tunables = tun;
+	conf.n_tunables = ntun;
+	rc = ulnet_ni_add(d->node, &conf);
+	if (rc)
+		return ulnetd_errorf(out, rc, "net add %s: %s (the node's log names the cause)", net, ulnet_strerror(rc));
+	return 0;
+}
+
+/* lnetctl net del: --net, and --if only as a check (one NI per net). */
+static int cmd_net_del(struct ulnetd *d, int argc, char **argv, struct ulnetd_out *out)
+{
+	const char *net = NULL, *ifname = NULL;
+	const struct ulnetd_opt opts[] = {
+		{ "--net", NULL, ULNETD_OPT_STR, 0, 0, &net },
+		{ "--if", NULL, ULNETD_OPT_STR, 0, 0, &ifname },
+	};
+	int npos, rc;
+
+	if ((rc = ulnetd_parse_args(out, "net del", argc, argv, opts, 2, NULL, 0, &npos)))
+		return rc;
+	if (!net)
+		return ulnetd_errorf(out, -EINVAL, "net del: --net NET is required");
+	if (ifname) {
+		struct ulnet_ni_info ni;
+		bool match = false;
+
+		for (unsigned i = 1; ulnet_ni_info_get(d->node, i, &ni) == 0; i++) {
+			char *save = NULL;
+
+			if (strcmp(ni.net, net))
+				continue;
+			for (char *t = strtok_r(ni.interfaces, ", ", &save); t && !match; t = strtok_r(NULL, ", ", &save))
+				match = !strcmp(t, ifname);
+		}
+		if (!match)
+			return ulnetd_errorf(out, -ENOENT, "net del %s: no NI on it uses interface %s", net, ifname);
+	}
+	rc = ulnet_ni_del(d->node, net);
+	if (rc)
+		return ulnetd_errorf(out, rc, "net del %s: %s (the node's log names the cause)", net, ulnet_strerror(rc));
+	return 0;
+}
+
+/* lnetctl peer add/del --prim_nid NID [--nid NID] [--non_mr]: ulnet peers have one NID (no
+ * Multi-Rail), so --nid may only repeat the primary NID. */
+static int peer_nids(struct ulnetd_out *out, const char *cmd, const char *prim, const char *nids, struct ulnet_nid *nid)
+{
+	const char *why = NULL, *first = prim ? prim : nids;
+	char buf[256], *save = NULL;
+
+	if (!first)
+		return ulnetd_errorf(out, -EINVAL, "%s: --prim_nid NID is required", cmd);
+	if (nids && strlen(nids) >= sizeof(buf))
+		return ulnetd_errorf(out, -EINVAL, "%s: --nid list too long", cmd);
+	snprintf(buf, sizeof(buf), "%s", first);
+	if (strchr(buf, ','))
+		*strchr(buf, ',') = '\0';
+	if (ulnet_nid_parse(buf, nid, &why) || ulnet_nid_is_any(nid))
+		return ulnetd_errorf(out, -EINVAL, "%s: bad NID '%s': %s", cmd, buf, why ? why : "not a NID");
+	snprintf(buf, sizeof(buf), "%s", nids ? nids : "");
+	for (char *t = strtok_r(buf, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
+		struct ulnet_nid other;
+
+		if (ulnet_nid_parse(t, &other, &why))
+			return ulnetd_errorf(out, -EINVAL, "%s: bad NID '%s': %s", cmd, t, why ? why : "invalid");
+		if (!ulnet_nid_equal(&other, nid))
+			return ulnetd_errorf(out, -EOPNOTSUPP,
+					     "%s: --nid %s: ulnet has no Multi-Rail, a peer's one NID is its primary NID", cmd, t);
+	}
+	return 0;
+}
+
+static int cmd_peer_add(struct ulnetd *d, int argc, char **argv, struct ulnetd_out *out)
+{
+	const char *prim = NULL, *nids = NULL;
+	bool non_mr = false;
+	const struct ulnetd_opt opts[] = {
+		{ "--prim_nid", NULL, ULNETD_OPT_STR, 0, 0, &prim },
+		{ "--nid", NULL, ULNETD_OPT_STR, 0, 0, &nids },
+		{ "--non_mr", NULL, ULNETD_OPT_FLAG, 0, 0, &non_mr }, /* every ulnet peer is */
+	};
+	struct ulnet_nid nid;
+	char s[ULNET_NID_STRLEN];
+	int npos, rc;
+
+	if ((rc = ulnetd_parse_args(out, "peer add", argc, argv, opts, 3, NULL, 0, &npos)) ||
+	    (rc = peer_nids(out, "peer add", prim, nids, &nid)))
+		return rc;
+	rc = ulnet_peer_add(d->node, &nid);
+	if (rc)
+		return ulnetd_errorf(out, rc, "peer add %s: %s%s", ulnet_nid_format(&nid, s, sizeof(s)), ulnet_strerror(rc),
+				     rc == -EHOSTUNREACH ? " (no local NI on its net: net add it first)" : "");
+	return 0;
+}
+
+static int cmd_peer_del(struct ulnetd *d, int argc, char **argv, struct ulnetd_out *out)
+{
+	const char *prim = NULL, *nids = NULL;
+	const struct ulnetd_opt opts[] = {
+		{ "--prim_nid", NULL, ULNETD_OPT_STR, 0, 0, &prim },
+		{ "--nid", NULL, ULNETD_OPT_STR, 0, 0, &nids },
+	};
+	struct ulnet_nid nid;
+	char s[ULNET_NID_STRLEN];
+	int npos, rc;
+
+	if ((rc = ulnetd_parse_args(out, "peer del", argc, argv, opts, 2, NULL, 0, &npos)) ||
+	    (rc = peer_nids(out, "peer del", prim, nids, &nid)))
+		return rc;
+	rc = ulnet_peer_del(d->node, &nid);
+	if (rc)
+		return ulnetd_errorf(out, rc, "peer del %s: %s", ulnet_nid_format(&nid, s, sizeof(s)), ulnet_strerror(rc));
+	return 0;
+}
+
 static int cmd_export(struct ulnetd *d, int argc, char **argv, struct ulnetd_out *out)
 {
 	bool json = false;
@@ -76,36 +239,86 @@ static int cmd_export(struct ulnetd *d, int argc, char **argv, struct ulnetd_out
 #define PING_MAX_NIDS 16   /* NIDs one ping command takes, as lnetctl takes a list */
 #define PING_FLUSH_NS 100000000ull /* --count: the output so far goes out at most every 100 ms */
 
+/* Split lnetctl's "NID,NID" lists (and several words) into @ids. */
+static int ping_targets(struct ulnetd_out *out, char **pos, int npos, struct ulnet_process_id *ids, char (*names)[64],
+			int *n)
+{
+	*n = 0;
+	for (int t = 0; t < npos; t++) {
+		char *save = NULL, *tok;
+		int rc;
+
+		for (tok = strtok_r(pos[t], ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+			if (*n == PING_MAX_NIDS)
+				return ulnetd_errorf(out, -EINVAL, "ping: more than %d NIDs", PING_MAX_NIDS);
+			if ((rc = parse_target(out, tok, &ids[*n])))
+				return rc;
+			snprintf(names[(*n)++], sizeof(names[0]), "%s", tok);
+		}
+	}
+	return *n ? 0 : ulnetd_errorf(out, -EINVAL, "ping: missing NID");
+}
+
+/* lnetctl's --source: the NID the ping must leave from. ulnet has one NI per net, so it is the one
+ * the node would use anyway, or the ping cannot honour it. */
+static int check_source(struct ulnetd *d, struct ulnetd_out *out, const char *src, const struct ulnet_process_id *id,
+			const char *name)
+{
+	struct ulnet_nid want, have;
+	const char *why = NULL;
+	char h[ULNET_NID_STRLEN];
+	int rc;
+
+	if (ulnet_nid_parse(src, &want, &why))
+		return ulnetd_errorf(out, -EINVAL, "ping: bad --source '%s': %s", src, why ? why : "invalid");
+	if ((rc = ulnet_source_nid(d->node, &id->nid, &have)))
+		return ulnetd_errorf(out, rc, "ping %s: no NI or route reaches it", name);
+	if (!ulnet_nid_equal(&want, &have))
+		return ulnetd_errorf(out, -EINVAL,
+				     "ping %s: --source %s cannot reach it; it leaves from %s (one NI per net, no Multi-Rail)",
+				     name, src, ulnet_nid_format(&have, h, sizeof(h)));
+	return 0;
+}
+
 static int cmd_ping(struct ulnetd *d, int argc, char **argv, struct ulnetd_out *out)
 {
 	bool json = false;
-	long long count = 1, timeout = 1000;
+	long long count = 1, timeout_s = 0, timeout = 0;
+	const char *source = NULL;
 	const struct ulnetd_opt opts[] = {
 		{ "--json", NULL, ULNETD_OPT_FLAG, 0, 0, &json },
 		{ "--count", "-c", ULNETD_OPT_INT, 1, PING_MAX_COUNT, &count },
-		{ "--timeout", NULL, ULNETD_OPT_INT, 1, PING_MAX_TIMEOUT_MS, &timeout },
+		/* lnetctl's --timeout is in seconds; --timeout_ms is ulnet's finer one */
+		{ "--timeout", "-t", ULNETD_OPT_INT, 1, PING_MAX_TIMEOUT_MS / 1000, &timeout_s },
+		{ "--timeout_ms", NULL, ULNETD_OPT_INT, 1, PING_MAX_TIMEOUT_MS, &timeout },
+		{ "--source", "-s", ULNETD_OPT_STR, 0, 0, &source },
 	};
 	struct ulnet_ping_result *res;
 	struct ulnet_process_id ids[PING_MAX_NIDS];
+	char names[PING_MAX_NIDS][64];
 	struct ulnetd_emit e;
 	char *pos[PING_MAX_NIDS], failmsg[512] = "";
-	int npos, rc, first_err = 0, t, nids_failed = 0;
+	int npos, rc, first_err = 0, t, nids_failed = 0, nt;
 	long long failed = 0, i = 0;
 	bool started = false, gone = false;
 	uint64_t flushed = ulnet_clock_ns();
 
-	if ((rc = ulnetd_parse_args(out, "ping", argc, argv, opts, 3, pos, PING_MAX_NIDS, &npos)))
+	if ((rc = ulnetd_parse_args(out, "ping", argc, argv, opts, 5, pos, PING_MAX_NIDS, &npos)))
 		return rc;
-	if (npos < 1)
-		return ulnetd_errorf(out, -EINVAL, "ping: missing NID");
-	for (t = 0; t < npos; t++) /* every NID checked before the first ping */
-		if ((rc = parse_target(out, pos[t], &ids[t])))
+	if (timeout_s && timeout)
+		return ulnetd_errorf(out, -EINVAL, "ping: --timeout (seconds) and --timeout_ms: give one");
+	if (!timeout)
+		timeout = timeout_s ? timeout_s * 1000 : 1000; /* lnetctl's default: 1 s */
+	if ((rc = ping_targets(out, pos, npos, ids, names, &nt)))
+		return rc; /* every NID checked before the first ping */
+	for (t = 0; source && t < nt; t++)
+		if ((rc = check_source(d, out, source, &ids[t], names[t])))
 			return rc;
 	if (!(res = malloc(sizeof(*res))))
 		return -ENOMEM;
 	ulnetd_emit_init(&e, out, json);
 	/* lnetctl's `ping NID...`: each NID in turn, --count times each, one list of replies */
-	for (t = 0; t < npos && !gone && !ulnetd_stopping(d); t++) {
+	for (t = 0; t < nt && !gone && !ulnetd_stopping(d); t++) {
 		long long nid_failed = 0;
 		int nid_err = 0;
 
@@ -157,7 +370,7 @@ static int cmd_ping(struct ulnetd *d, int argc, char **argv, struct ulnetd_out *
 		if (nid_failed) {
 			size_t l = strlen(failmsg);
 
-			snprintf(failmsg + l, sizeof(failmsg) - l, "%sping %s: %s%s", nids_failed++ ? "; " : "", pos[t],
+			snprintf(failmsg + l, sizeof(failmsg) - l, "%sping %.63s: %.80s%s", nids_failed++ ? "; " : "", names[t],
 				 ulnet_strerror(nid_err), nid_failed < count ? " (some replies missing)" : "");
 		}
 	}
@@ -168,8 +381,8 @@ static int cmd_ping(struct ulnetd *d, int argc, char **argv, struct ulnetd_out *
 	}
 	if (failed)
 		return ulnetd_errorf(out, first_err, "%s", failmsg);
-	if (t < npos || i < count)
-		return ulnetd_errorf(out, -ESHUTDOWN, "ping %s: node shutting down", pos[t < npos ? t : npos - 1]);
+	if (t < nt || i < count)
+		return ulnetd_errorf(out, -ESHUTDOWN, "ping %s: node shutting down", names[t < nt ? t : nt - 1]);
 	return 0;
 }
 
@@ -397,11 +610,17 @@ static int cmd_peer_show(struct ulnetd *d, int argc, char **argv, struct ulnetd_
 }
 
 static const struct ulnetd_cmd lnet_cmds[] = {
-	{ "net show", "[-v] [--net NET] [--json]", "show the local NIs", cmd_net_show },
+	{ "net show", "[-v [LEVEL]] [--net NET] [--json]", "show the local NIs", cmd_net_show },
+	{ "net add", "--net NET (--nid NID | --if IF[,IF]) [--peer-timeout S] [--peer-credits N] [--peer-buffer-credits N] [--credits N]",
+	  "add an NI to the running node", cmd_net_add },
+	{ "net del", "--net NET [--if IF]", "remove the NI on NET (its routes first; not while the node routes)", cmd_net_del },
+	{ "peer add", "--prim_nid NID [--nid NID] [--non_mr]", "add a static peer on a local net (kept while idle)", cmd_peer_add },
+	{ "peer del", "--prim_nid NID [--nid NID]", "forget a peer (static or not)", cmd_peer_del },
 	{ "export", "[--json]", "print the running configuration (input for ulnetd -c)", cmd_export },
-	{ "ping", "[PID-]NID... [--count N] [--timeout MS] [--json]", "ping NIDs (up to 16) and list their NIDs", cmd_ping },
+	{ "ping", "[PID-]NID[,NID...]... [--count N] [--timeout S|--timeout_ms MS] [--source NID] [--json]",
+	  "ping NIDs (up to 16) and list their NIDs", cmd_ping },
 	{ "stats show", "[-v] [--json]", "show the node's counters, drops, latencies and forwarding (-v: descriptor free lists, lock hold times)", cmd_stats_show },
-	{ "peer show", "[-v] [--nid NID] [--json]", "show the peers (-v: credits, counters, latencies)", cmd_peer_show },
+	{ "peer show", "[-v [LEVEL]] [--nid NID] [--json]", "show the peers (-v: credits, counters, latencies)", cmd_peer_show },
 };
 
 int ulnetd_lnet_register(struct ulnetd *d)

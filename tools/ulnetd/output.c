@@ -122,6 +122,12 @@ void ulnetd_emit_bool(struct ulnetd_emit *e, const char *key, bool val) { ulnet_
 
 /* ---- options ---- */
 
+/* lnetctl's verbose level: one digit; -1 if @s is not one. */
+static int verbose_level(const char *s)
+{
+	return s[0] >= '0' && s[0] <= '9' && !s[1] ? s[0] - '0' : -1;
+}
+
 int ulnetd_parse_args(struct ulnetd_out *out, const char *cmd, int argc, char **argv,
 		      const struct ulnetd_opt *opts, size_t nopts, char **pos, int maxpos, int *npos)
 {
@@ -143,10 +149,25 @@ int ulnetd_parse_args(struct ulnetd_out *out, const char *cmd, int argc, char **
 			if ((strlen(opts[k].name) == nlen && !strncmp(opts[k].name, a, nlen)) ||
 			    (opts[k].alias && !eq && !strcmp(opts[k].alias, a)))
 				o = &opts[k];
+			/* lnetctl's -v3: the level joined to the short name */
+			else if (opts[k].alias && !eq && !strcmp(opts[k].name, "--verbose") &&
+				 !strncmp(opts[k].alias, a, strlen(opts[k].alias)) && verbose_level(a + strlen(opts[k].alias)) >= 0)
+				o = &opts[k], val = a + strlen(opts[k].alias);
 		}
 		if (!o)
 			return ulnetd_errorf(out, -EINVAL, "%s: unknown option '%.*s'", cmd, (int)nlen, a);
 		if (o->type == ULNETD_OPT_FLAG) {
+			/* lnetctl's verbose level: -v 2, -v2, --verbose=2 (0 is off); ulnet has one level */
+			if (!strcmp(o->name, "--verbose")) {
+				if (eq)
+					val = eq + 1;
+				else if (!val && i + 1 < argc && verbose_level(argv[i + 1]) >= 0)
+					val = argv[++i];
+				if (val && verbose_level(val) < 0)
+					return ulnetd_errorf(out, -EINVAL, "%s: bad verbose level '%s' (0 to 9)", cmd, val);
+				*(bool *)o->val = !val || verbose_level(val) > 0;
+				continue;
+			}
 			if (eq)
 				return ulnetd_errorf(out, -EINVAL, "%s: option '%s' takes no value", cmd, o->name);
 			*(bool *)o->val = true;
