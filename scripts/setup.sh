@@ -14,7 +14,9 @@ pkgs=(meson ninja-build gcc clang pkg-config libyaml-dev libcmocka-dev python3 i
       # (tests/pkg/run.sh, docs/packaging.md): the Debian build and its check, systemd-analyze, the
       # man page checks (groff, man, mandoc), bash completion, setpriv/unshare, procps
       libsystemd-dev scdoc debhelper dpkg-dev fakeroot lintian systemd groff-base man-db mandoc
-      bash-completion util-linux procps)
+      bash-completion util-linux procps
+      # the package lane's stand-in for the unit's seccomp settings (tests/pkg/sandbox.py)
+      python3-seccomp)
 # The VM lane downloads ppc64el packages (kernel, rdma-core, libyaml) with apt-get download
 if ! dpkg --print-foreign-architectures | grep -qx ppc64el; then
 	dpkg --add-architecture ppc64el

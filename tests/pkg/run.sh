@@ -5,7 +5,8 @@
 # installed files only (/usr/bin, /usr/lib/<multiarch>, /lib/systemd/system, /usr/share/man, the
 # bash completion): a program built with pkg-config against libulnet-dev, two ulnetd nodes on
 # 127.225.0.1 and 127.225.0.2 under what ulnetd@.service allows (its capabilities only, no_new_privs,
-# a read-only root but /run/ulnet, empty /tmp /home /root) pinging and running brw over tcp (port 988)
+# a read-only root but /run/ulnet, empty /tmp /home /root, its system-call filter, address families,
+# no W+X memory, no namespaces) pinging and running brw over tcp (port 988)
 # and over o2ib on the shm provider, a SIGHUP reload, completion of commands and of the peers' NIDs,
 # systemd-analyze verify of the unit, and every man page through groff -ww, man --warnings and
 # mandoc -T lint. At the end, and on any failure, the packages are purged: no later lane finds an
@@ -34,6 +35,10 @@ for t in dpkg-buildpackage lintian scdoc systemd-analyze groff mandoc setpriv un
 		exit 77
 	fi
 done
+if ! /usr/bin/python3 -c 'import seccomp' 2>/dev/null; then
+	echo "pkg lane: skipped: no python3-seccomp (bash scripts/setup.sh installs it)"
+	exit 77
+fi
 
 ok() { echo "pkg: ok: $*"; passed=$((passed + 1)); }
 bad() { echo "pkg: FAIL: $*"; failed=$((failed + 1)); }
@@ -147,7 +152,8 @@ step dev-package devprog
 # ---- two nodes under the unit's restrictions ----
 # What ulnetd@.service gives ulnetd (docs/packaging.md): CapabilityBoundingSet/AmbientCapabilities,
 # NoNewPrivileges (setpriv); ProtectSystem=strict with the RuntimeDirectory writable, PrivateTmp,
-# ProtectHome (a private mount namespace).
+# ProtectHome (a private mount namespace); SystemCallFilter=@system-service, SystemCallArchitectures,
+# RestrictAddressFamilies, MemoryDenyWriteExecute, RestrictNamespaces (seccomp: sandbox.py).
 node()
 {
 	local name=$1 addr=$2 o2ib=$3
@@ -168,7 +174,8 @@ YAML
 		mount -t tmpfs tmpfs /tmp && { [ ! -d /home ] || mount -t tmpfs tmpfs /home; } && mount -t tmpfs tmpfs /root &&
 		exec setpriv --no-new-privs --bounding-set=-all,+net_bind_service,+ipc_lock \
 			--inh-caps=-all,+net_bind_service,+ipc_lock --ambient-caps=-all,+net_bind_service,+ipc_lock \
-			/usr/bin/ulnetd -c "$2" --control "$3" -v' sh "$RUN" "$W/etc/$name.yaml" "$RUN/pkg-$name.sock" \
+			/usr/bin/python3 "$4" /usr/bin/ulnetd -c "$2" --control "$3" -v' \
+		sh "$RUN" "$W/etc/$name.yaml" "$RUN/pkg-$name.sock" "$SRC/tests/pkg/sandbox.py" \
 		>"$W/$name.ulnetd.log" 2>&1 &
 	PIDS+=($!)
 	local i
