@@ -16,7 +16,7 @@
 # ULNET_PKG_DIR: the work directory (default build-pkg in the tree); its lane.log has every command's
 # output.
 set -uo pipefail
-cd "$(dirname "$0")/../.."
+cd "$(dirname "$0")/../.." || exit 1
 SRC=$PWD
 W=${ULNET_PKG_DIR:-$SRC/build-pkg}
 PKGS=(libulnet0 libulnet-dev ulnet-tools)
@@ -178,8 +178,7 @@ YAML
 		sh "$RUN" "$W/etc/$name.yaml" "$RUN/pkg-$name.sock" "$SRC/tests/pkg/sandbox.py" \
 		>"$W/$name.ulnetd.log" 2>&1 &
 	PIDS+=($!)
-	local i
-	for i in $(seq 100); do
+	for _ in $(seq 100); do
 		/usr/bin/ulnetctl --node "$RUN/pkg-$name.sock" net show >/dev/null 2>&1 && return 0
 		kill -0 "${PIDS[-1]}" 2>/dev/null || break
 		sleep 0.1
