@@ -9,7 +9,14 @@ pkgs=(meson ninja-build gcc clang pkg-config libyaml-dev libcmocka-dev python3 i
       # the VM lane (tests/vm/run): the two system emulators, the ppc64le cross compiler (its libc
       # headers come with it), busybox-static (host cpio and depmod for the images; the guests'
       # busybox comes from the per-arch packages the lane downloads)
-      qemu-system-x86 qemu-system-ppc gcc-powerpc64le-linux-gnu libc6-dev-ppc64el-cross busybox-static)
+      qemu-system-x86 qemu-system-ppc gcc-powerpc64le-linux-gnu libc6-dev-ppc64el-cross busybox-static
+      # sd_notify for ulnetd@.service (libsystemd), the man pages (scdoc), and the package lane
+      # (tests/pkg/run.sh, docs/packaging.md): the Debian build and its check, systemd-analyze, the
+      # man page checks (groff, man, mandoc), bash completion, setpriv/unshare, procps
+      libsystemd-dev scdoc debhelper dpkg-dev fakeroot lintian systemd groff-base man-db mandoc
+      bash-completion util-linux procps
+      # the package lane's stand-in for the unit's seccomp settings (tests/pkg/sandbox.py)
+      python3-seccomp)
 # The VM lane downloads ppc64el packages (kernel, rdma-core, libyaml) with apt-get download
 if ! dpkg --print-foreign-architectures | grep -qx ppc64el; then
 	dpkg --add-architecture ppc64el

@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # Build and run every suite in four builds: gcc (debugoptimized) with every suite; clang with
 # ASan+UBSan with every suite; clang with TSan with the unit, lnd and integration suites; clang with
-# the libFuzzer targets (fixed seed and run count). Then the VM lane (tests/vm/run: an x86_64 and a
-# ppc64le VM under qemu); ULNET_VM_LANE=0 leaves it out for quick local runs.
+# the libFuzzer targets (fixed seed and run count). Then the package lane (tests/pkg/run.sh: the Debian
+# packages built, installed, run, purged; ULNET_PKG_LANE=0 leaves it out) and the VM lane
+# (tests/vm/run: an x86_64 and a ppc64le VM under qemu); ULNET_VM_LANE=0 leaves it out for quick local
+# runs.
 # An existing build directory is reconfigured with the options given here, so a change to them
 # applies. The counts come from each build's meson-logs/testlog.json (skipped tests count as neither);
 # a failing test's output is printed here, not only left in that build's log files.
@@ -81,6 +83,26 @@ CC=clang run_build build-asan "" -Dbuildtype=debug -Db_sanitize=address,undefine
 ULNET_LOOPS=2 TSAN_OPTIONS=halt_on_error=1 CC=clang run_build build-tsan "--suite unit --suite lnd --suite integration" -Dbuildtype=debug -Db_sanitize=thread -Db_lundef=false
 # The fuzz targets, fixed seed and run count (not timed)
 CC=clang run_build build-fuzz "--suite fuzz" -Dfuzz=true -Dtests=false -Dbuildtype=debugoptimized -Db_lundef=false
+# The package lane (tests/pkg/run.sh, docs/packaging.md): dpkg-buildpackage, lintian, apt-get install,
+# two installed nodes (127.225.x) under the unit's restrictions, completion, systemd-analyze verify,
+# the man pages; each step counts here. It purges the packages when it ends (an installed libulnet
+# must not serve a later lane). About 3 minutes. ULNET_PKG_LANE=0 leaves it out; its exit 77 is a
+# skip (not root, tools missing), any other failure without a count line counts as one failure.
+if [ "${ULNET_PKG_LANE:-1}" != 0 ]; then
+	pkg_rc=0
+	bash tests/pkg/run.sh >build-pkg.log 2>&1 || pkg_rc=$?
+	grep -E '^pkg: (ok|FAIL)|^    |^pkg lane' build-pkg.log || tail -30 build-pkg.log
+	pkg_counts=$(tail -1 build-pkg.log)
+	if [[ $pkg_counts =~ ^pkg\ lane:\ ([0-9]+)\ passed,\ ([0-9]+)\ failed$ ]]; then
+		passed=$((passed + BASH_REMATCH[1]))
+		failed=$((failed + BASH_REMATCH[2]))
+		if [ "$pkg_rc" -ne 0 ] && [ "$pkg_rc" -ne 77 ] && [ "${BASH_REMATCH[2]}" -eq 0 ]; then
+			failed=$((failed + 1))
+		fi
+	elif [ "$pkg_rc" -ne 77 ]; then
+		failed=$((failed + 1))
+	fi
+fi
 # The VM lane (tests/vm/run, docs/vm-lane.md): an x86_64 and a ppc64le VM under qemu; each of its
 # cases counts here. ULNET_VM_LANE=0 leaves it out (quick local runs); its exit 77 is a skip (qemu
 # cannot start at all), any other failure without a count line counts as one failure.

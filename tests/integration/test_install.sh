@@ -37,7 +37,13 @@ for h in ulnet.h nid.h md.h event.h node.h tunable.h; do
 done
 
 ul_step "nm -D: only ulnet_* symbols"
-nm -D --defined-only "$so" | awk '{ sub(/@.*/, "", $3); print $3 }' >"$T/exports"
+# (the version node ULNET_0 is an absolute symbol "A", not a function or object: left out here)
+nm -D --defined-only "$so" >"$T/nm"
+awk '$2 != "A" { sub(/@.*/, "", $3); print $3 }' "$T/nm" >"$T/exports"
+# every exported symbol carries libulnet.map's version (debian/libulnet0.symbols relies on it)
+if awk '$2 != "A" && $3 !~ /@@ULNET_0$/' "$T/nm" | grep . >"$T/unversioned"; then
+	ul_fail "libulnet.so exports $(wc -l <"$T/unversioned") symbol(s) without the version ULNET_0: $(head -3 "$T/unversioned" | tr '\n' ' ')"
+fi
 [[ -s $T/exports ]] || ul_fail "libulnet.so exports nothing"
 grep -q '^ulnet_node_open$' "$T/exports" || ul_fail "ulnet_node_open not exported"
 if grep -v '^ulnet_' "$T/exports" >"$T/bad" || grep '^ulnet__' "$T/exports" >>"$T/bad"; then

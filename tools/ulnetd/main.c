@@ -2,18 +2,36 @@
 /* ulnetd: run one ulnet node in the foreground from a YAML file until SIGTERM/SIGINT, serving the
  * control socket (control.c) that ulnetctl talks to. Startup order: config, signals blocked (so every
  * thread the core starts inherits the mask), node, NIs, commands, control socket. Shutdown runs it
- * backwards. Exit status: 0 after a signal, 1 on any startup error (one line on stderr), 2 on usage. */
+ * backwards. Exit status: 0 after a signal, 1 on any startup error (one line on stderr), 2 on usage.
+ * Under systemd (Type=notify, built with -Dsystemd): READY=1 once the NIs are up and the control
+ * socket listens, STOPPING=1 at the signal. SIGHUP re-applies the -c file as `ulnetctl import FILE`
+ * does (ulnetd_import_file: ulnet_config_apply), on a thread of its own, between RELOADING=1 and
+ * READY=1. */
 #include <errno.h>
+#include <fcntl.h>
 #include <getopt.h>
 #include <poll.h>
 #include <pthread.h>
 #include <signal.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/signalfd.h>
 #include <unistd.h>
+
+#ifdef ULNETD_HAVE_SYSTEMD
+#include <systemd/sd-daemon.h>
+#else
+/* No libsystemd: no service manager to tell (ulnetd runs in the foreground either way). */
+static int sd_notify(int unset_environment, const char *state)
+{
+	(void)unset_environment;
+	(void)state;
+	return 0;
+}
+#endif
 
 #include "metrics_http.h"
 #include "ulnetd.h"
@@ -22,7 +40,7 @@ static void usage(FILE *f)
 {
 	fprintf(f,
 		"usage: ulnetd -c FILE [--control PATH] [-v]... [--log SUBSYS=LEVEL]...\n"
-		"Run one ulnet node in the foreground until SIGTERM or SIGINT.\n"
+		"Run one ulnet node in the foreground until SIGTERM or SIGINT; SIGHUP re-applies FILE.\n"
 		"\n"
 		"  -c, --config FILE     node configuration (YAML, lnetctl export layout + node: section)\n"
 		"      --control PATH    control socket (overrides node: control in FILE)\n"
@@ -99,6 +117,72 @@ static void log_sink(int level, const char *subsys, const char *line)
 	fprintf(stderr, "ulnetd: %s: %s: %s\n", lv, subsys ? subsys : "-", line);
 }
 
+/* SIGHUP: the -c file applied again, as `ulnetctl import FILE` does (what is new is added, what the
+ * node has stays; a file it refuses changes nothing). On a thread of its own so that the control
+ * socket keeps answering while NIs start; stopped before the node closes. */
+struct reloader {
+	struct ulnetd *d;
+	int hupfd;      /* signalfd for SIGHUP (blocked in every thread) */
+	int stop[2];    /* a pipe: written at shutdown */
+	pthread_t th;
+	bool running;
+};
+
+static void *reload_main(void *arg)
+{
+	struct reloader *r = arg;
+	char err[1024];
+
+	for (;;) {
+		struct pollfd p[2] = { { .fd = r->hupfd, .events = POLLIN }, { .fd = r->stop[0], .events = POLLIN } };
+		struct signalfd_siginfo si;
+
+		if (poll(p, 2, -1) < 0) {
+			if (errno == EINTR)
+				continue;
+			fprintf(stderr, "ulnetd: reload: poll: %s\n", strerror(errno));
+			return NULL;
+		}
+		if (p[1].revents)
+			return NULL;
+		if (!(p[0].revents & POLLIN) || read(r->hupfd, &si, sizeof(si)) != (ssize_t)sizeof(si))
+			continue;
+		sd_notify(0, "RELOADING=1\nSTATUS=applying the configuration file again (SIGHUP)");
+		if (ulnetd_import_file(r->d, r->d->config_path, err, sizeof(err))) {
+			fprintf(stderr, "ulnetd: SIGHUP: %s not applied: %s\n", r->d->config_path, err);
+			sd_notify(0, "READY=1\nSTATUS=running; the last reload failed (see the log)");
+		} else {
+			fprintf(stderr, "ulnetd: SIGHUP: %s applied\n", r->d->config_path);
+			sd_notify(0, "READY=1\nSTATUS=running");
+		}
+	}
+}
+
+static int reloader_start(struct reloader *r)
+{
+	if (pipe2(r->stop, O_CLOEXEC))
+		return -errno;
+	if ((errno = pthread_create(&r->th, NULL, reload_main, r))) {
+		close(r->stop[0]);
+		close(r->stop[1]);
+		return -errno;
+	}
+	r->running = true;
+	return 0;
+}
+
+static void reloader_stop(struct reloader *r)
+{
+	if (!r->running)
+		return;
+	if (write(r->stop[1], "x", 1) < 0)
+		fprintf(stderr, "ulnetd: reload: %s\n", strerror(errno));
+	pthread_join(r->th, NULL);
+	close(r->stop[0]);
+	close(r->stop[1]);
+	r->running = false;
+}
+
 int main(int argc, char **argv)
 {
 	static const struct option lopts[] = {
@@ -112,10 +196,11 @@ int main(int argc, char **argv)
 	};
 	struct ulnetd d = { 0 };
 	struct ulnetd_metrics *metrics = NULL;
+	struct reloader reload = { .d = &d, .hupfd = -1 };
 	struct ulnet_config *cfg = NULL;
 	const char *config = NULL, *control = NULL;
 	char err[1024];
-	sigset_t set;
+	sigset_t set, hupset;
 	int opt, rc, sigfd = -1, status = 1;
 
 	while ((opt = getopt_long(argc, argv, "c:vhV", lopts, NULL)) != -1) {
@@ -159,11 +244,15 @@ int main(int argc, char **argv)
 	sigemptyset(&set);
 	sigaddset(&set, SIGTERM);
 	sigaddset(&set, SIGINT);
+	sigemptyset(&hupset);
+	sigaddset(&hupset, SIGHUP);
 	pthread_sigmask(SIG_BLOCK, &set, NULL);
+	pthread_sigmask(SIG_BLOCK, &hupset, NULL);
 	signal(SIGPIPE, SIG_IGN);
-	if ((sigfd = signalfd(-1, &set, SFD_CLOEXEC)) < 0) {
+	if ((sigfd = signalfd(-1, &set, SFD_CLOEXEC)) < 0 ||
+	    (reload.hupfd = signalfd(-1, &hupset, SFD_CLOEXEC)) < 0) {
 		fprintf(stderr, "ulnetd: signalfd: %s\n", strerror(errno));
-		goto out_cfg;
+		goto out_sig;
 	}
 
 	if ((rc = ulnet_config_node_open(cfg, &d.node, err, sizeof(err)))) {
@@ -201,18 +290,27 @@ int main(int argc, char **argv)
 		if (metrics)
 			fprintf(stderr, "ulnetd: metrics on http://%s/metrics\n", cfg->metrics_listen);
 	}
+	if ((rc = reloader_start(&reload)))
+		fprintf(stderr, "ulnetd: cannot start the SIGHUP reload thread: %s (SIGHUP is ignored)\n", strerror(-rc));
+	/* the NIs are up and the control socket listens: what Type=notify waits for */
+	sd_notify(0, "READY=1\nSTATUS=running");
 	rc = ulnetd_control_run(&d, sigfd);
+	sd_notify(0, "STOPPING=1");
 	if (rc)
 		fprintf(stderr, "ulnetd: control: %s\n", strerror(-rc));
 	else
 		status = 0;
 	stop_watchdog_arm(sigfd);
+	reloader_stop(&reload); /* a reload in progress finishes first (the watchdog bounds it) */
 out_ctl:
 	ulnetd_metrics_stop(metrics); /* before control_fini closes the selftest engine it reads */
 	ulnetd_control_fini(&d); /* joins every handler before the node goes away */
 	ulnet_node_close(d.node);
 out_sig:
-	close(sigfd);
+	if (reload.hupfd >= 0)
+		close(reload.hupfd);
+	if (sigfd >= 0)
+		close(sigfd);
 out_cfg:
 	ulnet_config_free(cfg);
 	return status;

@@ -170,6 +170,10 @@ int ulnetd_fault_register(struct ulnetd *d);
 int ulnetd_global_register(struct ulnetd *d);
 /* import FILE (cmd_import.c). */
 int ulnetd_import_register(struct ulnetd *d);
+/* What import FILE does, for the SIGHUP reload too: load @path, refuse a metrics: or selftest: section
+ * unlike the running one, then ulnet_config_apply (one at a time). 0, or -EINVAL/-ENOMEM with the
+ * one-line reason in @err (no "import: " prefix). */
+int ulnetd_import_file(struct ulnetd *d, const char *path, char *err, size_t errlen);
 /* The selftest and lst commands (control_selftest.c, control_lst.c) over ulnet/selftest.h. */
 int ulnetd_selftest_register(struct ulnetd *d);
 
