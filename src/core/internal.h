@@ -663,6 +663,10 @@ bool ulnet__nid_is_local(struct ulnet_node *node, const struct ulnet_nid *nid);
 void ulnet_node_primary_nid_locked(struct ulnet_node *node, struct ulnet_nid *out);
 int ulnet__ni_create(struct ulnet_node *node, const struct ulnet_ni_conf *conf, struct ulnet_ni **out);
 void ulnet__ni_destroy(struct ulnet_ni *ni);
+/* @ni's LND goes (node close, ulnet_ni_del): the MDs and memory it registered are released, it shuts
+ * down (what it holds fails with -ESHUTDOWN), and so do the messages waiting for an NI credit.
+ * Every loop owned, @ni stopped (started false); leaves ulnet__cur_loop on @ni's loop. */
+void ulnet__ni_lnd_stop(struct ulnet_node *node, struct ulnet_ni *ni);
 /* NI number @idx of the NI list (0 = lo), or NULL. Node lock held. */
 struct ulnet_ni *ulnet__ni_at(struct ulnet_node *node, unsigned idx);
 

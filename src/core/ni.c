@@ -391,6 +391,23 @@ int ulnet_ni_fabric_get(ulnet_node *node, unsigned idx, struct ulnet_ni_fabric *
 	return rc;
 }
 
+void ulnet__ni_lnd_stop(struct ulnet_node *node, struct ulnet_ni *ni)
+{
+	ulnet__cur_loop = ni->loop;
+	ulnet__lock(node);
+	ulnet__md_lnd_release_ni(node, ni);
+	ulnet__unlock(node); /* the LND releases them here, as the owner of every loop */
+	ulnet__mem_lnd_release_ni(node, ni);
+	ni->ops->lnd_shutdown(ni);
+	while (!ulnet_list_empty(&ni->txq)) {
+		struct ulnet_msg *m = ulnet_list_first(&ni->txq, struct ulnet_msg, link);
+
+		ulnet_list_del(&m->link);
+		m->ni_credit = m->peer_credit = false;
+		ulnet__finalize(m, -ESHUTDOWN);
+	}
+}
+
 /* Why @ni cannot go now (a route through it, forwarding on), logged; 0 if it can. Every loop owned
  * and the node lock held. */
 static int ni_del_refused(struct ulnet_node *node, struct ulnet_ni *ni, const char *net_s)
@@ -433,19 +450,7 @@ static bool ni_teardown(struct ulnet_node *node, struct ulnet_ni *ni)
 		ulnet__cur_loop = &node->loops[i];
 		ulnet__fault_loop_flush_ni(&node->loops[i], ni);
 	}
-	ulnet__cur_loop = ni->loop;
-	ulnet__lock(node);
-	ulnet__md_lnd_release_ni(node, ni);
-	ulnet__unlock(node);
-	ulnet__mem_lnd_release_ni(node, ni);
-	ni->ops->lnd_shutdown(ni);
-	while (!ulnet_list_empty(&ni->txq)) {
-		struct ulnet_msg *m = ulnet_list_first(&ni->txq, struct ulnet_msg, link);
-
-		ulnet_list_del(&m->link);
-		m->ni_credit = m->peer_credit = false;
-		ulnet__finalize(m, -ESHUTDOWN);
-	}
+	ulnet__ni_lnd_stop(node, ni);
 	for (unsigned i = 0; i < node->n_loops; i++) {
 		struct ulnet_loop *loop = &node->loops[i];
 

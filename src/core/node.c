@@ -159,19 +159,7 @@ void ulnet_node_close(ulnet_node *node)
 	for (struct ulnet_list *p = node->nis.prev; p != &node->nis; p = p->prev) {
 		struct ulnet_ni *ni = ulnet_container_of(p, struct ulnet_ni, link);
 
-		ulnet__cur_loop = ni->loop;
-		ulnet__lock(node);
-		ulnet__md_lnd_release_ni(node, ni);
-		ulnet__unlock(node); /* the LND releases them here, as the owner of every loop */
-		ulnet__mem_lnd_release_ni(node, ni);
-		ni->ops->lnd_shutdown(ni);
-		while (!ulnet_list_empty(&ni->txq)) {
-			struct ulnet_msg *m = ulnet_list_first(&ni->txq, struct ulnet_msg, link);
-
-			ulnet_list_del(&m->link);
-			m->ni_credit = m->peer_credit = false;
-			ulnet__finalize(m, -ESHUTDOWN);
-		}
+		ulnet__ni_lnd_stop(node, ni);
 	}
 	/* complete everything while the NIs and peers the messages name still exist */
 	for (unsigned i = 0; i < node->n_loops; i++) {
