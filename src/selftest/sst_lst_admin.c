@@ -229,8 +229,7 @@ static int plan_update(struct ulnet_sst_con *c, bool force, enum ulnet_selftest_
 		struct rejoin_fan rf = { c, force, p, s };
 		for (unsigned k = 0; k < p->g.n; k++)
 			p->joined[k] = !s->rc[k];
-		c->probe = false;
-		lst_fanout(p->g.n, rejoin_one, &rf);
+		lst_fanout(p->g.n, rejoin_one, &rf); /* probe still set: a node known down is asked too */
 		for (unsigned k = 0; k < p->g.n; k++)
 			if (!p->joined[k] && !s->rc[k]) {
 				p->joined[k] = true;

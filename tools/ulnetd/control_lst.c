@@ -226,13 +226,8 @@ static int cmd_test_add(struct ulnetd *d, int argc, char **argv, struct ulnetd_o
 	if (!bt.batch || !bt.from || !bt.to || npos < 1)
 		return ulnetd_errorf(out, -EINVAL, "add_test: give --batch B --from G1 --to G2 brw read|write ... or ping");
 	if (parse_distribute(dist, &bt.dist, &bt.span))
-		return ulnetd_errorf(out, -EINVAL, "add_test: --distribute needs x:y, x:all or all (x, y >= 1), not '%s'", dist); else if (sscanf(dist, "%u:%u", &bt.dist, &bt.span) != 2) {
-		char extra;
-		if (sscanf(dist, "%u:al%c", &bt.dist, &extra) != 2 || extra != 'l' || strcmp(strchr(dist, ':'), ":all"))
-			return ulnetd_errorf(out, -EINVAL, "add_test: --distribute needs x:y, x:all or all (x, y >= 1), not '%s'",
-					     dist);
-		bt.span = ULNET_SELFTEST_SPAN_ALL;
-	}
+		return ulnetd_errorf(out, -EINVAL, "add_test: --distribute needs x:y, x:all or all (x, y >= 1), not '%s'",
+				     dist);
 	bt.loop = (int32_t)loop;
 	bt.t.concurrency = (uint32_t)concur;
 	bt.t.rpc_timeout_ms = (uint32_t)timeout * 1000;

@@ -309,11 +309,27 @@ static const char *loop_str(int32_t loop, char *b, size_t cap)
 	return b;
 }
 
+struct test_print {
+	struct ulnetd_out *out;
+	const struct ulnet_selftest_batch_info *b; /* filled before the first test */
+	bool header;
+};
+
+static void print_header(struct test_print *tp)
+{
+	if (!tp->header)
+		ulnetd_out_printf(tp->out, "batch %s: %u test(s), %s\n", tp->b->name, tp->b->tests,
+				  tp->b->running ? "running" : "idle");
+	tp->header = true;
+}
+
 static void print_test(void *arg, const struct ulnet_selftest_test_info *t)
 {
-	struct ulnetd_out *out = arg;
+	struct test_print *tp = arg;
+	struct ulnetd_out *out = tp->out;
 	char lp[24], to[24];
 
+	print_header(tp);
 	snprintf(to, sizeof(to), "%u ms", t->t.rpc_timeout_ms);
 	ulnetd_out_printf(out, "test %u: %s", t->index, t->t.kind == ULNET_SELFTEST_PING ? "ping" : "brw");
 	if (t->t.kind == ULNET_SELFTEST_BRW)
@@ -341,13 +357,14 @@ static void print_test_node(void *arg, const struct ulnet_nid *nid)
 int ulnetd_lst_batch_detail(struct ulnetd *d, const char *name, unsigned test, bool server, struct ulnetd_out *out)
 {
 	struct ulnet_selftest_batch_info b = { .tests = 0 };
+	struct test_print tp = { out, &b, false };
 	struct node_print np = { out, server ? "server" : "client" };
 	char why[256];
 	int rc;
 
-	if ((rc = ulnet_selftest_batch_tests(ulnetd_sst_of(d), name, test, &b, print_test, out, why, sizeof(why))))
+	if ((rc = ulnet_selftest_batch_tests(ulnetd_sst_of(d), name, test, &b, print_test, &tp, why, sizeof(why))))
 		return ulnetd_errorf(out, rc, "list_batch: %s", why);
-	ulnetd_out_printf(out, "batch %s: %u test(s), %s\n", b.name, b.tests, b.running ? "running" : "idle");
+	print_header(&tp); /* a batch without tests */
 	if (test && (rc = ulnet_selftest_test_nodes(ulnetd_sst_of(d), name, test, server, print_test_node, &np, why,
 						    sizeof(why))))
 		return ulnetd_errorf(out, rc, "list_batch: %s", why);
