@@ -1045,8 +1045,11 @@ unlock:
 	pthread_mutex_lock(&ls->lock);
 	if (!(rc = lst_same_session(ls, gen, why, whylen))) {
 		b = lst_batch_by_bid(ls, bid);
-		if (!b || b->ntests == LST_MAX_TESTS) {
-			snprintf(why, whylen, "the batch changed while the test was added");
+		/* groups by name again: del_group may have renumbered them (or deleted one) meanwhile */
+		lt.from = lst_group_find(ls, bt->from);
+		lt.to = lst_group_find(ls, bt->to);
+		if (!b || b->ntests == LST_MAX_TESTS || lt.from < 0 || lt.to < 0) {
+			snprintf(why, whylen, "the batch or its groups changed while the test was added");
 			rc = -ESTALE;
 		} else {
 			b->tests[b->ntests++] = lt;
