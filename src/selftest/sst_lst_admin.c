@@ -306,8 +306,10 @@ int ulnet_selftest_group_update(ulnet_selftest *st, const char *name, enum ulnet
 				continue;
 			}
 			if (!in_other_group(ls, gi, &g->nodes[k])) {
-				/* only an active node is in this session: a busy one is another console's */
-				if (lst_joined_index(ls, &g->nodes[k]) >= 0 && op == ULNET_SELFTEST_UPDATE_REMOVE)
+				/* only an active node is in this session (a busy one is another console's): removed,
+				 * or cleaned as active, it is told to leave */
+				if (lst_joined_index(ls, &g->nodes[k]) >= 0 &&
+				    (op == ULNET_SELFTEST_UPDATE_REMOVE || (op == ULNET_SELFTEST_UPDATE_CLEAN && !s->rc[j])))
 					gone[ngone++] = g->nodes[k];
 				unjoin(ls, &g->nodes[k]);
 			}

@@ -69,7 +69,7 @@ ok add_group spare "$N1" "$N9"
 grep -q '^warning: 1 of 2 node(s) did not answer' "$UL_TMP/o" || ul_fail "add_group spare: $(cat "$UL_TMP/o")"
 
 ul_step "ping: a group, --nodes, states and exit statuses"
-ok ping clients
+ok ping clients --timeout 3
 grep -q "^$N1 active$" "$UL_TMP/o" && grep -q "^$N2 active$" "$UL_TMP/o" &&
 	grep -q '^total 2 node(s): 2 active, 0 busy, 0 unknown, 0 down$' "$UL_TMP/o" || ul_fail "ping clients: $(cat "$UL_TMP/o")"
 lst "$UL_TMP/p" ping --nodes "$N1,$N4,$N9"
@@ -137,7 +137,7 @@ ok run b --timeout 2
 grep -q 'for 2 s' "$UL_TMP/o" || ul_fail "run --timeout: $(cat "$UL_TMP/o")"
 ok query b --all
 grep -Eq "^$N1 (running|idle)$" "$UL_TMP/o" && grep -q '^batch b: ' "$UL_TMP/o" || ul_fail "query --all: $(cat "$UL_TMP/o")"
-ok query b --server --all
+ok query b --server --all --timeout 3
 grep -q "^$N3 idle$" "$UL_TMP/o" && grep -q '^batch b (servers): idle; running 0, idle 1' "$UL_TMP/o" ||
 	ul_fail "query --server: $(cat "$UL_TMP/o")"
 wait_query b '^batch b: idle; running 0, idle 2, unknown 0, down 0$'
@@ -192,6 +192,9 @@ done
 grep -q "^$N3: \[Session [0-9]* brw errors, [0-9]* ping errors\] \[RPC: [0-9]* errors, [0-9]* dropped, [0-9]* expired\]$" "$UL_TMP/se" &&
 	grep -q '^total 1 error node(s) in group servers$' "$UL_TMP/se" || ul_fail "show_error: $(cat "$UL_TMP/se")"
 ul_one_line "$UL_TMP/se.err" "^ulnet-selftest: show_error: 1 node\(s\) with errors"
+lst "$UL_TMP/se2" show_error servers # the node-wide RPC counters count too: still the one node
+[[ $UL_STATUS == 1 ]] && grep -q "^$N3: .*mismatch [1-9]" "$UL_TMP/se2" && grep -q '^total 1 error node(s) in group servers$' "$UL_TMP/se2" ||
+	ul_fail "show_error without --session: status $UL_STATUS: $(cat "$UL_TMP/se2")"
 lst "$UL_TMP/s" stop bad
 [[ $UL_STATUS == 1 ]] || ul_fail "stop bad: status $UL_STATUS"
 want 1 "node $N9 is not in session adm" show_error "$N9"
