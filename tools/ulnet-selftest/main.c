@@ -3,12 +3,14 @@
  * socket, which acts as the lst console node: --from may be that node (it runs the test itself) or
  * any other node that serves lnet_selftest RPCs (another ulnetd or a kernel node with lnet_selftest),
  * which the daemon drives over the framework RPCs; --to is any such node. lst's scripted form
- * (new_session, add_group, add_batch, add_test, run, stat, stop, end_session) keeps its state in the
- * daemon, so separate invocations share it.
+ * (new_session, add_group, add_batch, add_test, run, stat, stop, end_session, and the administration
+ * words ping, del_group, update_group, show_error, query, list_batch NAME) keeps its state in the
+ * daemon, so separate invocations share it. No wait on the daemon is unbounded (--wait).
  *
  * Every result line names the direction of the data, MB/s and MiB/s, the RPC rate, latency
  * percentiles and classified errors; --json prints one object per test instead. Exit status: 0 when
- * every test is ok, 1 when a test saw errors, 2 for bad arguments, 3 when the node cannot run it. */
+ * every test is ok, 1 when a test saw errors (or a name, state or node check failed), 2 for bad
+ * arguments, 3 when the node cannot run it or the daemon stays silent. */
 #include <errno.h>
 #include <math.h>
 #include <stdarg.h>
