@@ -116,6 +116,10 @@ ok add_test --batch p --from servers --to clients --distribute all ping
 ok list_batch p
 grep -q '^test 1: ping, loop until stopped, concurrency 1, distribute 1:2, .*from servers (1 node(s)) to clients (2 node(s))' \
 	"$UL_TMP/o" && grep -q '^batch p: 1 test(s), idle$' "$UL_TMP/o" || ul_fail "list_batch p: $(cat "$UL_TMP/o")"
+ok add_batch d
+ok add_test --batch d --from clients --to clients --distribute 2:all ping
+ok list_batch d
+grep -q '^test 1: ping, .*distribute 2:2,' "$UL_TMP/o" || ul_fail "list_batch d (2:all): $(cat "$UL_TMP/o")"
 ok list_batch b --test 1
 grep -q '^test 1: brw write size=65536 off=0 check=full, .*concurrency 2, distribute 1:1' "$UL_TMP/o" &&
 	grep -q "^  client $N1$" "$UL_TMP/o" && grep -q "^  client $N2$" "$UL_TMP/o" || ul_fail "list_batch b --test 1: $(cat "$UL_TMP/o")"
@@ -216,14 +220,19 @@ done
 ok list_batch b
 grep -q '^batch b: 1 test(s), idle$' "$UL_TMP/o" || ul_fail "a refused add_test changed batch b: $(cat "$UL_TMP/o")"
 
-ul_step "--wait: a silent ulnetd is given up on, exit 3"
+ul_step "--wait: a silent ulnetd is given up on, exit 3 (an lst word and a one-shot test)"
 kill -STOP "$(ul_pid n6)"
 t0=$(ul__now_ms)
 ul_run "$UL_TMP/w" "$UL_TMP/w.err" timeout 30 "$SST" --node "$(ul_sock n6)" --wait 1 show_session
+st_lst=$UL_STATUS
+ul_run "$UL_TMP/w1" "$UL_TMP/w1.err" timeout 30 "$SST" --node "$(ul_sock n6)" --wait 1 ping --from "$N6" --to "$N6" --duration 1
+st_one=$UL_STATUS
+t1=$(ul__now_ms)
 kill -CONT "$(ul_pid n6)"
-[[ $UL_STATUS == 3 ]] || ul_fail "--wait on a stopped ulnetd: status $UL_STATUS: $(cat "$UL_TMP/w.err")"
-ul_one_line "$UL_TMP/w.err" "no word from ulnetd at .* for 1 s"
-(( $(ul__now_ms) - t0 < 10000 )) || ul_fail "--wait 1 took $(( $(ul__now_ms) - t0 )) ms"
+[[ $st_lst == 3 && $st_one == 3 ]] || ul_fail "--wait on a stopped ulnetd: status $st_lst and $st_one: $(cat "$UL_TMP/w.err" "$UL_TMP/w1.err")"
+ul_one_line "$UL_TMP/w.err" "^ulnet-selftest: show_session: no word from ulnetd at .* for 1 s"
+ul_one_line "$UL_TMP/w1.err" "^ulnet-selftest: no word from ulnetd at .* for 1 s"
+(( t1 - t0 < 15000 )) || ul_fail "two --wait 1 took $(( t1 - t0 )) ms"
 
 ul_step "every node still answers; end_session"
 ok ping late # n6 answers again (and is no longer known down)
