@@ -245,4 +245,20 @@ for n in n1 n2 n3 n6; do
 	ul_ctl "$n" call selftest stat > "$UL_TMP/st" || ul_fail "stat $n"
 	grep -q 'session: False' "$UL_TMP/st" || ul_fail "$n still in a session: $(cat "$UL_TMP/st")"
 done
+
+ul_step "a console node stopping in the middle of stat --count: it stops within one sample"
+"$SST" --node "$(ul_sock n6)" new_session z >/dev/null || ul_fail "n6 new_session"
+"$SST" --node "$(ul_sock n6)" add_group zz "$N6" >/dev/null || ul_fail "n6 add_group"
+: > "$UL_TMP/long"
+timeout 60 "$SST" --node "$(ul_sock n6)" stat zz --count 1000 --delay 1 > "$UL_TMP/long" 2> "$UL_TMP/long.err" &
+long=$!
+deadline=$(( $(ul__now_ms) + 30000 ))
+until grep -q '^\[LNet Rates of zz\]' "$UL_TMP/long"; do # the first sample is out: the loop is under way
+	(( $(ul__now_ms) < deadline )) || ul_fail "stat --count: no first sample: $(cat "$UL_TMP/long" "$UL_TMP/long.err")"
+	sleep 0.05
+done
+ul_stop_node n6 TERM 10
+UL_STATUS=0
+wait "$long" || UL_STATUS=$?
+[[ $UL_STATUS == 3 ]] || ul_fail "stat --count on a stopping node: status $UL_STATUS: $(cat "$UL_TMP/long.err")"
 exit 0

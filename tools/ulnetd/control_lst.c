@@ -508,6 +508,10 @@ static int cmd_group_stat(struct ulnetd *d, int argc, char **argv, struct ulnetd
 			free(nids);
 			return -EPIPE;
 		}
+		if (i && ulnetd_stopping(d)) { /* a daemon stopping waits for this handler: one sample at most */
+			free(nids);
+			return ulnetd_errorf(out, -ESHUTDOWN, "stat %s: the node is stopping", pos[0]);
+		}
 		rc = ulnet_selftest_nodes_stat(ulnetd_sst_of(d), &who, (uint32_t)delay_ms, (uint32_t)timeout, print_node_stat,
 					       &acc, &bad, why, sizeof(why));
 		if (rc && rc != -EREMOTEIO) {

@@ -286,6 +286,8 @@ static int cmd_batch_query(struct ulnetd *d, int argc, char **argv, struct ulnet
 			if (ulnetd_out_flush(out))
 				return -EPIPE; /* the console went away */
 			usleep((useconds_t)delay_ms * 1000);
+			if (ulnetd_stopping(d)) /* a daemon stopping waits for this handler */
+				return ulnetd_errorf(out, -ESHUTDOWN, "query %s: the node is stopping", pos[0]);
 		}
 		if ((rc = ulnet_selftest_batch_query(ulnetd_sst_of(d), pos[0], (unsigned)test, server, (uint32_t)timeout,
 						     print_query_node, &qp, &q, why, sizeof(why))))
