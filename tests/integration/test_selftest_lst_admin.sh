@@ -70,11 +70,11 @@ grep -q '^warning: 1 of 2 node(s) did not answer' "$UL_TMP/o" || ul_fail "add_gr
 
 ul_step "ping: a group, --nodes, states and exit statuses"
 ok ping clients --timeout 3
-grep -q "^$N1 active$" "$UL_TMP/o" && grep -q "^$N2 active$" "$UL_TMP/o" &&
-	grep -q '^total 2 node(s): 2 active, 0 busy, 0 unknown, 0 down$' "$UL_TMP/o" || ul_fail "ping clients: $(cat "$UL_TMP/o")"
+{ grep -q "^$N1 active$" "$UL_TMP/o" && grep -q "^$N2 active$" "$UL_TMP/o" &&
+	grep -q '^total 2 node(s): 2 active, 0 busy, 0 unknown, 0 down$' "$UL_TMP/o"; } || ul_fail "ping clients: $(cat "$UL_TMP/o")"
 lst "$UL_TMP/p" ping --nodes "$N1,$N4,$N9"
 [[ $UL_STATUS == 1 ]] || ul_fail "ping with a down node: status $UL_STATUS: $(cat "$UL_TMP/p" "$UL_TMP/p.err")"
-grep -q "^$N1 active$" "$UL_TMP/p" && grep -q "^$N4 busy (.*other" "$UL_TMP/p" && grep -q "^$N9 down (" "$UL_TMP/p" ||
+{ grep -q "^$N1 active$" "$UL_TMP/p" && grep -q "^$N4 busy (.*other" "$UL_TMP/p" && grep -q "^$N9 down (" "$UL_TMP/p"; } ||
 	ul_fail "ping --nodes: $(cat "$UL_TMP/p")"
 ul_one_line "$UL_TMP/p.err" "^ulnet-selftest: ping: 1 node\(s\) down$"
 want 1 "^ulnet-selftest: .*no group 'nosuch' in session adm" ping nosuch
@@ -114,15 +114,15 @@ ok add_test --batch b --from clients --to servers --concurrency 2 brw write size
 ok add_batch p
 ok add_test --batch p --from servers --to clients --distribute all ping
 ok list_batch p
-grep -q '^test 1: ping, loop until stopped, concurrency 1, distribute 1:2, .*from servers (1 node(s)) to clients (2 node(s))' \
-	"$UL_TMP/o" && grep -q '^batch p: 1 test(s), idle$' "$UL_TMP/o" || ul_fail "list_batch p: $(cat "$UL_TMP/o")"
+{ grep -q '^test 1: ping, loop until stopped, concurrency 1, distribute 1:2, .*from servers (1 node(s)) to clients (2 node(s))' \
+	"$UL_TMP/o" && grep -q '^batch p: 1 test(s), idle$' "$UL_TMP/o"; } || ul_fail "list_batch p: $(cat "$UL_TMP/o")"
 ok add_batch d
 ok add_test --batch d --from clients --to clients --distribute 2:all ping
 ok list_batch d
 grep -q '^test 1: ping, .*distribute 2:2,' "$UL_TMP/o" || ul_fail "list_batch d (2:all): $(cat "$UL_TMP/o")"
 ok list_batch b --test 1
-grep -q '^test 1: brw write size=65536 off=0 check=full, .*concurrency 2, distribute 1:1' "$UL_TMP/o" &&
-	grep -q "^  client $N1$" "$UL_TMP/o" && grep -q "^  client $N2$" "$UL_TMP/o" || ul_fail "list_batch b --test 1: $(cat "$UL_TMP/o")"
+{ grep -q '^test 1: brw write size=65536 off=0 check=full, .*concurrency 2, distribute 1:1' "$UL_TMP/o" &&
+	grep -q "^  client $N1$" "$UL_TMP/o" && grep -q "^  client $N2$" "$UL_TMP/o"; } || ul_fail "list_batch b --test 1: $(cat "$UL_TMP/o")"
 ok list_batch b --test 1 --server
 grep -q "^  server $N3$" "$UL_TMP/o" || ul_fail "list_batch --server: $(cat "$UL_TMP/o")"
 want 1 "no test 2" list_batch b --test 2
@@ -140,9 +140,9 @@ ul_step "run --timeout: the clients stop by themselves; query follows them"
 ok run b --timeout 2
 grep -q 'for 2 s' "$UL_TMP/o" || ul_fail "run --timeout: $(cat "$UL_TMP/o")"
 ok query b --all
-grep -Eq "^$N1 (running|idle)$" "$UL_TMP/o" && grep -q '^batch b: ' "$UL_TMP/o" || ul_fail "query --all: $(cat "$UL_TMP/o")"
+{ grep -Eq "^$N1 (running|idle)$" "$UL_TMP/o" && grep -q '^batch b: ' "$UL_TMP/o"; } || ul_fail "query --all: $(cat "$UL_TMP/o")"
 ok query b --server --all --timeout 3
-grep -q "^$N3 idle$" "$UL_TMP/o" && grep -q '^batch b (servers): idle; running 0, idle 1' "$UL_TMP/o" ||
+{ grep -q "^$N3 idle$" "$UL_TMP/o" && grep -q '^batch b (servers): idle; running 0, idle 1' "$UL_TMP/o"; } ||
 	ul_fail "query --server: $(cat "$UL_TMP/o")"
 wait_query b '^batch b: idle; running 0, idle 2, unknown 0, down 0$'
 ok query b --test 1 --loop 2 --delay 0.1
@@ -177,7 +177,7 @@ EOF
 sed -E 's/Avg: [0-9.]+ /Avg: X /' "$UL_TMP/o" > "$UL_TMP/got"
 ul_diff "$UL_TMP/want" "$UL_TMP/got" "stat --bw --read --avg --mbs"
 ok stat --rate --write --max "$N1" "$N2" --delay 0.2 --timeout 2
-grep -Eq '^\[W\] Max: [1-9][0-9]* msg/s$' "$UL_TMP/o" && ! grep -q '^\[R\]' "$UL_TMP/o" || ul_fail "stat NIDs: $(cat "$UL_TMP/o")"
+{ grep -Eq '^\[W\] Max: [1-9][0-9]* msg/s$' "$UL_TMP/o" && ! grep -q '^\[R\]' "$UL_TMP/o"; } || ul_fail "stat NIDs: $(cat "$UL_TMP/o")"
 want 1 "node $N9 is not in session adm" stat "$N9"
 ok stop p
 
@@ -193,11 +193,11 @@ until lst "$UL_TMP/se" show_error --session servers; grep -q 'its client tests: 
 	sleep 0.05
 done
 [[ $UL_STATUS == 1 ]] || ul_fail "show_error with errors: status $UL_STATUS"
-grep -q "^$N3: \[Session [0-9]* brw errors, [0-9]* ping errors\] \[RPC: [0-9]* errors, [0-9]* dropped, [0-9]* expired\]$" "$UL_TMP/se" &&
-	grep -q '^total 1 error node(s) in group servers$' "$UL_TMP/se" || ul_fail "show_error: $(cat "$UL_TMP/se")"
+{ grep -q "^$N3: \[Session [0-9]* brw errors, [0-9]* ping errors\] \[RPC: [0-9]* errors, [0-9]* dropped, [0-9]* expired\]$" "$UL_TMP/se" &&
+	grep -q '^total 1 error node(s) in group servers$' "$UL_TMP/se"; } || ul_fail "show_error: $(cat "$UL_TMP/se")"
 ul_one_line "$UL_TMP/se.err" "^ulnet-selftest: show_error: 1 node\(s\) with errors"
 lst "$UL_TMP/se2" show_error servers # the node-wide RPC counters count too: still the one node
-[[ $UL_STATUS == 1 ]] && grep -q "^$N3: .*mismatch [1-9]" "$UL_TMP/se2" && grep -q '^total 1 error node(s) in group servers$' "$UL_TMP/se2" ||
+{ [[ $UL_STATUS == 1 ]] && grep -q "^$N3: .*mismatch [1-9]" "$UL_TMP/se2" && grep -q '^total 1 error node(s) in group servers$' "$UL_TMP/se2"; } ||
 	ul_fail "show_error without --session: status $UL_STATUS: $(cat "$UL_TMP/se2")"
 lst "$UL_TMP/s" stop bad
 [[ $UL_STATUS == 1 ]] || ul_fail "stop bad: status $UL_STATUS"
