@@ -1091,7 +1091,25 @@ static struct lst_base *base_of(struct lst_batch *b, const struct ulnet_process_
 	return NULL;
 }
 
-int lst_batch_snapshot(struct lst_session *ls, const char *name, struct batch_snap *s, char *why, size_t whylen)
+/* What a command on batch @name works on outside the lock: a copy of the batch, its client and server
+ * nodes, and for each test the names of its groups. */
+struct batch_snap {
+	struct lst_batch b;
+	struct ulnet_sst_con con;
+	uint64_t gen;
+	unsigned nc, ns;
+	struct ulnet_process_id cli[LST_MAX_NODES], srv[LST_MAX_NODES];
+	/* per test: the client group's nodes (to find a node's tests) and the server group's name */
+	struct lst_group from[LST_MAX_TESTS];
+	char to_name[LST_MAX_TESTS][ULNET_SST_NAME_SIZE + 1];
+	/* scratch for the fan-outs: one slot per node */
+	struct ulnet_process_id nodes[LST_MAX_NODES];
+	int rc[LST_MAX_NODES], rc2[LST_MAX_NODES];
+	char line[LST_MAX_NODES][256];
+	struct ulnet_sst_con_stat st[LST_MAX_NODES], st2[LST_MAX_NODES];
+};
+
+static int batch_snapshot(struct lst_session *ls, const char *name, struct batch_snap *s, char *why, size_t whylen)
 {
 	int rc, bi;
 
@@ -1134,7 +1152,7 @@ int ulnet_selftest_batch_run_for(ulnet_selftest *st, const char *name, uint32_t 
 		snprintf(why, whylen, "out of memory");
 		return -ENOMEM;
 	}
-	if ((rc = lst_batch_snapshot(ls, name, s, why, whylen)))
+	if ((rc = batch_snapshot(ls, name, s, why, whylen)))
 		goto out;
 	if (!s->b.ntests) {
 		snprintf(why, whylen, "batch '%s' has no test", name);
@@ -1292,7 +1310,7 @@ int ulnet_selftest_batch_stop(ulnet_selftest *st, const char *name, bool force,
 		snprintf(why, whylen, "out of memory");
 		return -ENOMEM;
 	}
-	if ((rc = lst_batch_snapshot(ls, name, s, why, whylen)))
+	if ((rc = batch_snapshot(ls, name, s, why, whylen)))
 		goto out;
 	wait_ms = s->con.rpc_timeout_ms;
 	{

@@ -130,26 +130,6 @@ struct node_fan {
 
 void lst_node_one(void *arg, unsigned i);
 
-/* What a command on batch @name works on outside the lock: a copy of the batch, its client and server
- * nodes, and for each test the names of its groups. */
-struct batch_snap {
-	struct lst_batch b;
-	struct ulnet_sst_con con;
-	uint64_t gen;
-	unsigned nc, ns;
-	struct ulnet_process_id cli[LST_MAX_NODES], srv[LST_MAX_NODES];
-	/* per test: the client group's nodes (to find a node's tests) and the server group's name */
-	struct lst_group from[LST_MAX_TESTS];
-	char to_name[LST_MAX_TESTS][ULNET_SST_NAME_SIZE + 1];
-	/* scratch for the fan-outs: one slot per node */
-	struct ulnet_process_id nodes[LST_MAX_NODES];
-	int rc[LST_MAX_NODES], rc2[LST_MAX_NODES];
-	char line[LST_MAX_NODES][256];
-	struct ulnet_sst_con_stat st[LST_MAX_NODES], st2[LST_MAX_NODES];
-};
-
-int lst_batch_snapshot(struct lst_session *ls, const char *name, struct batch_snap *s, char *why, size_t whylen);
-
 /* fn(arg, i) for every i < n, on up to 32 threads at once. No lock may be held. */
 void lst_fanout(unsigned n, void (*fn)(void *arg, unsigned i), void *arg);
 /* 0 with an open session, else -ENOENT and the line. With the lock held. */

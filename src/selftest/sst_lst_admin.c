@@ -142,8 +142,8 @@ int ulnet_selftest_group_del(ulnet_selftest *st, const char *name, unsigned *lef
 	} else if (!(rc = group_in_use(ls, gi, why, whylen))) {
 		struct lst_group *g = ls->groups[gi];
 		for (unsigned k = 0; k < g->n; k++)
-			if (!in_other_group(ls, gi, &g->nodes[k])) {
-				gone[ngone++] = g->nodes[k];
+			if (!in_other_group(ls, gi, &g->nodes[k]) && lst_joined_index(ls, &g->nodes[k]) >= 0) {
+				gone[ngone++] = g->nodes[k]; /* only a joined node has our session to leave */
 				unjoin(ls, &g->nodes[k]);
 			}
 		/* tests name groups by index: the groups after it move down one */

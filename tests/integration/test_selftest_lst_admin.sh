@@ -6,7 +6,8 @@
 # update_group --clean/--remove/--refresh, show_error (--session), query (--all, --server, --test,
 # --loop), list_batch NAME (--test, --server), stat's lst options (--bw --rate --read --write --avg
 # --min --max --mbs --count --delay --timeout, GROUP or NIDs), run --timeout, add_test --distribute
-# all, the console's bounded wait on a silent ulnetd (--wait), and bad input: one line, exit 2.
+# all and x:all, the console's bounded wait on a silent ulnetd (--wait), bad input (one message, exit
+# 2), and a console node stopping in the middle of stat --count.
 # Addresses: 127.224.0.{1,2,3,4,6} (nodes), 127.224.0.9 (never started).
 set -u
 source "${SRC:-$(dirname "$0")/../..}/tests/integration/lib.sh"
@@ -240,6 +241,12 @@ ok ping late # n6 answers again (and is no longer known down)
 for n in n1 n2 n3 n4 n6; do
 	ul_ctl "$n" net show >/dev/null || ul_fail "$n does not answer"
 done
+ok del_group late # n6 is in no other group: it leaves the session; n1 (in clients) stays
+grep -q '^group late deleted (1 node(s) left the session)$' "$UL_TMP/o" || ul_fail "del_group late: $(cat "$UL_TMP/o")"
+ul_ctl n6 call selftest stat > "$UL_TMP/st6" || ul_fail "stat n6"
+grep -q 'session: False' "$UL_TMP/st6" || ul_fail "n6 still in the session after del_group: $(cat "$UL_TMP/st6")"
+ok ping clients
+grep -q "^$N1 active$" "$UL_TMP/o" || ul_fail "n1 left with group late: $(cat "$UL_TMP/o")"
 ok end_session
 for n in n1 n2 n3 n6; do
 	ul_ctl "$n" call selftest stat > "$UL_TMP/st" || ul_fail "stat $n"
