@@ -213,6 +213,7 @@ ULNET_EXPORT int ulnet_selftest_batch_list(ulnet_selftest *st, void (*fn)(void *
 /* add_test: @from's nodes are the clients, @to's the servers; --distribute @dist:@span: client i aims
  * at @span servers from ((i / @dist) * @span) mod n. @loop: RPCs per unit, -1 until stopped.
  * *@index: the test's number in its batch (1-based). */
+#define ULNET_SELFTEST_SPAN_ALL 341u /* span "all": every server of the group (the span is clamped to it) */
 struct ulnet_selftest_batch_test {
 	const char *batch, *from, *to;
 	struct ulnet_selftest_test t;
@@ -229,6 +230,86 @@ ULNET_EXPORT int ulnet_selftest_batch_run(ulnet_selftest *st, const char *name, 
 ULNET_EXPORT int ulnet_selftest_batch_stop(ulnet_selftest *st, const char *name, bool force,
 					   void (*fn)(void *arg, const struct ulnet_selftest_result *r), void *arg,
 					   char *why, size_t whylen);
+
+/* ---- lst administration (sst_lst_admin.c, sst_lst_query.c) ---- */
+
+/* The nodes a command names: group @group, or the @n NIDs @nids (when @group is NULL). */
+struct ulnet_selftest_nodes {
+	const char *group;
+	const struct ulnet_nid *nids;
+	unsigned n;
+};
+/* lst ping: each node's state now (a DEBUG to each, at once; NIDs need not be in the session).
+ * @detail: the session a busy node is in, or why a node is down. @timeout_s: per node (0: the
+ * session's). *@down: nodes that did not answer. -ENOENT no session or no such group. */
+ULNET_EXPORT int ulnet_selftest_ping(ulnet_selftest *st, const struct ulnet_selftest_nodes *who, uint32_t timeout_s,
+				     void (*fn)(void *arg, const struct ulnet_nid *nid, enum ulnet_selftest_node_state s,
+						const char *detail),
+				     void *arg, unsigned *down, char *why, size_t whylen);
+/* del_group: -EBUSY while a test of a batch uses the group. Its nodes in no other group leave the
+ * session (*@left of them; a node that does not answer is forgotten all the same). */
+ULNET_EXPORT int ulnet_selftest_group_del(ulnet_selftest *st, const char *name, unsigned *left, char *why,
+					  size_t whylen);
+/* update_group, refused (-EBUSY) while a test uses the group:
+ * REFRESH: the nodes that are not active are asked to join again; *@changed = how many did.
+ * CLEAN: the nodes whose state now is in @states (bit 1 << ulnet_selftest_node_state) leave the group.
+ * REMOVE: the @n NIDs leave the group (-ENOENT if one is not in it); those in no other group leave
+ * the session. */
+enum ulnet_selftest_update { ULNET_SELFTEST_UPDATE_REFRESH = 1, ULNET_SELFTEST_UPDATE_CLEAN,
+			     ULNET_SELFTEST_UPDATE_REMOVE };
+ULNET_EXPORT int ulnet_selftest_group_update(ulnet_selftest *st, const char *name, enum ulnet_selftest_update op,
+					     unsigned states, const struct ulnet_nid *nids, unsigned n, unsigned *changed,
+					     char *why, size_t whylen);
+/* show_error: each node's RPC error counters (a STAT to each). */
+struct ulnet_selftest_node_errors {
+	struct ulnet_nid nid;
+	bool answered;                  /* else @why says why not */
+	char why[160];
+	uint32_t brw_errors, ping_errors;               /* the node's selftest (session) counters */
+	uint32_t rpc_errors, rpcs_dropped, rpcs_expired; /* its RPC counters */
+	bool has_tests;                 /* a ulnet node with client tests: their classified errors */
+	uint32_t timeout, mismatch, refused, peer_gone;
+};
+/* @fn for every node that has errors or did not answer (@session_only: only the session counters, and
+ * the classified errors of a ulnet node's tests, count). *@nerr = how many; 0 or -EREMOTEIO when > 0. */
+ULNET_EXPORT int ulnet_selftest_errors(ulnet_selftest *st, const struct ulnet_selftest_nodes *who, bool session_only,
+				       void (*fn)(void *arg, const struct ulnet_selftest_node_errors *e), void *arg,
+				       unsigned *nerr, char *why, size_t whylen);
+/* query: the state of each client node of batch @name (@server: its server nodes; @test: only the
+ * nodes of that test, 1-based, 0 all): "running", "idle", "unknown" (not in this session or batch),
+ * "down" (no answer). */
+struct ulnet_selftest_query {
+	unsigned running, idle, unknown, down;
+};
+ULNET_EXPORT int ulnet_selftest_batch_query(ulnet_selftest *st, const char *name, unsigned test, bool server,
+					    uint32_t timeout_s,
+					    void (*fn)(void *arg, const struct ulnet_nid *nid, const char *state),
+					    void *arg, struct ulnet_selftest_query *q, char *why, size_t whylen);
+/* list_batch NAME: batch @name and its tests (@test: only that one, 1-based; 0 all). */
+struct ulnet_selftest_test_info {
+	unsigned index;                 /* 1-based */
+	struct ulnet_selftest_test t;
+	int32_t loop;
+	unsigned dist, span;            /* span as used: at most the server group's size */
+	char from[ULNET_SELFTEST_NAME_MAX + 2], to[ULNET_SELFTEST_NAME_MAX + 2];
+	unsigned nclients, nservers;
+};
+ULNET_EXPORT int ulnet_selftest_batch_tests(ulnet_selftest *st, const char *name, unsigned test,
+					    struct ulnet_selftest_batch_info *b,
+					    void (*fn)(void *arg, const struct ulnet_selftest_test_info *t), void *arg,
+					    char *why, size_t whylen);
+/* The nodes of test @test (1-based) of batch @name, clients (or @server: servers), in group order. */
+ULNET_EXPORT int ulnet_selftest_test_nodes(ulnet_selftest *st, const char *name, unsigned test, bool server,
+					   void (*fn)(void *arg, const struct ulnet_nid *nid), void *arg, char *why,
+					   size_t whylen);
+/* lst stat of any nodes (group_stat is this for a group); @timeout_s per node, 0: the session's. */
+ULNET_EXPORT int ulnet_selftest_nodes_stat(ulnet_selftest *st, const struct ulnet_selftest_nodes *who,
+					   uint32_t delay_ms, uint32_t timeout_s,
+					   void (*fn)(void *arg, const struct ulnet_selftest_node_stat *s), void *arg,
+					   unsigned *bad, char *why, size_t whylen);
+/* run with a time limit: the clients run @seconds (BATCH RUN's argument; 0 until stopped). */
+ULNET_EXPORT int ulnet_selftest_batch_run_for(ulnet_selftest *st, const char *name, uint32_t seconds,
+					      unsigned *clients, char *why, size_t whylen);
 
 #ifdef __cplusplus
 }

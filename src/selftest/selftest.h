@@ -159,6 +159,10 @@ int ulnet__sst_con_test_add(struct ulnet_sst_con *c, const struct ulnet_process_
 /* BATCH RUN/STOP/QUERY; *active (may be NULL) = the reply's active count. */
 int ulnet__sst_con_batch(struct ulnet_sst_con *c, const struct ulnet_process_id *node, uint64_t bid,
 			 enum ulnet_sst_batch_opc opc, uint32_t arg, uint32_t *active, char *why, size_t cap);
+/* BATCH QUERY of the node's test @testidx of batch @bid (its own numbering, 1-based; 0 the whole batch):
+ * *active = its client tests still running. */
+int ulnet__sst_con_query(struct ulnet_sst_con *c, const struct ulnet_process_id *node, uint64_t bid, uint32_t testidx,
+			 uint32_t *active, char *why, size_t cap);
 /* STAT. @ext: ask for the extended reply (client test results of batch @bid, 0 = all), which only a
  * ulnet node gives (out->ext); otherwise, and from kernel nodes, the plain counters. */
 int ulnet__sst_con_stat(struct ulnet_sst_con *c, const struct ulnet_process_id *node, bool ext, uint64_t bid,

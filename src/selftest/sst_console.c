@@ -250,6 +250,23 @@ int ulnet__sst_con_batch(struct ulnet_sst_con *c, const struct ulnet_process_id 
 	return rc;
 }
 
+int ulnet__sst_con_query(struct ulnet_sst_con *c, const struct ulnet_process_id *node, uint64_t bid, uint32_t testidx,
+			 uint32_t *active, char *why, size_t cap)
+{
+	struct ulnet_sst_msg req, rep;
+	int rc;
+
+	con_msg(&req, ULNET_SST_BATCH_REQST);
+	req.body.bat_reqst.sid = c->sid;
+	req.body.bat_reqst.bid = bid;
+	req.body.bat_reqst.opc = ULNET_SST_BATCH_QUERY;
+	req.body.bat_reqst.testidx = testidx;
+	rc = con_call(c, node, &req, NULL, 0, &rep, NULL, "query batch", why, cap);
+	if (!rc)
+		*active = rep.body.bat_reply.active;
+	return rc;
+}
+
 int ulnet__sst_con_stat(struct ulnet_sst_con *c, const struct ulnet_process_id *node, bool ext, uint64_t bid,
 			struct ulnet_sst_con_stat *out, char *why, size_t cap)
 {

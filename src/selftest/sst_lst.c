@@ -52,7 +52,7 @@ static void *fanout_worker(void *arg)
 
 /* fn(arg, i) for every i < n, on up to LST_FANOUT_THREADS threads: a command on a group waits for its
  * nodes at once, so down nodes cost the RPC timeout once, not once each. No lock may be held. */
-static void lst_fanout(unsigned n, void (*fn)(void *arg, unsigned i), void *arg)
+void lst_fanout(unsigned n, void (*fn)(void *arg, unsigned i), void *arg)
 {
 	struct lst_fanout f = { fn, arg, n, 0 };
 	pthread_t th[LST_FANOUT_THREADS];
@@ -78,7 +78,7 @@ static void info_of(const struct lst_session *ls, struct ulnet_selftest_session_
 	info->batches = ls->nbatches;
 }
 
-static int need_session(const struct lst_session *ls, char *why, size_t cap)
+int lst_need_session(const struct lst_session *ls, char *why, size_t cap)
 {
 	if (ls->active)
 		return 0;
@@ -87,7 +87,7 @@ static int need_session(const struct lst_session *ls, char *why, size_t cap)
 }
 
 /* After the lock was dropped for RPCs: is it still the session the command started in? */
-static int same_session(const struct lst_session *ls, uint64_t gen, char *why, size_t cap)
+int lst_same_session(const struct lst_session *ls, uint64_t gen, char *why, size_t cap)
 {
 	if (ls->active && ls->gen == gen)
 		return 0;
@@ -95,7 +95,7 @@ static int same_session(const struct lst_session *ls, uint64_t gen, char *why, s
 	return -ESTALE;
 }
 
-static int group_find(const struct lst_session *ls, const char *name)
+int lst_group_find(const struct lst_session *ls, const char *name)
 {
 	for (unsigned i = 0; i < ls->ngroups; i++)
 		if (!strcmp(ls->groups[i]->name, name))
@@ -103,7 +103,7 @@ static int group_find(const struct lst_session *ls, const char *name)
 	return -1;
 }
 
-static int batch_find(const struct lst_session *ls, const char *name)
+int lst_batch_find(const struct lst_session *ls, const char *name)
 {
 	for (unsigned i = 0; i < ls->nbatches; i++)
 		if (!strcmp(ls->batches[i]->name, name))
@@ -111,7 +111,7 @@ static int batch_find(const struct lst_session *ls, const char *name)
 	return -1;
 }
 
-static struct lst_batch *batch_by_bid(const struct lst_session *ls, uint64_t bid)
+struct lst_batch *lst_batch_by_bid(const struct lst_session *ls, uint64_t bid)
 {
 	for (unsigned i = 0; i < ls->nbatches; i++)
 		if (ls->batches[i]->bid == bid)
@@ -119,7 +119,7 @@ static struct lst_batch *batch_by_bid(const struct lst_session *ls, uint64_t bid
 	return NULL;
 }
 
-static bool name_ok(const char *s)
+bool lst_name_ok(const char *s)
 {
 	size_t n = s ? strlen(s) : 0;
 
@@ -132,13 +132,13 @@ static bool name_ok(const char *s)
 	return true;
 }
 
-static int bad_name(const char *s, char *why, size_t cap)
+int lst_bad_name(const char *s, char *why, size_t cap)
 {
 	snprintf(why, cap, "bad name '%s' (1-31 of A-Z a-z 0-9 _ - .)", s ? s : "");
 	return -EINVAL;
 }
 
-static int joined_index(const struct lst_session *ls, const struct ulnet_process_id *id)
+int lst_joined_index(const struct lst_session *ls, const struct ulnet_process_id *id)
 {
 	for (unsigned i = 0; i < ls->njoined; i++)
 		if (ulnet_nid_equal(&ls->joined[i].id.nid, &id->nid))
@@ -149,7 +149,7 @@ static int joined_index(const struct lst_session *ls, const struct ulnet_process
 /* The ulnet features @id announced when it joined; 0 (a kernel node) when unknown. */
 static uint32_t joined_feats(const struct lst_session *ls, const struct ulnet_process_id *id)
 {
-	int i = joined_index(ls, id);
+	int i = lst_joined_index(ls, id);
 
 	return i < 0 ? 0 : ls->joined[i].feats;
 }
@@ -217,8 +217,8 @@ int ulnet_selftest_session_new(ulnet_selftest *st, const char *name, uint32_t rp
 	struct lst_session *ls = &st->lst;
 	int rc = 0;
 
-	if (!name_ok(name))
-		return bad_name(name, why, whylen);
+	if (!lst_name_ok(name))
+		return lst_bad_name(name, why, whylen);
 	if (rpc_timeout_s < 1 || rpc_timeout_s > 3600) {
 		snprintf(why, whylen, "RPC timeout %u s is not in 1..3600", rpc_timeout_s);
 		return -EINVAL;
@@ -246,24 +246,7 @@ int ulnet_selftest_session_new(ulnet_selftest *st, const char *name, uint32_t rp
 	return rc;
 }
 
-/* One framework RPC to each of a list of nodes (lst_fanout). */
-enum node_op { NODE_LEAVE, NODE_PING, NODE_STAT, NODE_RUN, NODE_STOP, NODE_DRAIN };
-
-struct node_fan {
-	struct ulnet_sst_con *c;
-	const struct ulnet_process_id *ids;
-	enum node_op op;
-	bool ext;                       /* NODE_STAT */
-	int *rc;
-	char (*line)[256];
-	struct ulnet_sst_con_stat *st;  /* NODE_STAT */
-	const int *skip;                /* non-zero: that node already failed; its rc is copied */
-	uint64_t bid;                   /* NODE_STAT (ext), NODE_RUN, NODE_STOP, NODE_DRAIN */
-	bool force;                     /* NODE_STOP */
-	uint64_t until_ms;              /* NODE_DRAIN: stop asking whether the batch is still active */
-};
-
-static void node_one(void *arg, unsigned i)
+void lst_node_one(void *arg, unsigned i)
 {
 	struct node_fan *f = arg;
 
@@ -282,7 +265,7 @@ static void node_one(void *arg, unsigned i)
 	case NODE_STOP:
 		f->rc[i] = ulnet__sst_con_batch(f->c, &f->ids[i], f->bid,
 						f->op == NODE_RUN ? ULNET_SST_BATCH_RUN : ULNET_SST_BATCH_STOP,
-						f->op == NODE_STOP && f->force, NULL, f->line[i], sizeof(f->line[i]));
+						f->op == NODE_STOP ? f->force : f->run_s, NULL, f->line[i], sizeof(f->line[i]));
 		break;
 	case NODE_DRAIN: { /* until the node says its part of the batch is over, or time is up */
 		uint32_t active = 1;
@@ -341,8 +324,8 @@ static void *pinger_main(void *arg)
 			continue;
 		pthread_mutex_unlock(&ls->lock);
 		{
-			struct node_fan nf = { &c, ids, NODE_PING, false, rc, line, NULL, NULL, 0, false, 0 };
-			lst_fanout(n, node_one, &nf); /* the outcomes land in the health table */
+			struct node_fan nf = { &c, ids, NODE_PING, false, rc, line, NULL, NULL, 0, false, 0, 0 };
+			lst_fanout(n, lst_node_one, &nf); /* the outcomes land in the health table */
 		}
 		pthread_mutex_lock(&ls->lock);
 	}
@@ -369,7 +352,7 @@ int ulnet_selftest_session_end(ulnet_selftest *st, struct ulnet_selftest_session
 		return -ENOMEM;
 	}
 	pthread_mutex_lock(&ls->lock);
-	if ((rc = need_session(ls, why, whylen))) {
+	if ((rc = lst_need_session(ls, why, whylen))) {
 		pthread_mutex_unlock(&ls->lock);
 		free(ids);
 		return rc;
@@ -384,7 +367,7 @@ int ulnet_selftest_session_end(ulnet_selftest *st, struct ulnet_selftest_session
 	/* removing the session stops every batch on the nodes */
 	{
 		struct node_fan nf = { &c, ids, NODE_LEAVE, 0, calloc(n ? n : 1, sizeof(*nf.rc)),
-				       calloc(n ? n : 1, sizeof(*nf.line)), NULL, NULL, 0, false, 0 };
+				       calloc(n ? n : 1, sizeof(*nf.line)), NULL, NULL, 0, false, 0, 0 };
 		if (!nf.rc || !nf.line) {
 			free(nf.rc);
 			free(nf.line);
@@ -392,7 +375,7 @@ int ulnet_selftest_session_end(ulnet_selftest *st, struct ulnet_selftest_session
 			snprintf(why, whylen, "out of memory");
 			return -ENOMEM;
 		}
-		lst_fanout(n, node_one, &nf);
+		lst_fanout(n, lst_node_one, &nf);
 		for (unsigned i = 0; i < n; i++)
 			if (nf.rc[i]) {
 				if (warn)
@@ -412,7 +395,7 @@ int ulnet_selftest_session_show(ulnet_selftest *st, struct ulnet_selftest_sessio
 	int rc;
 
 	pthread_mutex_lock(&ls->lock);
-	if (!(rc = need_session(ls, why, whylen)))
+	if (!(rc = lst_need_session(ls, why, whylen)))
 		info_of(ls, info);
 	pthread_mutex_unlock(&ls->lock);
 	return rc;
@@ -421,7 +404,7 @@ int ulnet_selftest_session_show(ulnet_selftest *st, struct ulnet_selftest_sessio
 /* ---- groups ---- */
 
 /* A node that did not answer (down, or no lnet_selftest there), as against one that answered no. */
-static bool lst_unreachable(int rc)
+bool lst_unreachable(int rc)
 {
 	return lst_health_unreachable(rc) || rc == -ESHUTDOWN;
 }
@@ -463,8 +446,8 @@ int ulnet_selftest_group_add(ulnet_selftest *st, const char *name, const struct 
 
 	if (whylen)
 		why[0] = '\0'; /* stays empty unless some nodes are down */
-	if (!name_ok(name))
-		return bad_name(name, why, whylen);
+	if (!lst_name_ok(name))
+		return lst_bad_name(name, why, whylen);
 	if (!n || n > LST_MAX_NODES) {
 		snprintf(why, whylen, "a group has 1..%d nodes, not %u", LST_MAX_NODES, n);
 		return -EINVAL;
@@ -499,8 +482,8 @@ int ulnet_selftest_group_add(ulnet_selftest *st, const char *name, const struct 
 		g->nodes[g->n++].pid = ULNET_PID_LUSTRE;
 	}
 	pthread_mutex_lock(&ls->lock);
-	if ((rc = need_session(ls, why, whylen))) {
-	} else if (group_find(ls, name) >= 0) {
+	if ((rc = lst_need_session(ls, why, whylen))) {
+	} else if (lst_group_find(ls, name) >= 0) {
 		snprintf(why, whylen, "group '%s' exists", name);
 		rc = -EEXIST;
 	} else if (ls->ngroups == LST_MAX_GROUPS) {
@@ -508,7 +491,7 @@ int ulnet_selftest_group_add(ulnet_selftest *st, const char *name, const struct 
 		rc = -ENOSPC;
 	} else {
 		for (unsigned k = 0; k < g->n; k++)
-			if (joined_index(ls, &g->nodes[k]) < 0)
+			if (lst_joined_index(ls, &g->nodes[k]) < 0)
 				todo[ntodo++].id = g->nodes[k];
 		if (ls->njoined + ntodo > LST_MAX_NODES) {
 			snprintf(why, whylen, "at most %d nodes per session", LST_MAX_NODES);
@@ -560,9 +543,9 @@ int ulnet_selftest_group_add(ulnet_selftest *st, const char *name, const struct 
 	} else {
 		/* the nodes that joined are in the session, whatever happens to the group */
 		for (unsigned k = 0; k < njoined && ls->njoined < LST_MAX_NODES; k++)
-			if (joined_index(ls, &todo[k].id) < 0)
+			if (lst_joined_index(ls, &todo[k].id) < 0)
 				ls->joined[ls->njoined++] = (struct lst_joined){ todo[k].id, todo[k].feats };
-		if (!rc && group_find(ls, name) >= 0) {
+		if (!rc && lst_group_find(ls, name) >= 0) {
 			snprintf(why, whylen, "group '%s' exists", name);
 			rc = -EEXIST;
 		} else if (!rc && ls->ngroups == LST_MAX_GROUPS) {
@@ -594,7 +577,7 @@ static int list_snapshot(struct lst_session *ls, size_t elem, unsigned cap,
 		return -ENOMEM;
 	}
 	pthread_mutex_lock(&ls->lock);
-	if (!(rc = need_session(ls, why, whylen)))
+	if (!(rc = lst_need_session(ls, why, whylen)))
 		*n = copy(ls, *arr);
 	pthread_mutex_unlock(&ls->lock);
 	return rc;
@@ -625,14 +608,14 @@ int ulnet_selftest_group_list(ulnet_selftest *st, void (*fn)(void *arg, const st
 }
 
 /* A copy of group @name's nodes and the session id, for RPCs outside the lock. */
-static int group_snapshot(struct lst_session *ls, const char *name, struct lst_group *g, struct ulnet_sst_con *c,
+int lst_group_snapshot(struct lst_session *ls, const char *name, struct lst_group *g, struct ulnet_sst_con *c,
 			  char *why, size_t whylen)
 {
 	int rc, gi;
 
 	pthread_mutex_lock(&ls->lock);
-	if (!(rc = need_session(ls, why, whylen))) {
-		if ((gi = group_find(ls, name)) < 0) {
+	if (!(rc = lst_need_session(ls, why, whylen))) {
+		if ((gi = lst_group_find(ls, name)) < 0) {
 			snprintf(why, whylen, "no group '%s' in session %s", name, ls->con.name);
 			rc = -ENOENT;
 		} else {
@@ -642,6 +625,53 @@ static int group_snapshot(struct lst_session *ls, const char *name, struct lst_g
 	}
 	pthread_mutex_unlock(&ls->lock);
 	return rc;
+}
+
+int lst_nodes_snapshot(struct lst_session *ls, const struct ulnet_selftest_nodes *who, bool joined,
+		       struct lst_group *g, struct ulnet_sst_con *c, char *why, size_t whylen)
+{
+	char nid[ULNET_NID_STRLEN];
+	int rc;
+
+	if (who->group)
+		return lst_group_snapshot(ls, who->group, g, c, why, whylen);
+	if (!who->n || who->n > LST_MAX_NODES) {
+		snprintf(why, whylen, "give 1..%d NIDs, not %u", LST_MAX_NODES, who->n);
+		return -EINVAL;
+	}
+	memset(g, 0, sizeof(*g));
+	for (unsigned i = 0; i < who->n; i++) {
+		ulnet_nid_format(&who->nids[i], nid, sizeof(nid));
+		if (ulnet_nid_is_any(&who->nids[i]) || ulnet_nid_to_nid4(&who->nids[i]) == ULNET_NID_ANY4) {
+			snprintf(why, whylen, "NID '%s' is ANY or does not fit lnet_selftest's 64-bit ids", nid);
+			return -EINVAL;
+		}
+		for (unsigned k = 0; k < g->n; k++)
+			if (ulnet_nid_equal(&g->nodes[k].nid, &who->nids[i])) {
+				snprintf(why, whylen, "NID '%s' given twice", nid);
+				return -EINVAL;
+			}
+		g->nodes[g->n].nid = who->nids[i];
+		g->nodes[g->n++].pid = ULNET_PID_LUSTRE;
+	}
+	pthread_mutex_lock(&ls->lock);
+	if (!(rc = lst_need_session(ls, why, whylen))) {
+		*c = ls->con;
+		for (unsigned i = 0; joined && i < g->n && !rc; i++)
+			if (lst_joined_index(ls, &g->nodes[i]) < 0) {
+				snprintf(why, whylen, "node %s is not in session %s",
+					 ulnet_nid_format(&g->nodes[i].nid, nid, sizeof(nid)), ls->con.name);
+				rc = -ENOENT;
+			}
+	}
+	pthread_mutex_unlock(&ls->lock);
+	return rc;
+}
+
+enum ulnet_selftest_node_state lst_ping_state(int rc)
+{
+	return !rc ? ULNET_SELFTEST_NODE_ACTIVE : rc == -EBUSY ? ULNET_SELFTEST_NODE_BUSY
+	       : rc == -ESRCH ? ULNET_SELFTEST_NODE_UNKNOWN : ULNET_SELFTEST_NODE_DOWN;
 }
 
 const char *ulnet_selftest_node_state_name(enum ulnet_selftest_node_state s)
@@ -666,19 +696,17 @@ int ulnet_selftest_group_nodes(ulnet_selftest *st, const char *name,
 		snprintf(why, whylen, "out of memory");
 		return -ENOMEM;
 	}
-	if (!(rc = group_snapshot(&st->lst, name, g, &c, why, whylen))) {
+	if (!(rc = lst_group_snapshot(&st->lst, name, g, &c, why, whylen))) {
 		struct node_fan nf = { &c, g->nodes, NODE_PING, false, calloc(g->n, sizeof(*nf.rc)),
-				       calloc(g->n, sizeof(*nf.line)), NULL, NULL, 0, false, 0 };
+				       calloc(g->n, sizeof(*nf.line)), NULL, NULL, 0, false, 0, 0 };
 		if (!nf.rc || !nf.line) {
 			snprintf(why, whylen, "out of memory");
 			rc = -ENOMEM;
 		} else {
-			lst_fanout(g->n, node_one, &nf);
+			lst_fanout(g->n, lst_node_one, &nf);
 			for (unsigned k = 0; k < g->n; k++) {
 				int prc = nf.rc[k];
-				fn(arg, &g->nodes[k].nid,
-				   !prc ? ULNET_SELFTEST_NODE_ACTIVE : prc == -EBUSY ? ULNET_SELFTEST_NODE_BUSY
-				   : prc == -ESRCH ? ULNET_SELFTEST_NODE_UNKNOWN : ULNET_SELFTEST_NODE_DOWN);
+				fn(arg, &g->nodes[k].nid, lst_ping_state(prc));
 			}
 		}
 		free(nf.rc);
@@ -699,14 +727,23 @@ static void stat2_one(void *arg, unsigned i)
 	struct stat2_fan *f = arg;
 
 	if (i < f->n)
-		node_one(&f->a, i);
+		lst_node_one(&f->a, i);
 	else
-		node_one(&f->b, i - f->n);
+		lst_node_one(&f->b, i - f->n);
 }
 
 int ulnet_selftest_group_stat(ulnet_selftest *st, const char *name, uint32_t delay_ms,
 			      void (*fn)(void *arg, const struct ulnet_selftest_node_stat *s), void *arg, unsigned *bad,
 			      char *why, size_t whylen)
+{
+	const struct ulnet_selftest_nodes who = { name, NULL, 0 };
+
+	return ulnet_selftest_nodes_stat(st, &who, delay_ms, 0, fn, arg, bad, why, whylen);
+}
+
+int ulnet_selftest_nodes_stat(ulnet_selftest *st, const struct ulnet_selftest_nodes *who, uint32_t delay_ms,
+			      uint32_t timeout_s, void (*fn)(void *arg, const struct ulnet_selftest_node_stat *s),
+			      void *arg, unsigned *bad, char *why, size_t whylen)
 {
 	struct lst_group *g = malloc(sizeof(*g));
 	struct ulnet_sst_con_stat *a = calloc(LST_MAX_NODES, sizeof(*a)), *b = calloc(LST_MAX_NODES, sizeof(*b)),
@@ -729,17 +766,24 @@ int ulnet_selftest_group_stat(ulnet_selftest *st, const char *name, uint32_t del
 		rc = -EINVAL;
 		goto out;
 	}
-	if ((rc = group_snapshot(&st->lst, name, g, &c, why, whylen)))
+	if (timeout_s > 3600) {
+		snprintf(why, whylen, "RPC timeout %u s is not in 1..3600", timeout_s);
+		rc = -EINVAL;
 		goto out;
+	}
+	if ((rc = lst_nodes_snapshot(&st->lst, who, true, g, &c, why, whylen)))
+		goto out;
+	if (timeout_s)
+		c.rpc_timeout_ms = timeout_s * 1000;
 	{
-		struct node_fan nf = { &c, g->nodes, NODE_STAT, false, rca, line, a, NULL, 0, false, 0 };
+		struct node_fan nf = { &c, g->nodes, NODE_STAT, false, rca, line, a, NULL, 0, false, 0, 0 };
 		t0 = lst_mono_ms();
-		lst_fanout(g->n, node_one, &nf);
+		lst_fanout(g->n, lst_node_one, &nf);
 		usleep((useconds_t)delay_ms * 1000); /* no lock held: the copy of the group is this command's */
 		/* the second sample and the extended stats in one round; a node down at the start is not
 		 * waited for again */
-		struct stat2_fan sf = { { &c, g->nodes, NODE_STAT, false, rcb, line, b, rca, 0, false, 0 },
-					{ &c, g->nodes, NODE_STAT, true, rcx, xline, x, rca, 0, false, 0 }, g->n };
+		struct stat2_fan sf = { { &c, g->nodes, NODE_STAT, false, rcb, line, b, rca, 0, false, 0, 0 },
+					{ &c, g->nodes, NODE_STAT, true, rcx, xline, x, rca, 0, false, 0, 0 }, g->n };
 		lst_fanout(2 * g->n, stat2_one, &sf);
 		t1 = lst_mono_ms();
 		for (unsigned k = 0; k < g->n; k++)
@@ -811,11 +855,11 @@ int ulnet_selftest_batch_add(ulnet_selftest *st, const char *name, char *why, si
 	struct lst_batch *b = NULL;
 	int rc;
 
-	if (!name_ok(name))
-		return bad_name(name, why, whylen);
+	if (!lst_name_ok(name))
+		return lst_bad_name(name, why, whylen);
 	pthread_mutex_lock(&ls->lock);
-	if ((rc = need_session(ls, why, whylen))) {
-	} else if (batch_find(ls, name) >= 0) {
+	if ((rc = lst_need_session(ls, why, whylen))) {
+	} else if (lst_batch_find(ls, name) >= 0) {
 		snprintf(why, whylen, "batch '%s' exists", name);
 		rc = -EEXIST;
 	} else if (ls->nbatches == LST_MAX_BATCHES || !(b = calloc(1, sizeof(*b)))) {
@@ -942,11 +986,11 @@ int ulnet_selftest_test_add(ulnet_selftest *st, const struct ulnet_selftest_batc
 		goto out;
 	}
 	pthread_mutex_lock(&ls->lock);
-	if ((rc = need_session(ls, why, whylen)))
+	if ((rc = lst_need_session(ls, why, whylen)))
 		goto unlock;
-	bi = batch_find(ls, bt->batch);
-	fg = group_find(ls, bt->from);
-	tg = group_find(ls, bt->to);
+	bi = lst_batch_find(ls, bt->batch);
+	fg = lst_group_find(ls, bt->from);
+	tg = lst_group_find(ls, bt->to);
 	if (bi < 0 || fg < 0 || tg < 0) {
 		snprintf(why, whylen, "no %s '%s' in session %s", bi < 0 ? "batch" : "group",
 			 bi < 0 ? bt->batch : fg < 0 ? bt->from : bt->to, ls->con.name);
@@ -962,6 +1006,11 @@ int ulnet_selftest_test_add(ulnet_selftest *st, const struct ulnet_selftest_batc
 	if (b->ntests == LST_MAX_TESTS) {
 		snprintf(why, whylen, "at most %d tests per batch", LST_MAX_TESTS);
 		rc = -ENOSPC;
+		goto unlock;
+	}
+	if (!ls->groups[fg]->n || !ls->groups[tg]->n) {
+		snprintf(why, whylen, "group '%s' has no node", ls->groups[fg]->n ? bt->to : bt->from);
+		rc = -ENOENT;
 		goto unlock;
 	}
 	*src = *ls->groups[fg];
@@ -994,10 +1043,13 @@ unlock:
 				   whylen)))
 		goto out;
 	pthread_mutex_lock(&ls->lock);
-	if (!(rc = same_session(ls, gen, why, whylen))) {
-		b = batch_by_bid(ls, bid);
-		if (!b || b->ntests == LST_MAX_TESTS) {
-			snprintf(why, whylen, "the batch changed while the test was added");
+	if (!(rc = lst_same_session(ls, gen, why, whylen))) {
+		b = lst_batch_by_bid(ls, bid);
+		/* groups by name again: del_group may have renumbered them (or deleted one) meanwhile */
+		lt.from = lst_group_find(ls, bt->from);
+		lt.to = lst_group_find(ls, bt->to);
+		if (!b || b->ntests == LST_MAX_TESTS || lt.from < 0 || lt.to < 0) {
+			snprintf(why, whylen, "the batch or its groups changed while the test was added");
 			rc = -ESTALE;
 		} else {
 			b->tests[b->ntests++] = lt;
@@ -1062,9 +1114,9 @@ static int batch_snapshot(struct lst_session *ls, const char *name, struct batch
 	int rc, bi;
 
 	pthread_mutex_lock(&ls->lock);
-	if ((rc = need_session(ls, why, whylen)))
+	if ((rc = lst_need_session(ls, why, whylen)))
 		goto out;
-	if ((bi = batch_find(ls, name)) < 0) {
+	if ((bi = lst_batch_find(ls, name)) < 0) {
 		snprintf(why, whylen, "no batch '%s' in session %s", name, ls->con.name);
 		rc = -ENOENT;
 		goto out;
@@ -1085,6 +1137,12 @@ out:
 
 int ulnet_selftest_batch_run(ulnet_selftest *st, const char *name, unsigned *clients, char *why, size_t whylen)
 {
+	return ulnet_selftest_batch_run_for(st, name, 0, clients, why, whylen);
+}
+
+int ulnet_selftest_batch_run_for(ulnet_selftest *st, const char *name, uint32_t seconds, unsigned *clients, char *why,
+				 size_t whylen)
+{
 	struct lst_session *ls = &st->lst;
 	struct batch_snap *s = calloc(1, sizeof(*s));
 	struct lst_batch *b;
@@ -1101,6 +1159,11 @@ int ulnet_selftest_batch_run(ulnet_selftest *st, const char *name, unsigned *cli
 		rc = -EINVAL;
 		goto out;
 	}
+	if (seconds > 86400) {
+		snprintf(why, whylen, "run time %u s is not in 0..86400", seconds);
+		rc = -EINVAL;
+		goto out;
+	}
 	/* counters at the start, for nodes that only give counters (lnet_selftest), from every node at once */
 	{
 		unsigned nn = 0;
@@ -1112,8 +1175,8 @@ int ulnet_selftest_batch_run(ulnet_selftest *st, const char *name, unsigned *cli
 			if (!seen)
 				s->nodes[nn++] = *id;
 		}
-		struct node_fan nf = { &s->con, s->nodes, NODE_STAT, false, s->rc, s->line, s->st, NULL, 0, false, 0 };
-		lst_fanout(nn, node_one, &nf);
+		struct node_fan nf = { &s->con, s->nodes, NODE_STAT, false, s->rc, s->line, s->st, NULL, 0, false, 0, 0 };
+		lst_fanout(nn, lst_node_one, &nf);
 		s->b.nbase = nn;
 		for (unsigned k = 0; k < nn; k++) {
 			s->b.base[k].id = s->nodes[k];
@@ -1123,8 +1186,9 @@ int ulnet_selftest_batch_run(ulnet_selftest *st, const char *name, unsigned *cli
 	}
 	s->b.run_ms = lst_mono_ms();
 	{
-		struct node_fan nf = { &s->con, s->cli, NODE_RUN, false, s->rc, s->line, NULL, NULL, s->b.bid, false, 0 };
-		lst_fanout(s->nc, node_one, &nf);
+		struct node_fan nf = { &s->con, s->cli, NODE_RUN, false, s->rc, s->line, NULL, NULL, s->b.bid, false, 0,
+				       seconds };
+		lst_fanout(s->nc, lst_node_one, &nf);
 		for (unsigned i = 0; i < s->nc; i++)
 			if ((rc = s->rc[i])) { /* lst: the run fails on the first node that did not start */
 				snprintf(why, whylen, "%s", s->line[i]);
@@ -1133,7 +1197,7 @@ int ulnet_selftest_batch_run(ulnet_selftest *st, const char *name, unsigned *cli
 	}
 	*clients = s->nc;
 	pthread_mutex_lock(&ls->lock);
-	if (!(rc = same_session(ls, s->gen, why, whylen)) && (b = batch_by_bid(ls, s->b.bid))) {
+	if (!(rc = lst_same_session(ls, s->gen, why, whylen)) && (b = lst_batch_by_bid(ls, s->b.bid))) {
 		memcpy(b->base, s->b.base, s->b.nbase * sizeof(b->base[0]));
 		b->nbase = s->b.nbase;
 		b->run_ms = s->b.run_ms;
@@ -1156,8 +1220,8 @@ static bool batch_report(struct batch_snap *s, void (*fn)(void *arg, const struc
 
 	/* payload moved by the servers (their lnet_selftest bulk counters), for counter-only clients */
 	{
-		struct node_fan nf = { &s->con, s->srv, NODE_STAT, false, s->rc, s->line, s->st, NULL, 0, false, 0 };
-		lst_fanout(s->ns, node_one, &nf);
+		struct node_fan nf = { &s->con, s->srv, NODE_STAT, false, s->rc, s->line, s->st, NULL, 0, false, 0, 0 };
+		lst_fanout(s->ns, lst_node_one, &nf);
 	}
 	for (unsigned i = 0; i < s->ns; i++) {
 		struct lst_base *cb = base_of(b, &s->srv[i]);
@@ -1168,8 +1232,8 @@ static bool batch_report(struct batch_snap *s, void (*fn)(void *arg, const struc
 	}
 	/* the clients' extended stats, and their counters where a node has none (lnet_selftest) */
 	{
-		struct node_fan nf = { &s->con, s->cli, NODE_STAT, true, s->rc, s->line, s->st, NULL, b->bid, false, 0 };
-		lst_fanout(s->nc, node_one, &nf);
+		struct node_fan nf = { &s->con, s->cli, NODE_STAT, true, s->rc, s->line, s->st, NULL, b->bid, false, 0, 0 };
+		lst_fanout(s->nc, lst_node_one, &nf);
 		for (unsigned i = 0; i < s->nc; i++)
 			s->rc2[i] = s->rc[i] ? s->rc[i] : s->st[i].ext; /* non-zero: nothing more to ask */
 		nf.ext = false;
@@ -1177,7 +1241,7 @@ static bool batch_report(struct batch_snap *s, void (*fn)(void *arg, const struc
 		nf.rc = s->rc2;
 		nf.st = s->st2;
 		nf.skip = s->rc2;
-		lst_fanout(s->nc, node_one, &nf);
+		lst_fanout(s->nc, lst_node_one, &nf);
 	}
 	for (unsigned i = 0; i < s->nc; i++) {
 		const struct ulnet_process_id *id = &s->cli[i];
@@ -1250,8 +1314,8 @@ int ulnet_selftest_batch_stop(ulnet_selftest *st, const char *name, bool force,
 		goto out;
 	wait_ms = s->con.rpc_timeout_ms;
 	{
-		struct node_fan nf = { &s->con, s->cli, NODE_STOP, false, s->rc, s->line, NULL, NULL, s->b.bid, force, 0 };
-		lst_fanout(s->nc, node_one, &nf);
+		struct node_fan nf = { &s->con, s->cli, NODE_STOP, false, s->rc, s->line, NULL, NULL, s->b.bid, force, 0, 0 };
+		lst_fanout(s->nc, lst_node_one, &nf);
 	}
 	/* without force, RPCs in flight finish or time out on the clients: wait for that, and a little more,
 	 * on every client at once */
@@ -1262,11 +1326,11 @@ int ulnet_selftest_batch_stop(ulnet_selftest *st, const char *name, bool force,
 	}
 	{
 		struct node_fan nf = { &s->con, s->cli, NODE_DRAIN, false, s->rc2, s->line, NULL, s->rc, s->b.bid, false,
-				       lst_mono_ms() + wait_ms + 2000 };
-		lst_fanout(s->nc, node_one, &nf); /* a client that did not take the stop is not asked again */
+				       lst_mono_ms() + wait_ms + 2000, 0 };
+		lst_fanout(s->nc, lst_node_one, &nf); /* a client that did not take the stop is not asked again */
 	}
 	pthread_mutex_lock(&ls->lock);
-	if (ls->active && ls->gen == s->gen && (b = batch_by_bid(ls, s->b.bid)))
+	if (ls->active && ls->gen == s->gen && (b = lst_batch_by_bid(ls, s->b.bid)))
 		b->running = false;
 	pthread_mutex_unlock(&ls->lock);
 	if (!batch_report(s, fn, arg)) {

@@ -37,7 +37,7 @@ struct lst_joined {                 /* a node in the session */
 
 struct lst_test {
 	struct ulnet_sst_con_test t;
-	int from, to;                   /* group indexes (groups are only ever added within a session) */
+	int from, to;                   /* group indexes (a group a test uses is never deleted; del_group renumbers the rest) */
 	unsigned dist, span;
 };
 
@@ -109,6 +109,50 @@ void lst_derive_result(const struct ulnet_sst_con_stat *c0, const struct ulnet_s
 uint64_t lst_bulk_bytes(const struct ulnet_sst_con_stat *s);
 /* The labels of a result: kind, direction, size, offset, check, concurrency of @t. */
 void lst_result_label(const struct ulnet_sst_con_test *t, struct ulnet_selftest_result *o);
+
+/* One framework RPC to each of a list of nodes (lst_fanout). */
+enum node_op { NODE_LEAVE, NODE_PING, NODE_STAT, NODE_RUN, NODE_STOP, NODE_DRAIN };
+
+struct node_fan {
+	struct ulnet_sst_con *c;
+	const struct ulnet_process_id *ids;
+	enum node_op op;
+	bool ext;                       /* NODE_STAT */
+	int *rc;
+	char (*line)[256];
+	struct ulnet_sst_con_stat *st;  /* NODE_STAT */
+	const int *skip;                /* non-zero: that node already failed; its rc is copied */
+	uint64_t bid;                   /* NODE_STAT (ext), NODE_RUN, NODE_STOP, NODE_DRAIN */
+	bool force;                     /* NODE_STOP */
+	uint64_t until_ms;              /* NODE_DRAIN: stop asking whether the batch is still active */
+	uint32_t run_s;                 /* NODE_RUN: seconds the clients run (BATCH RUN's bar_arg; 0 until stopped) */
+};
+
+void lst_node_one(void *arg, unsigned i);
+
+/* fn(arg, i) for every i < n, on up to 32 threads at once. No lock may be held. */
+void lst_fanout(unsigned n, void (*fn)(void *arg, unsigned i), void *arg);
+/* 0 with an open session, else -ENOENT and the line. With the lock held. */
+int lst_need_session(const struct lst_session *ls, char *why, size_t cap);
+/* After the lock was dropped for RPCs: 0 if still the session of generation @gen, else -ESTALE. */
+int lst_same_session(const struct lst_session *ls, uint64_t gen, char *why, size_t cap);
+int lst_group_find(const struct lst_session *ls, const char *name);
+int lst_batch_find(const struct lst_session *ls, const char *name);
+struct lst_batch *lst_batch_by_bid(const struct lst_session *ls, uint64_t bid);
+bool lst_name_ok(const char *s);
+int lst_bad_name(const char *s, char *why, size_t cap);
+int lst_joined_index(const struct lst_session *ls, const struct ulnet_process_id *id);
+/* A node that did not answer (down, or no lnet_selftest there), as against one that answered no. */
+bool lst_unreachable(int rc);
+/* A copy of group @name's nodes and the session, for RPCs outside the lock. */
+int lst_group_snapshot(struct lst_session *ls, const char *name, struct lst_group *g, struct ulnet_sst_con *c,
+		       char *why, size_t whylen);
+/* The nodes a command names (ulnet_selftest_nodes): a group's, or NIDs; @joined: each NID must be in
+ * the session. Fills @g (name "" for NIDs) and the session in @c. */
+int lst_nodes_snapshot(struct lst_session *ls, const struct ulnet_selftest_nodes *who, bool joined,
+		       struct lst_group *g, struct ulnet_sst_con *c, char *why, size_t whylen);
+/* The state a DEBUG answer (lst_node_one NODE_PING) means. */
+enum ulnet_selftest_node_state lst_ping_state(int rc);
 
 void lst_session_init(struct lst_session *ls);
 /* End the session on its nodes (@timeout_ms per node), stop the pinger, free. */

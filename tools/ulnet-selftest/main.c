@@ -3,12 +3,14 @@
  * socket, which acts as the lst console node: --from may be that node (it runs the test itself) or
  * any other node that serves lnet_selftest RPCs (another ulnetd or a kernel node with lnet_selftest),
  * which the daemon drives over the framework RPCs; --to is any such node. lst's scripted form
- * (new_session, add_group, add_batch, add_test, run, stat, stop, end_session) keeps its state in the
- * daemon, so separate invocations share it.
+ * (new_session, add_group, add_batch, add_test, run, stat, stop, end_session, and the administration
+ * words ping, del_group, update_group, show_error, query, list_batch NAME) keeps its state in the
+ * daemon, so separate invocations share it. No wait on the daemon is unbounded (--wait).
  *
  * Every result line names the direction of the data, MB/s and MiB/s, the RPC rate, latency
  * percentiles and classified errors; --json prints one object per test instead. Exit status: 0 when
- * every test is ok, 1 when a test saw errors, 2 for bad arguments, 3 when the node cannot run it. */
+ * every test is ok, 1 when a test saw errors (or a name, state or node check failed), 2 for bad
+ * arguments, 3 when the node cannot run it or the daemon stays silent. */
 #include <errno.h>
 #include <math.h>
 #include <stdarg.h>
@@ -16,6 +18,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
+#include <sys/time.h>
 #include <unistd.h>
 #include <ulnet/ulnet.h>
 
@@ -27,8 +31,11 @@
 #define EXIT_USAGE 2
 #define EXIT_NODE 3
 
+static unsigned wait_override; /* --wait SEC; 0: each command's own bound */
+static int bound_wait(int fd, unsigned secs);
+
 static const char usage_text[] =
-	"usage: ulnet-selftest [--node PATH] [--json] brw read|write --from NID --to NID [--size N[k|M]]\n"
+	"usage: ulnet-selftest [--node PATH] [--wait SEC] [--json] brw read|write --from NID --to NID [--size N[k|M]]\n"
 	"                      [--offset N] [--check none|simple|full|discard] [--concurrency N] [--duration SEC]\n"
 	"                      [--count N] [--timeout SEC] [--corrupt-at N --corrupt-count N]\n"
 	"       ulnet-selftest [--node PATH] [--json] ping --from NID --to NID [--concurrency N] [--duration SEC]\n"
@@ -37,11 +44,20 @@ static const char usage_text[] =
 	"       ulnet-selftest [--node PATH] [--json] batch FILE   (one test per line: brw ...|ping ...)\n"
 	"  lst style (state kept in the node's ulnetd):\n"
 	"       ulnet-selftest new_session NAME [--timeout SEC] [--force] | end_session | show_session\n"
-	"       ulnet-selftest add_group NAME NID... | list_group [NAME] | stat GROUP [--delay SEC]\n"
-	"       ulnet-selftest add_batch NAME | list_batch | run BATCH | stop BATCH [--force]\n"
+	"       ulnet-selftest add_group NAME NID... | list_group [NAME] | del_group NAME\n"
+	"       ulnet-selftest update_group NAME --refresh | --clean active|busy|unknown|down|invalid | --remove NIDs\n"
+	"       ulnet-selftest ping GROUP | --nodes NIDs [--timeout SEC]\n"
+	"       ulnet-selftest show_error [--session] GROUP | NIDs\n"
+	"       ulnet-selftest stat [--bw] [--rate] [--read] [--write] [--avg] [--min] [--max] [--mbs]\n"
+	"                      [--count N] [--delay SEC] [--timeout SEC] GROUP | NIDs\n"
+	"       ulnet-selftest add_batch NAME | list_batch [NAME [--test N] [--server]]\n"
+	"       ulnet-selftest run BATCH [--timeout SEC] | stop BATCH [--force]\n"
+	"       ulnet-selftest query BATCH [--test N] [--server] [--timeout SEC] [--loop N] [--delay SEC] [--all]\n"
 	"       ulnet-selftest add_test --batch B --from G1 --to G2 [--loop N] [--concurrency N]\n"
-	"                      [--distribute x:y] [--timeout SEC] brw read|write [size=S] [off=O] [check=C] | ping\n"
-	"--node defaults to $ULNET_NODE; that node is the console. --from may be it or any other node.\n";
+	"                      [--distribute x:y|x:all|all] [--timeout SEC] brw read|write [size=S] [off=O]\n"
+	"                      [check=C] | ping\n"
+	"NIDs: NID[,NID...]. --node defaults to $ULNET_NODE; that node is the console. --from may be it or any\n"
+	"other node. --wait SEC: give up when ulnetd says nothing for SEC s (exit 3; default 600, stop 3700).\n";
 
 static int usage(const char *fmt, const char *arg)
 {
@@ -222,6 +238,7 @@ static bool print_result(const struct test *t, const struct result *r)
 static int run_test(struct conn *c, struct test *t)
 {
 	char a[16][48], *argv[40], *body = NULL;
+	unsigned wait_s;
 	int argc = 0, rc, n = 0;
 	struct ulnet_nid nid;
 	const char *why;
@@ -266,10 +283,19 @@ static int run_test(struct conn *c, struct test *t)
 		argv[argc++] = "--count";
 		ARG("%llu", t->count);
 	}
-	if (t->tty && !t->json)
-		argv[argc++] = "--progress";
+	/* progress always: the daemon then speaks at least once a second while the test runs, so a silence
+	 * longer than the setup and drain (each bounded by the RPC timeout) means it is stuck */
+	argv[argc++] = "--progress";
 #undef ARG
+	wait_s = wait_override ? wait_override : (unsigned)llround(2 * t->timeout) + 60;
+	if ((rc = bound_wait(c->fd, wait_s)))
+		return rc;
 	rc = request(c, argc, argv, t->tty && !t->json ? on_progress : NULL, t, &body);
+	if (rc == -EAGAIN) {
+		fprintf(stderr, "ulnet-selftest: no word from ulnetd at %s for %u s (--wait); gave up\n", c->path, wait_s);
+		free(body);
+		return EXIT_NODE;
+	}
 	if (t->tty && !t->json) {
 		printf("\r\033[K");
 		fflush(stdout);
@@ -297,6 +323,18 @@ static int connect_node(const char *path, struct conn *c)
 	rc = ulnetd_proto_connect(path, &c->fd);
 	if (rc) {
 		fprintf(stderr, "ulnet-selftest: cannot reach ulnetd at %s: %s\n", path, strerror(-rc));
+		return EXIT_NODE;
+	}
+	return 0;
+}
+
+/* Never wait on ulnetd forever: a read that sees nothing for @secs fails with -EAGAIN. */
+static int bound_wait(int fd, unsigned secs)
+{
+	struct timeval tv = { .tv_sec = (time_t)secs };
+
+	if (setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv))) {
+		fprintf(stderr, "ulnet-selftest: cannot bound the wait on ulnetd: %s\n", strerror(errno));
 		return EXIT_NODE;
 	}
 	return 0;
@@ -366,15 +404,44 @@ static const struct lst_cmd lst_cmds[] = {
 	{ "show_session", "session show", 0, 0, "show_session" },
 	{ "add_group", "group add", 2, -1, "add_group NAME NID..." },
 	{ "list_group", "group list", 0, 1, "list_group [NAME]" },
-	{ "stat", "group stat", 1, 1, "stat GROUP [--delay SEC]" }, /* index 5: main() */
+	{ "stat", "group stat", 1, -1,
+	  "stat [--bw] [--rate] [--read] [--write] [--avg] [--min] [--max] [--mbs] [--count N] [--delay SEC] "
+	  "[--timeout SEC] GROUP|NIDs" },
 	{ "add_batch", "batch add", 1, 1, "add_batch NAME" },
-	{ "list_batch", "batch list", 0, 0, "list_batch" },
-	{ "run", "batch run", 1, 1, "run BATCH" },
+	{ "list_batch", "batch list", 0, 1, "list_batch [NAME [--test N] [--server]]" },
+	{ "run", "batch run", 1, 1, "run BATCH [--timeout SEC]" },
 	{ "stop", "batch stop", 1, 1, "stop BATCH [--force]" },
 	{ "add_test", "test add", 1, 8,
-	  "add_test --batch B --from G1 --to G2 [--loop N] [--concurrency N] [--distribute x:y] [--timeout SEC] "
-	  "brw read|write [size=S] [off=O] [check=none|simple|full|discard] | ping" },
+	  "add_test --batch B --from G1 --to G2 [--loop N] [--concurrency N] [--distribute x:y|x:all|all] "
+	  "[--timeout SEC] brw read|write [size=S] [off=O] [check=none|simple|full|discard] | ping" },
+	{ "del_group", "group del", 1, 1, "del_group NAME" },
+	{ "update_group", "group update", 1, 1,
+	  "update_group NAME --refresh | --clean active|busy|unknown|down|invalid | --remove NID[,NID...]" },
+	{ "ping", "node ping", 0, 1, "ping GROUP | --nodes NID[,NID...] [--timeout SEC]" },
+	{ "show_error", "node errors", 1, -1, "show_error [--session] GROUP | NID[,NID...]" },
+	{ "query", "batch query", 1, 1,
+	  "query BATCH [--test N] [--server] [--timeout SEC] [--loop N] [--delay SEC] [--all]" },
 };
+
+/* Options of the lst words that take no value. */
+static bool lst_flag(const char *a)
+{
+	static const char *const flags[] = { "--force", "--bw", "--rate", "--read", "--write", "--avg", "--min",
+					     "--max", "--mbs", "--server", "--all", "--session", "--refresh" };
+
+	for (size_t i = 0; i < sizeof(flags) / sizeof(flags[0]); i++)
+		if (!strcmp(a, flags[i]))
+			return true;
+	return false;
+}
+
+static const struct lst_cmd *lst_find(const char *name)
+{
+	for (size_t k = 0; k < sizeof(lst_cmds) / sizeof(lst_cmds[0]); k++)
+		if (!strcmp(name, lst_cmds[k].name))
+			return &lst_cmds[k];
+	return NULL;
+}
 
 static int lst_usage(const struct lst_cmd *lc, const char *why, const char *arg)
 {
@@ -434,6 +501,14 @@ struct sbuf {
 	size_t len;
 };
 
+/* Partial frames of commands that sample (stat --count, query --loop): each sample as it comes. */
+static void print_live(const char *text, void *arg)
+{
+	(void)arg;
+	fputs(text, stdout);
+	fflush(stdout);
+}
+
 static void collect(const char *text, void *arg)
 {
 	struct sbuf *sb = arg;
@@ -447,7 +522,24 @@ static void collect(const char *text, void *arg)
 	sb->len += n;
 }
 
-static int run_lst(const char *node, const struct lst_cmd *lc, int argc, char **argv, bool json)
+/* The console's bound on ulnetd's silence: --wait, or 600 s (stop: 3700 s, the longest test RPC timeout a
+ * non-forced stop may wait for, plus margin), or 2 × --timeout + 60 s when a command has a longer one. */
+static unsigned lst_wait_s(const struct lst_cmd *lc, int argc, char **argv, unsigned wait_s)
+{
+	unsigned w = !strcmp(lc->name, "stop") ? 3700 : 600;
+
+	if (wait_s)
+		return wait_s;
+	for (int i = 1; i + 1 < argc; i++)
+		if (!strcmp(argv[i], "--timeout")) {
+			long t = strtol(argv[i + 1], NULL, 10);
+			if (t > 0 && t <= 86400 && (unsigned)(2 * t + 60) > w)
+				w = (unsigned)(2 * t + 60);
+		}
+	return w;
+}
+
+static int run_lst(const char *node, const struct lst_cmd *lc, int argc, char **argv, bool json, unsigned wait_s)
 {
 	char *fwd[72], *body = NULL, secbuf[32];
 	int n = 0, npos = 0, rc;
@@ -470,10 +562,10 @@ static int run_lst(const char *node, const struct lst_cmd *lc, int argc, char **
 		const char *a = argv[i];
 		if (n >= 70)
 			return lst_usage(lc, "too many arguments", NULL);
-		if (!strcmp(lc->name, "stat") && !strcmp(a, "--delay")) {
+		if ((!strcmp(lc->name, "stat") || !strcmp(lc->name, "query")) && !strcmp(a, "--delay")) {
 			double sec;
-			if (i + 1 >= argc || parse_secs(argv[i + 1], &sec))
-				return lst_usage(lc, "--delay needs seconds > 0", NULL);
+			if (i + 1 >= argc || parse_secs(argv[i + 1], &sec) || sec < 0.1 || sec > 60)
+				return lst_usage(lc, "--delay needs seconds in 0.1..60", NULL);
 			snprintf(secbuf, sizeof(secbuf), "%lld", (long long)llround(sec * 1000));
 			fwd[n++] = "--delay-ms";
 			fwd[n++] = secbuf;
@@ -483,7 +575,7 @@ static int run_lst(const char *node, const struct lst_cmd *lc, int argc, char **
 		if (a[0] == '-' && a[1]) {
 			/* options that take a value: check it is there, the daemon checks the rest */
 			fwd[n++] = (char *)a;
-			if (strcmp(a, "--force") && !strchr(a, '=')) {
+			if (!lst_flag(a) && !strchr(a, '=')) {
 				if (i + 1 >= argc)
 					return lst_usage(lc, "%s needs a value", a);
 				fwd[n++] = argv[++i];
@@ -499,8 +591,20 @@ static int run_lst(const char *node, const struct lst_cmd *lc, int argc, char **
 		return lst_usage(lc, "too many arguments", NULL);
 	if ((rc = connect_node(node, &c)))
 		return rc;
-	rc = request(&c, n, fwd, collect, &early, &body);
+	wait_s = lst_wait_s(lc, argc, argv, wait_s);
+	if ((rc = bound_wait(c.fd, wait_s))) {
+		close(c.fd);
+		return rc;
+	}
+	rc = request(&c, n, fwd, strcmp(lc->name, "stop") ? print_live : collect, &early, &body);
 	close(c.fd);
+	if (rc == -EAGAIN) {
+		fprintf(stderr, "ulnet-selftest: %s: no word from ulnetd at %s for %u s (--wait); gave up\n", lc->name, node,
+			wait_s);
+		free(early.buf);
+		free(body);
+		return EXIT_NODE;
+	}
 	/* what the daemon wrote before an error comes first (stat lines, stop results) */
 	if (!strcmp(lc->name, "stop")) {
 		int prc = print_results(early.buf ? early.buf : "", json);
@@ -524,11 +628,21 @@ static int run_lst(const char *node, const struct lst_cmd *lc, int argc, char **
 							? EXIT_TESTFAIL : EXIT_NODE;
 }
 
+/* "ping --from A --to B" is a one-shot ping test; "ping GROUP", "ping --nodes NIDs" lst's ping. */
+static bool one_shot_ping(int argc, char **argv)
+{
+	for (int i = 1; i < argc; i++)
+		if (!strcmp(argv[i], "--from") || !strcmp(argv[i], "--to"))
+			return true;
+	return false;
+}
+
 int main(int argc, char **argv)
 {
 	const char *node = getenv("ULNET_NODE");
 	bool json = false, tty = isatty(STDOUT_FILENO);
 	struct conn c = { -1, NULL };
+	unsigned wait_s = 0;
 	int i = 1, rc;
 
 	ulnet_log_set(NULL, 0);
@@ -539,6 +653,13 @@ int main(int argc, char **argv)
 			node = argv[++i];
 		} else if (!strcmp(argv[i], "--json")) {
 			json = true;
+		} else if (!strcmp(argv[i], "--wait")) {
+			char *end;
+			long w = i + 1 < argc ? strtol(argv[i + 1], &end, 10) : 0;
+			if (i + 1 >= argc || *end || w < 1 || w > 86400)
+				return usage("--wait needs seconds in 1..86400", NULL);
+			wait_s = wait_override = (unsigned)w;
+			i++;
 		} else if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) {
 			fputs(usage_text, stdout);
 			return 0;
@@ -548,7 +669,7 @@ int main(int argc, char **argv)
 	}
 	if (i >= argc)
 		return usage("no command", NULL);
-	if (!strcmp(argv[i], "brw") || !strcmp(argv[i], "ping")) {
+	if (!strcmp(argv[i], "brw") || (!strcmp(argv[i], "ping") && one_shot_ping(argc - i, argv + i))) {
 		struct test t;
 		test_defaults(&t, json, tty);
 		if ((rc = parse_test(argc - i, argv + i, &t)))
@@ -562,8 +683,8 @@ int main(int argc, char **argv)
 		if ((rc = connect_node(node, &c)))
 			return rc;
 		rc = run_batch(&c, argv[i + 1], json, tty);
-	} else if (!strcmp(argv[i], "stat") && i + 1 < argc && argv[i + 1][0] != '-') {
-		return run_lst(node, &lst_cmds[5], argc - i, argv + i, json); /* lst's stat GROUP */
+	} else if (!strcmp(argv[i], "stat") && i + 1 < argc && strcmp(argv[i + 1], "--json")) {
+		return run_lst(node, lst_find("stat"), argc - i, argv + i, json, wait_s); /* lst's stat GROUP|NIDs */
 	} else if (!strcmp(argv[i], "inject") || !strcmp(argv[i], "stat")) {
 		char *fwd[16], *body = NULL;
 		int n = 0;
@@ -574,6 +695,10 @@ int main(int argc, char **argv)
 			fwd[n++] = "--json";
 		if ((rc = connect_node(node, &c)))
 			return rc;
+		if ((rc = bound_wait(c.fd, wait_override ? wait_override : 600))) {
+			close(c.fd);
+			return rc;
+		}
 		rc = request(&c, n, fwd, NULL, NULL, &body);
 		if (rc) {
 			fprintf(stderr, "ulnet-selftest: %s\n", body && *body ? body : strerror(-rc));
@@ -583,9 +708,9 @@ int main(int argc, char **argv)
 		}
 		free(body);
 	} else {
-		for (size_t k = 0; k < sizeof(lst_cmds) / sizeof(lst_cmds[0]); k++)
-			if (!strcmp(argv[i], lst_cmds[k].name))
-				return run_lst(node, &lst_cmds[k], argc - i, argv + i, json);
+		const struct lst_cmd *lc = lst_find(argv[i]);
+		if (lc)
+			return run_lst(node, lc, argc - i, argv + i, json, wait_s);
 		return usage("unknown command '%s'", argv[i]);
 	}
 	if (c.fd >= 0)

@@ -180,20 +180,25 @@ static int dispatch(struct ulnetd *d, int argc, char **argv, struct ulnetd_out *
 	return best->fn(d, argc - (int)best_words, argv + best_words, out);
 }
 
-/* How long the lst console's commands (selftest session|group|batch|test ...) may take before they are
- * logged as slow: CONTROL_SLOW_CMD_MS plus the sampling interval a stat was asked for. Other commands
+/* How long the lst console's commands (selftest session|group|batch|test|node ...) may take before they are
+ * logged as slow: CONTROL_SLOW_CMD_MS plus the sampling intervals a stat or query was asked for. Other commands
  * (a one-shot brw runs for its duration) are not timed: LLONG_MAX. */
 static long long slow_cmd_ms(int argc, char **argv)
 {
-	static const char *const lst[] = { "session", "group", "batch", "test" };
-	long long ms = LLONG_MAX;
+	static const char *const lst[] = { "session", "group", "batch", "test", "node" };
+	long long ms = LLONG_MAX, delay = 0, times = 1;
 
 	for (size_t i = 0; argc > 1 && !strcmp(argv[0], "selftest") && i < sizeof(lst) / sizeof(lst[0]); i++)
 		if (!strcmp(argv[1], lst[i]))
 			ms = CONTROL_SLOW_CMD_MS;
-	for (int i = 2; ms != LLONG_MAX && i + 1 < argc; i++)
+	for (int i = 2; ms != LLONG_MAX && i + 1 < argc; i++) {
 		if (!strcmp(argv[i], "--delay-ms"))
-			ms += strtoll(argv[i + 1], NULL, 10);
+			delay = strtoll(argv[i + 1], NULL, 10);
+		else if (!strcmp(argv[i], "--count") || !strcmp(argv[i], "--loop")) /* stat, query: samples */
+			times = strtoll(argv[i + 1], NULL, 10);
+	}
+	if (ms != LLONG_MAX && delay > 0 && delay <= 60000 && times > 0 && times <= 1000)
+		ms += delay * times;
 	return ms;
 }
 

@@ -164,6 +164,44 @@ static int cmd_batch_add(struct ulnetd *d, int argc, char **argv, struct ulnetd_
 	return 0;
 }
 
+/* A count of --distribute: 1..4096 digits only. */
+static int dist_count(const char *s, unsigned *v)
+{
+	char *end;
+	unsigned long x;
+
+	if (*s < '0' || *s > '9')
+		return -EINVAL;
+	x = strtoul(s, &end, 10);
+	if (!x || x > 4096 || *end)
+		return -EINVAL;
+	*v = (unsigned)x;
+	return 0;
+}
+
+/* lst's --distribute x:y; x:all and all (1:all) give each client every server of the group. */
+static int parse_distribute(const char *s, unsigned *dist, unsigned *span)
+{
+	const char *colon = strchr(s, ':');
+	char head[16];
+
+	if (!strcmp(s, "all")) {
+		*dist = 1;
+		*span = ULNET_SELFTEST_SPAN_ALL;
+		return 0;
+	}
+	if (!colon || (size_t)(colon - s) >= sizeof(head))
+		return -EINVAL;
+	snprintf(head, sizeof(head), "%.*s", (int)(colon - s), s);
+	if (dist_count(head, dist))
+		return -EINVAL;
+	if (!strcmp(colon + 1, "all")) {
+		*span = ULNET_SELFTEST_SPAN_ALL;
+		return 0;
+	}
+	return dist_count(colon + 1, span);
+}
+
 static int cmd_test_add(struct ulnetd *d, int argc, char **argv, struct ulnetd_out *out)
 {
 	const char *dist = "1:1";
@@ -187,8 +225,9 @@ static int cmd_test_add(struct ulnetd *d, int argc, char **argv, struct ulnetd_o
 		return rc;
 	if (!bt.batch || !bt.from || !bt.to || npos < 1)
 		return ulnetd_errorf(out, -EINVAL, "add_test: give --batch B --from G1 --to G2 brw read|write ... or ping");
-	if (sscanf(dist, "%u:%u", &bt.dist, &bt.span) != 2)
-		return ulnetd_errorf(out, -EINVAL, "add_test: --distribute needs x:y with x, y >= 1");
+	if (parse_distribute(dist, &bt.dist, &bt.span))
+		return ulnetd_errorf(out, -EINVAL, "add_test: --distribute needs x:y, x:all or all (x, y >= 1), not '%s'",
+				     dist);
 	bt.loop = (int32_t)loop;
 	bt.t.concurrency = (uint32_t)concur;
 	bt.t.rpc_timeout_ms = (uint32_t)timeout * 1000;
@@ -248,18 +287,25 @@ static int batch_arg(struct ulnetd *d, struct ulnetd_out *out, const char *cmd, 
 	return 0;
 }
 
+/* lst run [--timeout SEC]: the clients run SEC seconds (BATCH RUN's argument), or until stopped. */
 static int cmd_batch_run(struct ulnetd *d, int argc, char **argv, struct ulnetd_out *out)
 {
-	const char *name = NULL;
-	char why[256];
+	long long secs = 0;
+	const struct ulnetd_opt opts[] = { { "--timeout", NULL, ULNETD_OPT_INT, 1, 86400, &secs } };
+	char *pos[1], why[256];
 	unsigned nc = 0;
-	int rc;
+	int npos, rc;
 
-	if ((rc = batch_arg(d, out, "run", argc, argv, NULL, &name)))
+	if ((rc = ulnetd_parse_args(out, "run", argc, argv, opts, 1, pos, 1, &npos)) || (rc = need_engine(d, out)))
 		return rc;
-	if ((rc = ulnet_selftest_batch_run(ulnetd_sst_of(d), name, &nc, why, sizeof(why))))
-		return ulnetd_errorf(out, rc, "run %s: %s", name, why);
-	ulnetd_out_printf(out, "batch %s running on %u client node(s)\n", name, nc);
+	if (npos != 1)
+		return ulnetd_errorf(out, -EINVAL, "run: give the batch NAME");
+	if ((rc = ulnet_selftest_batch_run_for(ulnetd_sst_of(d), pos[0], (uint32_t)secs, &nc, why, sizeof(why))))
+		return ulnetd_errorf(out, rc, "run %s: %s", pos[0], why);
+	if (secs)
+		ulnetd_out_printf(out, "batch %s running on %u client node(s) for %lld s\n", pos[0], nc, secs);
+	else
+		ulnetd_out_printf(out, "batch %s running on %u client node(s)\n", pos[0], nc);
 	return 0;
 }
 
@@ -289,19 +335,44 @@ static void print_batch(void *arg, const struct ulnet_selftest_batch_info *b)
 
 static int cmd_batch_list(struct ulnetd *d, int argc, char **argv, struct ulnetd_out *out)
 {
-	char why[256];
+	long long test = 0;
+	bool server = false;
+	const struct ulnetd_opt opts[] = {
+		{ "--test", NULL, ULNETD_OPT_INT, 1, 16, &test },
+		{ "--server", NULL, ULNETD_OPT_FLAG, 0, 0, &server },
+	};
+	char *pos[1], why[256];
 	int npos, rc;
 
-	if ((rc = ulnetd_parse_args(out, "list_batch", argc, argv, NULL, 0, NULL, 0, &npos)) || (rc = need_engine(d, out)))
+	if ((rc = ulnetd_parse_args(out, "list_batch", argc, argv, opts, 2, pos, 1, &npos)) || (rc = need_engine(d, out)))
 		return rc;
+	if (npos == 1)
+		return ulnetd_lst_batch_detail(d, pos[0], (unsigned)test, server, out);
+	if (test || server)
+		return ulnetd_errorf(out, -EINVAL, "list_batch: --test and --server need the batch NAME");
 	if ((rc = ulnet_selftest_batch_list(ulnetd_sst_of(d), print_batch, out, why, sizeof(why))))
 		return ulnetd_errorf(out, rc, "list_batch: %s", why);
 	return 0;
 }
 
+/* What `stat` prints: the per-node lines (ulnet's) and lst's summary over the nodes, filtered by lst's
+ * options: --bw/--rate (what), --read/--write (direction: into / out of the nodes), --avg/--min/--max
+ * (which figure), --mbs (MB/s instead of MiB/s). No option: everything, per-node lines included. */
+struct stat_sel {
+	bool bw, rate, read, write, avg, min, max, mbs, nodes;
+};
+
+struct stat_acc {
+	struct ulnetd_out *out;
+	const struct stat_sel *sel;
+	unsigned n;                     /* nodes that answered */
+	double sum[4], lo[4], hi[4];    /* rx msg/s, tx msg/s, rx bytes/s, tx bytes/s */
+};
+
 static void print_node_stat(void *arg, const struct ulnet_selftest_node_stat *s)
 {
-	struct ulnetd_out *out = arg;
+	struct stat_acc *acc = arg;
+	struct ulnetd_out *out = acc->out;
 	char nid[ULNET_NID_STRLEN];
 
 	ulnet_nid_format(&s->nid, nid, sizeof(nid));
@@ -309,6 +380,17 @@ static void print_node_stat(void *arg, const struct ulnet_selftest_node_stat *s)
 		ulnetd_out_printf(out, "%s: no answer: %s\n", nid, s->why);
 		return;
 	}
+	{
+		const double v[4] = { s->rx_msgs_s, s->tx_msgs_s, s->rx_bytes_s, s->tx_bytes_s };
+		for (int i = 0; i < 4; i++) {
+			acc->sum[i] += v[i];
+			acc->lo[i] = acc->n && acc->lo[i] < v[i] ? acc->lo[i] : v[i];
+			acc->hi[i] = acc->n && acc->hi[i] > v[i] ? acc->hi[i] : v[i];
+		}
+		acc->n++;
+	}
+	if (!acc->sel->nodes)
+		return;
 	ulnetd_out_printf(out,
 			  "%s: LNet in (into the node) %.2f MB/s (%.2f MiB/s) %.1f msg/s, out (from the node) "
 			  "%.2f MB/s (%.2f MiB/s) %.1f msg/s; selftest brw errors %u, ping errors %u, "
@@ -325,22 +407,123 @@ static void print_node_stat(void *arg, const struct ulnet_selftest_node_stat *s)
 				  s->active);
 }
 
-/* lst stat: per node of the group, LNet traffic over a sampling interval and its client tests. */
+/* lst's "[LNet Rates of G]" and "[LNet Bandwidth of G]" blocks; [R] = into the nodes, [W] = out. */
+static void print_summary(struct stat_acc *acc, const char *what)
+{
+	const struct stat_sel *sel = acc->sel;
+	const double unit = sel->mbs ? 1e6 : 1048576.0;
+
+	if (!acc->n) {
+		ulnetd_out_printf(acc->out, "[LNet of %s]: no node answered\n", what);
+		return;
+	}
+	for (int bw = 0; bw < 2; bw++) {
+		if (bw ? !sel->bw : !sel->rate)
+			continue;
+		ulnetd_out_printf(acc->out, "[LNet %s of %s]\n", bw ? "Bandwidth" : "Rates", what);
+		for (int w = 0; w < 2; w++) {
+			const int i = bw * 2 + w;
+			const double div = bw ? unit : 1.0;
+			const char *u = bw ? (sel->mbs ? "MB/s" : "MiB/s") : "msg/s";
+			const char *fmt = bw ? "%s: %.2f %s" : "%s: %.0f %s";
+			if (w ? !sel->write : !sel->read)
+				continue;
+			ulnetd_out_printf(acc->out, "[%c]", w ? 'W' : 'R');
+			if (sel->avg) {
+				ulnetd_out_printf(acc->out, " ");
+				ulnetd_out_printf(acc->out, fmt, "Avg", acc->sum[i] / acc->n / div, u);
+			}
+			if (sel->min) {
+				ulnetd_out_printf(acc->out, " ");
+				ulnetd_out_printf(acc->out, fmt, "Min", acc->lo[i] / div, u);
+			}
+			if (sel->max) {
+				ulnetd_out_printf(acc->out, " ");
+				ulnetd_out_printf(acc->out, fmt, "Max", acc->hi[i] / div, u);
+			}
+			ulnetd_out_printf(acc->out, "\n");
+		}
+	}
+}
+
+/* lst stat GROUP|NIDs: per node, LNet traffic over a sampling interval and its client tests, and lst's
+ * summary; --count samples (each over --delay-ms). */
 static int cmd_group_stat(struct ulnetd *d, int argc, char **argv, struct ulnetd_out *out)
 {
-	long long delay_ms = 1000;
-	const struct ulnetd_opt opts[] = { { "--delay-ms", NULL, ULNETD_OPT_INT, 100, 60000, &delay_ms } };
-	char *pos[1], why[256];
-	unsigned bad = 0;
+	long long delay_ms = 1000, count = 1, timeout = 0;
+	struct stat_sel sel = { 0 };
+	const struct ulnetd_opt opts[] = {
+		{ "--delay-ms", NULL, ULNETD_OPT_INT, 100, 60000, &delay_ms },
+		{ "--count", NULL, ULNETD_OPT_INT, 1, 1000, &count },
+		{ "--timeout", NULL, ULNETD_OPT_INT, 1, 3600, &timeout },
+		{ "--bw", NULL, ULNETD_OPT_FLAG, 0, 0, &sel.bw },
+		{ "--rate", NULL, ULNETD_OPT_FLAG, 0, 0, &sel.rate },
+		{ "--read", NULL, ULNETD_OPT_FLAG, 0, 0, &sel.read },
+		{ "--write", NULL, ULNETD_OPT_FLAG, 0, 0, &sel.write },
+		{ "--avg", NULL, ULNETD_OPT_FLAG, 0, 0, &sel.avg },
+		{ "--min", NULL, ULNETD_OPT_FLAG, 0, 0, &sel.min },
+		{ "--max", NULL, ULNETD_OPT_FLAG, 0, 0, &sel.max },
+		{ "--mbs", NULL, ULNETD_OPT_FLAG, 0, 0, &sel.mbs },
+	};
+	struct ulnet_nid *nids = NULL;
+	struct ulnet_selftest_nodes who = { NULL, NULL, 0 };
+	char *pos[LST_MAX_GROUP_NODES], why[256];
+	unsigned bad_total = 0;
 	int npos, rc;
 
-	if ((rc = ulnetd_parse_args(out, "stat", argc, argv, opts, 1, pos, 1, &npos)) || (rc = need_engine(d, out)))
+	if ((rc = ulnetd_parse_args(out, "stat", argc, argv, opts, sizeof(opts) / sizeof(opts[0]), pos,
+				    LST_MAX_GROUP_NODES, &npos)) || (rc = need_engine(d, out)))
 		return rc;
-	if (npos != 1)
-		return ulnetd_errorf(out, -EINVAL, "stat: give a group NAME");
-	if ((rc = ulnet_selftest_group_stat(ulnetd_sst_of(d), pos[0], (uint32_t)delay_ms, print_node_stat, out, &bad, why,
-					    sizeof(why))))
-		return ulnetd_errorf(out, rc, "stat %s: %s", pos[0], why);
+	if (npos < 1)
+		return ulnetd_errorf(out, -EINVAL, "stat: give a group NAME or NIDs");
+	if (!strchr(pos[0], '@')) { /* a group (names cannot hold '@') */
+		if (npos != 1)
+			return ulnetd_errorf(out, -EINVAL, "stat: one group NAME, or NIDs");
+		who.group = pos[0];
+	} else {
+		if (!(nids = calloc((size_t)npos, sizeof(*nids))))
+			return ulnetd_errorf(out, -ENOMEM, "stat: out of memory");
+		for (int i = 0; i < npos; i++) {
+			const char *bad = NULL;
+			if (ulnet_nid_parse(pos[i], &nids[i], &bad)) {
+				free(nids);
+				return ulnetd_errorf(out, -EINVAL, "stat: bad NID '%s': %s", pos[i], bad ? bad : "invalid");
+			}
+		}
+		who.nids = nids;
+		who.n = (unsigned)npos;
+	}
+	/* no selection: everything, as lst; a missing axis means both of it */
+	sel.nodes = !(sel.bw || sel.rate || sel.read || sel.write || sel.avg || sel.min || sel.max);
+	if (!sel.bw && !sel.rate)
+		sel.bw = sel.rate = true;
+	if (!sel.read && !sel.write)
+		sel.read = sel.write = true;
+	if (!sel.avg && !sel.min && !sel.max)
+		sel.avg = sel.min = sel.max = true;
+	for (long long i = 0; i < count; i++) {
+		struct stat_acc acc = { out, &sel, 0, { 0 }, { 0 }, { 0 } };
+		unsigned bad = 0;
+		if (i && ulnetd_out_flush(out)) { /* each sample as it comes; the console went away */
+			free(nids);
+			return -EPIPE;
+		}
+		if (i && ulnetd_stopping(d)) { /* a daemon stopping waits for this handler: one sample at most */
+			free(nids);
+			return ulnetd_errorf(out, -ESHUTDOWN, "stat %s: the node is stopping", pos[0]);
+		}
+		rc = ulnet_selftest_nodes_stat(ulnetd_sst_of(d), &who, (uint32_t)delay_ms, (uint32_t)timeout, print_node_stat,
+					       &acc, &bad, why, sizeof(why));
+		if (rc && rc != -EREMOTEIO) {
+			free(nids);
+			return ulnetd_errorf(out, rc, "stat %s: %s", pos[0], why);
+		}
+		print_summary(&acc, who.group ? who.group : "the NIDs given");
+		bad_total += bad;
+	}
+	free(nids);
+	if (bad_total)
+		return ulnetd_errorf(out, -EREMOTEIO, "stat %s: %s", pos[0], why);
 	return 0;
 }
 
@@ -352,19 +535,25 @@ static const struct ulnetd_cmd lst_cmds[] = {
 	{ "selftest group add", "NAME NID...", "lst add_group: the nodes join the session", cmd_group_add },
 	{ "selftest group list", "[NAME]", "lst list_group: groups, or a group's nodes and their state",
 	  cmd_group_list },
-	{ "selftest group stat", "NAME [--delay-ms N]", "lst stat: traffic and selftest counters of a group",
-	  cmd_group_stat },
+	{ "selftest group stat", "NAME|NID... [--delay-ms N] [--count N] [--timeout SEC] [--bw] [--rate] [--read] "
+				 "[--write] [--avg] [--min] [--max] [--mbs]",
+	  "lst stat: traffic and selftest counters of a group's nodes, and lst's summary", cmd_group_stat },
 	{ "selftest batch add", "NAME", "lst add_batch", cmd_batch_add },
-	{ "selftest batch list", "", "lst list_batch", cmd_batch_list },
-	{ "selftest batch run", "NAME", "lst run", cmd_batch_run },
+	{ "selftest batch list", "[NAME [--test N] [--server]]",
+	  "lst list_batch: the batches, or one batch's tests (with --test: that test's client or server nodes)",
+	  cmd_batch_list },
+	{ "selftest batch run", "NAME [--timeout SEC]", "lst run (--timeout: the clients run SEC seconds)",
+	  cmd_batch_run },
 	{ "selftest batch stop", "NAME [--force]",
 	  "lst stop (--force aborts RPCs in flight), then one JSON result per client node", cmd_batch_stop },
-	{ "selftest test add", "--batch B --from G --to G [--loop N] [--concurrency N] [--distribute x:y] "
+	{ "selftest test add", "--batch B --from G --to G [--loop N] [--concurrency N] [--distribute x:y|x:all|all] "
 			       "[--timeout SEC] brw [read|write] [size=S] [off=O] [check=C] | ping",
 	  "lst add_test", cmd_test_add },
 };
 
 int ulnetd_lst_register(struct ulnetd *d)
 {
-	return ulnetd_cmd_register(d, lst_cmds, sizeof(lst_cmds) / sizeof(lst_cmds[0]));
+	int rc = ulnetd_cmd_register(d, lst_cmds, sizeof(lst_cmds) / sizeof(lst_cmds[0]));
+
+	return rc ? rc : ulnetd_lst_admin_register(d);
 }

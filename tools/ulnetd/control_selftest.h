@@ -17,5 +17,9 @@ void ulnetd_sst_result_json(struct ulnetd_out *out, const struct ulnet_selftest_
 /* ---- control_lst.c ---- */
 /* Register the lst-style commands (selftest session/group/batch/test). */
 int ulnetd_lst_register(struct ulnetd *d);
+/* ---- control_lst_admin.c ---- */
+int ulnetd_lst_admin_register(struct ulnetd *d);
+/* list_batch NAME: the batch's tests (@test: one), and with @test its client (@server: server) nodes. */
+int ulnetd_lst_batch_detail(struct ulnetd *d, const char *name, unsigned test, bool server, struct ulnetd_out *out);
 
 #endif
