@@ -1,0 +1,428 @@
+/* SPDX-License-Identifier: MIT */
+/* Payloads above LNET_MTU between two ulnet nodes in one process (issue #33, docs/large.md): one
+ * program, run per net ("tcp": 127.226.B.{1,2}, port 988; "o2ib": the shm provider, 127.227.B.{1,2}).
+ * Node a has 4 KiB pages, node b 64 KiB (and the other way round for Gets). Put and Get of 1 MiB + 1,
+ * 16 MiB at offset 4097 and the limit (64 MiB), data checked byte for byte, exactly one event on the
+ * target and SEND + ACK/REPLY on the initiator; refusal toward a peer never pinged and toward one
+ * whose ping reply lacks the capability, nothing sent; a target MD that does not match; each side
+ * killed mid-transfer. tcp needs root (port 988): else exit 77, skipped. */
+#include <errno.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+#include <cmocka.h>
+#include "ulnet/ulnet.h"
+
+#define MIB (1u << 20)
+#define LIMIT ULNET_LARGE_MAX_DEFAULT
+
+static const char *net;      /* "tcp" or "o2ib" */
+static unsigned octet, block = 1;
+
+struct node2 {
+	ulnet_node *n;
+	struct ulnet_process_id id;
+	ulnet_eq *eq;
+};
+
+static void node_up(struct node2 *x, uint32_t page, uint32_t large_max, unsigned blk, unsigned host)
+{
+	struct ulnet_node_opts opts = { .page_size = page, .large_max = large_max, .transaction_timeout = 3 };
+	const struct ulnet_kv shm[] = { { "provider", "shm" } };
+	char nid[48];
+	struct ulnet_ni_conf conf = { .net = net, .nid = nid };
+
+	if (!strcmp(net, "o2ib")) {
+		conf.lnd_tunables = shm;
+		conf.n_lnd_tunables = 1;
+	}
+	snprintf(nid, sizeof(nid), "127.%u.%u.%u@%s", octet, blk, host, net);
+	assert_int_equal(ulnet_node_open(&opts, &x->n), 0);
+	assert_int_equal(ulnet_ni_add(x->n, &conf), 0);
+	assert_int_equal(ulnet_nid_parse(nid, &x->id.nid, NULL), 0);
+	x->id.pid = ULNET_PID_LUSTRE;
+	assert_int_equal(ulnet_eq_create(&x->eq), 0);
+}
+
+static void node_down(struct node2 *x)
+{
+	struct ulnet_event ev;
+
+	if (x->n)
+		ulnet_node_close(x->n);
+	x->n = NULL;
+	while (ulnet_eq_wait(x->eq, 0, &ev) == 1)
+		;
+	assert_int_equal(ulnet_eq_destroy(x->eq), 0);
+}
+
+static void ping_ok(struct node2 *from, const struct node2 *to, bool large)
+{
+	struct ulnet_ping_result r;
+
+	assert_int_equal(ulnet_ping(from->n, &to->id, 10000, &r), 0);
+	assert_int_equal(!!(r.features & ULNET_PING_FEAT_ULNET_LARGE), large);
+	assert_int_equal(ulnet_large_peer(from->n, &to->id.nid), large);
+}
+
+static void pattern(uint8_t *p, size_t len, uint32_t seed)
+{
+	for (size_t i = 0; i < len; i++)
+		p[i] = (uint8_t)((i * 131 + seed) ^ (i >> 8) ^ (i >> 16));
+}
+
+/* the one event of @eq (within 20 s), and no other within 200 ms after the last expected one */
+static void next_ev(ulnet_eq *eq, struct ulnet_event *ev)
+{
+	assert_int_equal(ulnet_eq_wait(eq, 20000, ev), 1);
+}
+
+static void no_more(ulnet_eq *eq)
+{
+	struct ulnet_event ev;
+	int rc = ulnet_eq_wait(eq, 200, &ev);
+
+	if (rc == 1)
+		fprintf(stderr, "unexpected event %s status %d\n", ulnet_event_kind_name(ev.type), ev.status);
+	assert_int_equal(rc, 0);
+}
+
+/* An MD of @len bytes at @buf: contiguous, or as a kiov of the node's pages, or an iovec of 3 pieces. */
+enum form { CONTIG, KIOV, IOVEC };
+struct big_md {
+	struct ulnet_md md;
+	struct ulnet_kiov *kiov;
+	struct iovec iov[3];
+};
+
+static void big_md(struct big_md *b, enum form f, uint8_t *buf, size_t len, uint32_t page)
+{
+	memset(b, 0, sizeof(*b));
+	if (f == KIOV && len / page + 2 > ULNET_MD_MAX_FRAGS)
+		f = IOVEC; /* 16 MiB of 4 KiB pages is more kiov entries than an MD takes */
+	if (f == CONTIG) {
+		b->md.start = buf;
+		b->md.length = (uint32_t)len;
+	} else if (f == IOVEC) {
+		size_t third = len / 3;
+
+		b->iov[0] = (struct iovec){ buf, third };
+		b->iov[1] = (struct iovec){ buf + third, 1 };
+		b->iov[2] = (struct iovec){ buf + third + 1, len - third - 1 };
+		b->md.start = b->iov;
+		b->md.length = 3;
+		b->md.options = ULNET_MD_IOVEC;
+	} else {
+		size_t n = 0, pos = 0;
+
+		b->kiov = calloc(len / page + 2, sizeof(*b->kiov));
+		while (pos < len) {
+			size_t room = page - ((uintptr_t)(buf + pos) % page), take = len - pos < room ? len - pos : room;
+
+			b->kiov[n].kiov_base = buf + pos;
+			b->kiov[n].kiov_len = (uint32_t)take;
+			pos += take;
+			n++;
+		}
+		assert_true(n <= ULNET_MD_MAX_FRAGS);
+		b->md.start = b->kiov;
+		b->md.length = (uint32_t)n;
+		b->md.options = ULNET_MD_KIOV;
+	}
+}
+
+struct xc {
+	uint32_t size, remote_off;
+	enum form src, dst;
+	bool get;
+};
+
+/* Put a -> b or Get a <- b of c->size bytes; the target MD on b, c->remote_off into it. */
+static void xfer(struct node2 *a, struct node2 *b, const struct xc *c, uint32_t portal, uint64_t bits)
+{
+	struct ulnet_process_id any = { .nid = ulnet_nid_any(), .pid = ULNET_PID_ANY };
+	size_t room = (size_t)c->size + c->remote_off + 100;
+	uint8_t *tbuf = aligned_alloc(65536, (room + 65535) & ~(size_t)65535);
+	uint8_t *ibuf = aligned_alloc(65536, ((size_t)c->size + 65535) & ~(size_t)65535);
+	uint8_t *want = malloc(c->size);
+	struct big_md t, i;
+	struct ulnet_handle me, tmd, imd;
+	struct ulnet_event ev, ev2;
+	uint32_t pa = ulnet_node_page_size(a->n), pb = ulnet_node_page_size(b->n);
+
+	assert_non_null(tbuf);
+	assert_non_null(ibuf);
+	pattern(want, c->size, c->size + portal);
+	memset(tbuf, 0xee, room);
+	memset(ibuf, 0x11, c->size);
+	if (c->get)
+		memcpy(tbuf + c->remote_off, want, c->size);
+	else
+		memcpy(ibuf, want, c->size);
+	big_md(&t, c->dst, tbuf, room, pb);
+	big_md(&i, c->src, ibuf, c->size, pa);
+	t.md.options |= (c->get ? ULNET_MD_OP_GET : ULNET_MD_OP_PUT) | ULNET_MD_MANAGE_REMOTE | ULNET_MD_TRUNCATE;
+	t.md.threshold = 1;
+	t.md.eq = b->eq;
+	i.md.threshold = 2;
+	i.md.eq = a->eq;
+	assert_int_equal(ulnet_me_attach(b->n, portal, &any, bits, 0, ULNET_UNLINK, ULNET_INS_AFTER, &me), 0);
+	assert_int_equal(ulnet_md_attach(b->n, me, &t.md, ULNET_UNLINK, &tmd), 0);
+	assert_int_equal(ulnet_md_bind(a->n, &i.md, ULNET_UNLINK, &imd), 0);
+	if (c->get)
+		assert_int_equal(ulnet_get(a->n, imd, &b->id, portal, bits, c->remote_off), 0);
+	else
+		assert_int_equal(ulnet_put(a->n, imd, ULNET_ACK_REQ, &b->id, portal, bits, c->remote_off, 0x5eed), 0);
+	/* the target: one event for the whole payload */
+	next_ev(b->eq, &ev);
+	assert_int_equal(ev.type, c->get ? ULNET_EVENT_GET : ULNET_EVENT_PUT);
+	assert_int_equal(ev.status, 0);
+	assert_int_equal(ev.mlength, c->size);
+	assert_int_equal(ev.rlength, c->size);
+	assert_int_equal(ev.offset, c->remote_off);
+	assert_true(ev.match_bits == bits);
+	assert_int_equal(ev.pt_index, portal);
+	assert_true(ulnet_nid_equal(&ev.initiator.nid, &a->id.nid));
+	assert_true(ev.hdr_data == (c->get ? 0 : 0x5eed));
+	assert_true(ev.unlinked);
+	/* the initiator: SEND, then ACK or REPLY */
+	next_ev(a->eq, &ev);
+	next_ev(a->eq, &ev2);
+	assert_int_equal(ev.type, ULNET_EVENT_SEND);
+	assert_int_equal(ev.status, 0);
+	assert_false(ev.unlinked);
+	assert_int_equal(ev2.type, c->get ? ULNET_EVENT_REPLY : ULNET_EVENT_ACK);
+	assert_int_equal(ev2.status, 0);
+	assert_int_equal(ev2.mlength, c->size);
+	assert_true(ev2.unlinked);
+	no_more(a->eq);
+	no_more(b->eq);
+	if (c->get) {
+		assert_memory_equal(ibuf, want, c->size);
+	} else {
+		assert_memory_equal(tbuf + c->remote_off, want, c->size);
+		for (uint32_t k = 0; k < c->remote_off; k++)
+			assert_int_equal(tbuf[k], 0xee);
+		for (size_t k = c->remote_off + c->size; k < room; k++)
+			assert_int_equal(tbuf[k], 0xee);
+	}
+	free(t.kiov);
+	free(i.kiov);
+	free(tbuf);
+	free(ibuf);
+	free(want);
+}
+
+static struct node2 A, B; /* a: 4 KiB pages, b: 64 KiB */
+
+static int setup(void **state)
+{
+	unsigned blk = block++;
+
+	(void)state;
+	node_up(&A, 4096, 0, blk, 1);
+	node_up(&B, 65536, 0, blk, 2);
+	return 0;
+}
+
+static int teardown(void **state)
+{
+	(void)state;
+	node_down(&A);
+	node_down(&B);
+	return 0;
+}
+
+static void test_put_get(void **state)
+{
+	static const struct xc cases[] = {
+		{ MIB + 1, 0, CONTIG, CONTIG, false },
+		{ 16 * MIB, 4097, IOVEC, KIOV, false },
+		{ LIMIT, 0, CONTIG, CONTIG, false },
+		{ MIB + 1, 0, CONTIG, IOVEC, true },
+		{ 16 * MIB, 4097, KIOV, KIOV, true },
+		{ LIMIT, 0, CONTIG, CONTIG, true },
+	};
+
+	(void)state;
+	ping_ok(&A, &B, true);
+	ping_ok(&B, &A, true);
+	for (unsigned k = 0; k < sizeof(cases) / sizeof(cases[0]); k++) {
+		xfer(&A, &B, &cases[k], 7, 0x100 + k);
+		xfer(&B, &A, &cases[k], 8, 0x200 + k); /* the other way: 64 KiB pages initiating */
+	}
+}
+
+static uint64_t sent_bytes(ulnet_node *n)
+{
+	struct ulnet_stats st;
+
+	ulnet_stats_get(n, &st);
+	return st.send_count;
+}
+
+/* Never pinged, then a node with large payloads off: -EMSGSIZE at the call, no event, nothing sent. */
+static void test_refused(void **state)
+{
+	struct node2 C = { 0 };
+	uint8_t *buf = malloc(MIB + 1);
+	struct ulnet_md md = { .start = buf, .length = MIB + 1, .threshold = 2 };
+	struct ulnet_handle h;
+	uint64_t sent;
+
+	(void)state;
+	node_up(&C, 4096, ULNET_MTU, block - 1, 3); /* large_max = LNET_MTU: off */
+	md.eq = A.eq;
+	assert_int_equal(ulnet_md_bind(A.n, &md, ULNET_UNLINK, &h), 0);
+	sent = sent_bytes(A.n);
+	assert_int_equal(ulnet_large_peer(A.n, &B.id.nid), 0);
+	assert_int_equal(ulnet_put(A.n, h, ULNET_ACK_REQ, &B.id, 7, 1, 0, 0), -EMSGSIZE); /* never pinged */
+	assert_int_equal(ulnet_get(A.n, h, &B.id, 7, 1, 0), -EMSGSIZE);
+	ping_ok(&A, &C, false);
+	sent = sent_bytes(A.n);
+	assert_int_equal(ulnet_put(A.n, h, ULNET_ACK_REQ, &C.id, 7, 1, 0, 0), -EMSGSIZE);
+	assert_int_equal(ulnet_get(A.n, h, &C.id, 7, 1, 0), -EMSGSIZE);
+	usleep(100000);
+	assert_true(sent_bytes(A.n) == sent);
+	no_more(A.eq);
+	/* and C, with the feature off, refuses from its side too */
+	ping_ok(&C, &A, true);
+	md.eq = C.eq;
+	assert_int_equal(ulnet_md_bind(C.n, &md, ULNET_UNLINK, &h), 0);
+	assert_int_equal(ulnet_put(C.n, h, ULNET_NOACK_REQ, &A.id, 7, 1, 0, 0), -EMSGSIZE);
+	/* over the limit toward a capable peer */
+	ping_ok(&A, &B, true);
+	{
+		uint8_t *big = malloc(LIMIT + 1);
+		struct ulnet_md m2 = { .start = big, .length = LIMIT + 1, .threshold = 1, .eq = A.eq };
+
+		assert_int_equal(ulnet_md_bind(A.n, &m2, ULNET_UNLINK, &h), 0);
+		assert_int_equal(ulnet_put(A.n, h, ULNET_NOACK_REQ, &B.id, 7, 1, 0, 0), -EMSGSIZE);
+		assert_int_equal(ulnet_md_unlink(A.n, h), 0);
+		next_ev(A.eq, &(struct ulnet_event){ 0 });
+		free(big);
+	}
+	no_more(A.eq);
+	node_down(&C);
+	free(buf);
+}
+
+/* No ME matches (a target MD too small without TRUNCATE): the initiator's one SEND event says
+ * -ENOENT; the target's MD sees nothing. */
+static void test_no_match(void **state)
+{
+	struct ulnet_process_id any = { .nid = ulnet_nid_any(), .pid = ULNET_PID_ANY };
+	uint8_t *src = calloc(1, 2 * MIB), *dst = calloc(1, MIB);
+	struct ulnet_md tm = { .start = dst, .length = MIB, .threshold = 1, .options = ULNET_MD_OP_PUT, .eq = B.eq };
+	struct ulnet_md im = { .start = src, .length = 2 * MIB, .threshold = 2, .eq = A.eq };
+	struct ulnet_handle me, md, imd;
+	struct ulnet_event ev;
+
+	(void)state;
+	ping_ok(&A, &B, true);
+	assert_int_equal(ulnet_me_attach(B.n, 9, &any, 5, 0, ULNET_UNLINK, ULNET_INS_AFTER, &me), 0);
+	assert_int_equal(ulnet_md_attach(B.n, me, &tm, ULNET_UNLINK, &md), 0);
+	assert_int_equal(ulnet_md_bind(A.n, &im, ULNET_UNLINK, &imd), 0);
+	assert_int_equal(ulnet_put(A.n, imd, ULNET_ACK_REQ, &B.id, 9, 5, 0, 0), 0);
+	next_ev(A.eq, &ev);
+	assert_int_equal(ev.type, ULNET_EVENT_SEND);
+	assert_int_equal(ev.status, -ENOENT);
+	no_more(A.eq);
+	no_more(B.eq);
+	/* the target MD is still there and whole: unlink it (UNLINK event) */
+	assert_int_equal(ulnet_md_unlink(B.n, md), 0);
+	next_ev(B.eq, &ev);
+	assert_int_equal(ev.type, ULNET_EVENT_UNLINK);
+	assert_int_equal(ulnet_md_unlink(A.n, imd), 0);
+	next_ev(A.eq, &ev);
+	assert_int_equal(ev.type, ULNET_EVENT_UNLINK);
+	free(src);
+	free(dst);
+}
+
+static uint64_t bytes_of(ulnet_node *n, bool rx)
+{
+	struct ulnet_stats st;
+
+	ulnet_stats_get(n, &st);
+	return rx ? st.recv_length : st.send_length;
+}
+
+/* A 64 MiB Put; once @watch has moved 4 MiB of it, @victim (a or b) is closed. The survivor ends with
+ * one event carrying an error. */
+static void killed(bool kill_target)
+{
+	struct ulnet_process_id any = { .nid = ulnet_nid_any(), .pid = ULNET_PID_ANY };
+	uint8_t *src = malloc(LIMIT), *dst = malloc(LIMIT);
+	struct ulnet_md tm = { .start = dst, .length = LIMIT, .threshold = 1, .options = ULNET_MD_OP_PUT, .eq = B.eq };
+	struct ulnet_md im = { .start = src, .length = LIMIT, .threshold = 2, .eq = A.eq };
+	struct ulnet_handle me, md, imd;
+	struct ulnet_event ev;
+	uint64_t t0 = bytes_of(B.n, true);
+	struct node2 *survivor = kill_target ? &A : &B, *victim = kill_target ? &B : &A;
+	int waited = 0;
+
+	memset(src, 0x5a, LIMIT);
+	ping_ok(&A, &B, true);
+	assert_int_equal(ulnet_me_attach(B.n, 9, &any, 6, 0, ULNET_UNLINK, ULNET_INS_AFTER, &me), 0);
+	assert_int_equal(ulnet_md_attach(B.n, me, &tm, ULNET_UNLINK, &md), 0);
+	assert_int_equal(ulnet_md_bind(A.n, &im, ULNET_UNLINK, &imd), 0);
+	assert_int_equal(ulnet_put(A.n, imd, ULNET_ACK_REQ, &B.id, 9, 6, 0, 0), 0);
+	while (bytes_of(B.n, true) - t0 < 4 * MIB && waited++ < 20000)
+		usleep(100);
+	assert_true(bytes_of(B.n, true) - t0 < LIMIT);
+	ulnet_node_close(victim->n);
+	victim->n = NULL;
+	next_ev(survivor->eq, &ev);
+	fprintf(stderr, "%s killed: survivor's event %s status %d (%s)\n", kill_target ? "target" : "initiator",
+		ulnet_event_kind_name(ev.type), ev.status, ulnet_strerror(ev.status));
+	assert_int_equal(ev.type, kill_target ? ULNET_EVENT_SEND : ULNET_EVENT_PUT);
+	assert_true(ev.status < 0);
+	if (!kill_target)
+		assert_int_equal(ev.mlength, 0);
+	no_more(survivor->eq);
+	free(src);
+	free(dst);
+}
+
+static void test_target_killed(void **state)
+{
+	(void)state;
+	killed(true);
+}
+
+static void test_initiator_killed(void **state)
+{
+	(void)state;
+	killed(false);
+}
+
+int main(int argc, char **argv)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test_setup_teardown(test_put_get, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_refused, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_no_match, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_target_killed, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_initiator_killed, setup, teardown),
+	};
+
+	if (argc != 2 || (strcmp(argv[1], "tcp") && strcmp(argv[1], "o2ib"))) {
+		fprintf(stderr, "usage: %s tcp|o2ib\n", argv[0]);
+		return 2;
+	}
+	net = argv[1];
+	octet = !strcmp(net, "tcp") ? 226 : 227;
+	if (!strcmp(net, "tcp") && geteuid() != 0) {
+		fprintf(stderr, "tcp needs root (port 988): skipped\n");
+		return 77;
+	}
+	cmocka_set_message_output(CM_OUTPUT_STDOUT);
+	return cmocka_run_group_tests_name(net, tests, NULL, NULL);
+}
