@@ -717,8 +717,6 @@ static void target_finish(struct large_op *op)
 			ulnet__event_deliver_unref(node, &umd, &ev);
 		else
 			ulnet__event_deliver(node, &umd, &ev);
-		if (!status)
-			ulnet__stats(node)->recv_length += op->mlen;
 	}
 	ulnet_list_del(&op->link);
 	node->large->n_ops--;
