@@ -403,6 +403,69 @@ static void test_initiator_killed(void **state)
 	killed(false);
 }
 
+/* Through a router (tcp only): a on tcp, r on tcp and tcp1 with routing on, b on tcp1; every message
+ * of the rendezvous is an ordinary one of at most LNET_MTU, which r forwards. */
+static void ni_add(ulnet_node *n, const char *netname, const char *nid)
+{
+	struct ulnet_ni_conf conf = { .net = netname, .nid = nid };
+
+	assert_int_equal(ulnet_ni_add(n, &conf), 0);
+}
+
+static void test_routed(void **state)
+{
+	struct ulnet_node_opts opts = { .page_size = 4096, .transaction_timeout = 3 };
+	struct node2 a = { 0 }, b = { 0 };
+	ulnet_node *r;
+	struct ulnet_routing_conf rc;
+	struct ulnet_route_conf ra = { .net = "tcp1", .gateway = "127.226.90.9@tcp", .hops = ULNET_ROUTE_HOPS_UNDEF };
+	struct ulnet_route_conf rb = { .net = "tcp", .gateway = "127.226.91.9@tcp1", .hops = ULNET_ROUTE_HOPS_UNDEF };
+	static const struct xc cases[] = {
+		{ 16 * MIB, 4097, IOVEC, KIOV, false },
+		{ 16 * MIB, 4097, CONTIG, KIOV, true },
+	};
+
+	(void)state;
+	if (strcmp(net, "tcp"))
+		skip();
+	assert_int_equal(ulnet_node_open(&opts, &r), 0);
+	ni_add(r, "tcp", "127.226.90.9@tcp");
+	ni_add(r, "tcp1", "127.226.91.9@tcp1");
+	ulnet_routing_get(r, &rc);
+	rc.enable = true;
+	assert_int_equal(ulnet_routing_set(r, &rc), 0);
+	opts.page_size = 4096;
+	assert_int_equal(ulnet_node_open(&opts, &a.n), 0);
+	ni_add(a.n, "tcp", "127.226.90.1@tcp");
+	opts.page_size = 65536;
+	assert_int_equal(ulnet_node_open(&opts, &b.n), 0);
+	ni_add(b.n, "tcp1", "127.226.91.2@tcp1");
+	assert_int_equal(ulnet_nid_parse("127.226.90.1@tcp", &a.id.nid, NULL), 0);
+	assert_int_equal(ulnet_nid_parse("127.226.91.2@tcp1", &b.id.nid, NULL), 0);
+	a.id.pid = b.id.pid = ULNET_PID_LUSTRE;
+	assert_int_equal(ulnet_eq_create(&a.eq), 0);
+	assert_int_equal(ulnet_eq_create(&b.eq), 0);
+	assert_int_equal(ulnet_route_add(a.n, &ra), 0);
+	assert_int_equal(ulnet_route_add(b.n, &rb), 0);
+	ping_ok(&a, &b, true);
+	ping_ok(&b, &a, true);
+	for (unsigned k = 0; k < sizeof(cases) / sizeof(cases[0]); k++) {
+		xfer(&a, &b, &cases[k], 11, 0x300 + k);
+		xfer(&b, &a, &cases[k], 12, 0x400 + k);
+	}
+	{
+		struct ulnet_routing_info ri;
+
+		ulnet_routing_info_get(r, &ri);
+		fprintf(stderr, "router forwarded %llu messages, %llu bytes\n", (unsigned long long)ri.fwd.msgs,
+			(unsigned long long)ri.fwd.bytes);
+		assert_true(ri.fwd.bytes >= 4ull * 16 * MIB);
+	}
+	node_down(&a);
+	node_down(&b);
+	ulnet_node_close(r);
+}
+
 int main(int argc, char **argv)
 {
 	const struct CMUnitTest tests[] = {
@@ -411,6 +474,7 @@ int main(int argc, char **argv)
 		cmocka_unit_test_setup_teardown(test_no_match, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_target_killed, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_initiator_killed, setup, teardown),
+		cmocka_unit_test(test_routed),
 	};
 
 	if (argc != 2 || (strcmp(argv[1], "tcp") && strcmp(argv[1], "o2ib"))) {
