@@ -51,28 +51,46 @@ static double now_s(void)
 	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
 }
 
-static ulnet_node *node_up(const char *net, const char *nid, uint32_t page)
+static ulnet_node *node_open(uint32_t page)
 {
 	struct ulnet_node_opts o = { .page_size = page };
+	ulnet_node *n;
+	int rc = ulnet_node_open(&o, &n);
+
+	if (rc) {
+		fprintf(stderr, "big_put: node: %s\n", ulnet_strerror(rc));
+		exit(1);
+	}
+	return n;
+}
+
+static void ni_up(ulnet_node *n, const char *net, const char *nid)
+{
 	const struct ulnet_kv shm[] = { { "provider", "shm" } };
 	struct ulnet_ni_conf c = { .net = net, .nid = nid };
-	ulnet_node *n;
 	int rc;
 
 	if (!strcmp(net, "o2ib")) {
 		c.lnd_tunables = shm;
 		c.n_lnd_tunables = 1;
 	}
-	if ((rc = ulnet_node_open(&o, &n)) || (rc = ulnet_ni_add(n, &c))) {
-		fprintf(stderr, "big_put: node %s: %s\n", nid, ulnet_strerror(rc));
+	if ((rc = ulnet_ni_add(n, &c))) {
+		fprintf(stderr, "big_put: NI %s: %s\n", nid, ulnet_strerror(rc));
 		exit(1);
 	}
+}
+
+static ulnet_node *node_up(const char *net, const char *nid, uint32_t page)
+{
+	ulnet_node *n = node_open(page);
+
+	ni_up(n, net, nid);
 	return n;
 }
 
 static int target(const char *net, const char *nid, uint32_t page)
 {
-	ulnet_node *n = node_up(net, nid, page);
+	ulnet_node *n = node_up(net, nid, page); /* first: ulnet_mem_alloc gives the NI's memory */
 	struct ulnet_process_id any = { .nid = ulnet_nid_any(), .pid = ULNET_PID_ANY };
 	uint8_t *buf = ulnet_mem_alloc(n, 65536, BIG);
 	struct ulnet_md md = { .start = buf, .length = BIG, .threshold = ULNET_MD_THRESH_INF,
@@ -87,6 +105,8 @@ static int target(const char *net, const char *nid, uint32_t page)
 	if (ulnet_eq_create(&md.eq) || ulnet_me_attach(n, PORTAL, &any, 0, ~0ull, ULNET_RETAIN, ULNET_INS_AFTER, &me) ||
 	    ulnet_md_attach(n, me, &md, ULNET_RETAIN, &mdh))
 		return 1;
+	printf("ready\n"); /* bench/big_put.sh starts the initiator now */
+	fflush(stdout);
 	while (!stop)
 		ulnet_eq_wait(md.eq, 100, &ev);
 	printf("target %s page %u: RSS after buffer %ld KiB, peak %ld KiB, now anon %ld KiB + shared memory %ld KiB "

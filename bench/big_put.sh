@@ -26,6 +26,7 @@ run() { # NET BLOCK_OCTET PAGE
 	b="127.$oct.200.2@$net"
 	"$BIN" target "$net" "$b" "$page" >"$TMP/target.log" 2>&1 &
 	tp=$!
+	for _ in $(seq 100); do grep -q '^ready' "$TMP/target.log" && break; sleep 0.1; done
 	"$BIN" initiator "$net" "$a" "$page" "$b" "$SECS" "$ROUNDS" 2>"$TMP/init.err" | sed 's/^/  /' || {
 		cat "$TMP/init.err" >&2
 		kill -TERM "$tp"
