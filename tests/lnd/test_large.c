@@ -403,6 +403,20 @@ static void test_initiator_killed(void **state)
 	killed(false);
 }
 
+/* A node to itself (its own NID, so the lo NI): the rendezvous runs through lo as through a net. */
+static void test_self(void **state)
+{
+	static const struct xc cases[] = {
+		{ 3 * MIB + 7, 4097, IOVEC, KIOV, false },
+		{ 3 * MIB + 7, 4097, CONTIG, IOVEC, true },
+	};
+
+	(void)state;
+	ping_ok(&B, &B, true);
+	for (unsigned k = 0; k < sizeof(cases) / sizeof(cases[0]); k++)
+		xfer(&B, &B, &cases[k], 13, 0x500 + k);
+}
+
 /* Through a router (tcp only): a on tcp, r on tcp and tcp1 with routing on, b on tcp1; every message
  * of the rendezvous is an ordinary one of at most LNET_MTU, which r forwards. */
 static void ni_add(ulnet_node *n, const char *netname, const char *nid)
@@ -474,6 +488,7 @@ int main(int argc, char **argv)
 		cmocka_unit_test_setup_teardown(test_no_match, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_target_killed, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_initiator_killed, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_self, setup, teardown),
 		cmocka_unit_test(test_routed),
 	};
 
