@@ -71,6 +71,8 @@ struct ulnet_large {
 };
 
 static void large_handler(const struct ulnet_event *ev);
+static struct large_op *find_initiator_op(struct ulnet_large *lg, uint64_t cookie,
+					   const struct ulnet_process_id *from);
 
 static const char *op_name(unsigned kind)
 {
@@ -314,6 +316,7 @@ int ulnet__large_start(struct ulnet_node *node, struct ulnet_handle mdh, unsigne
 	struct ulnet_handle ann;
 	const char *why = NULL;
 	uint32_t total = 0;
+	uint64_t cookie;
 	int rc;
 
 	if (to.pid == ULNET_PID_ANY)
@@ -442,12 +445,16 @@ int ulnet__large_start(struct ulnet_node *node, struct ulnet_handle mdh, unsigne
 	ulnet__node_timer_arm(node, &op->timer, now + txn_ns(node));
 	ulnet_list_add_tail(&op->link, &lg->ops);
 	lg->n_ops++;
+	cookie = op->cookie;
 	ulnet__lock_release(node);
+	/* from here the op is the handlers' and the timer's: found again by its cookie, not touched */
 	rc = ulnet_put(node, ann, ULNET_NOACK_REQ, &to, ULNET_RESERVED_PORTAL,
-		       ulnet_large_bits(ULNET_LARGE_ANNOUNCE, kind), 0, op->cookie);
+		       ulnet_large_bits(ULNET_LARGE_ANNOUNCE, kind), 0, cookie);
 	if (rc) {
 		ulnet__lock(node);
-		op_end_locked(op, rc);
+		op = find_initiator_op(lg, cookie, &to);
+		if (op)
+			op_end_locked(op, rc);
 		ulnet__unlock(node);
 	}
 	return 0;
@@ -628,14 +635,6 @@ static void target_match(struct large_op *op, uint32_t len)
 		op->status = -ENOENT;
 		return;
 	}
-	op->iov = malloc(sizeof(*op->iov) * (m.md->nfrags ? m.md->nfrags : 1));
-	if (!op->iov) {
-		op->tmd = m.md;
-		op->tev.type = ULNET_EVENT_PUT;
-		op->status = -ENOMEM;
-		op->matched = true;
-		return;
-	}
 	op->matched = true;
 	op->tmd = m.md;
 	op->mlen = m.mlength;
@@ -649,6 +648,10 @@ static void target_match(struct large_op *op, uint32_t len)
 	op->tev.hdr_data = op->kind == ULNET_LARGE_OP_PUT ? d.hdr_data : 0;
 	op->tev.msg_type = op->kind == ULNET_LARGE_OP_PUT ? ULNET_MSG_PUT : ULNET_MSG_GET;
 	ulnet__md_event_init(m.md, &op->tev);
+	/* the pieces' slices: at most the MD's fragment count, never the payload's pages */
+	op->iov = malloc(sizeof(*op->iov) * (m.md->nfrags ? m.md->nfrags : 1));
+	if (!op->iov)
+		op->status = -ENOMEM; /* the event says so */
 }
 
 /* Start pieces up to the window (no lock held). */

@@ -18,6 +18,7 @@
 #include <unistd.h>
 #include <cmocka.h>
 #include "ulnet/ulnet.h"
+#include "large_wire.h"
 
 #define MIB (1u << 20)
 #define LIMIT ULNET_LARGE_MAX_DEFAULT
@@ -403,6 +404,125 @@ static void test_initiator_killed(void **state)
 	killed(false);
 }
 
+/* A hostile initiator, speaking the rendezvous by hand with the public API (a sends, b is the target):
+ * a descriptor announcing more than b's limit, a bad descriptor, an announce of an unknown kind, a DONE
+ * nobody waits for, and more announces than b admits from one peer. b answers each with a DONE
+ * carrying the error (caught here by an ME ahead of a's own DONE service), allocates nothing sized
+ * by what was announced, and its application sees no event. */
+static ulnet_eq *done_eq;
+
+static void expose_desc(const struct ulnet_large_desc *d, uint8_t *buf)
+{
+	struct ulnet_md md = { .start = buf, .length = ULNET_LARGE_DESC_SIZE, .threshold = 1,
+			       .options = ULNET_MD_OP_GET };
+	struct ulnet_handle me, h;
+
+	ulnet_large_desc_pack(d, buf);
+	assert_int_equal(ulnet_me_attach(A.n, 0, &B.id, ulnet_large_bits(ULNET_LARGE_DESC, d->cookie), 0, ULNET_UNLINK,
+					 ULNET_INS_BEFORE, &me), 0);
+	assert_int_equal(ulnet_md_attach(A.n, me, &md, ULNET_UNLINK, &h), 0);
+}
+
+static void announce(unsigned kind, uint64_t cookie)
+{
+	struct ulnet_md md = { .threshold = 1 };
+	struct ulnet_handle h;
+
+	assert_int_equal(ulnet_md_bind(A.n, &md, ULNET_UNLINK, &h), 0);
+	assert_int_equal(ulnet_put(A.n, h, ULNET_NOACK_REQ, &B.id, 0, ulnet_large_bits(ULNET_LARGE_ANNOUNCE, kind), 0,
+				   cookie), 0);
+}
+
+/* the next DONE b sent: its cookie and status */
+static void done_ev(uint64_t *cookie, int *status)
+{
+	struct ulnet_event ev;
+	bool acked;
+
+	do
+		assert_int_equal(ulnet_eq_wait(done_eq, 10000, &ev), 1);
+	while (ev.type != ULNET_EVENT_PUT);
+	assert_int_equal(ulnet_large_bits_kind(ev.match_bits), ULNET_LARGE_DONE);
+	assert_int_equal(ulnet_large_done_parse(ev.hdr_data, cookie, status, &acked), 0);
+	assert_false(acked);
+}
+
+static void test_hostile(void **state)
+{
+	struct ulnet_process_id any = { .nid = ulnet_nid_any(), .pid = ULNET_PID_ANY };
+	struct ulnet_md cm = { .threshold = ULNET_MD_THRESH_INF, .options = ULNET_MD_OP_PUT | ULNET_MD_TRUNCATE };
+	struct ulnet_md tm = { .length = 0, .threshold = ULNET_MD_THRESH_INF,
+			       .options = ULNET_MD_OP_PUT | ULNET_MD_TRUNCATE };
+	static uint8_t descs[40][ULNET_LARGE_DESC_SIZE];
+	struct ulnet_large_desc d = { .kind = ULNET_LARGE_OP_PUT, .portal = 7, .match_bits = 1, .length = 1u << 30 };
+	struct ulnet_handle me, h, catcher;
+	uint64_t cookie;
+	int status, busy = 0, timedout = 0;
+
+	(void)state;
+	ping_ok(&A, &B, true);
+	/* a DONE nobody waits for: a's DONE service ignores it */
+	{
+		struct ulnet_md md = { .threshold = 1 };
+
+		assert_int_equal(ulnet_md_bind(B.n, &md, ULNET_UNLINK, &h), 0);
+		assert_int_equal(ulnet_put(B.n, h, ULNET_NOACK_REQ, &A.id, 0, ulnet_large_bits(ULNET_LARGE_DONE, 5), 0,
+					   ulnet_large_done_data(99, 0, true)), 0);
+		usleep(200000);
+	}
+	assert_int_equal(ulnet_eq_create(&done_eq), 0);
+	cm.eq = done_eq;
+	assert_int_equal(ulnet_me_attach(A.n, 0, &any, ulnet_large_bits(ULNET_LARGE_DONE, 0), ULNET_LARGE_ARG_MASK,
+					 ULNET_RETAIN, ULNET_INS_BEFORE, &catcher), 0);
+	assert_int_equal(ulnet_md_attach(A.n, catcher, &cm, ULNET_RETAIN, &h), 0);
+	/* b's application: an ME that would take anything on portal 7 */
+	tm.eq = B.eq;
+	assert_int_equal(ulnet_me_attach(B.n, 7, &any, 0, ~0ull, ULNET_RETAIN, ULNET_INS_AFTER, &me), 0);
+	assert_int_equal(ulnet_md_attach(B.n, me, &tm, ULNET_RETAIN, &h), 0);
+	/* 1 GiB announced: over b's 64 MiB */
+	d.cookie = 1;
+	expose_desc(&d, descs[0]);
+	announce(ULNET_LARGE_OP_PUT, 1);
+	done_ev(&cookie, &status);
+	assert_true(cookie == 1);
+	assert_int_equal(status, -EMSGSIZE);
+	/* a descriptor whose kind is not the announced one */
+	d.cookie = 2;
+	d.length = 2 * MIB;
+	expose_desc(&d, descs[1]);
+	announce(ULNET_LARGE_OP_GET, 2);
+	done_ev(&cookie, &status);
+	assert_true(cookie == 2);
+	assert_int_equal(status, -EPROTO);
+	/* an unknown kind: ignored, no DONE */
+	announce(7, 3);
+	/* 20 announces whose descriptor never comes: b admits 16 (they time out with the transaction
+	 * timeout, 3 s) and turns 4 away at once */
+	for (uint64_t c = 100; c < 120; c++)
+		announce(ULNET_LARGE_OP_PUT, c);
+	for (int i = 0; i < 20; i++) {
+		done_ev(&cookie, &status);
+		assert_true(cookie >= 100 && cookie < 120);
+		busy += status == -EBUSY;
+		timedout += status == -ETIMEDOUT;
+	}
+	assert_int_equal(busy, 4);
+	assert_int_equal(timedout, 16);
+	no_more(B.eq);
+	/* and b still serves an honest Put (a's own DONE service back in front) */
+	assert_int_equal(ulnet_me_unlink(A.n, catcher), 0);
+	{
+		static const struct xc c = { 2 * MIB, 0, CONTIG, CONTIG, false };
+
+		xfer(&A, &B, &c, 14, 3);
+	}
+	node_down(&A);
+	node_down(&B);
+	A.n = B.n = NULL;
+	assert_int_equal(ulnet_eq_destroy(done_eq), 0);
+	setup(NULL);
+}
+
 /* A node to itself (its own NID, so the lo NI): the rendezvous runs through lo as through a net. */
 static void test_self(void **state)
 {
@@ -489,6 +609,7 @@ int main(int argc, char **argv)
 		cmocka_unit_test_setup_teardown(test_target_killed, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_initiator_killed, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_self, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_hostile, setup, teardown),
 		cmocka_unit_test(test_routed),
 	};
 
