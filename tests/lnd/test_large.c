@@ -260,7 +260,7 @@ static void test_put_get(void **state)
 	}
 }
 
-static uint64_t sent_bytes(ulnet_node *n)
+static uint64_t sent_msgs(ulnet_node *n)
 {
 	struct ulnet_stats st;
 
@@ -281,16 +281,18 @@ static void test_refused(void **state)
 	node_up(&C, 4096, ULNET_MTU, block - 1, 3); /* large_max = LNET_MTU: off */
 	md.eq = A.eq;
 	assert_int_equal(ulnet_md_bind(A.n, &md, ULNET_UNLINK, &h), 0);
-	sent = sent_bytes(A.n);
+	sent = sent_msgs(A.n);
 	assert_int_equal(ulnet_large_peer(A.n, &B.id.nid), 0);
 	assert_int_equal(ulnet_put(A.n, h, ULNET_ACK_REQ, &B.id, 7, 1, 0, 0), -EMSGSIZE); /* never pinged */
 	assert_int_equal(ulnet_get(A.n, h, &B.id, 7, 1, 0), -EMSGSIZE);
+	usleep(100000);
+	assert_true(sent_msgs(A.n) == sent);
 	ping_ok(&A, &C, false);
-	sent = sent_bytes(A.n);
+	sent = sent_msgs(A.n);
 	assert_int_equal(ulnet_put(A.n, h, ULNET_ACK_REQ, &C.id, 7, 1, 0, 0), -EMSGSIZE);
 	assert_int_equal(ulnet_get(A.n, h, &C.id, 7, 1, 0), -EMSGSIZE);
 	usleep(100000);
-	assert_true(sent_bytes(A.n) == sent);
+	assert_true(sent_msgs(A.n) == sent);
 	no_more(A.eq);
 	/* and C, with the feature off, refuses from its side too */
 	ping_ok(&C, &A, true);
