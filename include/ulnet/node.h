@@ -34,7 +34,14 @@ struct ulnet_node_opts {
 	 * 0 = the environment variable ULNET_LOOPS if set (a way to run whole test suites with several
 	 * loops), else 1; at most ULNET_LOOPS_MAX. */
 	uint32_t loops;
+	/* Largest payload of one ulnet_put/ulnet_get toward a ulnet peer that announced large payloads
+	 * (ULNET_PING_FEAT_ULNET_LARGE, learnt by ulnet_ping), moved as a rendezvous of messages of at
+	 * most LNET_MTU each (docs/large.md). 0 = ULNET_LARGE_MAX_DEFAULT; ULNET_MTU turns it off (the
+	 * node neither announces nor accepts them); at most ULNET_LARGE_MAX_MAX. */
+	uint32_t large_max;
 };
+#define ULNET_LARGE_MAX_DEFAULT (64u << 20)
+#define ULNET_LARGE_MAX_MAX (1u << 30)
 #define ULNET_LOOPS_MAX 64
 #define ULNET_BUSY_POLL_US_MAX 1000000
 #define ULNET_MAX_PEERS_DEFAULT 16384
@@ -83,11 +90,22 @@ ULNET_EXPORT void ulnet_node_opts_get(const ulnet_node *node, struct ulnet_node_
 /* The first non-lo NID (or 0@lo when there is none). */
 ULNET_EXPORT void ulnet_node_primary_nid(ulnet_node *node, struct ulnet_nid *out);
 
+/* Payloads above ULNET_MTU (1 MiB), up to the node option large_max, go only to a peer known to
+ * take them: a ulnet node whose ping reply carried ULNET_PING_FEAT_ULNET_LARGE. Ping it first
+ * (ulnet_ping); a peer never pinged, a kernel node or an older ulnet is refused with -EMSGSIZE and
+ * one log line, nothing sent. On the wire every message stays within LNET_MTU (docs/large.md); the
+ * application sees one SEND and one ACK/REPLY, the target one PUT/GET event, as for one message.
+ * A failure ends in one event with the error on each side (the initiator's in its SEND event).
+ * ulnet_large_peer: 1 if @nid is known to take them, else 0. */
+#define ULNET_PING_FEAT_ULNET_LARGE (1u << 30)
+ULNET_EXPORT int ulnet_large_peer(ulnet_node *node, const struct ulnet_nid *nid);
+
 /* Send @md (its whole length) to @target's @portal. 0: a SEND event follows, and an ACK as well if
  * @ack and the target MD allows; they may come in either order. A send that fails (no NI reaches
  * @target: -EHOSTUNREACH; the peer's queue is full: -ENOBUFS; the connection failed...) ends in a
  * SEND event with that status and no ACK; an ACK that never comes ends in an ACK event with
- * -ETIMEDOUT (transaction_timeout). -EINVAL, -ENOENT stale @md, -EMSGSIZE over ULNET_MTU: refused
+ * -ETIMEDOUT (transaction_timeout). -EINVAL, -ENOENT stale @md, -EMSGSIZE over ULNET_MTU toward a peer not known to take large
+ * payloads, or over large_max; -ENOBUFS too many large ops in progress with the peer: refused
  * before anything was sent; no event follows these. */
 ULNET_EXPORT int ulnet_put(ulnet_node *node, struct ulnet_handle md, enum ulnet_ack_req ack,
 			   const struct ulnet_process_id *target, uint32_t portal, uint64_t match_bits,

@@ -217,6 +217,10 @@ static int parse_node(struct cfgp *p, const yaml_node_t *n)
 			if ((rc = get_int(p, v, ks, 0, ULNET_BUSY_POLL_US_MAX, &x)))
 				return rc;
 			p->cfg->opts.busy_poll_us = (uint32_t)x;
+		} else if (!strcmp(ks, "large_max")) {
+			if ((rc = get_int(p, v, ks, ULNET_MTU, ULNET_LARGE_MAX_MAX, &x)))
+				return rc;
+			p->cfg->opts.large_max = (uint32_t)x;
 		} else if (!strcmp(ks, "loops")) {
 			if ((rc = get_int(p, v, ks, 1, ULNET_LOOPS_MAX, &x)))
 				return rc;

@@ -447,6 +447,7 @@ struct ulnet_node {
 	_Atomic uint64_t fault_screen_bits; /* ... and its NIDs' bits */
 	_Atomic uint64_t fault_gen;  /* bumped at every change: a loop whose copy is older takes a new one */
 	struct ulnet_mem_ranges mem_ranges; /* live ulnet_mem_alloc allocations made for this node (mem.c) */
+	struct ulnet_large *large;   /* large.c: payloads above LNET_MTU, its ops under the node lock */
 };
 
 /* The loop the calling thread owns now (its loop thread, or an API thread inside ulnet__loop_enter);
@@ -836,5 +837,21 @@ void ulnet__fault_lnd_reset(struct ulnet_node *node);
 
 /* ping.c */
 int ulnet__ping_service_refresh(struct ulnet_node *node);
+
+/* large.c: payloads above LNET_MTU between ulnet peers (docs/large.md) */
+struct ulnet_large;
+int ulnet__large_init(struct ulnet_node *node, uint32_t max);
+uint32_t ulnet__large_max(const struct ulnet_node *node);
+bool ulnet__large_on(const struct ulnet_node *node);
+/* the announce and DONE services on portal 0; node lock held */
+int ulnet__large_service_start(struct ulnet_node *node);
+/* node teardown, node lock held */
+void ulnet__large_free(struct ulnet_node *node);
+/* a ping reply from @nid announced @features */
+void ulnet__large_note_ping(struct ulnet_node *node, const struct ulnet_nid *nid, uint32_t features);
+/* ulnet_put/ulnet_get of an MD above LNET_MTU (no lock held): 0 and events follow, or refused */
+int ulnet__large_start(struct ulnet_node *node, struct ulnet_handle mdh, unsigned kind, bool ack,
+		       const struct ulnet_process_id *target, uint32_t portal, uint64_t bits, uint32_t offset,
+		       uint64_t hdr_data);
 
 #endif

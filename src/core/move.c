@@ -8,6 +8,7 @@
 #include <string.h>
 #include <unistd.h>
 #include "internal.h"
+#include "large_wire.h"
 
 /* The NI that reaches @nid (the caller owns a loop or holds the node lock: the NI list is stable). */
 static struct ulnet_ni *ni_reaching(struct ulnet_node *node, const struct ulnet_nid *nid, bool *local)
@@ -122,6 +123,8 @@ static void prepare_initiator_event(struct ulnet_node *node, struct ulnet_msg *m
 	ulnet__md_event_init(md, ev);
 }
 
+#define START_LARGE 1
+
 static int start_op(ulnet_node *node, struct ulnet_handle mdh, const struct ulnet_process_id *target,
 		    uint32_t portal, struct ulnet_libmd **mdp, struct ulnet_msg **msgp)
 {
@@ -132,11 +135,8 @@ static int start_op(ulnet_node *node, struct ulnet_handle mdh, const struct ulne
 	md = ulnet__handle_lookup(node, mdh.cookie, ULNET_OBJ_MD);
 	if (!md || !ulnet__md_active(md))
 		return -ENOENT;
-	if (md->total > ULNET_MTU) {
-		ULNET_LOG(CORE, ERR, "message of %u bytes > LNET_MTU %u; split it into several MDs", md->total,
-			  ULNET_MTU);
-		return -EMSGSIZE;
-	}
+	if (md->total > ULNET_MTU)
+		return START_LARGE; /* large.c, after the node lock */
 	/* a message of all of an MD with no empty fragment looks at the MD's own array (md_whole) */
 	*msgp = ulnet__msg_alloc(node, md->frags_whole ? 0 : md->nfrags);
 	if (!*msgp)
@@ -262,6 +262,9 @@ out:
 	ulnet__lock_release(node);
 	if (rc == 0)
 		launch(node, msg, to, local);
+	else if (rc == START_LARGE)
+		rc = ulnet__large_start(node, mdh, ULNET_LARGE_OP_PUT, ack == ULNET_ACK_REQ, target, portal,
+					match_bits, offset, hdr_data);
 	return rc;
 }
 
@@ -304,6 +307,9 @@ out:
 	ulnet__lock_release(node);
 	if (rc == 0)
 		launch(node, msg, to, local);
+	else if (rc == START_LARGE)
+		rc = ulnet__large_start(node, mdh, ULNET_LARGE_OP_GET, false, target, portal, match_bits,
+					offset, 0);
 	return rc;
 }
 

@@ -79,6 +79,12 @@ int ulnet_node_open(const struct ulnet_node_opts *opts, ulnet_node **out)
 			  ULNET_BUSY_POLL_US_MAX);
 		rc = -EINVAL;
 	}
+	if (rc == 0 && opts && opts->large_max &&
+	    (opts->large_max < ULNET_MTU || opts->large_max > ULNET_LARGE_MAX_MAX)) {
+		ULNET_LOG(CORE, ERR, "node: large_max %u outside [%u, %u] (setting large_max; %u turns it off)",
+			  opts->large_max, ULNET_MTU, ULNET_LARGE_MAX_MAX, ULNET_MTU);
+		rc = -EINVAL;
+	}
 	if (rc == 0)
 		rc = loops_option(opts, &node->n_loops);
 	node->busy_poll_ns = opts ? (uint64_t)opts->busy_poll_us * 1000u : 0;
@@ -105,7 +111,12 @@ int ulnet_node_open(const struct ulnet_node_opts *opts, ulnet_node **out)
 	ulnet__rtr_init(node);
 	node->timers_next = UINT64_MAX;
 	node->max_peers = opts && opts->max_peers ? opts->max_peers : ULNET_MAX_PEERS_DEFAULT;
-	rc = ulnet__loop_init(node);
+	rc = ulnet__large_init(node, opts && opts->large_max ? opts->large_max : ULNET_LARGE_MAX_DEFAULT);
+	if (rc == 0) {
+		rc = ulnet__loop_init(node);
+		if (rc)
+			free(node->large);
+	}
 	if (rc) {
 		free(node);
 		return rc;
@@ -124,6 +135,8 @@ int ulnet_node_open(const struct ulnet_node_opts *opts, ulnet_node **out)
 		ulnet__lock(node);
 		ulnet_list_add_tail(&node->lo_ni->link, &node->nis);
 		rc = ulnet__ping_service_refresh(node);
+		if (rc == 0)
+			rc = ulnet__large_service_start(node);
 		ulnet__unlock(node);
 	} else if (node->lo_ni) {
 		ulnet__ni_destroy(node->lo_ni);
@@ -185,6 +198,7 @@ void ulnet_node_close(ulnet_node *node)
 	for (unsigned i = 0; i < node->n_loops; i++)
 		ulnet__peers_free(&node->loops[i]);
 	ulnet__lock(node);
+	ulnet__large_free(node);
 	ulnet__md_free_all(node);
 	ulnet__unlock(node);
 	ulnet__loops_exit(node);
@@ -231,6 +245,7 @@ void ulnet_node_opts_get(const ulnet_node *node, struct ulnet_node_opts *out)
 	*out = (struct ulnet_node_opts){
 		.pid = node->pid,
 		.page_size = node->page_size,
+		.large_max = ulnet__large_max(node),
 		.transaction_timeout =
 			(uint32_t)(atomic_load_explicit(&node->txn_timeout_ns, memory_order_relaxed) / 1000000000ull),
 		.max_peers = node->max_peers,

@@ -33,7 +33,8 @@ int ulnet__ping_service_refresh(struct ulnet_node *node)
 	/* a node that routes says so, with each NI's status: a kernel node routes through a gateway
 	 * only while its reply has no RTE_DISABLED and its NIs on the remote net are up */
 	pi->features = ULNET_PING_FEAT_BASE | ULNET_PING_FEAT_NI_STATUS |
-		       (node->routing.enable ? 0 : ULNET_PING_FEAT_RTE_DISABLED);
+		       (node->routing.enable ? 0 : ULNET_PING_FEAT_RTE_DISABLED) |
+		       (ulnet__large_on(node) ? ULNET_PING_FEAT_ULNET_LARGE : 0);
 	pi->pid = node->pid;
 	for (p = node->nis.next; p != &node->nis && pi->n_ni < ULNET_PING_INFO_MAX_NIDS; p = p->next) {
 		struct ulnet_ni *ni = ulnet_container_of(p, struct ulnet_ni, link);
@@ -210,8 +211,10 @@ int ulnet_ping(ulnet_node *node, const struct ulnet_process_id *target, int time
 		ulnet__lead_end(led);
 out_eq:
 	/* The MD may still be held by an LND: the buffer and EQ are freed with it. */
-	if (note)
+	if (note) {
 		ulnet__peer_note_ping(node, &tgt.nid, out->features);
+		ulnet__large_note_ping(node, &tgt.nid, out->features);
+	}
 	ulnet__lock(node);
 	{
 		struct ulnet_libmd *md = mdh.cookie && !unlinked ? ulnet__handle_lookup(node, mdh.cookie, ULNET_OBJ_MD)
