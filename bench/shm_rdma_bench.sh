@@ -24,7 +24,7 @@ trap cleanup EXIT
 
 source "$SRC/bench/bench_lib.sh" # ucx_install, median
 ucx_install
-[ -f "$BUILD/src/libulnet_internal.a" ] || { echo "build first: ninja -C $BUILD" >&2; exit 1; }
+[ -f "$BUILD/build.ninja" ] || { echo "configure first: meson setup $BUILD" >&2; exit 1; }
 grep -q ULNET_HAVE_FABRIC_SHM "$BUILD/src/util/config.h" || { echo "$BUILD was configured with -Dfabric_shm=disabled" >&2; exit 1; }
 ninja -C "$BUILD" bench/shm_rdma_bench >/dev/null && cp "$BUILD/bench/shm_rdma_bench" "$TMP/shm_rdma_bench"
 
