@@ -114,7 +114,7 @@ for r in $(seq "$ROUNDS"); do
 	raws+=("$(raw_us $SST_MSG $SST_MSG)")
 done
 ul_ctl n2 stats show -v --json >"$UL_TMP/stats_n2.json"
-stop_nodes
+stop_nodes 1
 if [[ $BW_ONLY == 1 ]]; then
 	echo "runs (MB/s): put ${put[*]} | get ${get[*]} | iperf3 ${ipf[*]}"
 	echo "runs (CPU ms per GiB, both ends): put ${putc[*]} | get ${getc[*]} | iperf3 ${ipfc[*]}"
@@ -138,7 +138,7 @@ for r in $(seq "$ROUNDS"); do
 	rawb+=("$(raw_us $PING_REQ $PING_REP busy)")
 	rawsb+=("$(raw_us $SST_MSG $SST_MSG busy)")
 done
-stop_nodes
+stop_nodes 1
 [[ $LAT_ONLY == 1 ]] || echo "runs (MB/s): put ${put[*]} | get ${get[*]} | iperf3 ${ipf[*]}"
 [[ $LAT_ONLY == 1 ]] || echo "runs (CPU ms per GiB, both ends): put ${putc[*]} | get ${getc[*]} | iperf3 ${ipfc[*]}"
 echo "runs (us): ulnet_ping ${png[*]} | raw $PING_REQ/$PING_REP B ${raw[*]} | selftest ping ${sst[*]} | raw $SST_MSG/$SST_MSG B ${raws[*]}"
