@@ -22,12 +22,9 @@ UCX_PIDS=()
 cleanup() { for p in "${UCX_PIDS[@]}"; do kill "$p" 2>/dev/null || true; done; rm -rf "$TMP"; }
 trap cleanup EXIT
 
-if ! command -v ucx_perftest >/dev/null; then
-	echo "installing ucx-utils (ucx_perftest) ..." >&2
-	DEBIAN_FRONTEND=noninteractive apt-get install -y -q ucx-utils >"$TMP/apt.log" 2>&1 ||
-		{ cat "$TMP/apt.log" >&2; echo "cannot install ucx-utils" >&2; exit 1; }
-fi
-[ -f "$BUILD/src/libulnet_internal.a" ] || { echo "build first: ninja -C $BUILD" >&2; exit 1; }
+source "$SRC/bench/bench_lib.sh" # ucx_install, median
+ucx_install
+[ -f "$BUILD/build.ninja" ] || { echo "configure first: meson setup $BUILD" >&2; exit 1; }
 grep -q ULNET_HAVE_FABRIC_SHM "$BUILD/src/util/config.h" || { echo "$BUILD was configured with -Dfabric_shm=disabled" >&2; exit 1; }
 ninja -C "$BUILD" bench/shm_rdma_bench >/dev/null && cp "$BUILD/bench/shm_rdma_bench" "$TMP/shm_rdma_bench"
 
@@ -46,7 +43,6 @@ ucx() {
 	wait "${UCX_PIDS[-1]}" 2>/dev/null || true
 	awk '/^Final:/ { print $7 }' "$TMP/ucx.log"
 }
-median() { printf '%s\n' "$@" | sort -g | awk '{v[NR]=$1} END {print v[int((NR+1)/2)]}'; }
 
 mc=() wr=() rd=() pw=() pr=() up=() ug=() rw=() rr=()
 for r in $(seq "$ROUNDS"); do

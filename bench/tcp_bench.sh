@@ -48,57 +48,20 @@ PINGS=${PINGS:-1000}
 PING_REQ=96 PING_REP=144 SST_MSG=256
 source "$SRC/tests/integration/lib.sh"
 ul_init
+source "$SRC/bench/bench_lib.sh" # median, mbps, nodes_cpu_ns, brw_cpu, start_nodes, stop_nodes, sst_ping_us
 LAT_ONLY=${LAT_ONLY:-0}
 BW_ONLY=${BW_ONLY:-0}
 [[ $LAT_ONLY == 1 && $BW_ONLY == 1 ]] && ul_fail "LAT_ONLY=1 and BW_ONLY=1 leave nothing to run"
 [[ $LAT_ONLY == 1 ]] || command -v iperf3 >/dev/null || ul_fail "iperf3 not installed (apt-get install iperf3)"
-SST=$BUILD/tools/ulnet-selftest/ulnet-selftest
 T=${BENCH_T:-38} # the 127.T.0.0/16 block
 A=$(ul_addr "$T" 1) B=$(ul_addr "$T" 2)
 
 gcc -O2 -std=gnu11 -D_GNU_SOURCE "$SRC/bench/tcp_pingpong.c" -o "$UL_TMP/tcp_pingpong"
 
-start_nodes() { # BUSY_POLL_US
-	for n in 1 2; do
-		ul_start_node "n$n" <<YAML
-node:
-    busy_poll_us: $1
-net:
-    - net type: tcp
-      local NI(s):
-        - nid: $(ul_addr "$T" "$n")@tcp
-YAML
-	done
-	ul_ctl n1 ping "$B@tcp" --count 10 --timeout_ms 5000 >/dev/null || ul_fail "warm-up ping failed"
-}
-stop_nodes() { ul_stop_node n1; ul_stop_node n2; }
-
-mbps() { "$UL_PYTHON" -c 'import json,sys; print(json.load(open(sys.argv[1]))["MBps"])' "$1"; }
-# CPU time (ns) of both ulnetd processes, every thread (schedstat: time on a CPU)
-nodes_cpu_ns() {
-	local t=0 a f
-	for f in /proc/"$(ul_pid n1)"/task/*/schedstat /proc/"$(ul_pid n2)"/task/*/schedstat; do
-		read -r a _ <"$f" && t=$((t + a))
-	done
-	echo "$t"
-}
-# CPU ms per GiB moved by a brw: CPU_NS_BEFORE JSON
-brw_cpu() {
-	"$UL_PYTHON" -c 'import json,sys; print((int(sys.argv[3]) - int(sys.argv[1])) / 1e6 / (json.load(open(sys.argv[2]))["bytes"] / 2**30))' \
-		"$1" "$2" "$(nodes_cpu_ns)"
-}
-median() { printf '%s\n' "$@" | sort -g | awk '{v[NR]=$1} END {print v[int((NR+1)/2)]}'; }
-
 # ulnet_ping round trip (median of PINGS, us), as ulnet_ping timed it inside ulnetd
 ping_us() {
 	ul_ctl n1 ping "$B@tcp" --count "$PINGS" --timeout_ms 5000 --json >"$UL_TMP/ping.json" || ul_fail "ping failed"
 	"$UL_PYTHON" -c 'import json,sys,statistics; print(statistics.median(float(p["time (ms)"]) * 1000 for p in json.load(open(sys.argv[1]))["ping"]))' "$UL_TMP/ping.json"
-}
-# selftest ping RPC round trip (median latency, us), one in flight
-sst_ping_us() {
-	"$SST" --node "$(ul_sock n1)" --json ping --from "$A@tcp" --to "$B@tcp" --concurrency 1 --duration "$SECS" \
-		>"$UL_TMP/sst_ping.json" || ul_fail "selftest ping failed"
-	"$UL_PYTHON" -c 'import json,sys; print(json.load(open(sys.argv[1]))["latency_us"]["p50"])' "$UL_TMP/sst_ping.json"
 }
 # raw TCP ping-pong between two processes (median, us); port 7400 on B, from A
 raw_us() { # REQ_BYTES REP_BYTES [busy]
@@ -146,12 +109,12 @@ for r in $(seq "$ROUNDS"); do
 	[[ $BW_ONLY == 1 ]] && continue
 	ul_step "round $r/$ROUNDS: round trips (ulnet_ping x$PINGS, selftest ping ${SECS} s, raw TCP x20000)"
 	png+=("$(ping_us)")
-	sst+=("$(sst_ping_us)")
+	sst+=("$(sst_ping_us n1 "$A@tcp" "$B@tcp")")
 	raw+=("$(raw_us $PING_REQ $PING_REP)")
 	raws+=("$(raw_us $SST_MSG $SST_MSG)")
 done
 ul_ctl n2 stats show -v --json >"$UL_TMP/stats_n2.json"
-stop_nodes
+stop_nodes 1
 if [[ $BW_ONLY == 1 ]]; then
 	echo "runs (MB/s): put ${put[*]} | get ${get[*]} | iperf3 ${ipf[*]}"
 	echo "runs (CPU ms per GiB, both ends): put ${putc[*]} | get ${getc[*]} | iperf3 ${ipfc[*]}"
@@ -171,11 +134,11 @@ start_nodes "$BUSY_US"
 for r in $(seq "$ROUNDS"); do
 	ul_step "round $r/$ROUNDS: round trips with busy polling (busy_poll_us $BUSY_US; raw ping-pong polling)"
 	pngb+=("$(ping_us)")
-	sstb+=("$(sst_ping_us)")
+	sstb+=("$(sst_ping_us n1 "$A@tcp" "$B@tcp")")
 	rawb+=("$(raw_us $PING_REQ $PING_REP busy)")
 	rawsb+=("$(raw_us $SST_MSG $SST_MSG busy)")
 done
-stop_nodes
+stop_nodes 1
 [[ $LAT_ONLY == 1 ]] || echo "runs (MB/s): put ${put[*]} | get ${get[*]} | iperf3 ${ipf[*]}"
 [[ $LAT_ONLY == 1 ]] || echo "runs (CPU ms per GiB, both ends): put ${putc[*]} | get ${getc[*]} | iperf3 ${ipfc[*]}"
 echo "runs (us): ulnet_ping ${png[*]} | raw $PING_REQ/$PING_REP B ${raw[*]} | selftest ping ${sst[*]} | raw $SST_MSG/$SST_MSG B ${raws[*]}"
