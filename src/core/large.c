@@ -303,6 +303,26 @@ static void refuse_log(struct ulnet_node *node, unsigned kind, uint32_t len, con
 		  why, ulnet__large_max(node));
 }
 
+/* Attach @u on the reserved portal for @peer and @bits only, unlinked once used up: its cookie in
+ * *@cookie. Node lock held. */
+static int expose(struct ulnet_node *node, const struct ulnet_process_id *peer, uint64_t bits,
+		  const struct ulnet_md *u, uint64_t *cookie)
+{
+	struct ulnet_libmd *md;
+	struct ulnet_me *me;
+	int rc = ulnet__me_attach_locked(node, ULNET_RESERVED_PORTAL, peer, bits, 0, ULNET_UNLINK, ULNET_INS_AFTER,
+					 &me);
+
+	if (rc)
+		return rc;
+	rc = ulnet__md_attach_locked(node, me, u, ULNET_UNLINK, &md);
+	if (rc)
+		ulnet__me_unlink_locked(node, me);
+	else
+		*cookie = md->cookie;
+	return rc;
+}
+
 int ulnet__large_start(struct ulnet_node *node, struct ulnet_handle mdh, unsigned kind, bool ack,
 		       const struct ulnet_process_id *target, uint32_t portal, uint64_t bits, uint32_t offset,
 		       uint64_t hdr_data)
@@ -310,8 +330,7 @@ int ulnet__large_start(struct ulnet_node *node, struct ulnet_handle mdh, unsigne
 	struct ulnet_large *lg = node->large;
 	struct ulnet_process_id to = *target;
 	uint64_t now = ulnet__node_now(node);
-	struct ulnet_libmd *md, *dmd, *amd;
-	struct ulnet_me *me;
+	struct ulnet_libmd *md, *amd;
 	struct large_op *op = NULL;
 	struct ulnet_handle ann;
 	const char *why = NULL;
@@ -374,15 +393,7 @@ int ulnet__large_start(struct ulnet_node *node, struct ulnet_handle mdh, unsigne
 		struct ulnet_md u = { .start = op->desc, .length = ULNET_LARGE_DESC_SIZE, .threshold = 1,
 				      .options = ULNET_MD_OP_GET, .user_ptr = op, .handler = large_handler };
 
-		rc = ulnet__me_attach_locked(node, ULNET_RESERVED_PORTAL, &to, ulnet_large_bits(ULNET_LARGE_DESC, op->cookie),
-					     0, ULNET_UNLINK, ULNET_INS_AFTER, &me);
-		if (rc == 0) {
-			rc = ulnet__md_attach_locked(node, me, &u, ULNET_UNLINK, &dmd);
-			if (rc)
-				ulnet__me_unlink_locked(node, me);
-			else
-				op->desc_md = dmd->cookie;
-		}
+		rc = expose(node, &to, ulnet_large_bits(ULNET_LARGE_DESC, op->cookie), &u, &op->desc_md);
 	}
 	/* the data: the application's MD's fragments, exposed to the target only, for this op only */
 	if (rc == 0) {
@@ -391,15 +402,7 @@ int ulnet__large_start(struct ulnet_node *node, struct ulnet_handle mdh, unsigne
 						 (kind == ULNET_LARGE_OP_PUT ? ULNET_MD_OP_GET : ULNET_MD_OP_PUT),
 				      .user_ptr = op, .handler = large_handler };
 
-		rc = ulnet__me_attach_locked(node, ULNET_RESERVED_PORTAL, &to, ulnet_large_bits(ULNET_LARGE_DATA, op->cookie),
-					     0, ULNET_UNLINK, ULNET_INS_AFTER, &me);
-		if (rc == 0) {
-			rc = ulnet__md_attach_locked(node, me, &u, ULNET_UNLINK, &dmd);
-			if (rc)
-				ulnet__me_unlink_locked(node, me);
-			else
-				op->data_md = dmd->cookie;
-		}
+		rc = expose(node, &to, ulnet_large_bits(ULNET_LARGE_DATA, op->cookie), &u, &op->data_md);
 	}
 	/* the announce: 0 bytes, its SEND event says whether it went */
 	if (rc == 0) {

@@ -81,6 +81,21 @@ static int group_in_use(const struct lst_session *ls, int gi, char *why, size_t 
 	return 0;
 }
 
+/* The session's group @name, which no batch uses (a change to it now would change a test): its
+ * index in *@gi, or the reason in @why. Under ls->lock. */
+static int group_to_change(const struct lst_session *ls, const char *name, int *gi, char *why, size_t whylen)
+{
+	int rc = lst_need_session(ls, why, whylen);
+
+	if (rc)
+		return rc;
+	if ((*gi = lst_group_find(ls, name)) < 0) {
+		snprintf(why, whylen, "no group '%s' in session %s", name, ls->con.name);
+		return -ENOENT;
+	}
+	return group_in_use(ls, *gi, why, whylen);
+}
+
 /* Is @id in a group other than @except? With the lock held. */
 static bool in_other_group(const struct lst_session *ls, int except, const struct ulnet_process_id *id)
 {
@@ -135,11 +150,7 @@ int ulnet_selftest_group_del(ulnet_selftest *st, const char *name, unsigned *lef
 		goto out;
 	}
 	pthread_mutex_lock(&ls->lock);
-	if ((rc = lst_need_session(ls, why, whylen))) {
-	} else if ((gi = lst_group_find(ls, name)) < 0) {
-		snprintf(why, whylen, "no group '%s' in session %s", name, ls->con.name);
-		rc = -ENOENT;
-	} else if (!(rc = group_in_use(ls, gi, why, whylen))) {
+	if (!(rc = group_to_change(ls, name, &gi, why, whylen))) {
 		struct lst_group *g = ls->groups[gi];
 		for (unsigned k = 0; k < g->n; k++)
 			if (!in_other_group(ls, gi, &g->nodes[k]) && lst_joined_index(ls, &g->nodes[k]) >= 0) {
@@ -272,11 +283,7 @@ int ulnet_selftest_group_update(ulnet_selftest *st, const char *name, enum ulnet
 		goto out;
 	}
 	pthread_mutex_lock(&ls->lock);
-	if ((rc = lst_need_session(ls, why, whylen))) {
-	} else if ((gi = lst_group_find(ls, name)) < 0) {
-		snprintf(why, whylen, "no group '%s' in session %s", name, ls->con.name);
-		rc = -ENOENT;
-	} else if (!(rc = group_in_use(ls, gi, why, whylen))) {
+	if (!(rc = group_to_change(ls, name, &gi, why, whylen))) {
 		p->g = *ls->groups[gi];
 		c = ls->con;
 		gen = ls->gen;
