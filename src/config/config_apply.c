@@ -104,6 +104,7 @@ static int check_node_opts(ulnet_node *node, const struct ulnet_config *cfg, cha
 		{ "page_size", cfg->opts.page_size, run.page_size },
 		{ "max_peers", cfg->opts.max_peers, run.max_peers },
 		{ "busy_poll_us", cfg->opts.busy_poll_us, run.busy_poll_us },
+		{ "large_max", cfg->opts.large_max, run.large_max },
 		{ "loops", cfg->opts.loops, run.loops },
 	};
 

@@ -238,6 +238,7 @@ int ulnet_config_export(ulnet_node *node, const char *control, const struct ulne
 	ulnet_writer_uint(w, "transaction_timeout", o.transaction_timeout);
 	ulnet_writer_uint(w, "max_peers", o.max_peers);
 	ulnet_writer_uint(w, "busy_poll_us", o.busy_poll_us);
+	ulnet_writer_uint(w, "large_max", o.large_max);
 	ulnet_writer_uint(w, "loops", o.loops);
 	if (control)
 		ulnet_writer_str(w, "control", control);

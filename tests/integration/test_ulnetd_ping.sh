@@ -93,6 +93,7 @@ node:
     transaction_timeout: 50
     max_peers: 16384
     busy_poll_us: 0
+    large_max: 67108864
     loops: ${ULNET_LOOPS:-1}
     control: $(ul_sock n1)
 net:

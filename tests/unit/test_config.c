@@ -469,7 +469,7 @@ static void run_bad_case(void **state)
 static void test_export_round_trip(void **state)
 {
 	struct ulnet_node_opts opts = { .pid = 4242, .page_size = 65536, .transaction_timeout = 7, .max_peers = 99,
-					.busy_poll_us = 25, .loops = 2 };
+					.busy_poll_us = 25, .large_max = 8u << 20, .loops = 2 };
 	struct ulnet_selftest_opts sst = { .server_rpc_timeout_ms = 5000, .kernel_stats = true };
 	ulnet_node *node;
 	(void)state;
