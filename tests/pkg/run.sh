@@ -70,7 +70,7 @@ purge()
 		DEBIAN_FRONTEND=noninteractive apt-get purge -y -qq "${PKGS[@]}" >"$W/purge.log" 2>&1 ||
 			echo "pkg: apt-get purge failed: $(tail -3 "$W/purge.log")"
 	fi
-	rm -f "$RUN/pkg-n1.sock" "$RUN/pkg-n2.sock"
+	rm -f "$RUN"/pkg-n1.* "$RUN"/pkg-n2.* "$RUN/pkg-sandbox.py"
 }
 finish()
 {
@@ -157,7 +157,11 @@ step dev-package devprog
 node()
 {
 	local name=$1 addr=$2 o2ib=$3
-	cat >"$W/etc/$name.yaml" <<YAML
+	mkdir -p "$RUN"
+	# the node's file and the filter go in the one directory it sees (a clone under /tmp or /home is
+	# hidden from it, as from the unit)
+	cp "$SRC/tests/pkg/sandbox.py" "$RUN/pkg-sandbox.py"
+	cat >"$RUN/pkg-$name.yaml" <<YAML
 net:
     - net type: tcp
       local NI(s):
@@ -168,14 +172,13 @@ net:
           lnd tunables:
               provider: shm
 YAML
-	mkdir -p "$RUN"
 	unshare --mount --propagation private sh -c '
 		mount --bind "$1" "$1" && mount -o remount,bind,ro / &&
 		mount -t tmpfs tmpfs /tmp && { [ ! -d /home ] || mount -t tmpfs tmpfs /home; } && mount -t tmpfs tmpfs /root &&
 		exec setpriv --no-new-privs --bounding-set=-all,+net_bind_service,+ipc_lock \
 			--inh-caps=-all,+net_bind_service,+ipc_lock --ambient-caps=-all,+net_bind_service,+ipc_lock \
 			/usr/bin/python3 "$4" /usr/bin/ulnetd -c "$2" --control "$3" -v' \
-		sh "$RUN" "$W/etc/$name.yaml" "$RUN/pkg-$name.sock" "$SRC/tests/pkg/sandbox.py" \
+		sh "$RUN" "$RUN/pkg-$name.yaml" "$RUN/pkg-$name.sock" "$RUN/pkg-sandbox.py" \
 		>"$W/$name.ulnetd.log" 2>&1 &
 	PIDS+=($!)
 	for _ in $(seq 100); do
@@ -192,7 +195,7 @@ twonodes()
 	# the capabilities ulnetd runs with: the unit's two, nothing else
 	grep -E '^Cap(Eff|Bnd)' "/proc/${PIDS[0]}/status" 2>/dev/null || true
 	local pid
-	pid=$(pgrep -f "ulnetd -c $W/etc/n1.yaml" | head -1)
+	pid=$(pgrep -f "ulnetd -c $RUN/pkg-n1.yaml" | head -1)
 	grep -q '^CapBnd:\s*0*4400$' "/proc/$pid/status" ||
 		{ echo "ulnetd's bounding set: $(grep CapBnd "/proc/$pid/status")"; return 1; }
 	grep -q '^NoNewPrivs:\s*1' "/proc/$pid/status" || { echo "no NoNewPrivs"; return 1; }
@@ -210,12 +213,12 @@ step brw-o2ib "${S1[@]}" brw read --from 127.225.1.1@o2ib --to 127.225.1.2@o2ib 
 reload()
 {
 	# SIGHUP: n1 applies its edited file (a route) as `systemctl reload` would have it
-	cat >>"$W/etc/n1.yaml" <<YAML
+	cat >>"$RUN/pkg-n1.yaml" <<YAML
 route:
     - net: tcp9
       gateway: $A2@tcp
 YAML
-	kill -HUP "$(pgrep -f "ulnetd -c $W/etc/n1.yaml" | head -1)"
+	kill -HUP "$(pgrep -f "ulnetd -c $RUN/pkg-n1.yaml" | head -1)"
 	for _ in $(seq 50); do
 		"${C1[@]}" route show | grep -q tcp9 && grep 'SIGHUP' "$W/n1.ulnetd.log" && return 0
 		sleep 0.1
