@@ -257,6 +257,17 @@ static void op_expired(struct ulnet_node *node, struct ulnet_timer *t, uint64_t 
 	op_end_locked(op, -ETIMEDOUT);
 }
 
+/* One of @md's references goes with @ev, delivered (unlinked when it was the last). Node lock held. */
+static void release_deliver(struct ulnet_node *node, struct ulnet_libmd *md, const struct ulnet_md *umd,
+			    struct ulnet_event *ev)
+{
+	ev->unlinked = ulnet__md_release_keep_eq(node, md);
+	if (ev->unlinked)
+		ulnet__event_deliver_unref(node, umd, ev);
+	else
+		ulnet__event_deliver(node, umd, ev);
+}
+
 /* Every internal MD is gone: the application's events, then the op goes. Node lock held. */
 static void initiator_finish(struct large_op *op)
 {
@@ -265,7 +276,6 @@ static void initiator_finish(struct large_op *op)
 	struct ulnet_md umd = md->umd;
 	struct ulnet_event ev = op->ev;
 	bool second = op->status == 0 && (op->kind == ULNET_LARGE_OP_GET || (op->ack && op->acked));
-	bool freed;
 
 	ulnet_list_del(&op->link);
 	node->large->n_ops--;
@@ -273,22 +283,12 @@ static void initiator_finish(struct large_op *op)
 	if (second)
 		ulnet__md_use(md); /* the ACK's or REPLY's unit of threshold, as parse_reply_or_ack */
 	ev.status = op->status;
-	freed = ulnet__md_release_keep_eq(node, md);
-	ev.unlinked = freed;
-	if (freed)
-		ulnet__event_deliver_unref(node, &umd, &ev);
-	else
-		ulnet__event_deliver(node, &umd, &ev);
+	release_deliver(node, md, &umd, &ev);
 	if (second) {
 		ev.type = op->kind == ULNET_LARGE_OP_GET ? ULNET_EVENT_REPLY : ULNET_EVENT_ACK;
 		ev.rlength = ev.mlength = op->mlength;
 		ev.status = 0;
-		freed = ulnet__md_release_keep_eq(node, md);
-		ev.unlinked = freed;
-		if (freed)
-			ulnet__event_deliver_unref(node, &umd, &ev);
-		else
-			ulnet__event_deliver(node, &umd, &ev);
+		release_deliver(node, md, &umd, &ev);
 	}
 	free(op);
 }
@@ -712,17 +712,12 @@ static void target_finish(struct large_op *op)
 	if (op->tmd) {
 		struct ulnet_md umd = op->tmd->umd;
 		struct ulnet_event ev = op->tev;
-		bool freed = ulnet__md_release_keep_eq(node, op->tmd);
 
 		/* never a partly filled MD reported complete: the error, and nothing moved */
 		ev.status = status;
 		if (status)
 			ev.mlength = 0;
-		ev.unlinked = freed;
-		if (freed)
-			ulnet__event_deliver_unref(node, &umd, &ev);
-		else
-			ulnet__event_deliver(node, &umd, &ev);
+		release_deliver(node, op->tmd, &umd, &ev);
 	}
 	ulnet_list_del(&op->link);
 	node->large->n_ops--;
