@@ -66,32 +66,41 @@ bool ulnet__lock_tsc;
 uint64_t ulnet__lock_ticks_per_us = 1000; /* CLOCK_MONOTONIC ns until (unless) the TSC is calibrated */
 
 #if ULNET_LOCK_TSC
-/* One (TSC, clock) pair read close together; retried when something (preemption) came between. */
-static void tsc_pair(uint64_t *tsc, uint64_t *ns)
+/* One (TSC, clock) pair read close together: the tightest of several reads, since a clock read may
+ * take microseconds (an instrumented build, a virtual machine) or be preempted. */
+static uint64_t tsc_pair(uint64_t *tsc, uint64_t *ns)
 {
-	for (int i = 0; i < 8; i++) {
+	uint64_t best = UINT64_MAX;
+
+	*tsc = *ns = 0;
+
+	for (int i = 0; i < 16; i++) {
 		uint64_t a = __rdtsc(), t = ulnet__now_ns(), b = __rdtsc();
 
-		*tsc = a + (b - a) / 2;
-		*ns = t;
-		if (b - a < 20000)
-			return;
+		if (b - a < best) {
+			best = b - a;
+			*tsc = a + (b - a) / 2;
+			*ns = t;
+		}
 	}
+	return best;
 }
 
 static void lock_clock_calibrate(void)
 {
 	unsigned a, b, c, d;
-	uint64_t c0, t0, c1, t1;
+	uint64_t c0, t0, c1, t1, s0, s1;
 
 	/* CPUID 0x80000007 EDX bit 8: the TSC runs at a constant rate in every C- and P-state */
 	if (!__get_cpuid(0x80000007, &a, &b, &c, &d) || !(d & (1u << 8)))
 		return;
-	tsc_pair(&c0, &t0);
+	s0 = tsc_pair(&c0, &t0);
 	do
-		tsc_pair(&c1, &t1);
-	while (t1 - t0 < 200000); /* 200 us: the pairs' error (tens of ns) is well under 0.1% */
-	if (c1 <= c0)
+		s1 = tsc_pair(&c1, &t1);
+	while (t1 - t0 < 1000000);
+	/* over 1 ms, each pair within half its spread of one instant: an error over 0.1% stays on
+	 * CLOCK_MONOTONIC */
+	if (c1 <= c0 || (s0 + s1) / 2 * 1000 > c1 - c0)
 		return;
 	ulnet__lock_ticks_per_us = ((c1 - c0) * 1000 + (t1 - t0) / 2) / (t1 - t0);
 	if (ulnet__lock_ticks_per_us == 0)
