@@ -179,9 +179,11 @@ void sst__event_handler(const struct ulnet_event *ev)
 		ulnet__futex_cond_broadcast(&sst->tick_cv); /* the last final event: stop may go on */
 	ulnet__futex_unlock(&sst->lock);
 	/* counted out under the table lock, with the wake-up: the stopping thread takes that lock
-	 * before it frees the engine, so the wake never touches freed memory */
+	 * before it frees the engine, so the wake never touches freed memory. Only a stopping thread
+	 * waits, and it took the engine out of the table first: a running engine's events make no
+	 * system call here. */
 	ulnet__futex_lock(&engines_lock);
-	if (atomic_fetch_sub_explicit(&sst->handlers, 1, memory_order_relaxed) == 1)
+	if (atomic_fetch_sub_explicit(&sst->handlers, 1, memory_order_relaxed) == 1 && engines[inst] != sst)
 		ulnet__futex_wake(&sst->handlers);
 	ulnet__futex_unlock(&engines_lock);
 }
