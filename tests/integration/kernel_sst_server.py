@@ -9,7 +9,8 @@
 # order once buffers are posted. Served requests are checked (check=simple/full: the brw pattern;
 # check=discard: nothing is looked at) and answered with the kernel's statuses. It answers every
 # framework request as a kernel node does (no ulnet extension: the reserved words stay zero) and LNet
-# pings (GET on portal 0). Counts go to STATE (JSON, rewritten after every change). Usage:
+# pings (GET on portal 0), whose reply lacks ulnet's large-payload bit (30), as a kernel's does. Counts
+# go to STATE (JSON, rewritten after every change). Usage:
 #   kernel_sst_server.py ADDR STATE
 import json, os, socket, struct, sys, threading
 from lnet_peer import (ACCEPTOR_MAGIC, HELLO_MAGIC, KSOCK_LNET, KSOCK_NOOP, LNET_GET, LNET_PUT, LNET_REPLY,
@@ -34,7 +35,8 @@ MY_NID, INCARNATION = nid_of(addr), 0x5157_0000_0000_0002
 lock = threading.Condition()
 counts = {"pings": 0, "mksn": 0, "rmsn": 0, "debug": 0, "batch": 0, "stat": 0, "server_tests": [],
           "client_tests": 0, "buffers": 0, "brw": 0, "brw_before_buffers": 0, "parked_now": 0, "parked_max": 0,
-          "served": 0, "in_service_max": 0, "checks": {}, "mismatch": 0, "bulk_bytes": 0, "session": False}
+          "served": 0, "in_service_max": 0, "checks": {}, "mismatch": 0, "bulk_bytes": 0, "session": False,
+          "lnet_msgs": 0, "lnet_bytes": 0, "lnet_types": {}}
 session = {"sid": b"\0" * 16, "name": b"\0" * 32, "buffers": 0}
 free_buffers = [0]
 in_service = [0]
@@ -209,6 +211,11 @@ def serve(conn):
             hdr = recv_exact(conn, 72)
             _dnid, snid, _dpid, spid, mtype, plen = unpack_lnet_hdr(hdr)
             payload = recv_exact(conn, plen) if plen else b""
+            with lock:  # every LNet message that arrived, whatever it is (test_large_kernel_peer.sh)
+                counts["lnet_msgs"] += 1
+                counts["lnet_bytes"] += plen
+                counts["lnet_types"][str(mtype)] = counts["lnet_types"].get(str(mtype), 0) + 1
+                save()
             if zc0:  # zero-copy sender: acknowledge the cookie
                 send(conn, send_lock, ksock_hdr(KSOCK_NOOP, 0, zc0))
             if mtype == LNET_REPLY:
