@@ -5,12 +5,16 @@
 # (30), as a kernel node's does, and it counts every LNet message that reaches it. A ulnet node
 # (tests/integration/large_put.c) pings it, then a Put and a Get of 1 MiB + 1 toward it are refused
 # at the call with -EMSGSIZE and one log line each naming the size, LNET_MTU, the peer and the knob;
-# the peer sees nothing after the ping but the second ping.
-# Addresses: 127.233.0.1 (ulnet node), 127.233.0.3 (kernel-like peer).
+# the peer sees nothing after the ping but the second ping. Then ulnet-selftest brw above 1 MiB with
+# the peer as server or client, one-shot and lst style: refused with one line naming lst's 1 MiB rule,
+# the size, the peer and the knob, exit 2, and the peer gets no session, test entry or brw request.
+# Addresses: 127.233.0.1 (large_put's node), .2 (ulnetd, the console), .3 (kernel-like peer), .99 (probe).
 set -u
 source "${SRC:-$(dirname "$0")/../..}/tests/integration/lib.sh"
+source "${SRC:-$(dirname "$0")/../..}/tests/integration/sst_common.sh"
 ul_require_root "its tcp nodes use port 988"
 ul_init
+sst_require_tcp 233
 LARGE_PUT=$BUILD/tests/integration/large_put
 [[ -x $LARGE_PUT ]] || ul_fail "no large_put at $LARGE_PUT"
 N1=$(ul_addr 233 1)@tcp
@@ -45,4 +49,30 @@ done
 
 ul_step "the peer saw the two pings and nothing else (no announce, no data)"
 ul_json "$STATE" "j['pings'] == 2 and j['lnet_msgs'] == 2 and j['lnet_types'] == {'2': 2} and j['lnet_bytes'] == 0"
+
+ul_step "ulnet-selftest brw of 1 MiB + 1 with the kernel-like node as server or client: refused, exit 2, one line"
+sst_node n2 233 2 4096
+N2=$(ul_addr 233 2)@tcp
+refused() # ROLE ARGS...: exit 2, one line naming lst's rule, the size, the peer and the knob
+{
+	local role=$1
+	shift
+	sst_run "$UL_TMP/r" n2 "$@"
+	[[ $UL_STATUS == 2 ]] || ul_fail "'$*': status $UL_STATUS, want 2: $(cat "$UL_TMP/r" "$UL_TMP/r.err")"
+	ul_one_line "$UL_TMP/r.err" "brw size 1048577 is above lst's 1048576 bytes per RPC \(LNET_MTU\).*large_max: $role $K is not known to be a ulnet node"
+}
+refused server brw write --from "$N2" --to "$K" --size 1048577 --count 1
+refused server brw read --from "$N2" --to "$K" --size 1048577 --check full --count 1
+refused client brw read --from "$K" --to "$N2" --size 1048577 --count 1
+# each one-shot refusal asked the peer once (lst's session query, DEBUG), nothing more
+ul_json "$STATE" "j['debug'] == 3 and j['mksn'] == 0 and j['server_tests'] == [] and j['client_tests'] == 0 and j['brw'] == 0"
+
+ul_step "lst style: the kernel-like node in the server group, then in the client group: add_test refused"
+sst_run "$UL_TMP/o" n2 new_session k && sst_run "$UL_TMP/o" n2 add_group c "$N2" && sst_run "$UL_TMP/o" n2 add_group k "$K" &&
+	sst_run "$UL_TMP/o" n2 add_batch b || ul_fail "lst setup: $(cat "$UL_TMP/o" "$UL_TMP/o.err")"
+refused server add_test --batch b --from c --to k brw write size=1048577
+refused client add_test --batch b --from k --to c brw read size=1048577
+sst_run "$UL_TMP/o" n2 end_session || ul_fail "end_session: $(cat "$UL_TMP/o.err")"
+# it joined the session (add_group) and left it; no test entry, no brw request
+ul_json "$STATE" "j['mksn'] == 1 and j['rmsn'] == 1 and j['server_tests'] == [] and j['client_tests'] == 0 and j['brw'] == 0"
 echo PASS
