@@ -103,3 +103,19 @@ sst_brw_matrix()
 		done
 	done
 }
+
+# sst_kernel_server ADDR STATE: kernel_sst_server.py (a kernel-like brw server and LNet peer) on
+# ADDR:988, its counts in STATE (JSON), killed at exit; returns once it listens.
+sst_kernel_server()
+{
+	local addr=$1 state=$2 pid
+	"$UL_PYTHON" "$SRC/tests/integration/kernel_sst_server.py" "$addr" "$state" 2>"$state.err" &
+	pid=$!
+	UL_ATEXIT+=("kill $pid")
+	for _ in $(seq 200); do
+		[[ -s $state ]] && return 0
+		kill -0 "$pid" 2>/dev/null || ul_fail "kernel-like server did not start: $(cat "$state.err")"
+		sleep 0.05
+	done
+	ul_fail "kernel-like server did not start"
+}
