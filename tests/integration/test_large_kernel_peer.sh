@@ -20,7 +20,7 @@ LARGE_PUT=$BUILD/tests/integration/large_put
 N1=$(ul_addr 233 1)@tcp
 K=$(ul_addr 233 3)@tcp
 STATE=$UL_TMP/ks.json
-sst_kernel_server "$(ul_addr 233 3)" "$STATE"
+sst_py_peer kernel_sst_server.py "$(ul_addr 233 3)" "$STATE"
 
 ul_step "ping, then a Put and a Get of 1 MiB + 1: refused at the call, -EMSGSIZE (-90)"
 ul_run "$UL_TMP/o" "$UL_TMP/o.err" timeout 60 "$LARGE_PUT" "$N1" "$K" 1048577

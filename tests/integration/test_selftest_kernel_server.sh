@@ -19,7 +19,7 @@ sst_node n1 220 1 4096
 N1=$(ul_addr 220 1)@tcp
 K=$(ul_addr 220 3)@tcp
 STATE=$UL_TMP/ks.json
-sst_kernel_server "$(ul_addr 220 3)" "$STATE"
+sst_py_peer kernel_sst_server.py "$(ul_addr 220 3)" "$STATE"
 
 export ULNET_NODE
 ULNET_NODE=$(ul_sock n1)
