@@ -17,8 +17,8 @@ int ulnet__sst_large_check(uint32_t size, const char *role, const char *nid, uin
 	uint32_t max = ulnet__sst_node_large_max(node_feats);
 	char has[64];
 
-	if (size <= ULNET_MTU || size <= max)
-		return 0;
+	if (size <= ULNET_MTU || ((node_feats & ULNET_SST_NODE_ANY_OFFSET) && size <= max))
+		return 0; /* (a word without bit 0 is no ulnet node's: its other bits mean nothing) */
 	if (!(node_feats & ULNET_SST_NODE_ANY_OFFSET))
 		snprintf(has, sizeof(has), "is not known to be a ulnet node");
 	else if (!max)
