@@ -335,7 +335,8 @@ static int local_run(ulnet_selftest *st, const struct ulnet_selftest_run *p, str
 	sp->corrupt_at = p->corrupt_at;
 	sp->progress = local_progress; /* also the server's keep-alive */
 	sp->progress_arg = &lp;
-	if ((rc = ulnet__sst_params_check(sp, 4096, ULNET_LARGE_MAX_MAX, &bad))) { /* nothing is sent for a run refused here */
+	/* nothing is sent for a run refused here (above 1 MiB: large_check() asked before) */
+	if ((rc = ulnet__sst_params_check(sp, 4096, ULNET_LARGE_MAX_MAX, &bad))) {
 		snprintf(why, whylen, "%s", bad ? bad : "bad parameters");
 		return rc;
 	}

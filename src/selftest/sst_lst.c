@@ -1026,8 +1026,9 @@ int ulnet_selftest_test_add(ulnet_selftest *st, const struct ulnet_selftest_batc
 		const struct ulnet_process_id *id = i < src->n ? &src->nodes[i] : &dst->nodes[i - src->n];
 		char nid[ULNET_NID_STRLEN];
 
-		rc = ulnet__sst_large_check(lt.t.size, i < src->n ? "client" : "server",
-					    ulnet_nid_format(&id->nid, nid, sizeof(nid)), joined_feats(ls, id), why, whylen);
+		ulnet_nid_format(&id->nid, nid, sizeof(nid));
+		rc = ulnet__sst_large_check(lt.t.size, i < src->n ? "client" : "server", nid, joined_feats(ls, id), why,
+					    whylen);
 	}
 	c = ls->con;
 	gen = ls->gen;

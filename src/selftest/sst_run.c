@@ -41,7 +41,8 @@ int ulnet__sst_params_check(const struct ulnet_sst_params *p, uint32_t page_size
 		return *why = "brw needs read or write", -EINVAL;
 	if (p->size < 1 || p->size > size_max)
 		return *why = size_max > ULNET_MTU ? "size must be 1 byte up to this node's large_max"
-			: "size must be 1..1048576 bytes (above it: node option large_max, between ulnet nodes)", -EINVAL;
+			     : "size must be 1..1048576 bytes (above it: node option large_max, ulnet nodes only)",
+		       -EINVAL;
 	if (p->check < ULNET_SST_CHECK_NONE || p->check > ULNET_SST_CHECK_DISCARD)
 		return *why = "check must be none, simple, full or discard", -EINVAL;
 	if (p->offset >= ULNET_MTU)

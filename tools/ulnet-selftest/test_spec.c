@@ -101,7 +101,8 @@ int test_spec_parse(int argc, char **argv, struct test *t, char *why, size_t cap
 				return refuse(why, cap, "--count must be a positive number, not '%s'", v);
 		} else if (!strcmp(o, "--corrupt-at") && t->brw) {
 			if (parse_size(v, ULNET_LARGE_MAX_MAX - 1, &t->corrupt_at))
-				return refuse(why, cap, "--corrupt-at must be a byte of the transfer (below 1G), not '%s'", v);
+				return refuse(why, cap, "--corrupt-at must be a byte of the transfer (below 1G), "
+					      "not '%s'", v);
 		} else if (!strcmp(o, "--corrupt-count") && t->brw) {
 			if (parse_size(v, UINT32_MAX, &t->corrupt_count))
 				return refuse(why, cap, "bad --corrupt-count '%s'", v);
