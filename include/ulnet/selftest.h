@@ -76,7 +76,8 @@ ULNET_EXPORT const char *ulnet_selftest_check_name(enum ulnet_selftest_check c);
 struct ulnet_selftest_test {
 	enum ulnet_selftest_kind kind;
 	bool write;                     /* brw: write (client to server) or read */
-	uint32_t size, offset;          /* brw: bytes per RPC (1..ULNET_MTU), offset in the client's buffer */
+	uint32_t size, offset;          /* brw: bytes per RPC (1..ULNET_MTU; up to large_max between ulnet nodes
+					 * that take it, docs/large.md), offset in the client's buffer */
 	enum ulnet_selftest_check check;
 	uint32_t concurrency;           /* RPCs in flight, 1..ULNET_SELFTEST_MAX_CONCUR */
 	uint32_t rpc_timeout_ms;        /* per RPC; 0: the default (one-shot 10 s, batches lnet_selftest's 64 s) */

@@ -32,7 +32,7 @@ struct ulnet_sst_params {
 	enum ulnet_sst_test_kind kind;
 	struct ulnet_process_id dest;  /* server; pid 0 = ULNET_PID_LUSTRE */
 	enum ulnet_sst_brw_op rw;      /* brw */
-	uint32_t size;                 /* brw: bytes per RPC, 1..ULNET_MTU */
+	uint32_t size;                 /* brw: bytes per RPC, 1..ulnet__sst_size_max() */
 	uint32_t offset;               /* brw: byte offset of the data in the client's buffer */
 	enum ulnet_sst_check check;
 	uint32_t concurrency;          /* RPCs in flight, 1..ULNET_SST_MAX_CONCUR */
@@ -58,8 +58,13 @@ struct ulnet_sst_result {
 	char first_error[160];          /* first failure, in words ("" when none) */
 };
 
-/* Check @p; 0, or -EINVAL with a reason in @why (static string). */
-int ulnet__sst_params_check(const struct ulnet_sst_params *p, uint32_t page_size, const char **why);
+/* Check @p, a brw of at most @size_max bytes; 0, or -EINVAL with a reason in @why (static string). */
+int ulnet__sst_params_check(const struct ulnet_sst_params *p, uint32_t page_size, uint32_t size_max,
+			    const char **why);
+/* The largest brw @node moves, as client or server: LNET_MTU, or its node option large_max (docs/large.md). */
+uint32_t ulnet__sst_size_max(ulnet_node *node);
+/* What @node announces in its make-session and debug replies (ULNET_SST_NODE_*, sst.h). */
+uint32_t ulnet__sst_node_feats(ulnet_node *node);
 /* Run one test as its client and fill @res. 0 when the test ran (errors are in @res), -EINVAL bad
  * parameters (reason in @why), -ENOMEM, -ESHUTDOWN engine stopping. Blocking. */
 int ulnet__sst_run(struct ulnet_sst *sst, const struct ulnet_sst_params *p, struct ulnet_sst_result *res,

@@ -183,6 +183,13 @@ struct ulnet_sst_msg {
  * both sides) but never reads the reserved words. */
 #define ULNET_SST_NODE_ANY_OFFSET 0x1u   /* brw clients take any offset and size */
 #define ULNET_SST_NODE_FEATS ULNET_SST_NODE_ANY_OFFSET
+/* Bits 8..23: the node's large_max in MiB (rounded down) when it moves brw above LNET_MTU, as a
+ * client and as a server (docs/large.md); 0: it does not. */
+#define ULNET_SST_NODE_LARGE_SHIFT 8
+static inline uint32_t ulnet__sst_node_large_max(uint32_t node_feats)
+{
+	return ((node_feats >> ULNET_SST_NODE_LARGE_SHIFT) & 0xffffu) << 20;
+}
 /* test reply refused by a ulnet limit: status ENOSPC/EINVAL/ENOMEM, reserved0 = EXT_MAGIC, reserved1 =
  * which limit (the values are the node's; a ulnet console knows them from here). */
 #define ULNET_SST_LIMIT_TESTS 1u         /* tests per session */
@@ -215,6 +222,12 @@ bool ulnet__sst_kernel_offset_safe(uint32_t size, uint32_t offset);
 /* 0 when safe; else -EINVAL and one line in @why: the rule, the values, and what would be accepted
  * (e.g. "size 1048568 at offset 8"). */
 int ulnet__sst_kernel_offset_check(uint32_t size, uint32_t offset, char *why, size_t cap);
+
+/* brw above LNET_MTU (sst_large_rule.c): 0 when @size fits LNET_MTU or the node (@role "client" or
+ * "server", @nid, announcing @node_feats) takes it; else -EINVAL and one line in @why naming lst's
+ * 1 MiB rule, the size, the node and the knob. */
+int ulnet__sst_large_check(uint32_t size, const char *role, const char *nid, uint32_t node_feats,
+			   char *why, size_t cap);
 
 /* The fixed header alone: enough to answer a request whose version or type is bad. */
 struct ulnet_sst_hdr {

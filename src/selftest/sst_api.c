@@ -335,7 +335,8 @@ static int local_run(ulnet_selftest *st, const struct ulnet_selftest_run *p, str
 	sp->corrupt_at = p->corrupt_at;
 	sp->progress = local_progress; /* also the server's keep-alive */
 	sp->progress_arg = &lp;
-	if ((rc = ulnet__sst_params_check(sp, 4096, &bad))) { /* nothing is sent for a run refused here */
+	/* nothing is sent for a run refused here (above 1 MiB: large_check() asked before) */
+	if ((rc = ulnet__sst_params_check(sp, 4096, ULNET_LARGE_MAX_MAX, &bad))) {
 		snprintf(why, whylen, "%s", bad ? bad : "bad parameters");
 		return rc;
 	}
@@ -496,6 +497,45 @@ static int remote_run(ulnet_selftest *st, const struct ulnet_selftest_run *p, st
 	return 0;
 }
 
+/* A brw above LNET_MTU: before anything else is sent, both ends must be ulnet nodes whose large_max
+ * takes it (sst_large_rule.c). This node answers for itself; another node is asked with one DEBUG
+ * (lst's session query: it makes no session), as the offset rule asks a remote client. */
+static int large_check(ulnet_selftest *st, const struct ulnet_selftest_run *p, char *why, size_t whylen)
+{
+	static const char *const role[2] = { "client", "server" };
+	const uint32_t timeout_ms = p->t.rpc_timeout_ms ? p->t.rpc_timeout_ms : RUN_TIMEOUT_DEFAULT_MS;
+	struct ulnet_sst_con con;
+	bool con_ok = false;
+
+	for (int i = 0; i < 2; i++) {
+		struct ulnet_process_id id = { .nid = i ? p->to.nid : p->from, .pid = i ? p->to.pid : 0 };
+		char nid[ULNET_NID_STRLEN] = "this node", line[512];
+		uint32_t feats;
+		int rc;
+
+		if (!id.pid)
+			id.pid = ULNET_PID_LUSTRE;
+		if (!ulnet_nid_is_any(&id.nid))
+			ulnet_nid_format(&id.nid, nid, sizeof(nid));
+		if (ulnet_nid_is_any(&id.nid) || ulnet__sst_is_local(st->sst, &id.nid)) {
+			feats = ulnet__sst_node_feats(st->node);
+		} else {
+			if (!con_ok && !(con_ok = lst_con_init(st->sst, "ulnet-selftest-run",
+							      timeout_ms < 5000 ? timeout_ms : 5000, &con))) {
+				snprintf(why, whylen, "this node has no NID other than lo to be a console with");
+				return -EADDRNOTAVAIL;
+			}
+			if ((rc = ulnet__sst_con_features(&con, &id, &feats, line, sizeof(line)))) {
+				snprintf(why, whylen, "%s %s", role[i], line);
+				return rc;
+			}
+		}
+		if ((rc = ulnet__sst_large_check(p->t.size, role[i], nid, feats, why, whylen)))
+			return rc;
+	}
+	return 0;
+}
+
 static int run_once(ulnet_selftest *st, const struct ulnet_selftest_run *p, struct ulnet_selftest_result *out,
 		    char *why, size_t whylen)
 {
@@ -522,13 +562,15 @@ static int run_once(ulnet_selftest *st, const struct ulnet_selftest_run *p, stru
 	out->concurrency = p->t.concurrency;
 	out->mismatch_offset = -1;
 	ulnet_nid_format(&p->to.nid, out->to, sizeof(out->to));
+	if (sp.kind == ULNET_SST_TEST_BRW && sp.size > ULNET_MTU && (rc = large_check(st, p, why, whylen)))
+		return rc;
 	if (ulnet_nid_is_any(&p->from) || ulnet__sst_is_local(st->sst, &p->from)) {
 		if (!ulnet_nid_is_any(&p->from))
 			ulnet_nid_format(&p->from, out->from, sizeof(out->from));
 		return local_run(st, p, &sp, out, why, whylen);
 	}
 	ulnet_nid_format(&p->from, out->from, sizeof(out->from));
-	if ((rc = ulnet__sst_params_check(&sp, 4096, &bad))) {
+	if ((rc = ulnet__sst_params_check(&sp, 4096, ULNET_LARGE_MAX_MAX, &bad))) {
 		snprintf(why, whylen, "%s", bad ? bad : "bad parameters");
 		return rc;
 	}

@@ -362,7 +362,7 @@ reply:
 	out->ses_feats = feats;
 	if (in->type == ULNET_SST_MKSN_REQST || in->type == ULNET_SST_DEBUG_REQST) {
 		out->reserved0 = ULNET_SST_EXT_MAGIC; /* "this node is ulnet" (docs/selftest.md §6) */
-		out->reserved1 = ULNET_SST_NODE_FEATS;
+		out->reserved1 = ulnet__sst_node_feats(sst->node);
 	}
 	sst__server_send_reply(sst, r);
 }
@@ -421,7 +421,8 @@ void sst__fw_test_add_ids(struct ulnet_sst *sst, struct sst_rpc *r)
 		}
 		t->p.dest = t->dests ? t->dests[0] : t->p.dest;
 		t->p.duration_ms = 1;
-		if (!t->dests || (t->service == ULNET_SST_SVC_BRW && ulnet__sst_params_check(&t->p, sst->page, &why))) {
+		if (!t->dests || (t->service == ULNET_SST_SVC_BRW &&
+				  ulnet__sst_params_check(&t->p, sst->page, ulnet__sst_size_max(sst->node), &why))) {
 			free(t->dests);
 			free(t);
 			r->out.body.tes_reply.status = EINVAL;

@@ -976,7 +976,7 @@ int ulnet_selftest_test_add(ulnet_selftest *st, const struct ulnet_selftest_batc
 	if (lt.t.service == ULNET_SST_SVC_BRW) {
 		struct ulnet_sst_params p = { .kind = ULNET_SST_TEST_BRW, .rw = lt.t.rw, .size = lt.t.size,
 			.offset = lt.t.offset, .check = lt.t.check, .concurrency = lt.t.concurrency, .count = 1 };
-		if ((rc = ulnet__sst_params_check(&p, 4096, &bad))) {
+		if ((rc = ulnet__sst_params_check(&p, 4096, ULNET_LARGE_MAX_MAX, &bad))) {
 			snprintf(why, whylen, "%s", bad);
 			goto out;
 		}
@@ -1021,6 +1021,15 @@ int ulnet_selftest_test_add(ulnet_selftest *st, const struct ulnet_selftest_batc
 	lt.to = tg;
 	for (unsigned i = 0; i < src->n; i++)
 		feats[i] = joined_feats(ls, &src->nodes[i]);
+	/* a brw above LNET_MTU: every client and server announced a large_max that takes it at join */
+	for (unsigned i = 0; lt.t.size > ULNET_MTU && !rc && i < src->n + dst->n; i++) {
+		const struct ulnet_process_id *id = i < src->n ? &src->nodes[i] : &dst->nodes[i - src->n];
+		char nid[ULNET_NID_STRLEN];
+
+		ulnet_nid_format(&id->nid, nid, sizeof(nid));
+		rc = ulnet__sst_large_check(lt.t.size, i < src->n ? "client" : "server", nid, joined_feats(ls, id), why,
+					    whylen);
+	}
 	c = ls->con;
 	gen = ls->gen;
 	bid = b->bid;

@@ -15,6 +15,8 @@
  * instead (bounded: BUF_CACHE_MAX buffers per process), last in first out. They come from ulnet_mem_alloc, so an o2ib
  * node over the shm provider gets memory its peers copy into with memcpy. */
 #define BUF_CACHE_MAX 32
+#define BUF_CACHE_CAP_MAX (2u << 20) /* a brw above LNET_MTU (up to large_max) allocates its own each
+				      * time: 32 kept buffers of 64 MiB would hold 2 GiB */
 struct buf_ent {
 	void *p;
 	size_t cap;
@@ -50,7 +52,7 @@ static void buf_put(const struct buf_ent *e)
 	struct buf_ent gone = *e;
 
 	pthread_mutex_lock(&buf_cache.lock);
-	if (e->p && buf_cache.n < BUF_CACHE_MAX && e->cap >= 65536) {
+	if (e->p && buf_cache.n < BUF_CACHE_MAX && e->cap >= 65536 && e->cap <= BUF_CACHE_CAP_MAX) {
 		buf_cache.buf[buf_cache.n++] = *e;
 		gone = (struct buf_ent){ 0 };
 	}

@@ -7,7 +7,23 @@
 #include <stdlib.h>
 #include <string.h>
 
-int ulnet__sst_params_check(const struct ulnet_sst_params *p, uint32_t page_size, const char **why)
+uint32_t ulnet__sst_size_max(ulnet_node *node)
+{
+	struct ulnet_node_opts o;
+
+	ulnet_node_opts_get(node, &o);
+	return o.large_max > ULNET_MTU ? o.large_max : ULNET_MTU;
+}
+
+uint32_t ulnet__sst_node_feats(ulnet_node *node)
+{
+	uint32_t max = ulnet__sst_size_max(node);
+
+	return ULNET_SST_NODE_FEATS | (max > ULNET_MTU ? (max >> 20) << ULNET_SST_NODE_LARGE_SHIFT : 0);
+}
+
+int ulnet__sst_params_check(const struct ulnet_sst_params *p, uint32_t page_size, uint32_t size_max,
+			    const char **why)
 {
 	static const char *dummy;
 
@@ -23,13 +39,16 @@ int ulnet__sst_params_check(const struct ulnet_sst_params *p, uint32_t page_size
 		return 0;
 	if (p->rw != ULNET_SST_BRW_READ && p->rw != ULNET_SST_BRW_WRITE)
 		return *why = "brw needs read or write", -EINVAL;
-	if (p->size < 1 || p->size > ULNET_MTU)
-		return *why = "size must be 1..1048576 bytes", -EINVAL;
+	if (p->size < 1 || p->size > size_max)
+		return *why = size_max > ULNET_MTU ? "size must be 1 byte up to this node's large_max"
+			     : "size must be 1..1048576 bytes (above it: node option large_max, ulnet nodes only)",
+		       -EINVAL;
 	if (p->check < ULNET_SST_CHECK_NONE || p->check > ULNET_SST_CHECK_DISCARD)
 		return *why = "check must be none, simple, full or discard", -EINVAL;
 	if (p->offset >= ULNET_MTU)
 		return *why = "offset must be below 1048576", -EINVAL;
-	if (((uint64_t)p->offset % page_size + p->size + page_size - 1) / page_size > ULNET_MD_MAX_FRAGS)
+	if (p->size <= ULNET_MTU && /* above it the MD is one fragment moved by the core in MiB pieces */
+	    ((uint64_t)p->offset % page_size + p->size + page_size - 1) / page_size > ULNET_MD_MAX_FRAGS)
 		return *why = "offset+size need more than ULNET_MD_MAX_FRAGS (1024) page fragments on this node", -EINVAL;
 	return 0;
 }
@@ -66,7 +85,7 @@ int ulnet__sst_run(struct ulnet_sst *sst, const struct ulnet_sst_params *p, stru
 {
 	struct sst_test *t;
 	uint64_t t0, next_progress;
-	int rc = ulnet__sst_params_check(p, sst->page, why);
+	int rc = ulnet__sst_params_check(p, sst->page, ulnet__sst_size_max(sst->node), why);
 
 	if (rc)
 		return rc;

@@ -37,6 +37,34 @@ static bool bulk_fits(const struct ulnet_sst *sst, uint32_t need)
 	return sst->srv_bulk_bytes == 0 || sst->srv_bulk_bytes + need <= sst->srv_bulk_max;
 }
 
+/* A brw above LNET_MTU moves as the core's rendezvous (docs/large.md), which goes only to a client
+ * known to take it: one whose ping reply carried the large bit. 0: go on (or wait on sst->srv_probing
+ * for a ping of the client, once); else the status to answer, logged. */
+static uint32_t large_refused(struct ulnet_sst *sst, struct sst_rpc *r)
+{
+	uint32_t len = r->in.body.brw_reqst.len, max = ulnet__sst_size_max(sst->node);
+	char peer[ULNET_NID_STRLEN];
+
+	ulnet_nid_format(&r->peer.nid, peer, sizeof(peer));
+	if (len > max) {
+		ULNET_LOG(SST, WARN, "brw of %u bytes from %s refused: above this node's largest brw %u (LNET_MTU "
+			  "%u, node option large_max)", len, peer, max, ULNET_MTU);
+		return EINVAL;
+	}
+	if (ulnet_large_peer(sst->node, &r->peer.nid) == 1)
+		return 0;
+	if (r->probed) {
+		ULNET_LOG(SST, WARN, "brw of %u bytes from %s refused: above LNET_MTU %u, and the client did not "
+			  "announce large payloads in a ping reply (its node option large_max)", len, peer, ULNET_MTU);
+		return EINVAL;
+	}
+	r->probing = true;
+	ulnet_list_del(&r->slink);
+	ulnet_list_add_tail(&r->slink, &sst->srv_probing);
+	ulnet__futex_cond_broadcast(&sst->tick_cv);
+	return 0;
+}
+
 static void server_brw_start(struct ulnet_sst *sst, struct sst_rpc *r)
 {
 	const struct ulnet_sst_brw_reqst *q = &r->in.body.brw_reqst;
@@ -61,9 +89,15 @@ static void server_brw_start(struct ulnet_sst *sst, struct sst_rpc *r)
 		goto reply;
 	}
 	npg = (uint32_t)(((uint64_t)q->len + sst->page - 1) / sst->page);
-	if (q->len == 0 || q->len > ULNET_MTU || npg > ULNET_MAX_IOV) {
+	if (q->len == 0 || (q->len <= ULNET_MTU && npg > ULNET_MAX_IOV)) {
 		*status = EINVAL;
 		goto reply;
+	}
+	if (q->len > ULNET_MTU) {
+		if ((*status = large_refused(sst, r)))
+			goto reply;
+		if (r->probing)
+			return; /* the engine thread pings the client first (sst__server_probe) */
 	}
 	if (!bulk_fits(sst, brw_bulk_need(sst, q->len))) {
 		/* wait for bulk memory, holding only the request buffer (sst__server_kick) */
@@ -190,6 +224,33 @@ void sst__server_kick(struct ulnet_sst *sst)
 			sst->reqbuf_warned = false;
 			sst__reqbuf_repaid(sst, s);
 		}
+	}
+}
+
+void sst__server_probe(struct ulnet_sst *sst)
+{
+	struct ulnet_ping_result res;
+	struct ulnet_process_id peer;
+	struct ulnet_list *pos, *tmp;
+
+	if (ulnet_list_empty(&sst->srv_probing))
+		return;
+	peer = ulnet_list_first(&sst->srv_probing, struct sst_rpc, slink)->peer;
+	ulnet__futex_unlock(&sst->lock);
+	(void)ulnet_ping(sst->node, &peer, SST_PROBE_TIMEOUT_MS, &res); /* a failure leaves it unknown */
+	ulnet__futex_lock(&sst->lock);
+	/* the RPCs are found again: any may have gone (stop) while the lock was let go */
+	ulnet_list_for_each_safe(pos, tmp, &sst->srv_probing) {
+		struct sst_rpc *r = ulnet_container_of(pos, struct sst_rpc, slink);
+
+		if (!ulnet_nid_equal(&r->peer.nid, &peer.nid))
+			continue;
+		ulnet_list_del(&r->slink);
+		ulnet_list_add_tail(&r->slink, &sst->srv_rpcs);
+		r->probing = false;
+		r->probed = true;
+		if (!sst->stopping)
+			server_brw_start(sst, r);
 	}
 }
 

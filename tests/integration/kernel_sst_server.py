@@ -9,13 +9,16 @@
 # order once buffers are posted. Served requests are checked (check=simple/full: the brw pattern;
 # check=discard: nothing is looked at) and answered with the kernel's statuses. It answers every
 # framework request as a kernel node does (no ulnet extension: the reserved words stay zero) and LNet
-# pings (GET on portal 0). Counts go to STATE (JSON, rewritten after every change). Usage:
-#   kernel_sst_server.py ADDR STATE
+# pings (GET on portal 0), whose reply lacks ulnet's large-payload bit (30), as a kernel's does. Counts
+# go to STATE (JSON, rewritten after every change). With NODE_ADDR and LEN it is also a brw client, as a
+# hostile or mistaken one: it connects to the node and sends one brw READ request of LEN bytes (check
+# none), and records the reply's status in brw_reply_status. Usage:
+#   kernel_sst_server.py ADDR STATE [NODE_ADDR LEN]
 import json, os, socket, struct, sys, threading
-from lnet_peer import (ACCEPTOR_MAGIC, HELLO_MAGIC, KSOCK_LNET, KSOCK_NOOP, LNET_GET, LNET_PUT, LNET_REPLY,
-                       PID_LUSTRE, SRPC_MAGIC, WMD_NONE, answer_hello, get_msg, ksock_hdr, lnet_hdr, nid as nid_of,
-                       put_msg, recv_connreq, recv_exact, recv_ksock_hdr, srpc_msg, unpack_lnet_hdr,
-                       unpack_srpc_head)
+from lnet_peer import (ACCEPTOR_MAGIC, CONN_BULK_IN, CONN_BULK_OUT, CONN_CONTROL, HELLO_MAGIC, KSOCK_LNET,
+                       KSOCK_NOOP, LNET_GET, LNET_PUT, LNET_REPLY, PID_LUSTRE, SRPC_MAGIC, WMD_NONE, active_handshake,
+                       answer_hello, connect_privileged, get_msg, ksock_hdr, lnet_hdr, nid as nid_of, put_msg,
+                       recv_connreq, recv_exact, recv_ksock_hdr, srpc_msg, unpack_lnet_hdr, unpack_srpc_head)
 
 addr, state_path = sys.argv[1], sys.argv[2]
 
@@ -34,7 +37,8 @@ MY_NID, INCARNATION = nid_of(addr), 0x5157_0000_0000_0002
 lock = threading.Condition()
 counts = {"pings": 0, "mksn": 0, "rmsn": 0, "debug": 0, "batch": 0, "stat": 0, "server_tests": [],
           "client_tests": 0, "buffers": 0, "brw": 0, "brw_before_buffers": 0, "parked_now": 0, "parked_max": 0,
-          "served": 0, "in_service_max": 0, "checks": {}, "mismatch": 0, "bulk_bytes": 0, "session": False}
+          "served": 0, "in_service_max": 0, "checks": {}, "mismatch": 0, "bulk_bytes": 0, "session": False,
+          "lnet_msgs": 0, "lnet_bytes": 0, "lnet_types": {}, "brw_reply_status": None}
 session = {"sid": b"\0" * 16, "name": b"\0" * 32, "buffers": 0}
 free_buffers = [0]
 in_service = [0]
@@ -191,13 +195,17 @@ def start_service(req):
     threading.Thread(target=serve_brw, args=(req,), daemon=True).start()
 
 
-def serve(conn):
+CLIENT_RPYID = 0x7733
+
+
+def serve(conn, passive=True):
     send_lock = threading.Lock()
     try:
-        (magic, ver, dst), h = recv_connreq(conn)
-        assert magic == ACCEPTOR_MAGIC and ver == 1 and dst == MY_NID, (hex(magic), ver, hex(dst))
-        assert h[0] == HELLO_MAGIC and h[1] == 3 and h[3] == MY_NID, h
-        answer_hello(conn, h, MY_NID, PID_LUSTRE, INCARNATION)
+        if passive:
+            (magic, ver, dst), h = recv_connreq(conn)
+            assert magic == ACCEPTOR_MAGIC and ver == 1 and dst == MY_NID, (hex(magic), ver, hex(dst))
+            assert h[0] == HELLO_MAGIC and h[1] == 3 and h[3] == MY_NID, h
+            answer_hello(conn, h, MY_NID, PID_LUSTRE, INCARNATION)
         while True:
             with lock:  # the kernel's stall: parked requests hold the receive buffers
                 while len(parked) >= PARK_LIMIT:
@@ -209,6 +217,11 @@ def serve(conn):
             hdr = recv_exact(conn, 72)
             _dnid, snid, _dpid, spid, mtype, plen = unpack_lnet_hdr(hdr)
             payload = recv_exact(conn, plen) if plen else b""
+            with lock:  # every LNet message that arrived, whatever it is (test_large_kernel_peer.sh)
+                counts["lnet_msgs"] += 1
+                counts["lnet_bytes"] += plen
+                counts["lnet_types"][str(mtype)] = counts["lnet_types"].get(str(mtype), 0) + 1
+                save()
             if zc0:  # zero-copy sender: acknowledge the cookie
                 send(conn, send_lock, ksock_hdr(KSOCK_NOOP, 0, zc0))
             if mtype == LNET_REPLY:
@@ -236,7 +249,11 @@ def serve(conn):
             if mtype != LNET_PUT or len(payload) < 160:
                 continue
             match_bits, _hdata, portal, _off = struct.unpack("<QQII", hdr[48:72])
-            if portal == PORTAL_FRAMEWORK:
+            if portal == PORTAL_RDMA and match_bits == CLIENT_RPYID:  # the reply to our own brw request
+                with lock:
+                    counts["brw_reply_status"] = struct.unpack("<I", payload[24:28])[0]
+                    save()
+            elif portal == PORTAL_FRAMEWORK:
                 out = handle_framework(payload)
                 if out:
                     rpyid, reply = out
@@ -268,6 +285,17 @@ ls.bind((addr, 988))
 ls.listen(16)
 with lock:
     save()
+if len(sys.argv) > 3:  # a brw client too: connect as a kernel peer does, then one READ request
+    node_addr, length = sys.argv[3], int(sys.argv[4])
+    conns = []
+    for ctype in (CONN_CONTROL, CONN_BULK_IN, CONN_BULK_OUT):
+        s = connect_privileged(addr, node_addr)
+        active_handshake(s, MY_NID, nid_of(node_addr), PID_LUSTRE, INCARNATION, ctype)
+        conns.append(s)
+        threading.Thread(target=serve, args=(s, False), daemon=True).start()
+    msg = srpc_msg(BRW, struct.pack("<QQIII", CLIENT_RPYID, CLIENT_RPYID + 1, BRW_READ, length, CHECK_NONE), 1)
+    conns[0].sendall(ksock_hdr() + lnet_hdr(nid_of(node_addr), MY_NID, PID_LUSTRE, PID_LUSTRE, LNET_PUT, len(msg),
+                                            put_msg(WMD_NONE, SVC_BRW, 0, PORTAL_REQUEST, 0)) + msg)
 while True:
     c, _ = ls.accept()
     threading.Thread(target=serve, args=(c,), daemon=True).start()

@@ -103,3 +103,21 @@ sst_brw_matrix()
 		done
 	done
 }
+
+# sst_py_peer SCRIPT ADDR STATE [ARGS...]: a Python wire peer of tests/integration (kernel_sst_server.py,
+# kernel_sst_client.py) on ADDR:988, its counts in STATE (JSON), killed at exit; returns once it
+# wrote STATE (it listens then).
+sst_py_peer()
+{
+	local script=$1 addr=$2 state=$3 pid
+	shift 3
+	"$UL_PYTHON" "$SRC/tests/integration/$script" "$addr" "$state" "$@" 2>"$state.err" &
+	pid=$!
+	UL_ATEXIT+=("kill $pid")
+	for _ in $(seq 200); do
+		[[ -s $state ]] && return 0
+		kill -0 "$pid" 2>/dev/null || ul_fail "$script at $addr did not start: $(cat "$state.err")"
+		sleep 0.05
+	done
+	ul_fail "$script at $addr did not start"
+}

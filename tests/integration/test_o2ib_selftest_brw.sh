@@ -8,6 +8,7 @@
 # the PUT_REQ/GET_REQ rendezvous (RDMA WRITE); the bulk buffers are the shm provider's memfd memory
 # (ulnet_mem_alloc), which the other node maps (RDMA by memcpy). COPY_THREAD=1: the same with the
 # provider's copy thread on both nodes (lnd tunable device.copy_thread), which net show -v names.
+# Last, brw of 16 MiB + 1 (above LNET_MTU: the core's rendezvous of 1 MiB messages, docs/large.md).
 set -u
 source "${SRC:-$(dirname "$0")/../..}/tests/integration/lib.sh"
 source "$SRC/tests/integration/sst_common.sh"
@@ -80,5 +81,13 @@ print(f"n1 owns {len(owned(a))} memfds, maps {len(mapped(a) & owned(b))} of n2's
       f"n2 owns {len(owned(b))}, maps {len(mapped(b) & owned(a))} of n1's", file=sys.stderr)
 sys.exit(0 if owned(a) and owned(b) and mapped(a) & owned(b) and mapped(b) & owned(a) else 1)
 PY
+
+ul_step "brw above 1 MiB over o2ib (issue #33): 16 MiB + 1 at offset 4097, write and read, check=full"
+for rw in write read; do
+	sst_run "$UL_TMP/big" n1 --json brw "$rw" --from "$N1" --to "$N2" --size 16777217 --offset 4097 --check full \
+		--count 3 --concurrency 2
+	[[ $UL_STATUS == 0 ]] || ul_fail "16 MiB + 1 $rw: status $UL_STATUS: $(cat "$UL_TMP/big" "$UL_TMP/big.err")"
+	ul_json "$UL_TMP/big" "j['ok'] and j['rpcs'] == 3 and j['bytes'] == 3 * 16777217 and sum(j['errors'].values()) == 0"
+done
 
 ul_step "PASS"

@@ -77,7 +77,7 @@ ul_json "$UL_TMP/k.json" "j['ok'] and j['latency_us'] == {'p50': None, 'p99': No
 
 ul_step "bad arguments: usage and exit 2, never a crash"
 for args in "" "brw" "brw sideways" "brw write" "brw write --from $N1" "brw write --from $N1 --to $N2 --size 0" \
-	"brw write --from $N1 --to $N2 --size 2M" "brw write --from $N1 --to nonsense" \
+	"brw write --from $N1 --to $N2 --size 2G" "brw write --from $N1 --to nonsense" \
 	"brw write --from $N1 --to $N2 --check maybe" "brw write --from $N1 --to $N2 --concurrency 0" \
 	"ping --from $N1 --to $N2 --duration -1" "frobnicate" "brw write --from nonsense --to $N2" \
 	"brw write --from $N2 --to $N1 --corrupt-at 5 --corrupt-count 1" "brw read --from $N1 --to $N2 --offset"; do

@@ -17,22 +17,7 @@ sst_require_tcp 200
 sst_two_nodes 200 # n1 (console) and n2: ulnet nodes
 K=$(ul_addr 200 3)@tcp       # kernel-like client
 KREF=$(ul_addr 200 4)@tcp    # kernel-like node that refuses every TEST with EINVAL
-RESP="$SRC/tests/integration/kernel_sst_client.py"
-
-start_responder() # ADDR STATE [ARGS...]
-{
-	local addr=$1 state=$2 pid i
-	shift 2
-	"$UL_PYTHON" "$RESP" "$addr" "$state" "$@" 2>"$state.err" &
-	pid=$!
-	UL_ATEXIT+=("kill $pid")
-	for i in $(seq 200); do
-		[[ -s $state ]] && return 0
-		kill -0 "$pid" 2>/dev/null || ul_fail "responder $addr did not start: $(cat "$state.err")"
-		sleep 0.05
-	done
-	ul_fail "responder $addr did not start"
-}
+start_responder() { sst_py_peer kernel_sst_client.py "$@"; } # ADDR STATE [ARGS...]
 count() { "$UL_PYTHON" -c "import json,sys; print(json.load(open(sys.argv[1]))[sys.argv[2]])" "$1" "$2"; }
 start_responder "$(ul_addr 200 3)" "$UL_TMP/k.json"
 start_responder "$(ul_addr 200 4)" "$UL_TMP/kref.json" --refuse-tests 22

@@ -18,18 +18,8 @@ sst_require_tcp 220
 sst_node n1 220 1 4096
 N1=$(ul_addr 220 1)@tcp
 K=$(ul_addr 220 3)@tcp
-SERVER="$SRC/tests/integration/kernel_sst_server.py"
 STATE=$UL_TMP/ks.json
-
-"$UL_PYTHON" "$SERVER" "$(ul_addr 220 3)" "$STATE" 2>"$STATE.err" &
-SPID=$!
-UL_ATEXIT+=("kill $SPID")
-for _ in $(seq 200); do
-	[[ -s $STATE ]] && break
-	kill -0 "$SPID" 2>/dev/null || ul_fail "server did not start: $(cat "$STATE.err")"
-	sleep 0.05
-done
-[[ -s $STATE ]] || ul_fail "server did not start"
+sst_py_peer kernel_sst_server.py "$(ul_addr 220 3)" "$STATE"
 
 export ULNET_NODE
 ULNET_NODE=$(ul_sock n1)

@@ -113,7 +113,7 @@ done
 
 ul_step "missing or bad arguments: a usage line, exit 2 (LU-19295)"
 for cmd in "new_session" "add_group" "add_group g" "add_batch" "run" "stop" "add_test" "add_test --batch" \
-	"add_test --batch bulk --from clients brw" "add_test --batch bulk --from clients --to servers brw write size=2M" \
+	"add_test --batch bulk --from clients brw" "add_test --batch bulk --from clients --to servers brw write size=2G" \
 	"add_test --batch bulk --from clients --to servers brw write check=maybe" \
 	"add_test --batch bulk --from clients --to servers frobnicate" "add_group g 1.2.3.4@nonet" \
 	"list_group a b" "stat g --delay" "end_session extra"; do

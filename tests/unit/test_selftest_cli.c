@@ -37,7 +37,7 @@ static void test_parse_refusals(void **state)
 		{ "ping --from a", "--from and --to are required" },
 		{ "ping --from", "--from needs a value" },
 		{ "ping --bogus 1", "unknown option '--bogus'" },
-		{ "brw read --from a --to b --size 0", "--size must be 1..1M bytes, not '0'" },
+		{ "brw read --from a --to b --size 0", "--size must be 1..1G bytes, not '0'" },
 		{ "brw read --from a --to b --check", "--check must be none, simple, full or discard, not ''" },
 		{ "ping --from a --to b --concurrency 1025", "--concurrency must be 1..1024, not '1025'" },
 		{ "ping --from a --to b --timeout nan", "--timeout must be seconds > 0, not 'nan'" },

@@ -77,8 +77,9 @@ int test_spec_parse(int argc, char **argv, struct test *t, char *why, size_t cap
 		} else if (!strcmp(o, "--to")) {
 			t->to = v;
 		} else if (!strcmp(o, "--size") && t->brw) {
-			if (parse_size(v, ULNET_MTU, &t->size) || !t->size)
-				return refuse(why, cap, "--size must be 1..1M bytes, not '%s'", v);
+			/* above 1M: only between ulnet nodes, up to their large_max (the console checks) */
+			if (parse_size(v, ULNET_LARGE_MAX_MAX, &t->size) || !t->size)
+				return refuse(why, cap, "--size must be 1..1G bytes, not '%s'", v);
 		} else if (!strcmp(o, "--offset") && t->brw) {
 			if (parse_size(v, ULNET_MTU - 1, &t->offset))
 				return refuse(why, cap, "--offset must be 0..1048575, not '%s'", v);
@@ -99,8 +100,9 @@ int test_spec_parse(int argc, char **argv, struct test *t, char *why, size_t cap
 			if (parse_size(v, UINT32_MAX, &t->count) || !t->count)
 				return refuse(why, cap, "--count must be a positive number, not '%s'", v);
 		} else if (!strcmp(o, "--corrupt-at") && t->brw) {
-			if (parse_size(v, ULNET_MTU - 1, &t->corrupt_at))
-				return refuse(why, cap, "--corrupt-at must be 0..1048575, not '%s'", v);
+			if (parse_size(v, ULNET_LARGE_MAX_MAX - 1, &t->corrupt_at))
+				return refuse(why, cap, "--corrupt-at must be a byte of the transfer (below 1G), "
+					      "not '%s'", v);
 		} else if (!strcmp(o, "--corrupt-count") && t->brw) {
 			if (parse_size(v, UINT32_MAX, &t->corrupt_count))
 				return refuse(why, cap, "bad --corrupt-count '%s'", v);

@@ -512,6 +512,18 @@ static void emit_rdma_stats(struct ulnetd_emit *e, const struct ulnet_peer_rdma_
 	ulnetd_emit_end(e);
 }
 
+/* Payloads above LNET_MTU toward the peer (docs/large.md): "announced" once its ping reply carried
+ * ulnet's large bit, "not announced" once one did not, "unknown" before any (the peer table may have
+ * forgotten a ping the large-payload table still knows). Not yes/no: YAML would read booleans. */
+static const char *large_payloads(ulnet_node *node, const struct ulnet_peer_info *p)
+{
+	if (ulnet_large_peer(node, &p->nid) == 1)
+		return "announced";
+	if (!p->ping_known)
+		return "unknown";
+	return p->ping_features & ULNET_PING_FEAT_ULNET_LARGE ? "announced" : "not announced";
+}
+
 static int cmd_peer_show(struct ulnetd *d, int argc, char **argv, struct ulnetd_out *out)
 {
 	bool json = false, verbose = false;
@@ -553,6 +565,7 @@ static int cmd_peer_show(struct ulnetd *d, int argc, char **argv, struct ulnetd_
 		ulnetd_emit_str(&e, "primary nid", nid);
 		/* as the peer's ping info said (lnet-wire.md §2.4: MULTI_RAIL 0x08); False before any ping */
 		ulnetd_emit_bool(&e, "Multi-Rail", p.ping_known && (p.ping_features & 0x08));
+		ulnetd_emit_str(&e, "large payloads", large_payloads(d->node, &p));
 		ulnetd_emit_list(&e, "peer ni");
 		ulnetd_emit_map(&e, NULL);
 		ulnetd_emit_str(&e, "nid", nid);

@@ -248,8 +248,8 @@ static int cmd_test_add(struct ulnetd *d, int argc, char **argv, struct ulnetd_o
 		const char *w = pos[wi];
 		uint64_t v;
 		if (bt.t.kind == ULNET_SELFTEST_BRW && !strncmp(w, "size=", 5)) {
-			if (ulnet_size_parse(w + 5, ULNET_MTU, &v) || !v)
-				return ulnetd_errorf(out, -EINVAL, "add_test: size must be 1..1M, not '%s'", w + 5);
+			if (ulnet_size_parse(w + 5, ULNET_LARGE_MAX_MAX, &v) || !v)
+				return ulnetd_errorf(out, -EINVAL, "add_test: size must be 1..1G, not '%s'", w + 5);
 			bt.t.size = (uint32_t)v;
 		} else if (bt.t.kind == ULNET_SELFTEST_BRW && !strncmp(w, "off=", 4)) {
 			if (ulnet_size_parse(w + 4, ULNET_MTU - 1, &v))

@@ -59,14 +59,14 @@ static int cmd_run(struct ulnetd *d, int argc, char **argv, struct ulnetd_out *o
 		{ "--to", NULL, ULNETD_OPT_STR, 0, 0, &to },
 		{ "--from", NULL, ULNETD_OPT_STR, 0, 0, &from },
 		{ "--pid", NULL, ULNETD_OPT_INT, 0, UINT32_MAX, &pid },
-		{ "--size", NULL, ULNETD_OPT_INT, 1, ULNET_MTU, &size },
+		{ "--size", NULL, ULNETD_OPT_INT, 1, ULNET_LARGE_MAX_MAX, &size },
 		{ "--offset", NULL, ULNETD_OPT_INT, 0, ULNET_MTU - 1, &offset },
 		{ "--check", NULL, ULNETD_OPT_STR, 0, 0, &check },
 		{ "--concurrency", NULL, ULNETD_OPT_INT, 1, ULNET_SELFTEST_MAX_CONCUR, &concur },
 		{ "--duration-ms", NULL, ULNETD_OPT_INT, 0, 24LL * 3600 * 1000, &duration_ms },
 		{ "--count", NULL, ULNETD_OPT_INT, 0, INT64_MAX, &count },
 		{ "--timeout-ms", NULL, ULNETD_OPT_INT, 1, 3600 * 1000, &timeout_ms },
-		{ "--corrupt-at", NULL, ULNETD_OPT_INT, 0, ULNET_MTU - 1, &corrupt_at },
+		{ "--corrupt-at", NULL, ULNETD_OPT_INT, 0, ULNET_LARGE_MAX_MAX - 1, &corrupt_at },
 		{ "--corrupt-count", NULL, ULNETD_OPT_INT, 0, UINT32_MAX, &corrupt_count },
 		{ "--progress", NULL, ULNETD_OPT_FLAG, 0, 0, &progress },
 	};
@@ -128,7 +128,7 @@ static int cmd_inject(struct ulnetd *d, int argc, char **argv, struct ulnetd_out
 	long long count = 1, at = 0;
 	const struct ulnetd_opt opts[] = {
 		{ "--count", NULL, ULNETD_OPT_INT, 0, UINT32_MAX, &count },
-		{ "--at", NULL, ULNETD_OPT_INT, 0, ULNET_MTU - 1, &at },
+		{ "--at", NULL, ULNETD_OPT_INT, 0, ULNET_LARGE_MAX_MAX - 1, &at },
 	};
 	int npos, rc;
 
