@@ -53,6 +53,8 @@ enum sst_err { ERR_NONE = 0, ERR_TIMEOUT, ERR_MISMATCH, ERR_REFUSED, ERR_PEER_GO
  * (ulnet_selftest_opts.server_rpc_timeout_ms). */
 #define SST_SERVER_BULK_MAX (32u << 20)
 #define SST_PROBE_TIMEOUT_MS 1000 /* a ping of a brw client that asks for more than LNET_MTU */
+#define SST_NO_LARGE_MAX 16        /* clients remembered as not taking large payloads... */
+#define SST_NO_LARGE_NS 60000000000ull /* ...for 60 s: a client that keeps asking costs one ping a minute */
 #define SST_SVC_SLOTS (ULNET_SST_SVC_MAX + 1)
 _Static_assert(SST_SVC_SLOTS <= 32, "reqbuf_owed_mask has a bit per service");
 
@@ -180,6 +182,11 @@ struct ulnet_sst {
 	struct ulnet_list srv_rpcs;       /* server RPCs under way */
 	struct ulnet_list srv_waiting;    /* brw requests waiting for bulk memory, oldest first */
 	struct ulnet_list srv_probing;    /* brw requests above LNET_MTU waiting for a ping of their client */
+	struct {
+		struct ulnet_nid nid;
+		uint64_t until_ns;
+	} no_large[SST_NO_LARGE_MAX];     /* clients whose ping said no large payloads (a ring) */
+	unsigned no_large_next;
 	uint64_t srv_bulk_bytes, srv_bulk_max;
 	uint32_t srv_timeout_ms;
 	/* request buffers to repost (their RPC ended), and their mirror, bit s: reqbuf_owed[s] > 0 (every

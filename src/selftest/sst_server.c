@@ -37,6 +37,16 @@ static bool bulk_fits(const struct ulnet_sst *sst, uint32_t need)
 	return sst->srv_bulk_bytes == 0 || sst->srv_bulk_bytes + need <= sst->srv_bulk_max;
 }
 
+static bool no_large_recent(const struct ulnet_sst *sst, const struct ulnet_nid *nid)
+{
+	uint64_t now = ulnet__now_ns();
+
+	for (unsigned i = 0; i < SST_NO_LARGE_MAX; i++)
+		if (sst->no_large[i].until_ns > now && ulnet_nid_equal(&sst->no_large[i].nid, nid))
+			return true;
+	return false;
+}
+
 /* A brw above LNET_MTU moves as the core's rendezvous (docs/large.md), which goes only to a client
  * known to take it: one whose ping reply carried the large bit. 0: go on (or wait on sst->srv_probing
  * for a ping of the client, once); else the status to answer, logged. */
@@ -53,7 +63,7 @@ static uint32_t large_refused(struct ulnet_sst *sst, struct sst_rpc *r)
 	}
 	if (ulnet_large_peer(sst->node, &r->peer.nid) == 1)
 		return 0;
-	if (r->probed) {
+	if (r->probed || no_large_recent(sst, &r->peer.nid)) {
 		ULNET_LOG(SST, WARN, "brw of %u bytes from %s refused: above LNET_MTU %u, and the client did not "
 			  "announce large payloads in a ping reply (its node option large_max)", len, peer, ULNET_MTU);
 		return EINVAL;
@@ -239,6 +249,11 @@ void sst__server_probe(struct ulnet_sst *sst)
 	ulnet__futex_unlock(&sst->lock);
 	(void)ulnet_ping(sst->node, &peer, SST_PROBE_TIMEOUT_MS, &res); /* a failure leaves it unknown */
 	ulnet__futex_lock(&sst->lock);
+	if (ulnet_large_peer(sst->node, &peer.nid) != 1) {
+		sst->no_large[sst->no_large_next].nid = peer.nid;
+		sst->no_large[sst->no_large_next].until_ns = ulnet__now_ns() + SST_NO_LARGE_NS;
+		sst->no_large_next = (sst->no_large_next + 1) % SST_NO_LARGE_MAX;
+	}
 	/* the RPCs are found again: any may have gone (stop) while the lock was let go */
 	ulnet_list_for_each_safe(pos, tmp, &sst->srv_probing) {
 		struct sst_rpc *r = ulnet_container_of(pos, struct sst_rpc, slink);

@@ -11,9 +11,10 @@
 # framework request as a kernel node does (no ulnet extension: the reserved words stay zero) and LNet
 # pings (GET on portal 0), whose reply lacks ulnet's large-payload bit (30), as a kernel's does. Counts
 # go to STATE (JSON, rewritten after every change). With NODE_ADDR and LEN it is also a brw client, as a
-# hostile or mistaken one: it connects to the node and sends one brw READ request of LEN bytes (check
-# none), and records the reply's status in brw_reply_status. Usage:
-#   kernel_sst_server.py ADDR STATE [NODE_ADDR LEN]
+# hostile or mistaken one: it connects to the node and sends COUNT (default 1) brw READ requests of LEN
+# bytes (check none), one after the other's reply, and records the last reply's status in
+# brw_reply_status and the replies in brw_replies. Usage:
+#   kernel_sst_server.py ADDR STATE [NODE_ADDR LEN [COUNT]]
 import json, os, socket, struct, sys, threading
 from lnet_peer import (ACCEPTOR_MAGIC, CONN_BULK_IN, CONN_BULK_OUT, CONN_CONTROL, HELLO_MAGIC, KSOCK_LNET,
                        KSOCK_NOOP, LNET_GET, LNET_PUT, LNET_REPLY, PID_LUSTRE, SRPC_MAGIC, WMD_NONE, active_handshake,
@@ -38,7 +39,7 @@ lock = threading.Condition()
 counts = {"pings": 0, "mksn": 0, "rmsn": 0, "debug": 0, "batch": 0, "stat": 0, "server_tests": [],
           "client_tests": 0, "buffers": 0, "brw": 0, "brw_before_buffers": 0, "parked_now": 0, "parked_max": 0,
           "served": 0, "in_service_max": 0, "checks": {}, "mismatch": 0, "bulk_bytes": 0, "session": False,
-          "lnet_msgs": 0, "lnet_bytes": 0, "lnet_types": {}, "brw_reply_status": None}
+          "lnet_msgs": 0, "lnet_bytes": 0, "lnet_types": {}, "brw_reply_status": None, "brw_replies": 0}
 session = {"sid": b"\0" * 16, "name": b"\0" * 32, "buffers": 0}
 free_buffers = [0]
 in_service = [0]
@@ -252,7 +253,9 @@ def serve(conn, passive=True):
             if portal == PORTAL_RDMA and match_bits == CLIENT_RPYID:  # the reply to our own brw request
                 with lock:
                     counts["brw_reply_status"] = struct.unpack("<I", payload[24:28])[0]
+                    counts["brw_replies"] += 1
                     save()
+                replied.set()
             elif portal == PORTAL_FRAMEWORK:
                 out = handle_framework(payload)
                 if out:
@@ -285,8 +288,10 @@ ls.bind((addr, 988))
 ls.listen(16)
 with lock:
     save()
-if len(sys.argv) > 3:  # a brw client too: connect as a kernel peer does, then one READ request
+replied = threading.Event()
+if len(sys.argv) > 3:  # a brw client too: connect as a kernel peer does, then the READ requests
     node_addr, length = sys.argv[3], int(sys.argv[4])
+    count = int(sys.argv[5]) if len(sys.argv) > 5 else 1
     conns = []
     for ctype in (CONN_CONTROL, CONN_BULK_IN, CONN_BULK_OUT):
         s = connect_privileged(addr, node_addr)
@@ -294,8 +299,12 @@ if len(sys.argv) > 3:  # a brw client too: connect as a kernel peer does, then o
         conns.append(s)
         threading.Thread(target=serve, args=(s, False), daemon=True).start()
     msg = srpc_msg(BRW, struct.pack("<QQIII", CLIENT_RPYID, CLIENT_RPYID + 1, BRW_READ, length, CHECK_NONE), 1)
-    conns[0].sendall(ksock_hdr() + lnet_hdr(nid_of(node_addr), MY_NID, PID_LUSTRE, PID_LUSTRE, LNET_PUT, len(msg),
-                                            put_msg(WMD_NONE, SVC_BRW, 0, PORTAL_REQUEST, 0)) + msg)
+    for _ in range(count):
+        replied.clear()
+        conns[0].sendall(ksock_hdr() + lnet_hdr(nid_of(node_addr), MY_NID, PID_LUSTRE, PID_LUSTRE, LNET_PUT,
+                                                len(msg), put_msg(WMD_NONE, SVC_BRW, 0, PORTAL_REQUEST, 0)) + msg)
+        if not replied.wait(30):
+            break
 while True:
     c, _ = ls.accept()
     threading.Thread(target=serve, args=(c,), daemon=True).start()
