@@ -17,7 +17,10 @@
  * their completions. FAULT_NOMATCH=1 in the environment installs on both nodes one fault rule that matches
  * nothing (a drop from 192.0.2.1@tcp): what an idle rule costs the data path (bench/fault_bench.sh);
  * METRICS_OFF=1 turns the latency histograms off (ulnet_metrics_latency_set): what they cost
- * (bench/observe_cost.sh, which also reads "put0_count", the Puts in the rate). */
+ * (bench/observe_cost.sh, which also reads "put0_count", the Puts in the rate). NET=o2ib runs the
+ * nodes over the o2ib LND on the shm provider instead (the Put rate; the raw TCP round trip is
+ * still over TCP); BUSY_POLL_US=N sets both nodes' busy_poll_us (their loops poll that long before
+ * they sleep, as message-rate benchmarks' peers poll). */
 #include <arpa/inet.h>
 #include <netinet/tcp.h>
 #include <pthread.h>
@@ -49,16 +52,31 @@ static void usage_now(double *cpu_us, double *csw)
 	*csw = (double)(ru.ru_nvcsw + ru.ru_nivcsw);
 }
 
+/* the nodes' net: tcp, or o2ib over the shm provider (NET=o2ib) */
+static const char *net(void)
+{
+	const char *e = getenv("NET");
+
+	return e && !strcmp(e, "o2ib") ? "o2ib" : "tcp";
+}
+
 static ulnet_node *open_node(const char *addr, unsigned loops, const char *peer_credits)
 {
 	char nid[64];
 	/* credits (the NI's) at least the window, so only peer_credits bounds the Puts in the LND */
 	const struct ulnet_kv kv[] = { { "peer_credits", peer_credits }, { "credits", "256" } };
-	struct ulnet_ni_conf c = { .net = "tcp", .nid = nid, .tunables = kv, .n_tunables = peer_credits ? 2 : 0 };
+	const struct ulnet_kv shm[] = { { "provider", "shm" } };
+	struct ulnet_ni_conf c = { .net = net(), .nid = nid, .tunables = kv, .n_tunables = peer_credits ? 2 : 0 };
 	struct ulnet_node_opts o = { .loops = loops };
 	ulnet_node *n;
 
-	snprintf(nid, sizeof(nid), "%s@tcp", addr);
+	if (getenv("BUSY_POLL_US"))
+		o.busy_poll_us = (uint32_t)atoi(getenv("BUSY_POLL_US"));
+	if (!strcmp(c.net, "o2ib")) {
+		c.lnd_tunables = shm;
+		c.n_lnd_tunables = 1;
+	}
+	snprintf(nid, sizeof(nid), "%s@%s", addr, c.net);
 	if (ulnet_node_open(&o, &n) || ulnet_ni_add(n, &c)) {
 		fprintf(stderr, "cannot start a node on %s\n", nid);
 		exit(1);
@@ -141,7 +159,7 @@ int main(int argc, char **argv)
 	loops = argc > 4 ? (unsigned)atoi(argv[4]) : 1;
 	na = open_node(argv[1], loops, argc > 6 ? argv[6] : NULL);
 	nb = open_node(argv[2], loops, argc > 6 ? argv[6] : NULL);
-	snprintf(nidb, sizeof(nidb), "%s@tcp", argv[2]);
+	snprintf(nidb, sizeof(nidb), "%s@%s", argv[2], net());
 	ulnet_nid_parse(nidb, &tb.nid, NULL);
 	any.nid = ulnet_nid_any();
 	ulnet_eq_create(&eqa);

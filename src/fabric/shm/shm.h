@@ -210,6 +210,10 @@ struct fab_dev {
 	 * so neither is needed. Always true with the copy thread (it pushes completions from its own
 	 * thread). */
 	bool armed;
+	/* the owner's arm found nothing to do (it may sleep now), and it has not come back since
+	 * (progress, poll_cq, post_send). While it runs, work that lands needs no eventfd raise: its
+	 * next arm looks under the lock before it sleeps. Saves a write and a read per completion. */
+	bool owner_asleep;
 	uint64_t timer_armed_ns;
 	/* registration table */
 	int tbl_fd;
@@ -266,6 +270,8 @@ static inline int shm_cq_push(struct fab_dev *dev, struct fab_qp *qp, uint64_t w
 int shm_ev_push(struct fab_dev *dev, const struct fab_cm_event *ev);
 void shm_dev_purge(struct fab_dev *dev, const struct fab_cm_id *id, const struct fab_qp *qp);
 void shm_dev_signal(struct fab_dev *dev);
+/* The owner runs again (progress): see owner_asleep. */
+void shm_owner_back(struct fab_dev *dev);
 int shm_ep_set(struct fab_cm_id *id, uint32_t events);
 
 /* shm_mr.c */

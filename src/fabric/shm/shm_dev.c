@@ -82,7 +82,7 @@ static int shm_dev_open(const struct sockaddr_in *addr, const struct fab_limits 
 	dev->addr = *addr;
 	dev->addr.sin_port = 0;
 	dev->tbl_fd = dev->evfd = dev->timerfd = dev->idfd = -1;
-	dev->armed = true;
+	dev->armed = dev->owner_asleep = true;
 	ulnet_list_init(&dev->ids);
 	pthread_mutex_init(&dev->lock, NULL);
 	shm_engine_init(dev);
@@ -250,18 +250,25 @@ static bool owner_work_locked(const struct fab_dev *dev)
 }
 
 /* Keep the eventfd readable exactly while something waits for an owner that may sleep on it (a
- * busy-polling owner, disarmed, finds its work with poll: no eventfd write and read per completion;
- * a level left raised from before is lowered here, once). */
+ * busy-polling owner, disarmed, finds its work with poll, and a running one with its next arm: no
+ * eventfd write and read per completion; a level left raised from before is lowered here, once). */
 void shm_dev_signal_locked(struct fab_dev *dev)
 {
 	bool was = dev->ev_signaled;
 
-	if (!was && !dev->armed && !dev->eng.started)
-		return; /* a busy-polling owner, no level raised: nothing to raise or lower (every completion) */
+	if (!was && ((!dev->armed && !dev->eng.started) || (!dev->owner_asleep && !dev->eng.started)))
+		return; /* a busy-polling or running owner, no level raised: nothing to raise or lower */
 
 	fab_evfd_level(dev->evfd, &dev->ev_signaled, (dev->armed || dev->eng.started) && owner_work_locked(dev));
 	if (dev->ev_signaled && !was)
 		dev->stats.evfd_raises++;
+}
+
+void shm_owner_back(struct fab_dev *dev)
+{
+	shm_lock(dev);
+	dev->owner_asleep = false;
+	shm_unlock(dev);
 }
 
 void shm_dev_signal(struct fab_dev *dev)
@@ -330,6 +337,7 @@ static int shm_progress(struct fab_dev *dev)
 	uint64_t now, next = UINT64_MAX, junk;
 	int n;
 
+	shm_owner_back(dev);
 	do {
 		n = epoll_wait(dev->epfd, evs, 64, 0);
 		if (n < 0 && errno != EINTR)
@@ -381,6 +389,7 @@ static int shm_poll_cq(struct fab_dev *dev, struct fab_wc *wc, int n)
 	int got = 0;
 
 	shm_lock(dev);
+	dev->owner_asleep = false;
 	while (got < n && dev->cq_len) {
 		struct shm_cqe *c = &dev->cq[dev->cq_head];
 
@@ -456,6 +465,7 @@ static bool shm_arm(struct fab_dev *dev)
 
 	shm_lock(dev);
 	work = owner_work_locked(dev);
+	dev->owner_asleep = !work;
 	shm_unlock(dev);
 	/* (armed since: ring_rx says we sleep on each ring it drains; with the copy thread, always) */
 	if (work || dev->armed || dev->eng.started)
