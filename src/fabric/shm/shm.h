@@ -211,9 +211,10 @@ struct fab_dev {
 	 * thread). */
 	bool armed;
 	/* the owner's arm found nothing to do (it may sleep now), and it has not come back since
-	 * (progress, poll_cq, post_send). While it runs, work that lands needs no eventfd raise: its
-	 * next arm looks under the lock before it sleeps. Saves a write and a read per completion. */
-	bool owner_asleep;
+	 * (progress, poll_cq). While an owner that arms (arms: it called arm once) runs, work that lands
+	 * needs no eventfd raise: its next arm looks under the lock before it sleeps. Saves a write and
+	 * a read per completion. An owner that never arms sleeps on the fd as it is: always raised. */
+	bool owner_asleep, arms;
 	uint64_t timer_armed_ns;
 	/* registration table */
 	int tbl_fd;

@@ -256,7 +256,7 @@ void shm_dev_signal_locked(struct fab_dev *dev)
 {
 	bool was = dev->ev_signaled;
 
-	if (!was && ((!dev->armed && !dev->eng.started) || (!dev->owner_asleep && !dev->eng.started)))
+	if (!was && !dev->eng.started && (!dev->armed || (dev->arms && !dev->owner_asleep)))
 		return; /* a busy-polling or running owner, no level raised: nothing to raise or lower */
 
 	fab_evfd_level(dev->evfd, &dev->ev_signaled, (dev->armed || dev->eng.started) && owner_work_locked(dev));
@@ -466,6 +466,7 @@ static bool shm_arm(struct fab_dev *dev)
 	shm_lock(dev);
 	work = owner_work_locked(dev);
 	dev->owner_asleep = !work;
+	dev->arms = true;
 	shm_unlock(dev);
 	/* (armed since: ring_rx says we sleep on each ring it drains; with the copy thread, always) */
 	if (work || dev->armed || dev->eng.started)
