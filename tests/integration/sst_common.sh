@@ -6,6 +6,16 @@
 
 SST=${BUILD:-$SRC/build}/tools/ulnet-selftest/ulnet-selftest
 
+# sst_init BLOCK: what every selftest script starts with: root (its tcp nodes listen on port 988),
+# ul_init, the console built, and tcp usable on 127.BLOCK.0.x (sst_require_tcp).
+sst_init()
+{
+	ul_require_root "its tcp nodes listen on port 988"
+	ul_init
+	[[ -x $SST ]] || ul_fail "no ulnet-selftest at $SST"
+	sst_require_tcp "$1"
+}
+
 # Exit 77 (skipped) when this build has no working tcp LND yet; anything else must start.
 sst_require_tcp()
 {

@@ -6,10 +6,7 @@
 set -u
 source "${SRC:-$(dirname "$0")/../..}/tests/integration/lib.sh"
 source "${SRC:-$(dirname "$0")/../..}/tests/integration/sst_common.sh"
-ul_require_root "its tcp nodes listen on port 988"
-ul_init
-[[ -x $SST ]] || ul_fail "no ulnet-selftest at $SST"
-sst_require_tcp 145
+sst_init 145
 sst_node n1 145 1 4096
 SILENT_NID=$(ul_addr 145 2)@tcp
 export ULNET_NODE

@@ -16,10 +16,7 @@
 set -u
 source "${SRC:-$(dirname "$0")/../..}/tests/integration/lib.sh"
 source "${SRC:-$(dirname "$0")/../..}/tests/integration/sst_common.sh"
-ul_require_root "its tcp nodes listen on port 988"
-ul_init
-[[ -x $SST ]] || ul_fail "no ulnet-selftest at $SST"
-sst_require_tcp 160
+sst_init 160
 
 NLIVE=48 NKILL=4 NSILENT=12
 NCLI=8 # brw and ping clients, and as many servers: 24 looping clients starve a loaded 2-core machine

@@ -8,10 +8,7 @@
 set -u
 source "${SRC:-$(dirname "$0")/../..}/tests/integration/lib.sh"
 source "${SRC:-$(dirname "$0")/../..}/tests/integration/sst_common.sh"
-ul_require_root "its tcp nodes listen on port 988"
-ul_init
-[[ -x $SST ]] || ul_fail "no ulnet-selftest at $SST"
-sst_require_tcp 40
+sst_init 40
 sst_two_nodes 40
 
 sst_brw_matrix n1 "$N1" n2 "$N2" "1 4095 4097 65535 1048576" "0 1 4095 4097 65537"

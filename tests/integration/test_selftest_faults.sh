@@ -7,10 +7,7 @@
 set -u
 source "${SRC:-$(dirname "$0")/../..}/tests/integration/lib.sh"
 source "${SRC:-$(dirname "$0")/../..}/tests/integration/sst_common.sh"
-ul_require_root "its tcp nodes listen on port 988"
-ul_init
-[[ -x $SST ]] || ul_fail "no ulnet-selftest at $SST"
-sst_require_tcp 41
+sst_init 41
 sst_two_nodes 41
 
 ul_step "read: server corrupts byte 12345"

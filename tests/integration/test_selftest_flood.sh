@@ -10,10 +10,7 @@
 set -u
 source "${SRC:-$(dirname "$0")/../..}/tests/integration/lib.sh"
 source "${SRC:-$(dirname "$0")/../..}/tests/integration/sst_common.sh"
-ul_require_root "its tcp nodes listen on port 988"
-ul_init
-[[ -x $SST ]] || ul_fail "no ulnet-selftest at $SST"
-sst_require_tcp 203
+sst_init 203
 sst_node n1 203 1 4096 "{server_rpc_timeout_ms: 4000}"
 sst_node n2 203 2 4096
 N1=$(ul_addr 203 1)@tcp

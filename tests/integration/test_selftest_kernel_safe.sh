@@ -10,10 +10,7 @@
 set -u
 source "${SRC:-$(dirname "$0")/../..}/tests/integration/lib.sh"
 source "${SRC:-$(dirname "$0")/../..}/tests/integration/sst_common.sh"
-ul_require_root "its tcp nodes listen on port 988"
-ul_init
-[[ -x $SST ]] || ul_fail "no ulnet-selftest at $SST"
-sst_require_tcp 200
+sst_init 200
 sst_two_nodes 200 # n1 (console) and n2: ulnet nodes
 K=$(ul_addr 200 3)@tcp       # kernel-like client
 KREF=$(ul_addr 200 4)@tcp    # kernel-like node that refuses every TEST with EINVAL

@@ -11,10 +11,7 @@
 set -u
 source "${SRC:-$(dirname "$0")/../..}/tests/integration/lib.sh"
 source "${SRC:-$(dirname "$0")/../..}/tests/integration/sst_common.sh"
-ul_require_root "its tcp nodes listen on port 988"
-ul_init
-[[ -x $SST ]] || ul_fail "no ulnet-selftest at $SST"
-sst_require_tcp 220
+sst_init 220
 sst_node n1 220 1 4096
 N1=$(ul_addr 220 1)@tcp
 K=$(ul_addr 220 3)@tcp

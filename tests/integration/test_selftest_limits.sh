@@ -9,10 +9,7 @@
 set -u
 source "${SRC:-$(dirname "$0")/../..}/tests/integration/lib.sh"
 source "${SRC:-$(dirname "$0")/../..}/tests/integration/sst_common.sh"
-ul_require_root "its tcp nodes listen on port 988"
-ul_init
-[[ -x $SST ]] || ul_fail "no ulnet-selftest at $SST"
-sst_require_tcp 204
+sst_init 204
 sst_node n1 204 1 4096 "{server_rpc_timeout_ms: 3000}"
 sst_node n2 204 2 65536
 N1=$(ul_addr 204 1)@tcp

@@ -9,10 +9,7 @@
 set -u
 source "${SRC:-$(dirname "$0")/../..}/tests/integration/lib.sh"
 source "${SRC:-$(dirname "$0")/../..}/tests/integration/sst_common.sh"
-ul_require_root "its tcp nodes listen on port 988"
-ul_init
-[[ -x $SST ]] || ul_fail "no ulnet-selftest at $SST"
-sst_require_tcp 42
+sst_init 42
 sst_two_nodes 42
 sst_node n3 42 3 4096
 N3=$(ul_addr 42 3)@tcp

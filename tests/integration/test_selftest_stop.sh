@@ -7,10 +7,7 @@
 set -u
 source "${SRC:-$(dirname "$0")/../..}/tests/integration/lib.sh"
 source "${SRC:-$(dirname "$0")/../..}/tests/integration/sst_common.sh"
-ul_require_root "its tcp nodes listen on port 988"
-ul_init
-[[ -x $SST ]] || ul_fail "no ulnet-selftest at $SST"
-sst_require_tcp 201
+sst_init 201
 sst_two_nodes 201 # n1: console and server; n2: client
 export ULNET_NODE
 ULNET_NODE=$(ul_sock n1)
