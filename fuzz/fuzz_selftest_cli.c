@@ -26,7 +26,8 @@ static void batch_line(char *line)
 			abort(); /* every refusal says why */
 		return;
 	}
-	if (!t.from || !t.to || !t.concurrency || t.concurrency > 1024 || (t.brw && (!t.size || t.size > (1u << 20))) ||
+	/* brw sizes above 1 MiB are the console's to check against the nodes' large_max (up to 1 GiB) */
+	if (!t.from || !t.to || !t.concurrency || t.concurrency > 1024 || (t.brw && (!t.size || t.size > (1u << 30))) ||
 	    t.offset >= (1u << 20) || !(t.timeout > 0) || t.duration < 0)
 		abort(); /* accepted but out of range */
 }
