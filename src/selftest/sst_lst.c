@@ -1027,8 +1027,8 @@ int ulnet_selftest_test_add(ulnet_selftest *st, const struct ulnet_selftest_batc
 		char nid[ULNET_NID_STRLEN];
 
 		ulnet_nid_format(&id->nid, nid, sizeof(nid));
-		rc = ulnet__sst_large_check(lt.t.size, i < src->n ? "client" : "server", nid, joined_feats(ls, id), why,
-					    whylen);
+		rc = ulnet__sst_large_check(lt.t.size, i < src->n ? "client" : "server", nid,
+					    i < src->n ? feats[i] : joined_feats(ls, id), why, whylen);
 	}
 	c = ls->con;
 	gen = ls->gen;

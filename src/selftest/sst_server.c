@@ -55,8 +55,8 @@ static uint32_t large_refused(struct ulnet_sst *sst, struct sst_rpc *r)
 	uint32_t len = r->in.body.brw_reqst.len, max = ulnet__sst_size_max(sst->node);
 	char peer[ULNET_NID_STRLEN];
 
-	ulnet_nid_format(&r->peer.nid, peer, sizeof(peer));
 	if (len > max) {
+		ulnet_nid_format(&r->peer.nid, peer, sizeof(peer));
 		ULNET_LOG(SST, WARN, "brw of %u bytes from %s refused: above this node's largest brw %u (LNET_MTU "
 			  "%u, node option large_max)", len, peer, max, ULNET_MTU);
 		return EINVAL;
@@ -64,6 +64,7 @@ static uint32_t large_refused(struct ulnet_sst *sst, struct sst_rpc *r)
 	if (ulnet_large_peer(sst->node, &r->peer.nid) == 1)
 		return 0;
 	if (r->probed || no_large_recent(sst, &r->peer.nid)) {
+		ulnet_nid_format(&r->peer.nid, peer, sizeof(peer));
 		ULNET_LOG(SST, WARN, "brw of %u bytes from %s refused: above LNET_MTU %u, and the client did not "
 			  "announce large payloads in a ping reply (its node option large_max)", len, peer, ULNET_MTU);
 		return EINVAL;
