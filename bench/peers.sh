@@ -8,7 +8,8 @@
 #      CPU time per GiB of both ends (ulnetd: schedstat of every thread over the brw; ucx_perftest:
 #      getrusage of each end, server and client, over its whole life: set-up and warm-up included);
 #   2. TCP 4 KiB brw read, 8 in flight, vs UCX tcp tag_bw 4 KiB (ucx_perftest's default -O), and
-#      the CPU per 4 KiB RPC of both ulnetd (per message for UCX, both ends);
+#      the CPU per 4 KiB RPC of both ulnetd (per message for UCX, both ends); once between nodes
+#      that sleep when idle, once between nodes that busy-poll BUSY_US first (UCX always polls);
 #   3. 1 MiB brw read and write over o2ib on the shm provider (two 4 KiB-page nodes, busy_poll_us 100
 #      as o2ib_bench.sh) vs `UCX_TLS=shm ucx_perftest -t ucp_put_bw -s 1048576`;
 #   4. selftest ping round trip with busy polling (busy_poll_us BUSY_US, as tcp_bench.sh) vs UCT
@@ -16,8 +17,10 @@
 #      tests (its libperf divides the latency by 2), so the script doubles it;
 #   5. 0-byte Put rate over tcp (bench/tcp_msgrate: 1 loop per node, peer_credits 8, the API thread
 #      polling EQ_SPIN_US) vs UCT `am_bw` 8 B over tcp (-d lo -x tcp), and the same over o2ib on
-#      the shm provider (NET=o2ib, both nodes busy_poll_us 100 as the shm brw pair) vs UCT `am_bw`
-#      8 B over shm (-d memory -x posix).
+#      the shm provider (NET=o2ib, both nodes busy_poll_us 100 as the shm brw pair, the API thread
+#      sleeping on its event queue: with both loops polling, a third spinning thread on 2 cores
+#      only takes turns from them) vs UCT `am_bw` 8 B over shm (-d memory -x posix), with the
+#      kernel's 8 peer credits and with 64, the entries of UCX's posix FIFO (UCX_POSIX_FIFO_SIZE).
 # Then one table: measure | ulnet | peer | ratio | goal (issue #35), and what is unfair in each row.
 # ucx_perftest runs as a server (no target) and a client (`ucx_perftest 127.229.0.1 -p PORT -t ...`);
 # it has no duration option, so each test is calibrated once (a short run) to last about SECONDS.
@@ -134,18 +137,25 @@ ucx_mbps() { awk '{ printf "%.1f", $6 * 1.048576 }' "$UL_TMP/$1.ucx"; }
 ucx_cpu_gib() { awk -v s="$2" '{ printf "%.1f", ($9 + $10) * 1e3 / ($1 * 1.1 * s / 2^30) }' "$UL_TMP/$1.ucx"; } # iterations + 10 % warm-up
 ucx_cpu_msg() { awk '{ printf "%.2f", ($9 + $10) * 1e6 / ($1 * 1.1) }' "$UL_TMP/$1.ucx"; }
 
-r1r=() r1w=() c1r=() c1w=() u1=() uc1=() r4=() c4=() u4=() uc4=() srd=() swr=() us=() png=() pmean=() ulat=() ulat1=()
-prt=() uamt=() prs=() uams=()
+r1r=() r1w=() c1r=() c1w=() u1=() uc1=() r4=() c4=() r4b=() c4b=() u4=() uc4=() srd=() swr=() us=() png=() pmean=()
+ulat=() ulat1=() prt=() uamt=() prs=() prs64=() uams=()
+# shm_rate PEER_CREDITS: 0-byte Puts a second over o2ib on the shm provider
+shm_rate() {
+	NET=o2ib BUSY_POLL_US=100 "$UL_TMP/tcp_msgrate" "$(ul_addr "$T" 7)" "$(ul_addr "$T" 8)" "$SECS" 1 put0 "$1" 0 \
+		>"$UL_TMP/rate.txt" 2>"$UL_TMP/rate.err" || ul_fail "tcp_msgrate NET=o2ib peer_credits $1: $(cat "$UL_TMP/rate.err")"
+	awk '$1 == "put0_rate" { print $2 }' "$UL_TMP/rate.txt"
+}
 for r in $(seq "$ROUNDS"); do
 	ul_step "round $r/$ROUNDS (${SECS} s a test; load $(cut -d' ' -f1 /proc/loadavg)): TCP 1 MiB brw read, UCX tag_bw, brw write"
 	r1r+=("$(brw n1 n2 "$A@tcp" "$B@tcp" read 1M)") c1r+=("$(cost 1)")
 	run_ucx tag1m
 	u1+=("$(ucx_mbps tag1m)") uc1+=("$(ucx_cpu_gib tag1m 1048576)")
 	r1w+=("$(brw n1 n2 "$A@tcp" "$B@tcp" write 1M)") c1w+=("$(cost 1)")
-	ul_step "round $r/$ROUNDS: TCP 4 KiB brw read, UCX tag_bw 4 KiB"
+	ul_step "round $r/$ROUNDS: TCP 4 KiB brw read (nodes sleeping), UCX tag_bw 4 KiB, brw read (nodes polling)"
 	r4+=("$(brw n1 n2 "$A@tcp" "$B@tcp" read 4K)") c4+=("$(cost 2)")
 	run_ucx tag4k
 	u4+=("$(ucx_mbps tag4k)") uc4+=("$(ucx_cpu_msg tag4k)")
+	r4b+=("$(brw n3 n4 "$A3@tcp" "$B4@tcp" read 4K)") c4b+=("$(cost 2)")
 	ul_step "round $r/$ROUNDS: o2ib/shm 1 MiB brw read, UCX shm ucp_put_bw, brw write"
 	srd+=("$(brw s5 s6 "$(ul_addr "$T" 5)@o2ib" "$(ul_addr "$T" 6)@o2ib" read 1M)")
 	run_ucx shmput
@@ -162,32 +172,32 @@ for r in $(seq "$ROUNDS"); do
 	prt+=("$(awk '$1 == "put0_rate" { print $2 }' "$UL_TMP/rate.txt")")
 	run_ucx ambw_tcp
 	uamt+=("$(ucx_field ambw_tcp 8)")
-	NET=o2ib BUSY_POLL_US=100 "$UL_TMP/tcp_msgrate" "$(ul_addr "$T" 7)" "$(ul_addr "$T" 8)" "$SECS" 1 put0 8 "$EQ_SPIN_US" \
-		>"$UL_TMP/rate.txt" 2>"$UL_TMP/rate.err" || ul_fail "tcp_msgrate NET=o2ib: $(cat "$UL_TMP/rate.err")"
-	prs+=("$(awk '$1 == "put0_rate" { print $2 }' "$UL_TMP/rate.txt")")
+	prs+=("$(shm_rate 8)")
 	run_ucx ambw_shm
 	uams+=("$(ucx_field ambw_shm 8)")
+	prs64+=("$(shm_rate 64)")
 done
 load1=$(cut -d' ' -f1-3 /proc/loadavg)
 
 echo "runs (rounds in order):"
 echo "  TCP 1 MiB (MB/s): brw read ${r1r[*]} | brw write ${r1w[*]} | UCX tcp tag_bw -O 8 ${u1[*]}"
 echo "  TCP 1 MiB (CPU ms per GiB, both ends): brw read ${c1r[*]} | brw write ${c1w[*]} | UCX tag_bw ${uc1[*]}"
-echo "  TCP 4 KiB (MB/s): brw read ${r4[*]} | UCX tcp tag_bw ${u4[*]}"
-echo "  TCP 4 KiB (CPU us, both ends): per brw RPC ${c4[*]} | per UCX message ${uc4[*]}"
+echo "  TCP 4 KiB (MB/s): brw read ${r4[*]} | UCX tcp tag_bw ${u4[*]} | brw read, nodes polling ${r4b[*]}"
+echo "  TCP 4 KiB (CPU us, both ends): per brw RPC ${c4[*]} | per UCX message ${uc4[*]} | per brw RPC, nodes polling ${c4b[*]}"
 echo "  shm 1 MiB (MB/s): brw read over o2ib ${srd[*]} | brw write ${swr[*]} | UCX shm ucp_put_bw ${us[*]}"
 echo "  round trip (us): selftest ping p50 (busy_poll_us $BUSY_US) ${png[*]} (mean ${pmean[*]}) |" \
 	"UCT am_lat tcp as printed (one way) ${ulat1[*]}, doubled ${ulat[*]}"
-echo "  message rate (msg/s): ulnet 0-byte Put tcp ${prt[*]} | UCT am_bw 8 B tcp ${uamt[*]} | ulnet 0-byte Put o2ib/shm ${prs[*]} | UCT am_bw 8 B shm ${uams[*]}"
+echo "  message rate (msg/s): ulnet 0-byte Put tcp ${prt[*]} | UCT am_bw 8 B tcp ${uamt[*]} | ulnet 0-byte Put o2ib/shm ${prs[*]} | UCT am_bw 8 B shm ${uams[*]} | ulnet o2ib/shm, peer_credits 64 ${prs64[*]}"
 echo "  ucx_perftest iterations per test: $(for k in "${!UCX_N[@]}"; do printf '%s %s; ' "$k" "${UCX_N[$k]}"; done)"
 echo "load average (1/5/15 min): $load0 at the start, $load1 at the end; $(nproc) CPUs"
 
 "$UL_PYTHON" - "${r1r[*]}" "${r1w[*]}" "${u1[*]}" "${c1r[*]}" "${c1w[*]}" "${uc1[*]}" "${r4[*]}" "${u4[*]}" "${c4[*]}" "${uc4[*]}" \
-	"${srd[*]}" "${swr[*]}" "${us[*]}" "${png[*]}" "${ulat[*]}" "${prt[*]}" "${uamt[*]}" "${prs[*]}" "${uams[*]}" "$BUSY_US" "$EQ_SPIN_US" <<'PY'
+	"${r4b[*]}" "${c4b[*]}" "${srd[*]}" "${swr[*]}" "${us[*]}" "${png[*]}" "${ulat[*]}" "${prt[*]}" "${uamt[*]}" "${prs[*]}" \
+	"${uams[*]}" "${prs64[*]}" "$BUSY_US" "$EQ_SPIN_US" <<'PY'
 import statistics, sys
-m = [statistics.median(map(float, a.split())) for a in sys.argv[1:20]]
-r1r, r1w, u1, c1r, c1w, uc1, r4, u4, c4, uc4, srd, swr, us, png, ulat, prt, uamt, prs, uams = m
-busy, spin = sys.argv[20], sys.argv[21]
+m = [statistics.median(map(float, a.split())) for a in sys.argv[1:23]]
+r1r, r1w, u1, c1r, c1w, uc1, r4, u4, c4, uc4, r4b, c4b, srd, swr, us, png, ulat, prt, uamt, prs, uams, prs64 = m
+busy, spin = sys.argv[23], sys.argv[24]
 rows = [  # measure, ulnet, peer, ulnet value, peer value, higher is better, goal (op, bound) or None
     ("TCP 1 MiB brw read, 8 in flight (MB/s)", "UCX tcp tag_bw -O 8", r1r, u1, True, (">=", 1.0)),
     ("TCP 1 MiB brw write, 8 in flight (MB/s)", "UCX tcp tag_bw -O 8", r1w, u1, True, (">=", 1.0)),
@@ -195,12 +205,15 @@ rows = [  # measure, ulnet, peer, ulnet value, peer value, higher is better, goa
     ("TCP 1 MiB write, CPU ms/GiB both ends", "UCX tag_bw, both ends", c1w, uc1, False, ("<=", 1.0)),
     ("TCP 4 KiB brw read, 8 in flight (MB/s)", "UCX tcp tag_bw 4 KiB", r4, u4, True, (">=", 0.6)),
     ("TCP 4 KiB CPU us per RPC / message", "UCX, both ends", c4, uc4, False, None),
+    (f"TCP 4 KiB brw read, nodes polling {busy} us (MB/s)", "UCX tcp tag_bw 4 KiB", r4b, u4, True, (">=", 0.6)),
+    (f"TCP 4 KiB CPU us per RPC, nodes polling {busy} us", "UCX, both ends", c4b, uc4, False, None),
     ("shm 1 MiB brw read over o2ib (MB/s)", "UCX shm ucp_put_bw", srd, us, True, (">=", 0.95)),
     ("shm 1 MiB brw write over o2ib (MB/s)", "UCX shm ucp_put_bw", swr, us, True, (">=", 0.95)),
     (f"selftest ping RTT, busy_poll_us {busy} (us)", "UCT am_lat tcp, RTT", png, ulat, False, ("<=", 1.1)),
     (f"0-byte Put rate tcp (msg/s, EQ spin {spin} us)", "UCT am_bw 8 B tcp", prt, uamt, True, (">=", 1.0)),
-    (f"0-byte Put rate o2ib/shm (msg/s, busy_poll_us 100, EQ spin {spin} us)", "UCT am_bw 8 B shm", prs, uams, True,
+    ("0-byte Put rate o2ib/shm (msg/s, busy_poll_us 100, peer_credits 8)", "UCT am_bw 8 B shm", prs, uams, True,
      (">=", 0.5)),
+    ("same, peer_credits 64 (UCX's FIFO entries)", "UCT am_bw 8 B shm", prs64, uams, True, (">=", 0.5)),
 ]
 print()
 print("| measure | ulnet | peer | ratio ulnet/peer | better | goal | met |")
@@ -232,7 +245,9 @@ What is unfair in each comparison:
 - TCP 4 KiB: each brw RPC is three LNet messages (request, 4 KiB bulk, reply) with 8 in flight;
   tag_bw sends 4 KiB eager messages with no reply, one outstanding (ucx_perftest's default -O),
   but an eager send completes once copied out, so it streams. CPU: ulnet's per RPC, UCX's per
-  message, both ends, UCX's including its polling, set-up and warm-up.
+  message, both ends, UCX's including its polling, set-up and warm-up. ucx_perftest polls all the
+  time; the first ulnet pair sleeps when idle (ulnetd's default), the second polls $BUSY_US us
+  before it sleeps (node option busy_poll_us), which is the like-for-like row.
 - shm 1 MiB: brw over o2ib sends a PUT_REQ/GET_REQ, the RDMA (a memcpy by the shm provider into the
   peer's memfd memory) and a completion message per MiB, plus the selftest request and reply; UCX
   ucp_put_bw is one-sided puts (UCX_TLS=shm: posix/sysv/cma) with no message per put, one
@@ -245,8 +260,10 @@ What is unfair in each comparison:
   Puts in flight, peer_credits 8, 96 header bytes a Put on the wire, no ACK); UCT am_bw runs two
   processes, 8-byte short AMs (the 8-byte header included), flow-control window 127.
 - Put rate o2ib/shm: the same tcp_msgrate over o2ib on the shm provider, both loops polling 100 us
-  before they sleep (three threads on the 2 cores); every Put is an o2iblnd IMMEDIATE message (a
-  ring record with LNet's 96-byte header) and 8 peer credits come back in a NOOP, as the kernel's
-  o2iblnd returns them; UCT am_bw writes 8-byte records into a posix shm FIFO with both processes
-  polling and no credit returned per message.
+  before they sleep and the API thread sleeping on its event queue (three threads on the 2 cores);
+  every Put is an o2iblnd IMMEDIATE message (a ring record with LNet's 96-byte header, matched at
+  the target, which then posts an event), and credits come back in NOOPs as the kernel's o2iblnd
+  returns them: with 8 peer credits (the kernel's default) at most 8 Puts are in the ring, with
+  64 as many as UCX's FIFO holds. UCT am_bw writes 8-byte records into a posix shm FIFO with both
+  processes polling, no matching and no event.
 EOF
