@@ -10,10 +10,20 @@
 #include "internal.h"
 #include "large_wire.h"
 
-/* The NI that reaches @nid (the caller owns a loop or holds the node lock: the NI list is stable). */
-static struct ulnet_ni *ni_reaching(struct ulnet_node *node, const struct ulnet_nid *nid, bool *local)
+/* Where a send goes: the NI, and for a routed destination the route and its gateway. */
+struct send_path {
+	struct ulnet_ni *ni;
+	bool local;
+	struct ulnet_route *route; /* NULL: the NI's net is the destination's */
+	struct ulnet_nid hop;      /* the gateway, or the destination itself */
+};
+
+/* The path to @nid (the caller owns a loop or holds the node lock: the NI list is stable). A routed
+ * choice ranks gateways by the credits of the caller's own loop, so it holds for a send from that
+ * loop only: a send handed to another loop chooses again there (ulnet__send_owned). */
+static struct ulnet_ni *path_to(struct ulnet_node *node, const struct ulnet_nid *nid, struct send_path *p)
 {
-	struct ulnet_ni *ni = ulnet__ni_for_dest(node, nid, local);
+	struct ulnet_ni *ni = ulnet__next_hop(node, nid, &p->local, &p->route, &p->hop);
 	char s[ULNET_NID_STRLEN];
 
 	if (!ni) {
@@ -22,27 +32,17 @@ static struct ulnet_ni *ni_reaching(struct ulnet_node *node, const struct ulnet_
 		ULNET_LOG(CORE, ERR, "no NI reaches %s (no local NI on %s and no route to it is up: route show -v)",
 			  ulnet_nid_format(nid, s, sizeof(s)), ulnet_net_format(ulnet_nid_net(nid), net, sizeof(net)));
 	}
+	p->ni = ni;
 	return ni;
 }
 
-/* Send @msg on @ni, whose loop the caller owns. */
-static int send_here(struct ulnet_loop *loop, struct ulnet_msg *msg, struct ulnet_ni *ni, bool local)
+/* Send @msg along @p, chosen by this loop, which owns @p->ni. */
+static int send_here(struct ulnet_loop *loop, struct ulnet_msg *msg, const struct send_path *p)
 {
 	struct ulnet_process_id *target = &msg->v.target;
-	struct ulnet_route *route = NULL;
-	struct ulnet_nid hop = target->nid;
+	struct ulnet_ni *ni = p->ni;
+	bool local = p->local;
 
-	if (!local) { /* which gateway, if routed: the choice is this loop's (its peers' credits) */
-		bool lo;
-		struct ulnet_ni *via = ulnet__next_hop(loop->node, &target->nid, &lo, &route, &hop);
-
-		if (via != ni) { /* the routes changed since the NI was chosen */
-			route = NULL;
-			hop = target->nid;
-			if (ulnet_nid_net(&hop) != ni->net)
-				return -EHOSTUNREACH;
-		}
-	}
 	msg->loop = loop;
 	msg->ni = ni;
 	msg->is_tx = true;
@@ -51,13 +51,13 @@ static int send_here(struct ulnet_loop *loop, struct ulnet_msg *msg, struct ulne
 	msg->v.hdr.src_nid = local ? target->nid : ni->nid;
 	msg->v.hdr.src_pid = loop->node->pid;
 	if (!local) {
-		msg->peer = ulnet__peer_find(ni, &hop, true);
+		msg->peer = ulnet__peer_find(ni, &p->hop, true);
 		if (!msg->peer)
 			return -ENOBUFS; /* out of memory, or the peer table is full of busy peers (logged) */
 		ulnet__peer_get(msg->peer);
-		if (route) { /* the LND sends to the gateway; the header names the destination */
-			ulnet__route_used(loop->node, route, msg->v.hdr.payload_length);
-			target->nid = hop;
+		if (p->route) { /* the LND sends to the gateway; the header names the destination */
+			ulnet__route_used(loop->node, p->route, msg->v.hdr.payload_length);
+			target->nid = p->hop;
 			target->pid = ULNET_PID_LUSTRE;
 		}
 	}
@@ -68,8 +68,8 @@ static int send_here(struct ulnet_loop *loop, struct ulnet_msg *msg, struct ulne
 int ulnet__send(struct ulnet_node *node, struct ulnet_msg *msg, const struct ulnet_process_id *target,
 		void *rx_priv)
 {
-	bool local = false;
-	struct ulnet_ni *ni = ni_reaching(node, &target->nid, &local);
+	struct send_path p;
+	struct ulnet_ni *ni = path_to(node, &target->nid, &p);
 	struct ulnet_loop *own = ulnet__owned(node);
 
 	if (!ni)
@@ -77,7 +77,7 @@ int ulnet__send(struct ulnet_node *node, struct ulnet_msg *msg, const struct uln
 	msg->v.target = *target;
 	if (ni->loop == own) {
 		msg->rx_priv = rx_priv;
-		return send_here(own, msg, ni, local);
+		return send_here(own, msg, &p);
 	}
 	msg->rx_priv = NULL; /* another NI's: the received message's context is not its LND's */
 	ulnet__loop_mail(ni->loop, msg);
@@ -86,8 +86,8 @@ int ulnet__send(struct ulnet_node *node, struct ulnet_msg *msg, const struct uln
 
 void ulnet__send_owned(struct ulnet_loop *loop, struct ulnet_msg *msg)
 {
-	bool local = false;
-	struct ulnet_ni *ni = ni_reaching(loop->node, &msg->v.target.nid, &local);
+	struct send_path p;
+	struct ulnet_ni *ni = path_to(loop->node, &msg->v.target.nid, &p);
 	int rc = -EHOSTUNREACH;
 
 	msg->loop = loop;
@@ -96,7 +96,7 @@ void ulnet__send_owned(struct ulnet_loop *loop, struct ulnet_msg *msg)
 		return;
 	}
 	if (ni)
-		rc = send_here(loop, msg, ni, local);
+		rc = send_here(loop, msg, &p);
 	if (rc)
 		ulnet__finalize(msg, rc); /* the SEND event says why; no REPLY/ACK follows (msg.c) */
 }
