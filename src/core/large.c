@@ -280,6 +280,9 @@ static void initiator_finish(struct large_op *op)
 	free(op);
 }
 
+#define NOT_ANNOUNCED "the peer's ping reply did not announce large payloads (a kernel node, an older ulnet, or " \
+		      "large payloads off there)"
+
 /* @sent: what went to the peer before the refusal ("nothing", or the probe's ping) */
 static void refuse_log(struct ulnet_node *node, unsigned kind, uint32_t len, const struct ulnet_nid *nid,
 		       const char *why, const char *sent)
@@ -326,6 +329,7 @@ static int op_expose_locked(struct large_op *op, struct ulnet_libmd *md)
 
 		rc = expose(node, &op->peer, ulnet_large_bits(ULNET_LARGE_DESC, op->cookie), &u, &op->desc_md);
 	}
+	/* the data: the application's MD's fragments, exposed to the target only, for this op only */
 	if (rc == 0) {
 		struct ulnet_md u = { .start = md->frags, .length = md->nfrags, .threshold = ULNET_MD_THRESH_INF,
 				      .options = ULNET_MD_IOVEC | ULNET_MD_MANAGE_REMOTE |
@@ -418,8 +422,7 @@ int ulnet__large_start(struct ulnet_node *node, struct ulnet_handle mdh, unsigne
 	else if (total > lg->max)
 		why = "over this node's large payload limit";
 	else if (cap == ULNET_LARGE_CAP_NO)
-		why = "the peer's ping reply did not announce large payloads (a kernel node, an older ulnet, or "
-		      "large payloads off there)";
+		why = NOT_ANNOUNCED;
 	if (why) {
 		ulnet__lock_release(node);
 		refuse_log(node, kind, total, &to.nid, why, "nothing");
@@ -535,9 +538,7 @@ void ulnet__large_probe_done(struct ulnet_node *node, const struct ulnet_nid *ni
 				continue;
 			}
 		} else if (verdict == 0) {
-			refuse_log(node, op->kind, op->ev.rlength, nid,
-				   "the peer's ping reply did not announce large payloads (a kernel node, an older ulnet, "
-				   "or large payloads off there)", "nothing but one ping");
+			refuse_log(node, op->kind, op->ev.rlength, nid, NOT_ANNOUNCED, "nothing but one ping");
 		}
 		op_end_locked(op, rc);
 	}

@@ -173,33 +173,29 @@ static int reply_verdict(const struct large_probe *p, uint32_t len, uint32_t *fe
 	return rc;
 }
 
-/* The probe MD's events (loop 0's thread, no lock held). */
+/* The probe MD's events (loop 0's thread, no lock held; only this handler writes p->answered). */
 static void probe_handler(const struct ulnet_event *ev)
 {
 	struct large_probe *p = ev->md_user_ptr;
 	struct ulnet_node *node = p->node;
 	struct ulnet_nid nid = p->peer.nid;
+	bool replied = ev->type == ULNET_EVENT_REPLY && !ev->status;
 	uint32_t features = 0;
-	bool decide = false;
-	int verdict = 0;
+	int verdict = ev->status;
+	char s[ULNET_NID_STRLEN];
 
-	ulnet__lock(node);
-	if (!p->answered) {
-		decide = ev->type == ULNET_EVENT_REPLY || ev->status || ev->unlinked;
-		verdict = ev->status ? ev->status : ev->type == ULNET_EVENT_REPLY ? 0 : p->status ? p->status : -EINTR;
-		p->answered = decide;
-	}
-	ulnet__lock_release(node);
-	if (decide && ev->type == ULNET_EVENT_REPLY && !ev->status) {
-		/* the buffer is the REPLY's alone now: read it without the lock */
-		verdict = reply_verdict(p, ev->mlength, &features);
-		if (verdict >= 0)
-			ulnet__peer_note_ping(node, &nid, features); /* peer show reports it, as after ulnet_ping */
-	}
-	if (decide) {
-		char s[ULNET_NID_STRLEN];
-
+	if (!p->answered && (ev->type == ULNET_EVENT_REPLY || ev->status || ev->unlinked)) {
+		if (replied) {
+			/* the buffer is the REPLY's alone now: read it without the lock */
+			verdict = reply_verdict(p, ev->mlength, &features);
+			if (verdict >= 0)
+				ulnet__peer_note_ping(node, &nid, features); /* peer show reports it, as after ulnet_ping */
+		}
+		/* the verdict and the table change at once: a large op in between still finds the probe */
 		ulnet__lock(node);
+		if (!replied && !verdict)
+			verdict = p->status ? p->status : -EINTR; /* unlinked before any reply */
+		p->answered = true;
 		if (verdict >= 0)
 			ulnet__large_cap_note(ulnet__large_caps(node), &nid, features);
 		else

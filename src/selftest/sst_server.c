@@ -39,7 +39,7 @@ static bool bulk_fits(const struct ulnet_sst *sst, uint32_t need)
 
 /* A brw above this node's largest: the status to answer (logged), else 0. Whether the client takes
  * large payloads is the core's to learn (docs/large.md): the bulk op says so when it ends. */
-static uint32_t large_refused(struct ulnet_sst *sst, struct sst_rpc *r)
+static uint32_t over_size_max(struct ulnet_sst *sst, struct sst_rpc *r)
 {
 	uint32_t len = r->in.body.brw_reqst.len, max = ulnet__sst_size_max(sst->node);
 	char peer[ULNET_NID_STRLEN];
@@ -95,7 +95,7 @@ static void server_brw_start(struct ulnet_sst *sst, struct sst_rpc *r)
 		*status = EINVAL;
 		goto reply;
 	}
-	if ((*status = large_refused(sst, r)))
+	if ((*status = over_size_max(sst, r)))
 		goto reply;
 	if (!bulk_fits(sst, brw_bulk_need(sst, q->len))) {
 		/* wait for bulk memory, holding only the request buffer (sst__server_kick) */

@@ -619,37 +619,35 @@ static uint64_t recv_msgs(ulnet_node *n)
 	return st.recv_count;
 }
 
-/* A Put and a Get toward a capable peer never pinged: each works as after a ping, and the first op
- * toward each peer cost exactly one message more than the same op once the capability was known. */
+/* @c from @a to @b, never pinged: it works as after a ping, and costs exactly one message (the
+ * probe's ping) more than the same op once the capability is known. */
+static void first_costs_one_ping(struct node2 *a, struct node2 *b, const struct xc *c, uint32_t portal)
+{
+	uint64_t first, again;
+
+	assert_int_equal(ulnet_large_peer(a->n, &b->id.nid), 0);
+	first = sent_msgs(a->n);
+	xfer(a, b, c, portal, 1);
+	first = sent_msgs(a->n) - first;
+	assert_int_equal(ulnet_large_peer(a->n, &b->id.nid), 1);
+	again = sent_msgs(a->n);
+	xfer(a, b, c, portal, 2);
+	again = sent_msgs(a->n) - again;
+	assert_true(first == again + 1);
+}
+
+/* A Put toward a capable peer never pinged, and a Get the other way (that peer never pinged either). */
 static void test_probe_capable(void **state)
 {
 	static const struct xc put = { 2 * MIB + 1, 4097, IOVEC, KIOV, false };
 	static const struct xc get = { 2 * MIB + 1, 4097, CONTIG, KIOV, true };
 	struct node2 p = { 0 }, q = { 0 };
-	uint64_t first, again;
 
 	(void)state;
 	node_up_at(&p, 4096, 0, 235, probe_block(0), 1);
 	node_up_at(&q, 65536, 0, 235, probe_block(0), 2);
-	assert_int_equal(ulnet_large_peer(p.n, &q.id.nid), 0);
-	first = sent_msgs(p.n);
-	xfer(&p, &q, &put, 7, 1);
-	first = sent_msgs(p.n) - first;
-	assert_int_equal(ulnet_large_peer(p.n, &q.id.nid), 1);
-	again = sent_msgs(p.n);
-	xfer(&p, &q, &put, 7, 2);
-	again = sent_msgs(p.n) - again;
-	assert_true(first == again + 1); /* the one ping */
-	/* the Get the other way: q never pinged p */
-	assert_int_equal(ulnet_large_peer(q.n, &p.id.nid), 0);
-	first = sent_msgs(q.n);
-	xfer(&q, &p, &get, 8, 3);
-	first = sent_msgs(q.n) - first;
-	assert_int_equal(ulnet_large_peer(q.n, &p.id.nid), 1);
-	again = sent_msgs(q.n);
-	xfer(&q, &p, &get, 8, 4);
-	again = sent_msgs(q.n) - again;
-	assert_true(first == again + 1);
+	first_costs_one_ping(&p, &q, &put, 7);
+	first_costs_one_ping(&q, &p, &get, 8);
 	node_down(&p);
 	node_down(&q);
 }
@@ -745,6 +743,19 @@ static void drop_pings(struct node2 *p, const struct node2 *q, bool on)
 	assert_int_equal(ulnet_fault_add(p->n, &r), 0);
 }
 
+/* p and q up at block @k, p dropping its pings to q; @n ops from p to q parked behind the probe (the
+ * first 16 of them: the 17th is over the bound, its call's return in rc[16]). */
+static void park_ops(struct node2 *p, struct node2 *q, unsigned k, uint8_t *buf, unsigned n,
+		     struct ulnet_handle *h, int *rc)
+{
+	node_up_at(p, 4096, 0, 235, probe_block(k), 1);
+	node_up_at(q, 4096, 0, 235, probe_block(k), 2);
+	drop_pings(p, q, true);
+	many_ops(p, q, buf, n, h, rc);
+	for (unsigned i = 0; i < n && i < 16; i++)
+		assert_int_equal(rc[i], 0);
+}
+
 /* While the probe waits (its ping dropped): 16 ops park behind it, the 17th is refused with -ENOBUFS;
  * one MD unlinked meanwhile. The ping times out (transaction_timeout, 3 s): every parked op ends
  * with -ETIMEDOUT (the unlinked MD's event says unlinked), the capability stays unknown, and within
@@ -759,12 +770,7 @@ static void test_probe_failed(void **state)
 	int rc[PROBE_OPS], timedout = 0, unlinked = 0, tries = 0;
 
 	(void)state;
-	node_up_at(&p, 4096, 0, 235, probe_block(2), 1);
-	node_up_at(&q, 4096, 0, 235, probe_block(2), 2);
-	drop_pings(&p, &q, true);
-	many_ops(&p, &q, buf, 17, h, rc);
-	for (unsigned i = 0; i < 16; i++)
-		assert_int_equal(rc[i], 0);
+	park_ops(&p, &q, 2, buf, 17, h, rc);
 	assert_int_equal(rc[16], -ENOBUFS);
 	assert_int_equal(ulnet_md_unlink(p.n, h[16]), 0);
 	next_ev(p.eq, &ev);
@@ -814,12 +820,7 @@ static void test_probe_close(void **state)
 	int rc[PROBE_OPS];
 
 	(void)state;
-	node_up_at(&p, 4096, 0, 235, probe_block(3), 1);
-	node_up_at(&q, 4096, 0, 235, probe_block(3), 2);
-	drop_pings(&p, &q, true);
-	many_ops(&p, &q, buf, 4, h, rc);
-	for (unsigned i = 0; i < 4; i++)
-		assert_int_equal(rc[i], 0);
+	park_ops(&p, &q, 3, buf, 4, h, rc);
 	ulnet_node_close(p.n);
 	p.n = NULL;
 	no_more(p.eq);
