@@ -90,13 +90,17 @@ ULNET_EXPORT void ulnet_node_opts_get(const ulnet_node *node, struct ulnet_node_
 /* The first non-lo NID (or 0@lo when there is none). */
 ULNET_EXPORT void ulnet_node_primary_nid(ulnet_node *node, struct ulnet_nid *out);
 
-/* Payloads above ULNET_MTU (1 MiB), up to the node option large_max, go only to a peer known to
- * take them: a ulnet node whose ping reply carried ULNET_PING_FEAT_ULNET_LARGE. Ping it first
- * (ulnet_ping); a peer never pinged, a kernel node or an older ulnet is refused with -EMSGSIZE and
- * one log line, nothing sent. On the wire every message stays within LNET_MTU (docs/large.md); the
- * application sees one SEND and one ACK/REPLY, the target one PUT/GET event, as for one message.
- * A failure ends in one event with the error on each side (the initiator's in its SEND event).
- * ulnet_large_peer: 1 if @nid is known to take them, else 0. */
+/* Payloads above ULNET_MTU (1 MiB), up to the node option large_max, go only to a peer that takes
+ * them: a ulnet node whose ping reply carries ULNET_PING_FEAT_ULNET_LARGE. The node learns it by
+ * itself: toward a peer not known yet, the op waits while the core pings the peer once (no thread
+ * waits; other large ops toward it wait behind that ping); a reply with the bit starts them, one
+ * without it (a kernel node, an older ulnet, large payloads off there) ends each in its SEND event
+ * with -EMSGSIZE and one log line, nothing but the ping sent. Toward a peer already known not to
+ * take them the call returns -EMSGSIZE; within a second after a failed ping of it, that ping's
+ * error. On the wire every message stays within LNET_MTU (docs/large.md); the application sees one
+ * SEND and one ACK/REPLY, the target one PUT/GET event, as for one message. A failure ends in one
+ * event with the error on each side (the initiator's in its SEND event).
+ * ulnet_large_peer: 1 if @nid is known to take them (its last ping reply said so), else 0. */
 #define ULNET_PING_FEAT_ULNET_LARGE (1u << 30)
 ULNET_EXPORT int ulnet_large_peer(ulnet_node *node, const struct ulnet_nid *nid);
 
@@ -104,9 +108,10 @@ ULNET_EXPORT int ulnet_large_peer(ulnet_node *node, const struct ulnet_nid *nid)
  * @ack and the target MD allows; they may come in either order. A send that fails (no NI reaches
  * @target: -EHOSTUNREACH; the peer's queue is full: -ENOBUFS; the connection failed...) ends in a
  * SEND event with that status and no ACK; an ACK that never comes ends in an ACK event with
- * -ETIMEDOUT (transaction_timeout). -EINVAL, -ENOENT stale @md, -EMSGSIZE over ULNET_MTU toward a peer not known to take large
- * payloads, or over large_max; -ENOBUFS too many large ops in progress with the peer: refused
- * before anything was sent; no event follows these. */
+ * -ETIMEDOUT (transaction_timeout). -EINVAL, -ENOENT stale @md, -EMSGSIZE over ULNET_MTU toward a
+ * peer known not to take large payloads (see above), or over large_max; -ENOBUFS too many large ops
+ * in progress (or waiting for the ping of their peer) with the peer: refused before anything was
+ * sent; no event follows these. */
 ULNET_EXPORT int ulnet_put(ulnet_node *node, struct ulnet_handle md, enum ulnet_ack_req ack,
 			   const struct ulnet_process_id *target, uint32_t portal, uint64_t match_bits,
 			   uint32_t offset, uint64_t hdr_data);

@@ -13,12 +13,12 @@
 #include <stdlib.h>
 #include <string.h>
 #include "internal.h"
+#include "large_cap.h"
 #include "large_wire.h"
 
 #define LARGE_WINDOW 8          /* pieces in flight per op */
 #define LARGE_OPS_PER_PEER 16   /* ops in progress with one peer, each role */
-#define LARGE_OPS_MAX 1024      /* ops in progress on the node */
-#define LARGE_CAPS_MAX 1024     /* peers remembered as capable */
+#define LARGE_OPS_MAX 1024      /* ops in progress on the node (parked ones included) */
 
 enum large_obj { OBJ_SVC = 0x4c53, OBJ_OP = 0x4c4f };
 
@@ -38,6 +38,7 @@ struct large_op {
 	int status;
 	bool ending;
 	/* initiator */
+	bool parked;                 /* waiting for the probe of its peer (large_cap.c): no MD of its own yet */
 	struct ulnet_libmd *umd;     /* the application's MD, referenced from the start */
 	struct ulnet_event ev;       /* its SEND event */
 	bool ack;
@@ -66,11 +67,11 @@ struct ulnet_large {
 	uint64_t next_cookie;
 	struct ulnet_list ops;
 	unsigned n_ops;
-	struct ulnet_nid caps[LARGE_CAPS_MAX]; /* peers whose ping reply carried the capability */
-	unsigned n_caps, caps_next;
+	struct ulnet_large_caps caps;
 };
 
 static void large_handler(const struct ulnet_event *ev);
+static void initiator_finish(struct large_op *op);
 static struct large_op *find_initiator_op(struct ulnet_large *lg, uint64_t cookie,
 					   const struct ulnet_process_id *from);
 
@@ -90,6 +91,7 @@ int ulnet__large_init(struct ulnet_node *node, uint32_t max)
 	lg->max = max;
 	lg->next_cookie = (node->iface_cookie ^ (node->iface_cookie >> 24)) & ULNET_LARGE_ARG_MASK;
 	ulnet_list_init(&lg->ops);
+	ulnet__large_caps_init(&lg->caps);
 	node->large = lg;
 	return 0;
 }
@@ -147,57 +149,37 @@ void ulnet__large_free(struct ulnet_node *node)
 		free(op->iov);
 		free(op);
 	}
+	ulnet__large_caps_free(&lg->caps);
 	free(lg);
 	node->large = NULL;
 }
 
-/* ---- capability ---- */
+/* ---- capability (large_cap.c) ---- */
 
-static bool cap_known(const struct ulnet_large *lg, const struct ulnet_nid *nid)
+struct ulnet_large_caps *ulnet__large_caps(struct ulnet_node *node)
 {
-	for (unsigned i = 0; i < lg->n_caps; i++)
-		if (ulnet__nid_equal(&lg->caps[i], nid))
-			return true;
-	return false;
+	return &node->large->caps;
 }
 
 void ulnet__large_note_ping(struct ulnet_node *node, const struct ulnet_nid *nid, uint32_t features)
 {
-	struct ulnet_large *lg = node->large;
-	bool cap = features & ULNET_PING_FEAT_ULNET_LARGE;
-
-	if (!lg)
+	if (!node->large)
 		return;
 	ulnet__lock(node);
-	for (unsigned i = 0; i < lg->n_caps; i++) {
-		if (ulnet__nid_equal(&lg->caps[i], nid)) {
-			if (!cap) /* it lost it (restarted older, or turned off): forget it */
-				lg->caps[i] = lg->caps[--lg->n_caps];
-			cap = false;
-			break;
-		}
-	}
-	if (cap) {
-		if (lg->n_caps < LARGE_CAPS_MAX) {
-			lg->caps[lg->n_caps++] = *nid;
-		} else { /* full: replace in turn */
-			lg->caps[lg->caps_next] = *nid;
-			lg->caps_next = (lg->caps_next + 1) % LARGE_CAPS_MAX;
-		}
-	}
+	ulnet__large_cap_note(&node->large->caps, nid, features);
 	ulnet__lock_release(node);
 }
 
 int ulnet_large_peer(ulnet_node *node, const struct ulnet_nid *nid)
 {
-	int rc;
+	int failed, rc;
 
 	if (!node || !nid)
 		return -EINVAL;
 	if (!node->large)
 		return 0;
 	ulnet__lock(node);
-	rc = cap_known(node->large, nid);
+	rc = ulnet__large_cap_get(&node->large->caps, nid, ulnet__node_now(node), &failed) == ULNET_LARGE_CAP_YES;
 	ulnet__lock_release(node);
 	return rc;
 }
@@ -230,6 +212,11 @@ static void op_end_locked(struct large_op *op, int status)
 	if (!op->ending) {
 		op->ending = true;
 		op->status = status;
+	}
+	if (op->parked) { /* no internal MD to wait for */
+		op->parked = false;
+		initiator_finish(op);
+		return;
 	}
 	ulnet__node_timer_cancel(node, &op->timer);
 	for (unsigned i = 0; i < 3; i++) {
@@ -293,14 +280,18 @@ static void initiator_finish(struct large_op *op)
 	free(op);
 }
 
+#define NOT_ANNOUNCED "the peer's ping reply did not announce large payloads (a kernel node, an older ulnet, or " \
+		      "large payloads off there)"
+
+/* @sent: what went to the peer before the refusal ("nothing", or the probe's ping) */
 static void refuse_log(struct ulnet_node *node, unsigned kind, uint32_t len, const struct ulnet_nid *nid,
-		       const char *why)
+		       const char *why, const char *sent)
 {
 	char s[ULNET_NID_STRLEN];
 
-	ULNET_LOG(CORE, ERR, "%s of %u bytes to %s: over LNET_MTU %u and %s; refused, nothing sent "
+	ULNET_LOG(CORE, ERR, "%s of %u bytes to %s: over LNET_MTU %u and %s; refused, %s sent "
 		  "(node option large_max %u)", op_name(kind), len, ulnet_nid_format(nid, s, sizeof(s)), ULNET_MTU,
-		  why, ulnet__large_max(node));
+		  why, sent, ulnet__large_max(node));
 }
 
 /* Attach @u on the reserved portal for @peer and @bits only, unlinked once used up: its cookie in
@@ -323,6 +314,82 @@ static int expose(struct ulnet_node *node, const struct ulnet_process_id *peer, 
 	return rc;
 }
 
+/* The op's descriptor, its data (the application's MD @md's fragments) and its announce, exposed to
+ * its peer for this op only; on failure none of them. Node lock held. */
+static int op_expose_locked(struct large_op *op, struct ulnet_libmd *md)
+{
+	struct ulnet_node *node = op->node;
+	struct ulnet_libmd *amd;
+	int rc;
+
+	/* the descriptor, read once by the target */
+	{
+		struct ulnet_md u = { .start = op->desc, .length = ULNET_LARGE_DESC_SIZE, .threshold = 1,
+				      .options = ULNET_MD_OP_GET, .user_ptr = op, .handler = large_handler };
+
+		rc = expose(node, &op->peer, ulnet_large_bits(ULNET_LARGE_DESC, op->cookie), &u, &op->desc_md);
+	}
+	/* the data: the application's MD's fragments, exposed to the target only, for this op only */
+	if (rc == 0) {
+		struct ulnet_md u = { .start = md->frags, .length = md->nfrags, .threshold = ULNET_MD_THRESH_INF,
+				      .options = ULNET_MD_IOVEC | ULNET_MD_MANAGE_REMOTE |
+						 (op->kind == ULNET_LARGE_OP_PUT ? ULNET_MD_OP_GET : ULNET_MD_OP_PUT),
+				      .user_ptr = op, .handler = large_handler };
+
+		rc = expose(node, &op->peer, ulnet_large_bits(ULNET_LARGE_DATA, op->cookie), &u, &op->data_md);
+	}
+	/* the announce: 0 bytes, its SEND event says whether it went */
+	if (rc == 0) {
+		struct ulnet_md u = { .threshold = 1, .user_ptr = op, .handler = large_handler };
+
+		rc = ulnet__md_create(node, &u, &amd);
+		if (rc == 0)
+			op->ann_md = amd->cookie;
+	}
+	if (rc) {
+		/* nothing went out and nothing refers to them: undo quietly */
+		uint64_t *c[] = { &op->desc_md, &op->data_md };
+
+		for (unsigned i = 0; i < 2; i++) {
+			struct ulnet_libmd *x = *c[i] ? ulnet__handle_lookup(node, *c[i], ULNET_OBJ_MD) : NULL;
+
+			if (x) {
+				x->umd.handler = NULL; /* no event for what never was */
+				ulnet__me_unlink_locked(node, x->me);
+			}
+			*c[i] = 0;
+		}
+	}
+	return rc;
+}
+
+/* The announce of an op exposed (no lock held); from here the op is the handlers' and the timer's:
+ * found again by its cookie, not touched. */
+static void op_announce(struct ulnet_node *node, uint64_t cookie, const struct ulnet_process_id *to, unsigned kind)
+{
+	struct ulnet_large *lg = node->large;
+	struct ulnet_handle ann = { 0 };
+	struct large_op *op;
+	int rc;
+
+	ulnet__lock(node);
+	op = find_initiator_op(lg, cookie, to);
+	if (op)
+		ann.cookie = op->ann_md;
+	ulnet__lock_release(node);
+	if (!ann.cookie)
+		return; /* ended meanwhile */
+	rc = ulnet_put(node, ann, ULNET_NOACK_REQ, to, ULNET_RESERVED_PORTAL, ulnet_large_bits(ULNET_LARGE_ANNOUNCE, kind),
+		       0, cookie);
+	if (rc) {
+		ulnet__lock(node);
+		op = find_initiator_op(lg, cookie, to);
+		if (op)
+			op_end_locked(op, rc);
+		ulnet__unlock(node);
+	}
+}
+
 int ulnet__large_start(struct ulnet_node *node, struct ulnet_handle mdh, unsigned kind, bool ack,
 		       const struct ulnet_process_id *target, uint32_t portal, uint64_t bits, uint32_t offset,
 		       uint64_t hdr_data)
@@ -330,13 +397,14 @@ int ulnet__large_start(struct ulnet_node *node, struct ulnet_handle mdh, unsigne
 	struct ulnet_large *lg = node->large;
 	struct ulnet_process_id to = *target;
 	uint64_t now = ulnet__node_now(node);
-	struct ulnet_libmd *md, *amd;
+	enum ulnet_large_cap cap = ULNET_LARGE_CAP_UNKNOWN;
+	struct ulnet_handle probe = { 0 };
+	struct ulnet_libmd *md;
 	struct large_op *op = NULL;
-	struct ulnet_handle ann;
 	const char *why = NULL;
 	uint32_t total = 0;
 	uint64_t cookie;
-	int rc;
+	int failed = 0, rc;
 
 	if (to.pid == ULNET_PID_ANY)
 		to.pid = ULNET_PID_LUSTRE;
@@ -347,17 +415,27 @@ int ulnet__large_start(struct ulnet_node *node, struct ulnet_handle mdh, unsigne
 		return -ENOENT;
 	}
 	total = md->total;
+	if (lg)
+		cap = ulnet__large_cap_get(&lg->caps, &to.nid, now, &failed);
 	if (!lg || lg->max <= ULNET_MTU)
 		why = "large payloads are off on this node";
 	else if (total > lg->max)
 		why = "over this node's large payload limit";
-	else if (!cap_known(lg, &to.nid))
-		why = "the peer did not announce large payloads in a ping reply (a kernel node, an older ulnet, "
-		      "or never pinged: ulnet_ping it first)";
+	else if (cap == ULNET_LARGE_CAP_NO)
+		why = NOT_ANNOUNCED;
 	if (why) {
 		ulnet__lock_release(node);
-		refuse_log(node, kind, total, &to.nid, why);
+		refuse_log(node, kind, total, &to.nid, why, "nothing");
 		return -EMSGSIZE;
+	}
+	if (cap == ULNET_LARGE_CAP_HELD) {
+		char s[ULNET_NID_STRLEN];
+
+		ulnet__lock_release(node);
+		ULNET_LOG(CORE, ERR, "%s of %u bytes to %s: its large payload probe failed within the last %llu ms "
+			  "(%s); refused, nothing sent", op_name(kind), total, ulnet_nid_format(&to.nid, s, sizeof(s)),
+			  ULNET_LARGE_PROBE_HOLDOFF_NS / 1000000ull, ulnet_strerror(failed));
+		return failed;
 	}
 	if (ops_with(lg, &to.nid, true) >= LARGE_OPS_PER_PEER || lg->n_ops >= LARGE_OPS_MAX) {
 		char s[ULNET_NID_STRLEN];
@@ -388,47 +466,18 @@ int ulnet__large_start(struct ulnet_node *node, struct ulnet_handle mdh, unsigne
 
 		ulnet_large_desc_pack(&d, op->desc);
 	}
-	/* the descriptor, read once by the target */
-	{
-		struct ulnet_md u = { .start = op->desc, .length = ULNET_LARGE_DESC_SIZE, .threshold = 1,
-				      .options = ULNET_MD_OP_GET, .user_ptr = op, .handler = large_handler };
-
-		rc = expose(node, &to, ulnet_large_bits(ULNET_LARGE_DESC, op->cookie), &u, &op->desc_md);
-	}
-	/* the data: the application's MD's fragments, exposed to the target only, for this op only */
-	if (rc == 0) {
-		struct ulnet_md u = { .start = md->frags, .length = md->nfrags, .threshold = ULNET_MD_THRESH_INF,
-				      .options = ULNET_MD_IOVEC | ULNET_MD_MANAGE_REMOTE |
-						 (kind == ULNET_LARGE_OP_PUT ? ULNET_MD_OP_GET : ULNET_MD_OP_PUT),
-				      .user_ptr = op, .handler = large_handler };
-
-		rc = expose(node, &to, ulnet_large_bits(ULNET_LARGE_DATA, op->cookie), &u, &op->data_md);
-	}
-	/* the announce: 0 bytes, its SEND event says whether it went */
-	if (rc == 0) {
-		struct ulnet_md u = { .threshold = 1, .user_ptr = op, .handler = large_handler };
-
-		rc = ulnet__md_create(node, &u, &amd);
-		if (rc == 0)
-			op->ann_md = amd->cookie;
+	if (cap == ULNET_LARGE_CAP_YES) {
+		rc = op_expose_locked(op, md);
+	} else {
+		/* unknown: parked behind the one probe of its peer (ulnet__large_probe_done launches it) */
+		op->parked = true;
+		rc = ulnet__large_probing(&lg->caps, &to.nid) ? 0 : ulnet__large_probe_new(node, &lg->caps, &to, &probe);
 	}
 	if (rc) {
-		/* nothing went out and nothing refers to the op: undo quietly */
-		uint64_t c[] = { op->desc_md, op->data_md };
-
-		for (unsigned i = 0; i < 2; i++) {
-			struct ulnet_libmd *x = c[i] ? ulnet__handle_lookup(node, c[i], ULNET_OBJ_MD) : NULL;
-
-			if (x) {
-				x->umd.handler = NULL; /* no event for what never was */
-				ulnet__me_unlink_locked(node, x->me);
-			}
-		}
 		ulnet__unlock(node);
 		free(op);
 		return rc;
 	}
-	ann.cookie = op->ann_md;
 	/* from here every failure ends in the application's SEND event */
 	op->umd = md;
 	ulnet__md_use(md);
@@ -445,22 +494,57 @@ int ulnet__large_start(struct ulnet_node *node, struct ulnet_handle mdh, unsigne
 	op->ev.msg_type = kind == ULNET_LARGE_OP_PUT ? ULNET_MSG_PUT : ULNET_MSG_GET;
 	ulnet__md_event_init(md, &op->ev);
 	op->timer.fn = op_expired;
-	ulnet__node_timer_arm(node, &op->timer, now + txn_ns(node));
+	/* a parked op's probe is timed by its GET (transaction_timeout); this is only a backstop */
+	ulnet__node_timer_arm(node, &op->timer, now + (op->parked ? 2 : 1) * txn_ns(node));
 	ulnet_list_add_tail(&op->link, &lg->ops);
 	lg->n_ops++;
 	cookie = op->cookie;
 	ulnet__lock_release(node);
-	/* from here the op is the handlers' and the timer's: found again by its cookie, not touched */
-	rc = ulnet_put(node, ann, ULNET_NOACK_REQ, &to, ULNET_RESERVED_PORTAL,
-		       ulnet_large_bits(ULNET_LARGE_ANNOUNCE, kind), 0, cookie);
-	if (rc) {
-		ulnet__lock(node);
-		op = find_initiator_op(lg, cookie, &to);
-		if (op)
-			op_end_locked(op, rc);
-		ulnet__unlock(node);
-	}
+	if (probe.cookie)
+		ulnet__large_probe_send(node, probe, &to);
+	else if (cap == ULNET_LARGE_CAP_YES)
+		op_announce(node, cookie, &to, kind);
 	return 0;
+}
+
+/* The probe of @nid answered (large_cap.c, no lock held): launch its parked ops, or end them. */
+void ulnet__large_probe_done(struct ulnet_node *node, const struct ulnet_nid *nid, int verdict)
+{
+	struct ulnet_large *lg = node->large;
+	struct {
+		uint64_t cookie;
+		struct ulnet_process_id to;
+		unsigned kind;
+	} go[LARGE_OPS_PER_PEER];
+	unsigned n = 0;
+	struct ulnet_list *p, *next;
+
+	ulnet__lock(node);
+	for (p = lg->ops.next; p != &lg->ops; p = next) {
+		struct large_op *op = ulnet_container_of(p, struct large_op, link);
+		int rc = verdict < 0 ? verdict : verdict == 0 ? -EMSGSIZE : -ENOBUFS;
+
+		next = p->next; /* op may go below */
+		if (!op->initiator || !op->parked || !ulnet__nid_equal(&op->peer.nid, nid))
+			continue;
+		if (verdict == 1 && n < LARGE_OPS_PER_PEER) {
+			rc = op_expose_locked(op, op->umd);
+			if (rc == 0) {
+				op->parked = false;
+				ulnet__node_timer_arm(node, &op->timer, ulnet__node_now(node) + txn_ns(node));
+				go[n].cookie = op->cookie;
+				go[n].to = op->peer;
+				go[n++].kind = op->kind;
+				continue;
+			}
+		} else if (verdict == 0) {
+			refuse_log(node, op->kind, op->ev.rlength, nid, NOT_ANNOUNCED, "nothing but one ping");
+		}
+		op_end_locked(op, rc);
+	}
+	ulnet__unlock(node);
+	for (unsigned i = 0; i < n; i++)
+		op_announce(node, go[i].cookie, &go[i].to, go[i].kind);
 }
 
 /* An event of one of @op's internal MDs (initiator). Node lock held. */

@@ -77,7 +77,7 @@ static bool engine_idle(const struct ulnet_sst *sst)
 static bool engine_quiet(const struct ulnet_sst *sst)
 {
 	return !sst->active && ulnet_list_empty(&sst->running) && !sst->zombies && ulnet_list_empty(&sst->srv_rpcs) &&
-	       ulnet_list_empty(&sst->srv_waiting) && ulnet_list_empty(&sst->srv_probing);
+	       ulnet_list_empty(&sst->srv_waiting);
 }
 
 void sst__tick_due(struct ulnet_sst *sst)
@@ -196,10 +196,8 @@ static void *sst_thread(void *arg)
 
 	ulnet__futex_lock(&sst->lock);
 	for (;;) {
-		if (!sst->stopping) {
-			sst__server_probe(sst);
+		if (!sst->stopping)
 			sst__server_kick(sst);
-		}
 		tick(sst);
 		if (sst->stopping && engine_idle(sst))
 			break;
@@ -238,7 +236,6 @@ int ulnet__sst_start(ulnet_node *node, const struct ulnet_selftest_opts *opts, s
 	ulnet_list_init(&sst->srv_rpcs);
 	ulnet_list_init(&sst->running);
 	ulnet_list_init(&sst->srv_waiting);
-	ulnet_list_init(&sst->srv_probing);
 	sst->srv_bulk_max = SST_SERVER_BULK_MAX;
 	sst->srv_timeout_ms = timeout_ms;
 	rc = engine_register(sst);
@@ -272,8 +269,6 @@ void ulnet__sst_stop(struct ulnet_sst *sst)
 	sst->stopping = true;
 	while (!ulnet_list_empty(&sst->srv_waiting)) /* no MD yet: nothing to wait for */
 		sst__rpc_free(sst, ulnet_list_first(&sst->srv_waiting, struct sst_rpc, slink));
-	while (!ulnet_list_empty(&sst->srv_probing))
-		sst__rpc_free(sst, ulnet_list_first(&sst->srv_probing, struct sst_rpc, slink));
 	for (struct sst_test *t = sst->tests; t; t = t->next)
 		t->stopping = t->abort = true;
 	for (int i = 0; i < SST_HASH; i++)

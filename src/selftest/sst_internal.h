@@ -52,9 +52,6 @@ enum sst_err { ERR_NONE = 0, ERR_TIMEOUT, ERR_MISMATCH, ERR_REFUSED, ERR_PEER_GO
  * wait, holding only their buffer), and each ends within the node's server RPC timeout
  * (ulnet_selftest_opts.server_rpc_timeout_ms). */
 #define SST_SERVER_BULK_MAX (32u << 20)
-#define SST_PROBE_TIMEOUT_MS 1000 /* a ping of a brw client that asks for more than LNET_MTU */
-#define SST_NO_LARGE_MAX 16        /* clients remembered as not taking large payloads... */
-#define SST_NO_LARGE_NS 60000000000ull /* ...for 60 s: a client that keeps asking costs one ping a minute */
 #define SST_SVC_SLOTS (ULNET_SST_SVC_MAX + 1)
 _Static_assert(SST_SVC_SLOTS <= 32, "reqbuf_owed_mask has a bit per service");
 
@@ -96,7 +93,6 @@ struct sst_rpc {
 	struct ulnet_list slink;          /* on sst->srv_rpcs, or sst->srv_waiting */
 	bool holds_reqbuf;                /* took a request buffer: repost one when freed */
 	bool waiting;                     /* on srv_waiting */
-	bool probing, probed;             /* a brw above LNET_MTU: on srv_probing; its client was pinged */
 	uint32_t srv_bulk;                /* bytes counted in sst->srv_bulk_bytes */
 	/* Not cleared for a new RPC (sst__rpc_new), as each is written whole before it is read: the
 	 * messages by ulnet__sst_msg_pack or a receive of ULNET_SST_MSG_SIZE bytes (a reply: read up to
@@ -181,12 +177,6 @@ struct ulnet_sst {
 	/* server RPC bounds */
 	struct ulnet_list srv_rpcs;       /* server RPCs under way */
 	struct ulnet_list srv_waiting;    /* brw requests waiting for bulk memory, oldest first */
-	struct ulnet_list srv_probing;    /* brw requests above LNET_MTU waiting for a ping of their client */
-	struct {
-		struct ulnet_nid nid;
-		uint64_t until_ns;
-	} no_large[SST_NO_LARGE_MAX];     /* clients whose ping said no large payloads (a ring) */
-	unsigned no_large_next;
 	uint64_t srv_bulk_bytes, srv_bulk_max;
 	uint32_t srv_timeout_ms;
 	/* request buffers to repost (their RPC ended), and their mirror, bit s: reqbuf_owed[s] > 0 (every
@@ -263,9 +253,6 @@ void sst__server_event(struct ulnet_sst *sst, struct sst_rpc *r, int slot, const
 bool sst__server_request(struct ulnet_sst *sst, struct sst_rpc *buf, const struct ulnet_event *ev);
 /* Engine loop: start waiting brw requests that fit, repost owed request buffers. */
 void sst__server_kick(struct ulnet_sst *sst);
-/* Engine thread, lock held: ping the client of the first brw on srv_probing (the lock let go
- * meanwhile), then start that client's brw requests again. */
-void sst__server_probe(struct ulnet_sst *sst);
 /* Tick: expire server RPCs past their deadline. */
 void sst__server_expire(struct ulnet_sst *sst, uint64_t now);
 

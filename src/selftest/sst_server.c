@@ -37,43 +37,34 @@ static bool bulk_fits(const struct ulnet_sst *sst, uint32_t need)
 	return sst->srv_bulk_bytes == 0 || sst->srv_bulk_bytes + need <= sst->srv_bulk_max;
 }
 
-static bool no_large_recent(const struct ulnet_sst *sst, const struct ulnet_nid *nid)
-{
-	uint64_t now = ulnet__now_ns();
-
-	for (unsigned i = 0; i < SST_NO_LARGE_MAX; i++)
-		if (sst->no_large[i].until_ns > now && ulnet_nid_equal(&sst->no_large[i].nid, nid))
-			return true;
-	return false;
-}
-
-/* A brw above LNET_MTU moves as the core's rendezvous (docs/large.md), which goes only to a client
- * known to take it: one whose ping reply carried the large bit. 0: go on (or wait on sst->srv_probing
- * for a ping of the client, once); else the status to answer, logged. */
-static uint32_t large_refused(struct ulnet_sst *sst, struct sst_rpc *r)
+/* A brw above this node's largest: the status to answer (logged), else 0. Whether the client takes
+ * large payloads is the core's to learn (docs/large.md): the bulk op says so when it ends. */
+static uint32_t over_size_max(struct ulnet_sst *sst, struct sst_rpc *r)
 {
 	uint32_t len = r->in.body.brw_reqst.len, max = ulnet__sst_size_max(sst->node);
 	char peer[ULNET_NID_STRLEN];
 
-	if (len > max) {
-		ulnet_nid_format(&r->peer.nid, peer, sizeof(peer));
-		ULNET_LOG(SST, WARN, "brw of %u bytes from %s refused: above this node's largest brw %u (LNET_MTU "
-			  "%u, node option large_max)", len, peer, max, ULNET_MTU);
-		return EINVAL;
-	}
-	if (ulnet_large_peer(sst->node, &r->peer.nid) == 1)
+	if (len <= max)
 		return 0;
-	if (r->probed || no_large_recent(sst, &r->peer.nid)) {
-		ulnet_nid_format(&r->peer.nid, peer, sizeof(peer));
-		ULNET_LOG(SST, WARN, "brw of %u bytes from %s refused: above LNET_MTU %u, and the client did not "
-			  "announce large payloads in a ping reply (its node option large_max)", len, peer, ULNET_MTU);
-		return EINVAL;
-	}
-	r->probing = true;
-	ulnet_list_del(&r->slink);
-	ulnet_list_add_tail(&r->slink, &sst->srv_probing);
-	ulnet__futex_cond_broadcast(&sst->tick_cv);
-	return 0;
+	ulnet_nid_format(&r->peer.nid, peer, sizeof(peer));
+	ULNET_LOG(SST, WARN, "brw of %u bytes from %s refused: above this node's largest brw %u (LNET_MTU "
+		  "%u, node option large_max)", len, peer, max, ULNET_MTU);
+	return EINVAL;
+}
+
+/* The status to answer for a bulk that failed with @rc: a large one the client cannot take (the core
+ * refused it, at the call or through the op's event) is EINVAL, logged; any other failure EIO. */
+static uint32_t bulk_failed(const struct sst_rpc *r, int rc)
+{
+	uint32_t len = r->in.body.brw_reqst.len;
+	char peer[ULNET_NID_STRLEN];
+
+	if (len <= ULNET_MTU || rc != -EMSGSIZE)
+		return EIO;
+	ULNET_LOG(SST, WARN, "brw of %u bytes from %s refused: above LNET_MTU %u, and the client did not "
+		  "announce large payloads in a ping reply (its node option large_max)", len,
+		  ulnet_nid_format(&r->peer.nid, peer, sizeof(peer)), ULNET_MTU);
+	return EINVAL;
 }
 
 static void server_brw_start(struct ulnet_sst *sst, struct sst_rpc *r)
@@ -104,12 +95,8 @@ static void server_brw_start(struct ulnet_sst *sst, struct sst_rpc *r)
 		*status = EINVAL;
 		goto reply;
 	}
-	if (q->len > ULNET_MTU) {
-		if ((*status = large_refused(sst, r)))
-			goto reply;
-		if (r->probing)
-			return; /* the engine thread pings the client first (sst__server_probe) */
-	}
+	if ((*status = over_size_max(sst, r)))
+		goto reply;
 	if (!bulk_fits(sst, brw_bulk_need(sst, q->len))) {
 		/* wait for bulk memory, holding only the request buffer (sst__server_kick) */
 		ulnet_list_del(&r->slink);
@@ -137,7 +124,7 @@ static void server_brw_start(struct ulnet_sst *sst, struct sst_rpc *r)
 	rc = sst__post_active(sst, r, SLOT_BULK, write, r->buf + r->off, r->len, ULNET_SST_PORTAL_RDMA, q->bulkid);
 	if (!rc)
 		return; /* the bulk's final event continues in sst__server_event() */
-	*status = EIO;
+	*status = bulk_failed(r, rc);
 	r->has_bulk = false;
 	if (r->live)
 		return; /* the unlink event of the failed bulk MD sends the reply */
@@ -152,7 +139,7 @@ static void server_bulk_done(struct ulnet_sst *sst, struct sst_rpc *r)
 
 	if (r->status[SLOT_BULK]) {
 		if (!r->out.body.brw_reply.status)
-			r->out.body.brw_reply.status = EIO;
+			r->out.body.brw_reply.status = bulk_failed(r, r->status[SLOT_BULK]);
 	} else if (q->rw == ULNET_SST_BRW_WRITE) {
 		if (sst->inject_left) {
 			sst->inject_left--;
@@ -175,6 +162,10 @@ void sst__server_event(struct ulnet_sst *sst, struct sst_rpc *r, int slot, const
 {
 	if (ev->status && !r->status[slot])
 		r->status[slot] = ev->status;
+	/* a large bulk GET that failed (the core's op ended): no REPLY comes, and its MD has one use left */
+	if (slot == SLOT_BULK && ev->status && ev->type == ULNET_EVENT_SEND && !ev->unlinked &&
+	    r->in.type == ULNET_SST_BRW_REQST && r->in.body.brw_reqst.len > ULNET_MTU)
+		(void)ulnet_md_unlink(sst->node, r->mdh[slot]);
 	if (slot == SLOT_BULK && !ev->status && ev->type == ULNET_EVENT_REPLY)
 		sst->cnt.bulk_get += ev->mlength;
 	if (slot == SLOT_BULK && !ev->status && ev->type == ULNET_EVENT_SEND && r->in.type == ULNET_SST_BRW_REQST &&
@@ -235,38 +226,6 @@ void sst__server_kick(struct ulnet_sst *sst)
 			sst->reqbuf_warned = false;
 			sst__reqbuf_repaid(sst, s);
 		}
-	}
-}
-
-void sst__server_probe(struct ulnet_sst *sst)
-{
-	struct ulnet_ping_result res;
-	struct ulnet_process_id peer;
-	struct ulnet_list *pos, *tmp;
-
-	if (ulnet_list_empty(&sst->srv_probing))
-		return;
-	peer = ulnet_list_first(&sst->srv_probing, struct sst_rpc, slink)->peer;
-	ulnet__futex_unlock(&sst->lock);
-	(void)ulnet_ping(sst->node, &peer, SST_PROBE_TIMEOUT_MS, &res); /* a failure leaves it unknown */
-	ulnet__futex_lock(&sst->lock);
-	if (ulnet_large_peer(sst->node, &peer.nid) != 1) {
-		sst->no_large[sst->no_large_next].nid = peer.nid;
-		sst->no_large[sst->no_large_next].until_ns = ulnet__now_ns() + SST_NO_LARGE_NS;
-		sst->no_large_next = (sst->no_large_next + 1) % SST_NO_LARGE_MAX;
-	}
-	/* the RPCs are found again: any may have gone (stop) while the lock was let go */
-	ulnet_list_for_each_safe(pos, tmp, &sst->srv_probing) {
-		struct sst_rpc *r = ulnet_container_of(pos, struct sst_rpc, slink);
-
-		if (!ulnet_nid_equal(&r->peer.nid, &peer.nid))
-			continue;
-		ulnet_list_del(&r->slink);
-		ulnet_list_add_tail(&r->slink, &sst->srv_rpcs);
-		r->probing = false;
-		r->probed = true;
-		if (!sst->stopping)
-			server_brw_start(sst, r);
 	}
 }
 

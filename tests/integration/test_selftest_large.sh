@@ -5,7 +5,8 @@
 # remote client) and the lst-style console, data checked; refused before any session or test request
 # toward a node that does not take it (large payloads off, or a size past its large_max), with one line
 # naming lst's 1 MiB rule (LNET_MTU), the size, the node and the knob, exit 2. The brw server learns
-# that its client takes large payloads by pinging it (peer show says so afterwards).
+# that its client takes large payloads from the core, whose first large op toward the client pings it
+# (peer show says so afterwards).
 # Addresses: 127.234.0.1 (4 KiB pages), .2 (64 KiB pages), .3 (large_max 1048576: off).
 set -u
 source "${SRC:-$(dirname "$0")/../..}/tests/integration/lib.sh"
@@ -50,7 +51,7 @@ ul_step "before any brw: n2 does not know whether n1 takes large payloads"
 ul_step "one-shot, the console as client: 1 MiB + 1 write and read, check full"
 brw write "$N1" "$N2" 1048577 0 full 4
 brw read "$N1" "$N2" 1048577 0 full 4
-# the server pinged its client before it moved the first bulk above 1 MiB
+# the core pinged the client before the server's first bulk above 1 MiB moved
 [[ $(large n2 "$N1") == announced ]] || ul_fail "n2 did not learn n1's large payloads: $(large n2 "$N1")"
 
 ul_step "one-shot: 16 MiB at offset 4097 (odd, past a page), write and read, check full and simple"

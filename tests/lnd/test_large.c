@@ -3,9 +3,12 @@
  * program, run per net ("tcp": 127.226.B.{1,2}, port 988; "o2ib": the shm provider, 127.227.B.{1,2}).
  * Node a has 4 KiB pages, node b 64 KiB (and the other way round for Gets). Put and Get of 1 MiB + 1,
  * 16 MiB at offset 4097 and the limit (64 MiB), data checked byte for byte, exactly one event on the
- * target and SEND + ACK/REPLY on the initiator; refusal toward a peer never pinged and toward one
- * whose ping reply lacks the capability, nothing sent; a target MD that does not match; each side
- * killed mid-transfer. tcp needs root (port 988): else exit 77, skipped. */
+ * target and SEND + ACK/REPLY on the initiator; refusal toward a peer whose ping reply lacks the
+ * capability, nothing sent; a target MD that does not match; each side killed mid-transfer. The
+ * core's probe of a peer never pinged (nodes at 127.235.B.x: B 10.. for tcp, 20.. for o2ib): one ping,
+ * then the ops start or end with -EMSGSIZE; ops parked behind it bounded; a probe that fails (its
+ * ping dropped) ends them and holds off the next; the node closed with ops parked. tcp needs root
+ * (port 988): else exit 77, skipped. */
 #include <errno.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -32,7 +35,7 @@ struct node2 {
 	ulnet_eq *eq;
 };
 
-static void node_up(struct node2 *x, uint32_t page, uint32_t large_max, unsigned blk, unsigned host)
+static void node_up_at(struct node2 *x, uint32_t page, uint32_t large_max, unsigned oct, unsigned blk, unsigned host)
 {
 	struct ulnet_node_opts opts = { .page_size = page, .large_max = large_max, .transaction_timeout = 3 };
 	const struct ulnet_kv shm[] = { { "provider", "shm" } };
@@ -43,12 +46,17 @@ static void node_up(struct node2 *x, uint32_t page, uint32_t large_max, unsigned
 		conf.lnd_tunables = shm;
 		conf.n_lnd_tunables = 1;
 	}
-	snprintf(nid, sizeof(nid), "127.%u.%u.%u@%s", octet, blk, host, net);
+	snprintf(nid, sizeof(nid), "127.%u.%u.%u@%s", oct, blk, host, net);
 	assert_int_equal(ulnet_node_open(&opts, &x->n), 0);
 	assert_int_equal(ulnet_ni_add(x->n, &conf), 0);
 	assert_int_equal(ulnet_nid_parse(nid, &x->id.nid, NULL), 0);
 	x->id.pid = ULNET_PID_LUSTRE;
 	assert_int_equal(ulnet_eq_create(&x->eq), 0);
+}
+
+static void node_up(struct node2 *x, uint32_t page, uint32_t large_max, unsigned blk, unsigned host)
+{
+	node_up_at(x, page, large_max, octet, blk, host);
 }
 
 static void node_down(struct node2 *x)
@@ -268,7 +276,7 @@ static uint64_t sent_msgs(ulnet_node *n)
 	return st.send_count;
 }
 
-/* Never pinged, then a node with large payloads off: -EMSGSIZE at the call, no event, nothing sent. */
+/* A node with large payloads off, known from a ping: -EMSGSIZE at the call, no event, nothing sent. */
 static void test_refused(void **state)
 {
 	struct node2 C = { 0 };
@@ -281,12 +289,6 @@ static void test_refused(void **state)
 	node_up(&C, 4096, ULNET_MTU, block - 1, 3); /* large_max = LNET_MTU: off */
 	md.eq = A.eq;
 	assert_int_equal(ulnet_md_bind(A.n, &md, ULNET_UNLINK, &h), 0);
-	sent = sent_msgs(A.n);
-	assert_int_equal(ulnet_large_peer(A.n, &B.id.nid), 0);
-	assert_int_equal(ulnet_put(A.n, h, ULNET_ACK_REQ, &B.id, 7, 1, 0, 0), -EMSGSIZE); /* never pinged */
-	assert_int_equal(ulnet_get(A.n, h, &B.id, 7, 1, 0), -EMSGSIZE);
-	usleep(100000);
-	assert_true(sent_msgs(A.n) == sent);
 	ping_ok(&A, &C, false);
 	sent = sent_msgs(A.n);
 	assert_int_equal(ulnet_put(A.n, h, ULNET_ACK_REQ, &C.id, 7, 1, 0, 0), -EMSGSIZE);
@@ -602,6 +604,231 @@ static void test_routed(void **state)
 	ulnet_node_close(r);
 }
 
+/* ---- the core's probe of a peer never pinged ---- */
+
+static unsigned probe_block(unsigned k)
+{
+	return (!strcmp(net, "tcp") ? 10 : 20) + k;
+}
+
+static uint64_t recv_msgs(ulnet_node *n)
+{
+	struct ulnet_stats st;
+
+	ulnet_stats_get(n, &st);
+	return st.recv_count;
+}
+
+/* @c from @a to @b, never pinged: it works as after a ping, and costs exactly one message (the
+ * probe's ping) more than the same op once the capability is known. */
+static void first_costs_one_ping(struct node2 *a, struct node2 *b, const struct xc *c, uint32_t portal)
+{
+	uint64_t first, again;
+
+	assert_int_equal(ulnet_large_peer(a->n, &b->id.nid), 0);
+	first = sent_msgs(a->n);
+	xfer(a, b, c, portal, 1);
+	first = sent_msgs(a->n) - first;
+	assert_int_equal(ulnet_large_peer(a->n, &b->id.nid), 1);
+	again = sent_msgs(a->n);
+	xfer(a, b, c, portal, 2);
+	again = sent_msgs(a->n) - again;
+	assert_true(first == again + 1);
+}
+
+/* A Put toward a capable peer never pinged, and a Get the other way (that peer never pinged either). */
+static void test_probe_capable(void **state)
+{
+	static const struct xc put = { 2 * MIB + 1, 4097, IOVEC, KIOV, false };
+	static const struct xc get = { 2 * MIB + 1, 4097, CONTIG, KIOV, true };
+	struct node2 p = { 0 }, q = { 0 };
+
+	(void)state;
+	node_up_at(&p, 4096, 0, 235, probe_block(0), 1);
+	node_up_at(&q, 65536, 0, 235, probe_block(0), 2);
+	first_costs_one_ping(&p, &q, &put, 7);
+	first_costs_one_ping(&q, &p, &get, 8);
+	node_down(&p);
+	node_down(&q);
+}
+
+/* @n ops (Puts and Gets in turn) of 1 MiB + 1 from @from to @to on their own MDs (threshold 2, on
+ * @from's EQ); each call's return in rc[i]. */
+#define PROBE_OPS 20
+static void many_ops(struct node2 *from, const struct node2 *to, uint8_t *buf, unsigned n,
+		     struct ulnet_handle *h, int *rc)
+{
+	for (unsigned i = 0; i < n; i++) {
+		struct ulnet_md md = { .start = buf, .length = MIB + 1, .threshold = 2, .eq = from->eq };
+
+		assert_int_equal(ulnet_md_bind(from->n, &md, ULNET_UNLINK, &h[i]), 0);
+		rc[i] = i % 2 ? ulnet_get(from->n, h[i], &to->id, 7, 1, 0)
+			      : ulnet_put(from->n, h[i], ULNET_ACK_REQ, &to->id, 7, 1, 0, 0);
+	}
+}
+
+/* the SEND event of each of the @n ops on @eq ended with @status (any order), nothing else; their
+ * MDs (one use left) then unlinked */
+static void ops_ended(struct node2 *from, const struct ulnet_handle *h, unsigned n, int status)
+{
+	struct ulnet_event ev;
+
+	for (unsigned i = 0; i < n; i++) {
+		next_ev(from->eq, &ev);
+		assert_int_equal(ev.type, ULNET_EVENT_SEND);
+		assert_int_equal(ev.status, status);
+		assert_int_equal(ev.mlength, MIB + 1);
+	}
+	no_more(from->eq);
+	for (unsigned i = 0; i < n; i++) {
+		assert_int_equal(ulnet_md_unlink(from->n, h[i]), 0);
+		next_ev(from->eq, &ev);
+		assert_int_equal(ev.type, ULNET_EVENT_UNLINK);
+	}
+}
+
+/* Toward a ulnet with large payloads off, never pinged: the calls return 0, one ping goes for all
+ * of them, each ends in its SEND event with -EMSGSIZE, and the peer received the ping and nothing
+ * else. Then it is known: -EMSGSIZE at the call, nothing sent. */
+static void test_probe_not_capable(void **state)
+{
+	struct node2 p = { 0 }, c = { 0 };
+	uint8_t *buf = calloc(1, MIB + 1);
+	struct ulnet_handle h[PROBE_OPS];
+	int rc[PROBE_OPS];
+	uint64_t sent, got;
+
+	(void)state;
+	node_up_at(&p, 4096, 0, 235, probe_block(1), 1);
+	node_up_at(&c, 4096, ULNET_MTU, 235, probe_block(1), 3);
+	sent = sent_msgs(p.n);
+	got = recv_msgs(c.n);
+	many_ops(&p, &c, buf, 8, h, rc);
+	for (unsigned i = 0; i < 8; i++)
+		assert_int_equal(rc[i], 0);
+	ops_ended(&p, h, 8, -EMSGSIZE);
+	assert_true(sent_msgs(p.n) - sent == 1);
+	assert_true(recv_msgs(c.n) - got == 1);
+	assert_true(bytes_of(c.n, true) == 0);
+	assert_int_equal(ulnet_large_peer(p.n, &c.id.nid), 0);
+	/* known now: refused at the call */
+	many_ops(&p, &c, buf, 2, h, rc);
+	assert_int_equal(rc[0], -EMSGSIZE);
+	assert_int_equal(rc[1], -EMSGSIZE);
+	no_more(p.eq);
+	assert_true(sent_msgs(p.n) - sent == 1);
+	for (unsigned i = 0; i < 2; i++)
+		assert_int_equal(ulnet_md_unlink(p.n, h[i]), 0);
+	for (unsigned i = 0; i < 2; i++)
+		next_ev(p.eq, &(struct ulnet_event){ 0 });
+	node_down(&p);
+	node_down(&c);
+	free(buf);
+}
+
+/* p drops its own pings to q (a fault rule: the probe's REPLY never comes). */
+static void drop_pings(struct node2 *p, const struct node2 *q, bool on)
+{
+	struct ulnet_fault_rule r;
+
+	if (!on) {
+		assert_int_equal(ulnet_fault_del(p->n, ULNET_FAULT_DROP, NULL, &q->id.nid), 1);
+		return;
+	}
+	ulnet_fault_rule_init(&r, ULNET_FAULT_DROP);
+	r.dst = q->id.nid;
+	r.portal = 0;
+	r.msg_mask = 1u << ULNET_MSG_GET;
+	r.rate = 1;
+	assert_int_equal(ulnet_fault_add(p->n, &r), 0);
+}
+
+/* p and q up at block @k, p dropping its pings to q; @n ops from p to q parked behind the probe (the
+ * first 16 of them: the 17th is over the bound, its call's return in rc[16]). */
+static void park_ops(struct node2 *p, struct node2 *q, unsigned k, uint8_t *buf, unsigned n,
+		     struct ulnet_handle *h, int *rc)
+{
+	node_up_at(p, 4096, 0, 235, probe_block(k), 1);
+	node_up_at(q, 4096, 0, 235, probe_block(k), 2);
+	drop_pings(p, q, true);
+	many_ops(p, q, buf, n, h, rc);
+	for (unsigned i = 0; i < n && i < 16; i++)
+		assert_int_equal(rc[i], 0);
+}
+
+/* While the probe waits (its ping dropped): 16 ops park behind it, the 17th is refused with -ENOBUFS;
+ * one MD unlinked meanwhile. The ping times out (transaction_timeout, 3 s): every parked op ends
+ * with -ETIMEDOUT (the unlinked MD's event says unlinked), the capability stays unknown, and within
+ * the hold-off the next call returns that error at once. Once the hold-off is over, an op probes
+ * again and goes (here to no matching ME: -ENOENT from the target). */
+static void test_probe_failed(void **state)
+{
+	struct node2 p = { 0 }, q = { 0 };
+	uint8_t *buf = calloc(1, MIB + 1);
+	struct ulnet_handle h[PROBE_OPS];
+	struct ulnet_event ev;
+	int rc[PROBE_OPS], timedout = 0, unlinked = 0, tries = 0;
+
+	(void)state;
+	park_ops(&p, &q, 2, buf, 17, h, rc);
+	assert_int_equal(rc[16], -ENOBUFS);
+	assert_int_equal(ulnet_md_unlink(p.n, h[16]), 0);
+	next_ev(p.eq, &ev);
+	assert_int_equal(ev.type, ULNET_EVENT_UNLINK);
+	assert_int_equal(ulnet_md_unlink(p.n, h[3]), 0); /* parked: it goes with the op's event */
+	for (unsigned i = 0; i < 16; i++) {
+		next_ev(p.eq, &ev);
+		assert_int_equal(ev.type, ULNET_EVENT_SEND);
+		timedout += ev.status == -ETIMEDOUT;
+		unlinked += ev.unlinked && ev.md_handle.cookie == h[3].cookie;
+	}
+	assert_int_equal(timedout, 16);
+	assert_int_equal(unlinked, 1);
+	no_more(p.eq);
+	assert_int_equal(ulnet_large_peer(p.n, &q.id.nid), 0);
+	drop_pings(&p, &q, false);
+	/* within the hold-off: the probe's error at the call */
+	assert_int_equal(ulnet_put(p.n, h[0], ULNET_NOACK_REQ, &q.id, 7, 1, 0, 0), -ETIMEDOUT);
+	/* after it: probed again, and the op goes (no ME on q's portal 7: the target says -ENOENT) */
+	while ((rc[0] = ulnet_put(p.n, h[0], ULNET_NOACK_REQ, &q.id, 7, 1, 0, 0)) == -ETIMEDOUT && tries++ < 300)
+		usleep(10000);
+	assert_int_equal(rc[0], 0);
+	next_ev(p.eq, &ev);
+	assert_int_equal(ev.type, ULNET_EVENT_SEND);
+	assert_int_equal(ev.status, -ENOENT);
+	assert_true(ev.unlinked); /* its last use */
+	assert_int_equal(ulnet_large_peer(p.n, &q.id.nid), 1);
+	for (unsigned i = 1; i < 16; i++)
+		if (i != 3)
+			assert_int_equal(ulnet_md_unlink(p.n, h[i]), 0);
+	for (unsigned i = 0; i < 14; i++) {
+		next_ev(p.eq, &ev);
+		assert_int_equal(ev.type, ULNET_EVENT_UNLINK);
+	}
+	no_more(p.eq);
+	node_down(&p);
+	node_down(&q);
+	free(buf);
+}
+
+/* The node closed with ops parked behind a probe: it returns, nothing leaks (ASan), no event comes. */
+static void test_probe_close(void **state)
+{
+	struct node2 p = { 0 }, q = { 0 };
+	uint8_t *buf = calloc(1, MIB + 1);
+	struct ulnet_handle h[PROBE_OPS];
+	int rc[PROBE_OPS];
+
+	(void)state;
+	park_ops(&p, &q, 3, buf, 4, h, rc);
+	ulnet_node_close(p.n);
+	p.n = NULL;
+	no_more(p.eq);
+	node_down(&p);
+	node_down(&q);
+	free(buf);
+}
+
 int main(int argc, char **argv)
 {
 	const struct CMUnitTest tests[] = {
@@ -613,6 +840,10 @@ int main(int argc, char **argv)
 		cmocka_unit_test_setup_teardown(test_self, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_hostile, setup, teardown),
 		cmocka_unit_test(test_routed),
+		cmocka_unit_test(test_probe_capable),
+		cmocka_unit_test(test_probe_not_capable),
+		cmocka_unit_test(test_probe_failed),
+		cmocka_unit_test(test_probe_close),
 	};
 
 	if (argc != 2 || (strcmp(argv[1], "tcp") && strcmp(argv[1], "o2ib"))) {
